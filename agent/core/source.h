@@ -1,0 +1,27 @@
+#ifndef SMBFLEET_AGENT_CORE_SOURCE_H_
+#define SMBFLEET_AGENT_CORE_SOURCE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "smbfleet/v1/posture.pb.h"
+
+namespace smbfleet::agent {
+
+// Where a posture comes from: a live platform (Samba, Windows) or a capture folder.
+class PostureSource {
+ public:
+  virtual ~PostureSource() = default;
+
+  // Collects one posture. A failed probe (one command, one file) is data: it goes into
+  // posture.probe_errors and the rest is still collected. An error return means nothing at
+  // all could be collected (e.g. the smb.conf path does not exist).
+  virtual absl::StatusOr<smbfleet::v1::Posture> Collect() = 0;
+
+  // "samba:/etc/samba/smb.conf", "windows-capture:/tmp/cap", ...
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace smbfleet::agent
+
+#endif  // SMBFLEET_AGENT_CORE_SOURCE_H_

@@ -1,0 +1,32 @@
+#include "common/logging.h"
+
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+
+namespace smbfleet {
+
+std::shared_ptr<spdlog::logger> Logger(const std::string& component) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto existing = spdlog::get(component);
+  if (existing) return existing;
+  auto logger = spdlog::stderr_color_mt(component);
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ [%n] %v");
+  logger->set_level(spdlog::get_level());
+  return logger;
+}
+
+absl::Status SetLogLevel(const std::string& level) {
+  auto parsed = spdlog::level::from_str(level);
+  if (parsed == spdlog::level::off && level != "off") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "log level '", level, "' is not one of trace, debug, info, warn, error, off"));
+  }
+  spdlog::set_level(parsed);
+  spdlog::apply_all([parsed](std::shared_ptr<spdlog::logger> l) { l->set_level(parsed); });
+  return absl::OkStatus();
+}
+
+}  // namespace smbfleet

@@ -1,0 +1,49 @@
+#ifndef SMBFLEET_COMMON_TLS_H_
+#define SMBFLEET_COMMON_TLS_H_
+
+// Mutual TLS material for agents, tools and the collector, and the identity a peer's
+// certificate carries. Identity always comes from the certificate, never from a request.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_context.h"
+
+namespace smbfleet {
+
+struct TlsFiles {
+  std::string cert;  // PEM certificate chain path
+  std::string key;   // PEM private key path
+  std::string ca;    // PEM CA bundle used to verify the peer
+};
+
+struct TlsMaterial {
+  std::string cert_pem;
+  std::string key_pem;
+  std::string ca_pem;
+};
+
+// Reads and sanity-checks the three files (present, PEM, key matches certificate); errors
+// name the file. The key itself is never logged.
+absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files);
+
+// Server credentials that require and verify a client certificate.
+std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsMaterial& m);
+std::shared_ptr<grpc::ChannelCredentials> MutualTlsChannelCredentials(const TlsMaterial& m);
+
+// What a certificate says about its holder. kind is the first OU ("agent", "operator", ...).
+struct PeerIdentity {
+  std::string common_name;
+  std::string kind;
+  std::string role;  // second OU for people ("viewer", "proposer", "approver", "admin")
+};
+
+absl::StatusOr<PeerIdentity> IdentityFromPem(const std::string& pem);
+absl::StatusOr<PeerIdentity> PeerIdentityOf(const grpc::ServerContextBase& context);
+
+}  // namespace smbfleet
+
+#endif  // SMBFLEET_COMMON_TLS_H_

@@ -1,0 +1,79 @@
+#ifndef SMBFLEET_COMMON_YAML_CONFIG_H_
+#define SMBFLEET_COMMON_YAML_CONFIG_H_
+
+// Helpers for typed configuration files in YAML. A loader walks the document once and records
+// every problem (unknown key, wrong type, bad value) with file and line, so that a person fixes
+// the whole file in one go instead of one error per run.
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "yaml-cpp/yaml.h"
+
+namespace smbfleet {
+
+class ConfigProblems {
+ public:
+  explicit ConfigProblems(std::string file) : file_(std::move(file)) {}
+
+  // `at` gives the line; `key_path` is the dotted path of the setting, e.g. "tls.cert".
+  void Add(const YAML::Node& at, absl::string_view key_path, absl::string_view problem);
+  void AddNoLine(absl::string_view key_path, absl::string_view problem);
+
+  bool empty() const { return problems_.empty(); }
+  const std::vector<std::string>& problems() const { return problems_; }
+  const std::string& file() const { return file_; }
+
+  // InvalidArgument listing every problem, one per line; OK when there are none.
+  absl::Status ToStatus() const;
+
+ private:
+  std::string file_;
+  std::vector<std::string> problems_;
+};
+
+// Parses YAML text; a syntax error is reported with file and line.
+absl::StatusOr<YAML::Node> ParseYaml(const std::string& file, const std::string& text);
+
+// Reports keys of `map` that are not in `allowed`. `prefix` is the dotted path of `map`.
+void CheckKeys(const YAML::Node& map, std::initializer_list<absl::string_view> allowed,
+               absl::string_view prefix, ConfigProblems* problems);
+
+std::string JoinPath(absl::string_view prefix, absl::string_view key);
+
+// Each reader leaves *out alone when the key is absent and records a problem when the value
+// is of the wrong type. They return true when a value was read.
+bool ReadString(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
+                std::string* out, ConfigProblems* problems);
+bool ReadBool(const YAML::Node& map, absl::string_view key, absl::string_view prefix, bool* out,
+              ConfigProblems* problems);
+bool ReadUint(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
+              uint64_t min, uint64_t max, uint64_t* out, ConfigProblems* problems);
+// Durations as "90s", "10m", "1h", "1d" or "250ms".
+bool ReadDuration(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
+                  std::chrono::milliseconds* out, ConfigProblems* problems);
+bool ReadStringMap(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
+                   std::vector<std::pair<std::string, std::string>>* out,
+                   ConfigProblems* problems);
+bool ReadStringList(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
+                    std::vector<std::string>* out, ConfigProblems* problems);
+
+absl::StatusOr<std::chrono::milliseconds> ParseDuration(absl::string_view text);
+
+// Sizes as "4MiB", "512KiB", "1048576".
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+bool ReadByteSize(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
+                  uint64_t* out, ConfigProblems* problems);
+
+// Resolves a path in a config file against the directory of that file.
+std::string ResolvePath(const std::string& config_file, const std::string& path);
+
+}  // namespace smbfleet
+
+#endif  // SMBFLEET_COMMON_YAML_CONFIG_H_
