@@ -1,0 +1,225 @@
+#ifndef SMBFLEET_POLICY_COST_COST_MODEL_H_
+#define SMBFLEET_POLICY_COST_COST_MODEL_H_
+
+// What SMB signing and encryption cost on one host: predicted throughput and CPU for a
+// protection level and a workload, from the host's own crypto benchmark, cores, link and RTT.
+//
+// Pure: no I/O, no clock, no logging. Every parameter that is not read from the host is in
+// ModelParameters, with the run it was calibrated from (docs/cost-model.md has the table of
+// predicted vs measured).
+//
+// The shape of the model, per workload:
+//   time per byte on the wire    = 1 / (link rate x link efficiency x channels)
+//   time per byte by latency     = RTT / bytes in flight (window) per channel
+//   server CPU per byte          = base + crypto_factor(alg) x EVP cost(alg, message size)
+//   small files add, per file,   ops_per_file x (RTT + per-op CPU + per-message crypto)
+// Throughput is bounded by the slowest of wire, latency and CPU; CPU is the server's CPU at
+// that throughput as a fraction of all its logical cores.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "smbfleet/v1/posture.pb.h"
+
+namespace smbfleet::policy::cost {
+
+using ::smbfleet::v1::CryptoAlgorithm;
+using ::smbfleet::v1::Dialect;
+
+// ---------------------------------------------------------------------------------------------
+// Workload profiles.
+
+struct Workload {
+  enum class Kind { kLargeSequential, kSmallFiles };
+  enum class Direction { kRead, kWrite };  // from the client's view: read = server sends data
+
+  Kind kind = Kind::kLargeSequential;
+  Direction direction = Direction::kRead;
+  // Bytes per SMB2 READ/WRITE request.
+  uint64_t io_bytes = 1 << 20;
+  // Small files: bytes per file and SMB requests per file besides the data ones
+  // (CREATE, QUERY_INFO, CLOSE, ...).
+  uint64_t file_bytes = 0;
+  uint32_t ops_per_file = 0;
+
+  // Large sequential copy: 1 MiB reads (what Windows and smbclient issue on a fast link).
+  static Workload LargeSequential();
+  // Small files: 16 KiB files, 4 extra requests each (create, query-info, read, close).
+  static Workload SmallFiles();
+
+  // "large files" / "small files" (used in summaries).
+  std::string Name() const;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Protection levels.
+
+// Signing and/or encryption. CRYPTO_ALGORITHM_UNSPECIFIED in a field means "not applied".
+// Encryption supersedes signing on the wire (MS-SMB2: an encrypted message is not signed
+// separately), so a level with a cipher costs the cipher only, whatever `signing` says.
+struct ProtectionLevel {
+  CryptoAlgorithm signing = ::smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+  CryptoAlgorithm cipher = ::smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+
+  static ProtectionLevel None();
+  static ProtectionLevel Signing(CryptoAlgorithm algorithm);
+  static ProtectionLevel Encryption(CryptoAlgorithm cipher);
+  static ProtectionLevel Both(CryptoAlgorithm signing, CryptoAlgorithm cipher);
+
+  bool is_signed() const;
+  bool is_encrypted() const;
+  // The algorithm that actually runs per byte: the cipher if any, else the signing algorithm,
+  // else UNSPECIFIED.
+  CryptoAlgorithm effective_algorithm() const;
+  // "none", "signing AES-128-GMAC", "encryption AES-128-GCM", "signing AES-128-CMAC +
+  // encryption AES-128-CCM".
+  std::string ToString() const;
+
+  bool operator==(const ProtectionLevel& other) const {
+    return signing == other.signing && cipher == other.cipher;
+  }
+};
+
+// Every level the model knows how to price: none; signing with HMAC-SHA256, AES-128-CMAC,
+// AES-128-GMAC; encryption with AES-128-CCM, AES-128-GCM, AES-256-CCM, AES-256-GCM; both.
+std::vector<ProtectionLevel> StandardLevels();
+
+// What a dialect signs with: HMAC-SHA256 on 2.0.2/2.1, AES-128-CMAC on 3.0/3.0.2; on 3.1.1 the
+// first of server.signing_algorithms valid there, else AES-128-GMAC on Samba (its default) and
+// AES-128-CMAC elsewhere (the algorithm every 3.1.1 peer supports). UNSPECIFIED for SMB1 and
+// unknown dialects.
+CryptoAlgorithm SigningAlgorithmFor(Dialect dialect, const ::smbfleet::v1::Posture& posture);
+// What a dialect encrypts with: AES-128-CCM on 3.0/3.0.2; on 3.1.1 the first of
+// server.encryption_ciphers, else AES-128-GCM. UNSPECIFIED below 3.0 (no encryption).
+CryptoAlgorithm CipherFor(Dialect dialect, const ::smbfleet::v1::Posture& posture);
+// The dialect most live sessions use; else server.max_dialect; else SMB 3.1.1.
+Dialect TypicalDialect(const ::smbfleet::v1::Posture& posture);
+
+// "AES-128-GCM", "HMAC-SHA256", ... (the names smbstatus and Windows docs use).
+std::string AlgorithmName(CryptoAlgorithm algorithm);
+
+// ---------------------------------------------------------------------------------------------
+// Host profile.
+
+// One algorithm's measured single-thread cost: seconds = per_call + per_byte x bytes, fitted
+// from the benchmark rows at two or more buffer sizes.
+struct CryptoCost {
+  double seconds_per_call = 0;
+  double seconds_per_byte = 0;
+  double all_core_speedup = 1;  // all-threads rate / one-thread rate at the largest buffer
+  bool measured = false;        // false: a reference default (see ModelParameters)
+};
+
+struct HostProfile {
+  std::string hostname;
+  ::smbfleet::v1::Platform platform = ::smbfleet::v1::PLATFORM_UNSPECIFIED;
+  uint32_t logical_cores = 0;          // host.logical_cores; 0 = unknown (model assumes 4)
+  double link_bits_per_second = 0;     // label link_speed, else the fastest NIC; 0 = unknown
+  uint32_t channels = 1;               // multichannel: usable channels (NICs or current_channels)
+  double rtt_seconds = 0;              // label rtt_ms; 0 = unknown (LAN default, or WAN default)
+  bool wan = false;                    // label wan=true|yes|1
+  Dialect dialect = ::smbfleet::v1::DIALECT_UNSPECIFIED;
+  // The SMB client runs on the same CPU (loopback lab): its CPU adds to the host's.
+  bool client_on_host = false;
+  std::map<CryptoAlgorithm, CryptoCost> crypto;
+  // Everything the profile had to assume, e.g. "link speed unknown: assumed 1 Gbit".
+  std::vector<std::string> assumptions;
+};
+
+// Builds the profile from a posture: host.logical_cores, host.platform, benchmarks[],
+// nics[].link_speed_bps / multichannel_connections[], labels link_speed ("1Gbit", "10G",
+// "100Mbit", "2.5Gbps"), rtt_ms ("0.25"), wan ("true"), and TypicalDialect().
+HostProfile ProfileFromPosture(const ::smbfleet::v1::Posture& posture);
+
+// Fits CryptoCost per algorithm from benchmark rows (one-thread rows for the fit, all-thread
+// rows for the speedup). Algorithms without rows are absent.
+std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
+    const google::protobuf::RepeatedPtrField<::smbfleet::v1::Benchmark>& benchmarks);
+
+// "1Gbit" -> 1e9, "2.5Gbps" -> 2.5e9, "100Mbit" -> 1e8, "10G" -> 1e10, "1000000000" -> 1e9.
+absl::StatusOr<double> ParseLinkSpeed(std::string_view text);
+
+// ---------------------------------------------------------------------------------------------
+// Model parameters (calibrated; see docs/cost-model.md for the runs).
+
+struct ModelParameters {
+  // Server CPU seconds per payload byte moved by SMB with no crypto (copy, TCP, VFS).
+  double server_base_cpu_seconds_per_byte = 0;
+  // Client CPU seconds per payload byte (only used when HostProfile::client_on_host).
+  double client_base_cpu_seconds_per_byte = 0;
+  // Server and client CPU seconds per SMB request, no crypto (parsing, VFS, syscalls).
+  double server_cpu_seconds_per_op = 0;
+  double client_cpu_seconds_per_op = 0;
+  // SMB stack crypto time / OpenSSL EVP time for the same bytes, per algorithm (the SMB stack
+  // is GnuTLS/nettle in Samba, CNG in Windows). Missing = 1.
+  std::map<CryptoAlgorithm, double> crypto_factor;
+  // Extra bytes a protected message carries (SMB2 transform header 52 B; signature in-header).
+  double transform_header_bytes = 52;
+  // Bytes in flight per channel: throughput <= window / RTT.
+  double window_bytes = 0;
+  // Payload share of the line rate (Ethernet/IP/TCP/NetBIOS/SMB2 headers).
+  double link_efficiency = 0;
+  // Defaults when the host does not say.
+  double default_link_bits_per_second = 1e9;
+  double default_lan_rtt_seconds = 0.00025;
+  double default_wan_rtt_seconds = 0.030;
+  uint32_t default_logical_cores = 4;
+  // Crypto costs for algorithms the host did not benchmark (this project's reference host).
+  std::map<CryptoAlgorithm, CryptoCost> default_crypto;
+};
+
+// The calibrated parameters the product uses.
+const ModelParameters& DefaultParameters();
+
+// ---------------------------------------------------------------------------------------------
+// Predictions.
+
+struct Prediction {
+  enum class Limit { kLink, kLatency, kCpu };
+
+  double throughput_bytes_per_second = 0;  // payload bytes delivered per second
+  double files_per_second = 0;             // small-file workloads; 0 otherwise
+  // Server CPU at that throughput as a fraction of all its logical cores (0..1).
+  double cpu_fraction = 0;
+  // CPU seconds per payload byte on the server (and the client, when it is on the host).
+  double server_cpu_seconds_per_byte = 0;
+  double client_cpu_seconds_per_byte = 0;
+  Limit limit = Limit::kLink;
+};
+
+Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
+                   const Workload& workload,
+                   const ModelParameters& parameters = DefaultParameters());
+
+// One workload's change from `before` to `after`.
+struct WorkloadCost {
+  Workload workload;
+  Prediction before;
+  Prediction after;
+  double throughput_change_percent = 0;  // (after - before) / before x 100
+  double cpu_change_points = 0;          // (after - before) cpu_fraction x 100
+};
+
+struct ChangeCost {
+  ProtectionLevel before;
+  ProtectionLevel after;
+  HostProfile host;
+  std::vector<WorkloadCost> workloads;  // large sequential, then small files
+  // "enabling encryption AES-128-GCM on fs01: ~-9% throughput on large files, ~+12% CPU at
+  // 1 Gbit; small files ~-60%"
+  std::string summary;
+};
+
+ChangeCost EstimateChangeCost(const ::smbfleet::v1::Posture& posture,
+                              const ProtectionLevel& before, const ProtectionLevel& after);
+ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
+                              const ProtectionLevel& after,
+                              const ModelParameters& parameters = DefaultParameters());
+
+}  // namespace smbfleet::policy::cost
+
+#endif  // SMBFLEET_POLICY_COST_COST_MODEL_H_
