@@ -1,0 +1,128 @@
+#include "collector/config.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/yaml_config.h"
+
+namespace smbfleet::collector {
+namespace {
+
+bool ValidHostPort(const std::string& s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  uint32_t port = 0;
+  return absl::SimpleAtoi(s.substr(colon + 1), &port) && port <= 65535;
+}
+
+}  // namespace
+
+absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
+                                                     const std::string& text) {
+  auto root_or = ParseYaml(file, text);
+  if (!root_or.ok()) return root_or.status();
+  const YAML::Node& root = *root_or;
+  ConfigProblems problems(file);
+  CollectorConfig c;
+  CheckKeys(root, {"listen", "tls", "database", "limits", "watch", "store", "log_level"}, "",
+            &problems);
+
+  if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
+    problems.Add(root["listen"], "listen",
+                 absl::StrCat("expected host:port such as 127.0.0.1:7443, got '", c.listen, "'"));
+  }
+
+  YAML::Node tls = root["tls"];
+  if (!tls.IsDefined()) {
+    problems.AddNoLine("tls", "required: cert, key and client_ca files for mutual TLS");
+  } else if (!tls.IsMap()) {
+    problems.Add(tls, "tls", "expected a mapping with cert, key and client_ca");
+  } else {
+    CheckKeys(tls, {"cert", "key", "client_ca"}, "tls", &problems);
+    const std::pair<const char*, std::string*> files[] = {
+        {"cert", &c.tls.cert}, {"key", &c.tls.key}, {"client_ca", &c.tls.ca}};
+    for (const auto& [key, out] : files) {
+      if (!ReadString(tls, key, "tls", out, &problems)) {
+        if (!tls[key].IsDefined()) problems.Add(tls, JoinPath("tls", key), "required");
+        continue;
+      }
+      *out = ResolvePath(file, *out);
+      if (!FileExists(*out)) {
+        problems.Add(tls[key], JoinPath("tls", key), absl::StrCat("file not found: ", *out));
+      }
+    }
+  }
+
+  YAML::Node db = root["database"];
+  if (!db.IsDefined()) {
+    problems.AddNoLine("database", "required: database.dsn");
+  } else if (!db.IsMap()) {
+    problems.Add(db, "database", "expected a mapping with dsn");
+  } else {
+    CheckKeys(db, {"dsn", "pool_size"}, "database", &problems);
+    if (!ReadString(db, "dsn", "database", &c.database_dsn, &problems) &&
+        !db["dsn"].IsDefined()) {
+      problems.Add(db, "database.dsn", "required");
+    }
+    uint64_t pool = c.database_pool_size;
+    if (ReadUint(db, "pool_size", "database", 1, 64, &pool, &problems)) {
+      c.database_pool_size = static_cast<uint32_t>(pool);
+    }
+  }
+
+  YAML::Node limits = root["limits"];
+  if (limits.IsDefined()) {
+    CheckKeys(limits, {"max_report_bytes"}, "limits", &problems);
+    uint64_t max = c.max_report_bytes;
+    if (ReadByteSize(limits, "max_report_bytes", "limits", &max, &problems)) {
+      if (max < 4096 || max > (256u << 20)) {
+        problems.Add(limits["max_report_bytes"], "limits.max_report_bytes",
+                     absl::StrCat(max, " bytes is out of range [4KiB, 256MiB]"));
+      } else {
+        c.max_report_bytes = max;
+      }
+    }
+  }
+
+  YAML::Node watch = root["watch"];
+  if (watch.IsDefined()) {
+    CheckKeys(watch, {"keepalive_interval", "max_connection_age"}, "watch", &problems);
+    ReadDuration(watch, "keepalive_interval", "watch", &c.keepalive_interval, &problems);
+    ReadDuration(watch, "max_connection_age", "watch", &c.max_connection_age, &problems);
+    if (c.keepalive_interval < std::chrono::seconds(1)) {
+      problems.Add(watch["keepalive_interval"], "watch.keepalive_interval",
+                   "must be at least 1s");
+    }
+  }
+
+  YAML::Node store = root["store"];
+  if (store.IsDefined()) {
+    CheckKeys(store, {"threads"}, "store", &problems);
+    uint64_t threads = c.store_threads;
+    if (ReadUint(store, "threads", "store", 1, 256, &threads, &problems)) {
+      c.store_threads = static_cast<uint32_t>(threads);
+    }
+  }
+
+  if (ReadString(root, "log_level", "", &c.log_level, &problems)) {
+    static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+    bool known = false;
+    for (const char* l : kLevels) known = known || c.log_level == l;
+    if (!known) {
+      problems.Add(root["log_level"], "log_level",
+                   absl::StrCat("expected trace, debug, info, warn, error or off, got '",
+                                c.log_level, "'"));
+    }
+  }
+
+  if (!problems.empty()) return problems.ToStatus();
+  return c;
+}
+
+absl::StatusOr<CollectorConfig> LoadCollectorConfig(const std::string& file) {
+  auto text = ReadFile(file, 1 << 20);
+  if (!text.ok()) return text.status();
+  return ParseCollectorConfig(file, *text);
+}
+
+}  // namespace smbfleet::collector

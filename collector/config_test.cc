@@ -1,0 +1,56 @@
+#include "collector/config.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CollectorConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/smbfleet-cc-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    for (const char* f : {"c.pem", "c.key", "ca.pem"}) std::ofstream(dir_ + "/" + f) << "x";
+  }
+  std::string dir_;
+};
+
+TEST_F(CollectorConfigTest, ValidConfigWithRelativePaths) {
+  auto c = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                "listen: 127.0.0.1:0\n"
+                                "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+                                "database: {dsn: 'postgresql://u@127.0.0.1/db', pool_size: 2}\n"
+                                "limits: {max_report_bytes: 1MiB}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls.cert, dir_ + "/c.pem");
+  EXPECT_EQ(c->database_pool_size, 2u);
+  EXPECT_EQ(c->max_report_bytes, 1u << 20);
+}
+
+TEST_F(CollectorConfigTest, ListsAllProblems) {
+  auto c = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                "listen: nowhere\n"
+                                "tls: {cert: missing.pem, key: c.key}\n"
+                                "limits: {max_report_bytes: 12 apples}\n"
+                                "colour: blue\n"
+                                "log_level: loud\n");
+  ASSERT_FALSE(c.ok());
+  std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("7 problems"));
+  EXPECT_THAT(m, HasSubstr("collector.yaml:1: listen"));
+  EXPECT_THAT(m, HasSubstr("tls.cert: file not found"));
+  EXPECT_THAT(m, HasSubstr("tls.client_ca: required"));
+  EXPECT_THAT(m, HasSubstr("database: required"));
+  EXPECT_THAT(m, HasSubstr("limits.max_report_bytes"));
+  EXPECT_THAT(m, HasSubstr("colour: unknown setting"));
+  EXPECT_THAT(m, HasSubstr("log_level"));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector

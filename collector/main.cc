@@ -1,0 +1,85 @@
+// smbfleet-collector --config FILE [--log_level LEVEL] [--port_file FILE]
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "collector/config.h"
+#include "collector/service/services.h"
+#include "collector/store/pg_store.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/version.h"
+
+ABSL_FLAG(std::string, config, "", "collector configuration file (YAML)");
+ABSL_FLAG(std::string, log_level, "", "overrides log_level of the configuration");
+ABSL_FLAG(std::string, port_file, "", "write the listening port to this file once serving");
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+int Fail(const absl::Status& status) {
+  std::cerr << "smbfleet-collector: " << status.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("smbfleet-collector --config FILE");
+  absl::ParseCommandLine(argc, argv);
+  using namespace smbfleet;
+  using namespace smbfleet::collector;
+  const std::string config_file = absl::GetFlag(FLAGS_config);
+  if (config_file.empty()) {
+    std::cerr << "smbfleet-collector: --config FILE is required\n";
+    return 2;
+  }
+  auto config = LoadCollectorConfig(config_file);
+  if (!config.ok()) return Fail(config.status());
+  std::string level = absl::GetFlag(FLAGS_log_level).empty() ? config->log_level
+                                                            : absl::GetFlag(FLAGS_log_level);
+  if (auto s = SetLogLevel(level); !s.ok()) return Fail(s);
+  auto log = Logger("collector");
+
+  auto tls = LoadTls(config->tls);
+  if (!tls.ok()) return Fail(tls.status());
+
+  log->info("smbfleet-collector {} starting; database {}", kVersion,
+            RedactDsn(config->database_dsn));
+  if (auto s = ApplyMigrations(config->database_dsn, BuiltinMigrations()); !s.ok()) {
+    return Fail(s);
+  }
+  auto store = NewPgStore(config->database_dsn, static_cast<int>(config->database_pool_size));
+  if (!store.ok()) return Fail(store.status());
+
+  auto collector = Collector::Start(*config, *tls, *std::move(store));
+  if (!collector.ok()) return Fail(collector.status());
+  log->info("listening on {} (port {}), mutual TLS required", config->listen,
+            (*collector)->port());
+  if (!absl::GetFlag(FLAGS_port_file).empty()) {
+    auto s = WriteFileAtomic(absl::GetFlag(FLAGS_port_file),
+                             absl::StrCat((*collector)->port(), "\n"));
+    if (!s.ok()) return Fail(s);
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  log->info("stopping");
+  (*collector)->Shutdown();
+  collector->reset();
+  log->info("stopped");
+  return 0;
+}

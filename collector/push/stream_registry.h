@@ -1,0 +1,57 @@
+#ifndef SMBFLEET_COLLECTOR_PUSH_STREAM_REGISTRY_H_
+#define SMBFLEET_COLLECTOR_PUSH_STREAM_REGISTRY_H_
+
+// The agents' open Watch streams on this collector, by host name. The push dispatcher (change
+// management) and RequestReport send through it.
+
+#include <condition_variable>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "smbfleet/v1/agent.pb.h"
+
+namespace smbfleet::collector {
+
+// One open stream. Implementations must be safe to call from any thread until Unregister.
+class AgentStream {
+ public:
+  virtual ~AgentStream() = default;
+  virtual void Send(const smbfleet::v1::WatchResponse& message) = 0;
+  // Ends the stream, e.g. because the same host opened a newer one.
+  virtual void Close(const std::string& why) = 0;
+};
+
+class StreamRegistry {
+ public:
+  explicit StreamRegistry(std::chrono::milliseconds keepalive_interval);
+  ~StreamRegistry();
+
+  // A newer stream of the same host replaces (and closes) the older one.
+  void Register(const std::string& host, AgentStream* stream);
+  // Only removes the entry when it is still this stream.
+  void Unregister(const std::string& host, AgentStream* stream);
+
+  bool Send(const std::string& host, const smbfleet::v1::WatchResponse& message);
+  bool Connected(const std::string& host) const;
+  size_t size() const;
+  // Closes every stream (at shutdown).
+  void CloseAll();
+
+ private:
+  void KeepaliveLoop();
+
+  const std::chrono::milliseconds keepalive_interval_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::map<std::string, AgentStream*> streams_;
+  std::thread keepalive_thread_;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_PUSH_STREAM_REGISTRY_H_

@@ -1,0 +1,42 @@
+#include "collector/service/work_queue.h"
+
+namespace smbfleet::collector {
+
+WorkQueue::WorkQueue(size_t threads, size_t max_pending) : max_pending_(max_pending) {
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+WorkQueue::~WorkQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+bool WorkQueue::TrySubmit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || tasks_.size() >= max_pending_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void WorkQueue::Loop() {
+  while (true) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, and everything queued has run
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace smbfleet::collector

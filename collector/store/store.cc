@@ -1,0 +1,33 @@
+#include "collector/store/store.h"
+
+#include <openssl/evp.h>
+
+#include "absl/strings/escaping.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace smbfleet::collector {
+
+std::string PostureDigest(const smbfleet::v1::Posture& posture) {
+  smbfleet::v1::Posture copy = posture;
+  copy.clear_collected_at();
+  for (auto& s : *copy.mutable_sessions()) {
+    s.clear_seconds_exists();
+    s.clear_seconds_idle();
+  }
+  std::string bytes;
+  copy.ByteSizeLong();  // caches the sizes that SerializeWithCachedSizes uses
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    out.SetSerializationDeterministic(true);
+    copy.SerializeWithCachedSizes(&out);
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), len));
+}
+
+}  // namespace smbfleet::collector

@@ -1,0 +1,56 @@
+#include "collector/store/store.h"
+
+#include "gtest/gtest.h"
+
+namespace smbfleet::collector {
+namespace {
+
+smbfleet::v1::Posture Sample() {
+  smbfleet::v1::Posture p;
+  p.mutable_host()->set_hostname("fs01");
+  (*p.mutable_host()->mutable_labels())["site"] = "ams";
+  (*p.mutable_host()->mutable_labels())["tier"] = "gold";
+  p.mutable_collected_at()->set_seconds(100);
+  p.mutable_server()->set_require_signing(false);
+  auto* s = p.add_sessions();
+  s->set_session_id("1");
+  s->set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+  s->set_seconds_idle(5);
+  return p;
+}
+
+TEST(PostureDigestTest, IgnoresCollectionTimeAndSessionAges) {
+  auto a = Sample();
+  auto b = Sample();
+  b.mutable_collected_at()->set_seconds(999);
+  b.mutable_sessions(0)->set_seconds_idle(77);
+  b.mutable_sessions(0)->set_seconds_exists(12);
+  EXPECT_EQ(PostureDigest(a), PostureDigest(b));
+  EXPECT_EQ(PostureDigest(a).size(), 64u);
+}
+
+TEST(PostureDigestTest, ChangesWithConfigurationAndSessions) {
+  auto a = Sample();
+  auto b = Sample();
+  b.mutable_server()->set_require_signing(true);
+  EXPECT_NE(PostureDigest(a), PostureDigest(b));
+  auto c = Sample();
+  c.mutable_sessions(0)->set_dialect(smbfleet::v1::DIALECT_SMB_2_1);
+  EXPECT_NE(PostureDigest(a), PostureDigest(c));
+  // Unknown (unset) is not the same as false.
+  auto d = Sample();
+  d.mutable_server()->clear_require_signing();
+  EXPECT_NE(PostureDigest(a), PostureDigest(d));
+}
+
+TEST(PostureDigestTest, MapOrderDoesNotMatter) {
+  smbfleet::v1::Posture a, b;
+  (*a.mutable_host()->mutable_labels())["x"] = "1";
+  (*a.mutable_host()->mutable_labels())["y"] = "2";
+  (*b.mutable_host()->mutable_labels())["y"] = "2";
+  (*b.mutable_host()->mutable_labels())["x"] = "1";
+  EXPECT_EQ(PostureDigest(a), PostureDigest(b));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector
