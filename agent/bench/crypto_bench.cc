@@ -1,0 +1,204 @@
+#include "agent/bench/crypto_bench.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "agent/bench/crypto_op.h"
+#include "agent/bench/thread_priority.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace smbfleet::agent::bench {
+namespace {
+
+using ::smbfleet::v1::CryptoAlgorithm;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr size_t kMaxBufferBytes = 16u << 20;
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct Cell {
+  CryptoAlgorithm algorithm;
+  size_t buffer_bytes;
+  unsigned threads;
+  SteadyClock::time_point deadline;
+};
+
+struct CellResult {
+  uint64_t bytes = 0;
+  double cpu_seconds = 0;
+};
+
+// Runs every cell whose `threads` is at least `rank + 1`, in order, each until its deadline.
+// Results go to results[cell][rank].
+absl::Status RunWorker(unsigned rank, bool lower_priority, const std::vector<Cell>& cells,
+                       std::vector<std::vector<CellResult>>& results) {
+  if (lower_priority) {
+    // A refusal still leaves the benchmark correct, only less polite; nothing to report to.
+    (void)LowerCurrentThreadPriority();
+  }
+  size_t max_bytes = 0;
+  for (const Cell& cell : cells) {
+    max_bytes = std::max(max_bytes, cell.buffer_bytes);
+  }
+  std::vector<uint8_t> buffer(max_bytes);
+  uint8_t key[32];
+  uint8_t aad[kAadBytes];
+  if (RAND_bytes(buffer.data(), static_cast<int>(buffer.size())) != 1 ||
+      RAND_bytes(key, sizeof(key)) != 1 || RAND_bytes(aad, sizeof(aad)) != 1) {
+    return absl::InternalError("RAND_bytes failed");
+  }
+  uint8_t nonce[16] = {0};
+  uint8_t tag[kTagBytes];
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const Cell& cell = cells[c];
+    if (rank >= cell.threads) {
+      std::this_thread::sleep_until(cell.deadline);
+      continue;
+    }
+    if (SteadyClock::now() >= cell.deadline) {
+      continue;  // starved through this whole slice
+    }
+    absl::StatusOr<std::unique_ptr<CryptoOp>> op = CryptoOp::Create(
+        cell.algorithm, absl::MakeConstSpan(key, CryptoOp::KeyBytes(cell.algorithm)));
+    if (!op.ok()) {
+      return op.status();
+    }
+    absl::Span<const uint8_t> nonce_span(nonce, CryptoOp::NonceBytes(cell.algorithm));
+    absl::Span<uint8_t> message(buffer.data(), cell.buffer_bytes);
+    // One uncounted message: first-touch page faults and lazy OpenSSL setup.
+    if (absl::Status s = (*op)->Protect(nonce_span, aad, message, tag); !s.ok()) {
+      return s;
+    }
+    uint64_t counter = 0;
+    double cpu_start = ThreadCpuSeconds();
+    while (SteadyClock::now() < cell.deadline) {
+      ++counter;
+      std::memcpy(nonce, &counter, sizeof(counter));  // a fresh nonce per message, as SMB does
+      if (absl::Status s = (*op)->Protect(nonce_span, aad, message, tag); !s.ok()) {
+        return s;
+      }
+    }
+    results[c][rank].bytes = counter * cell.buffer_bytes;
+    results[c][rank].cpu_seconds = ThreadCpuSeconds() - cpu_start;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<CryptoAlgorithm> BenchmarkedAlgorithms() {
+  return {smbfleet::v1::AES_128_GCM,  smbfleet::v1::AES_256_GCM,  smbfleet::v1::AES_128_CCM,
+          smbfleet::v1::AES_256_CCM,  smbfleet::v1::AES_128_CMAC, smbfleet::v1::AES_128_GMAC,
+          smbfleet::v1::HMAC_SHA256};
+}
+
+absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
+    const BenchOptions& options) {
+  if (options.buffer_sizes.empty()) {
+    return absl::InvalidArgumentError("bench buffer_sizes: empty");
+  }
+  for (size_t size : options.buffer_sizes) {
+    if (size == 0 || size > kMaxBufferBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("bench buffer_sizes: ", size,
+                                                     " bytes, want 1..", kMaxBufferBytes));
+    }
+  }
+  if (options.budget < std::chrono::milliseconds(10)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bench budget: ", options.budget.count(), " ms, want at least 10 ms"));
+  }
+  std::vector<CryptoAlgorithm> algorithms =
+      options.algorithms.empty() ? BenchmarkedAlgorithms() : options.algorithms;
+  for (CryptoAlgorithm algorithm : algorithms) {
+    if (CryptoOp::KeyBytes(algorithm) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bench algorithms: ", smbfleet::v1::CryptoAlgorithm_Name(algorithm),
+          " is not benchmarked"));
+    }
+  }
+  unsigned threads = options.threads;
+  if (threads == 0) {
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  }
+  threads = std::min(threads, 256u);
+
+  // Single-thread cells first, then all-thread cells; each gets an equal slice of the budget.
+  std::vector<Cell> cells;
+  for (unsigned t : threads > 1 ? std::vector<unsigned>{1, threads} : std::vector<unsigned>{1}) {
+    for (CryptoAlgorithm algorithm : algorithms) {
+      for (size_t size : options.buffer_sizes) {
+        cells.push_back(Cell{algorithm, size, t, {}});
+      }
+    }
+  }
+  const auto slice = std::chrono::duration_cast<SteadyClock::duration>(options.budget) /
+                     static_cast<int64_t>(cells.size());
+  const SteadyClock::time_point start = SteadyClock::now();
+  for (size_t c = 0; c < cells.size(); ++c) {
+    cells[c].deadline = start + slice * static_cast<int64_t>(c + 1);
+  }
+
+  std::vector<std::vector<CellResult>> results(cells.size(), std::vector<CellResult>(threads));
+  std::vector<absl::Status> statuses(threads);
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (unsigned rank = 0; rank < threads; ++rank) {
+    workers.emplace_back([&, rank] {
+      statuses[rank] = RunWorker(rank, options.lowest_priority, cells, results);
+    });
+  }
+  for (std::thread& worker : workers) {
+    worker.join();
+  }
+  for (const absl::Status& status : statuses) {
+    if (!status.ok()) {
+      return status;
+    }
+  }
+
+  google::protobuf::Timestamp now = google::protobuf::util::TimeUtil::GetCurrentTime();
+  std::vector<smbfleet::v1::Benchmark> rows;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    double rate = 0;
+    unsigned contributing = 0;
+    for (unsigned rank = 0; rank < cells[c].threads; ++rank) {
+      const CellResult& r = results[c][rank];
+      if (r.bytes > 0 && r.cpu_seconds > 0) {
+        rate += static_cast<double>(r.bytes) / r.cpu_seconds;
+        ++contributing;
+      }
+    }
+    if (contributing < cells[c].threads) {
+      continue;  // a starved thread would make an all-core row read low
+    }
+    smbfleet::v1::Benchmark& row = rows.emplace_back();
+    row.set_algorithm(cells[c].algorithm);
+    row.set_buffer_bytes(cells[c].buffer_bytes);
+    row.set_bytes_per_second(rate);
+    row.set_threads(cells[c].threads);
+    *row.mutable_measured_at() = now;
+  }
+  if (rows.empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        "crypto benchmark: no cell got CPU time within the ", options.budget.count(),
+        " ms budget (host busy)"));
+  }
+  return rows;
+}
+
+}  // namespace smbfleet::agent::bench
