@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Development certificate authority for smbfleet (openssl).
+#
+#   ca.sh init DIR                       create DIR/ca.pem and DIR/ca.key (once)
+#   ca.sh collector DIR NAME [IP...]     server certificate for a collector (SAN: NAME, localhost, IPs)
+#   ca.sh agent DIR HOSTNAME             client certificate of an agent: CN=HOSTNAME, OU=agent
+#   ca.sh operator DIR USER ROLE         client certificate of a person: CN=USER, OU=operator, OU=ROLE
+#                                        (ROLE: viewer, proposer, approver, admin)
+#   ca.sh dev DIR [HOST...]              all of the above for a local demo or test
+#
+# The identity of an agent is the common name of its certificate; the collector never trusts a
+# host name from a report. Keys are written with mode 0600.
+set -euo pipefail
+
+die() { echo "ca.sh: $*" >&2; exit 1; }
+command -v openssl >/dev/null || die "openssl is missing (apt-get install openssl)"
+
+valid_name() { [[ "$1" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$ ]] || die "'$1' is not a valid name (letters, digits, . _ -)"; }
+
+init() {
+  local dir=$1
+  mkdir -p "$dir"
+  if [[ -f "$dir/ca.pem" ]]; then return 0; fi
+  (umask 077; openssl ecparam -name prime256v1 -genkey -noout -out "$dir/ca.key")
+  openssl req -x509 -new -key "$dir/ca.key" -sha256 -days 3650 -subj "/O=smbfleet/CN=smbfleet dev CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$dir/ca.pem" 2>/dev/null
+}
+
+issue() {  # dir basename subject extfile-content
+  local dir=$1 base=$2 subject=$3 ext=$4
+  [[ -f "$dir/ca.pem" ]] || die "$dir has no CA: run 'ca.sh init $dir' first"
+  (umask 077; openssl ecparam -name prime256v1 -genkey -noout -out "$dir/$base.key")
+  openssl req -new -key "$dir/$base.key" -subj "$subject" -out "$dir/$base.csr" 2>/dev/null
+  printf '%s\n' "$ext" > "$dir/$base.ext"
+  openssl x509 -req -in "$dir/$base.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 825 -sha256 -extfile "$dir/$base.ext" -out "$dir/$base.pem" 2>/dev/null
+  rm -f "$dir/$base.csr" "$dir/$base.ext"
+}
+
+collector() {
+  local dir=$1 name=$2; shift 2
+  valid_name "$name"
+  local san="DNS:$name,DNS:localhost,IP:127.0.0.1"
+  for ip in "$@"; do san="$san,IP:$ip"; done
+  issue "$dir" "collector" "/O=smbfleet/OU=collector/CN=$name" \
+    "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=$san"
+}
+
+agent() {
+  local dir=$1 host=$2
+  valid_name "$host"
+  issue "$dir" "agent-$host" "/O=smbfleet/OU=agent/CN=$host" \
+    "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=clientAuth
+subjectAltName=DNS:$host"
+}
+
+operator() {
+  local dir=$1 user=$2 role=$3
+  valid_name "$user"
+  case "$role" in viewer|proposer|approver|admin) ;; *) die "role '$role' is not one of viewer, proposer, approver, admin";; esac
+  issue "$dir" "operator-$user" "/O=smbfleet/OU=operator/OU=$role/CN=$user" \
+    "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=clientAuth"
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  init) [[ $# -eq 1 ]] || die "usage: ca.sh init DIR"; init "$1" ;;
+  collector) [[ $# -ge 2 ]] || die "usage: ca.sh collector DIR NAME [IP...]"; collector "$@" ;;
+  agent) [[ $# -eq 2 ]] || die "usage: ca.sh agent DIR HOSTNAME"; agent "$@" ;;
+  operator) [[ $# -eq 3 ]] || die "usage: ca.sh operator DIR USER ROLE"; operator "$@" ;;
+  dev)
+    [[ $# -ge 1 ]] || die "usage: ca.sh dev DIR [HOST...]"
+    dir=$1; shift
+    init "$dir"
+    collector "$dir" localhost
+    operator "$dir" admin admin
+    for h in "$@"; do agent "$dir" "$h"; done ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+esac

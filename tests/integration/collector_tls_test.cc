@@ -1,0 +1,212 @@
+// The collector over real mutual TLS, against a real PostgreSQL: identity from the client
+// certificate, refusal of clients without a valid certificate, message size limit, and the
+// Watch stream carrying a report nudge.
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "collector/service/services.h"
+#include "collector/store/pg_store.h"
+#include "common/tls.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "smbfleet/v1/admin.grpc.pb.h"
+#include "smbfleet/v1/agent.grpc.pb.h"
+#include "tests/testing/pg_fixture.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using ::smbfleet::testing::CreateTestDatabase;
+using ::testing::HasSubstr;
+
+class CollectorTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SMBFLEET_REQUIRE_PG();
+    pki_ = smbfleet::testing::MakeCertificates("fs01 fs02");
+    other_pki_ = smbfleet::testing::MakeCertificates("fs01");
+    dsn_ = CreateTestDatabase();
+    ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
+    auto store = NewPgStore(dsn_, 2);
+    ASSERT_TRUE(store.ok());
+    CollectorConfig config;
+    config.listen = "127.0.0.1:0";
+    config.max_report_bytes = 64 << 10;
+    config.keepalive_interval = std::chrono::seconds(30);
+    auto tls = LoadTls({pki_ + "/collector.pem", pki_ + "/collector.key", pki_ + "/ca.pem"});
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    auto c = Collector::Start(config, *tls, *std::move(store));
+    ASSERT_TRUE(c.ok()) << c.status();
+    collector_ = *std::move(c);
+  }
+
+  std::shared_ptr<grpc::Channel> Channel(const std::string& pki, const std::string& who) {
+    auto m = LoadTls({pki + "/" + who + ".pem", pki + "/" + who + ".key", pki_ + "/ca.pem"});
+    EXPECT_TRUE(m.ok()) << m.status();
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", collector_->port()),
+                                     MutualTlsChannelCredentials(*m), args);
+  }
+
+  static smbfleet::v1::ReportRequest Report(const std::string& id, const std::string& hostname) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(id);
+    r.mutable_posture()->mutable_host()->set_hostname(hostname);
+    r.mutable_posture()->mutable_server()->set_smb1_enabled(false);
+    return r;
+  }
+
+  grpc::Status Send(std::shared_ptr<grpc::Channel> ch, const smbfleet::v1::ReportRequest& r,
+                    smbfleet::v1::ReportResponse* resp) {
+    auto stub = smbfleet::v1::AgentService::NewStub(ch);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub->Report(&ctx, r, resp);
+  }
+
+  std::string pki_, other_pki_, dsn_;
+  std::unique_ptr<Collector> collector_;
+};
+
+TEST_F(CollectorTlsTest, HostIdentityComesFromTheCertificate) {
+  smbfleet::v1::ReportResponse resp;
+  // fs01's agent claims to be dc01 in its report.
+  auto s = Send(Channel(pki_, "agent-fs01"), Report("00000000-0000-4000-8000-000000000001", "dc01"),
+                &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.host(), "fs01");
+  EXPECT_EQ(resp.outcome(), smbfleet::v1::ReportResponse::OUTCOME_STORED);
+
+  auto admin = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-admin"));
+  {
+    grpc::ClientContext ctx;
+    smbfleet::v1::GetHostRequest req;
+    req.set_name("fs01");
+    smbfleet::v1::GetHostResponse host;
+    ASSERT_TRUE(admin->GetHost(&ctx, req, &host).ok());
+    EXPECT_EQ(host.posture().host().hostname(), "dc01");  // kept as reported, keyed by cert
+    EXPECT_EQ(host.summary().name(), "fs01");
+  }
+  {
+    grpc::ClientContext ctx;
+    smbfleet::v1::GetHostRequest req;
+    req.set_name("dc01");
+    smbfleet::v1::GetHostResponse host;
+    EXPECT_EQ(admin->GetHost(&ctx, req, &host).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+}
+
+TEST_F(CollectorTlsTest, ResentReportIsADuplicate) {
+  smbfleet::v1::ReportResponse resp;
+  auto ch = Channel(pki_, "agent-fs01");
+  auto r = Report("00000000-0000-4000-8000-000000000002", "fs01");
+  ASSERT_TRUE(Send(ch, r, &resp).ok());
+  ASSERT_TRUE(Send(ch, r, &resp).ok());
+  EXPECT_EQ(resp.outcome(), smbfleet::v1::ReportResponse::OUTCOME_DUPLICATE);
+  r.set_report_id("00000000-0000-4000-8000-000000000003");
+  ASSERT_TRUE(Send(ch, r, &resp).ok());
+  EXPECT_EQ(resp.outcome(), smbfleet::v1::ReportResponse::OUTCOME_UNCHANGED);
+}
+
+TEST_F(CollectorTlsTest, ClientWithoutCertificateIsRefused) {
+  auto m = LoadTls({pki_ + "/agent-fs01.pem", pki_ + "/agent-fs01.key", pki_ + "/ca.pem"});
+  ASSERT_TRUE(m.ok());
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = m->ca_pem;  // trusts the server, presents nothing
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto ch = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", collector_->port()),
+                                      grpc::SslCredentials(opts), args);
+  smbfleet::v1::ReportResponse resp;
+  auto s = Send(ch, Report("00000000-0000-4000-8000-000000000004", "fs01"), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(CollectorTlsTest, CertificateFromAnotherCaIsRefused) {
+  // A certificate for fs01 signed by a different CA, trusting our collector's CA.
+  auto m = LoadTls({other_pki_ + "/agent-fs01.pem", other_pki_ + "/agent-fs01.key",
+                    pki_ + "/ca.pem"});
+  ASSERT_TRUE(m.ok()) << m.status();
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto ch = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", collector_->port()),
+                                      MutualTlsChannelCredentials(*m), args);
+  smbfleet::v1::ReportResponse resp;
+  auto s = Send(ch, Report("00000000-0000-4000-8000-000000000005", "fs01"), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_EQ(smbfleet::testing::QueryValue(dsn_, "SELECT count(*) FROM reports"), "0");
+}
+
+TEST_F(CollectorTlsTest, AgentCertificateCannotUseAdminCalls) {
+  auto admin = smbfleet::v1::AdminService::NewStub(Channel(pki_, "agent-fs01"));
+  grpc::ClientContext ctx;
+  smbfleet::v1::ListHostsRequest req;
+  smbfleet::v1::ListHostsResponse resp;
+  auto s = admin->ListHosts(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("operator"));
+}
+
+TEST_F(CollectorTlsTest, OperatorCertificateCannotReport) {
+  smbfleet::v1::ReportResponse resp;
+  auto s = Send(Channel(pki_, "operator-admin"), Report("00000000-0000-4000-8000-000000000006", "x"),
+                &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST_F(CollectorTlsTest, OversizedReportIsRefusedClearly) {
+  auto r = Report("00000000-0000-4000-8000-000000000007", "fs01");
+  for (int i = 0; i < 2000; ++i) {
+    auto* share = r.mutable_posture()->add_shares();
+    share->set_name(absl::StrCat("share", i));
+    share->set_path(std::string(100, 'p'));
+  }
+  ASSERT_GT(r.ByteSizeLong(), 64u << 10);
+  smbfleet::v1::ReportResponse resp;
+  auto s = Send(Channel(pki_, "agent-fs01"), r, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("larger than max"));
+}
+
+TEST_F(CollectorTlsTest, InvalidReportNamesTheField) {
+  auto r = Report("not-a-uuid", "fs01");
+  smbfleet::v1::ReportResponse resp;
+  auto s = Send(Channel(pki_, "agent-fs01"), r, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("reportId"));
+}
+
+TEST_F(CollectorTlsTest, RequestReportReachesTheAgentsWatchStream) {
+  auto agent = smbfleet::v1::AgentService::NewStub(Channel(pki_, "agent-fs02"));
+  grpc::ClientContext watch_ctx;
+  smbfleet::v1::WatchRequest wreq;
+  wreq.set_agent_version("test");
+  auto reader = agent->Watch(&watch_ctx, wreq);
+  smbfleet::v1::WatchResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));  // the greeting keepalive: the stream is registered
+  EXPECT_TRUE(msg.has_keepalive());
+
+  auto admin = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-admin"));
+  grpc::ClientContext ctx;
+  smbfleet::v1::RequestReportRequest req;
+  req.set_name("fs02");
+  smbfleet::v1::RequestReportResponse resp;
+  auto s = admin->RequestReport(&ctx, req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(resp.delivered());
+  ASSERT_TRUE(reader->Read(&msg));
+  ASSERT_TRUE(msg.has_report_now());
+  EXPECT_THAT(msg.report_now().reason(), HasSubstr("admin"));
+
+  grpc::ClientContext ctx2;
+  req.set_name("fs01");  // not connected
+  auto s2 = admin->RequestReport(&ctx2, req, &resp);
+  EXPECT_EQ(s2.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  watch_ctx.TryCancel();
+  reader->Finish();
+}
+
+}  // namespace
+}  // namespace smbfleet::collector

@@ -1,0 +1,205 @@
+// The PostgreSQL store against a real server: migrations, dedupe, latest state.
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "collector/store/pg_store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/pg_fixture.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using ::smbfleet::testing::CreateTestDatabase;
+using ::smbfleet::testing::QueryValue;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+smbfleet::v1::Posture SamplePosture() {
+  smbfleet::v1::Posture p;
+  p.mutable_host()->set_hostname("fs01");
+  p.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+  (*p.mutable_host()->mutable_labels())["site"] = "ams";
+  p.mutable_server()->set_require_signing(false);
+  auto* share = p.add_shares();
+  share->set_name("finance");
+  share->set_path("/srv/finance");
+  auto* s = p.add_sessions();
+  s->set_session_id("4242");
+  s->set_user("alice");
+  s->set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+  s->add_shares()->set_name("finance");
+  return p;
+}
+
+IncomingReport Incoming(const smbfleet::v1::Posture& p, const std::string& id) {
+  IncomingReport r;
+  r.host = "fs01";
+  r.report_id = id;
+  r.reason = "test";
+  r.posture = &p;
+  r.size_bytes = p.ByteSizeLong();
+  r.received_at = absl::Now();
+  return r;
+}
+
+TEST(MigrationsTest, ApplyTwiceIsSafe) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = CreateTestDatabase();
+  ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM schema_migrations"),
+            std::to_string(BuiltinMigrations().size()));
+}
+
+TEST(MigrationsTest, ConcurrentStartsDoNotRace) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = CreateTestDatabase();
+  absl::Status a, b;
+  std::thread t1([&] { a = ApplyMigrations(dsn, BuiltinMigrations()); });
+  std::thread t2([&] { b = ApplyMigrations(dsn, BuiltinMigrations()); });
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(a.ok()) << a;
+  EXPECT_TRUE(b.ok()) << b;
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM schema_migrations"),
+            std::to_string(BuiltinMigrations().size()));
+}
+
+TEST(MigrationsTest, EditedMigrationIsRefused) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = CreateTestDatabase();
+  std::vector<Migration> m = {{"0001_t", "CREATE TABLE t (a int);"}};
+  ASSERT_TRUE(ApplyMigrations(dsn, m).ok());
+  m[0].sql = "CREATE TABLE t (a bigint);";
+  auto s = ApplyMigrations(dsn, m);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("0001_t"));
+}
+
+TEST(MigrationsTest, FailingMigrationLeavesNothingHalfDone) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = CreateTestDatabase();
+  std::vector<Migration> m = {{"0001_bad", "CREATE TABLE half (a int); SELECT * FROM nope;"}};
+  EXPECT_FALSE(ApplyMigrations(dsn, m).ok());
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM pg_tables WHERE tablename = 'half'"), "0");
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM schema_migrations"), "0");
+}
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SMBFLEET_REQUIRE_PG();
+    dsn_ = CreateTestDatabase();
+    ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
+    auto store = NewPgStore(dsn_, 2);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+  std::string dsn_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(PgStoreTest, ResentReportIsStoredOnce) {
+  auto p = SamplePosture();
+  const std::string id = "0f8fad5b-d9cb-469f-a165-70867728950e";
+  auto first = store_->SaveReport(Incoming(p, id));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, SaveOutcome::kStored);
+  auto again = store_->SaveReport(Incoming(p, id));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, SaveOutcome::kDuplicate);
+  // Even with different content, the same id is a no-op.
+  auto changed = p;
+  changed.mutable_server()->set_require_signing(true);
+  auto third = store_->SaveReport(Incoming(changed, id));
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(*third, SaveOutcome::kDuplicate);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "1");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures"), "1");
+}
+
+TEST_F(PgStoreTest, UnchangedPostureOnlyMovesLastSeen) {
+  auto p = SamplePosture();
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-000000000001")),
+            SaveOutcome::kStored);
+  std::string seen1 = QueryValue(dsn_, "SELECT last_seen FROM hosts WHERE name = 'fs01'");
+  std::string changed1 = QueryValue(dsn_, "SELECT last_changed FROM hosts WHERE name = 'fs01'");
+  absl::SleepFor(absl::Milliseconds(20));
+  p.mutable_collected_at()->set_seconds(12345);  // a later collection of the same state
+  p.mutable_sessions(0)->set_seconds_idle(99);
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-000000000002")),
+            SaveOutcome::kUnchanged);
+  EXPECT_NE(QueryValue(dsn_, "SELECT last_seen FROM hosts WHERE name = 'fs01'"), seen1);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT last_changed FROM hosts WHERE name = 'fs01'"), changed1);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures"), "1");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "2");
+
+  p.mutable_sessions(0)->set_dialect(smbfleet::v1::DIALECT_SMB_2_1);
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-000000000003")),
+            SaveOutcome::kStored);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures"), "2");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT dialect FROM host_sessions"), "DIALECT_SMB_2_1");
+}
+
+TEST_F(PgStoreTest, LatestStateReadsBack) {
+  auto p = SamplePosture();
+  ASSERT_TRUE(store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-00000000000a")).ok());
+  auto host = store_->GetHost("fs01");
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE(host->has_value());
+  const HostRecord& r = **host;
+  EXPECT_EQ(r.summary.name(), "fs01");
+  EXPECT_EQ(r.summary.platform(), smbfleet::v1::PLATFORM_SAMBA);
+  EXPECT_EQ(r.summary.sessions(), 1u);
+  EXPECT_EQ(r.summary.shares(), 1u);
+  EXPECT_EQ(r.summary.labels().at("site"), "ams");
+  EXPECT_EQ(r.posture.sessions(0).user(), "alice");
+  EXPECT_TRUE(r.posture.server().has_require_signing());
+  EXPECT_FALSE(r.posture.server().has_encrypt_data());  // unknown stays unknown
+  EXPECT_EQ(r.last_report_id, "00000000-0000-4000-8000-00000000000a");
+
+  auto missing = store_->GetHost("nope");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+
+  auto list = store_->ListHosts(HostQuery{"fs", "", 10});
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].name(), "fs01");
+  auto none = store_->ListHosts(HostQuery{"dc", "", 10});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(PgStoreTest, HostileStringsAreStoredVerbatim) {
+  auto p = SamplePosture();
+  const std::string hostile = "Reports'; DROP TABLE hosts; --\t\\x00\"$(calc)";
+  p.mutable_shares(0)->set_name(hostile);
+  p.mutable_sessions(0)->set_user(hostile);
+  ASSERT_TRUE(store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-00000000000b")).ok());
+  auto host = store_->GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).posture.shares(0).name(), hostile);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT user_name FROM host_sessions"), hostile);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT name FROM host_shares"), hostile);
+}
+
+TEST(PgStoreDeadDatabaseTest, SaysWhereAndHidesPassword) {
+  auto store = NewPgStore("postgresql://smbfleet:s3cret@127.0.0.1:1/smbfleet", 1);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(absl::IsUnavailable(store.status())) << store.status();
+  std::string m(store.status().message());
+  EXPECT_THAT(m, HasSubstr("127.0.0.1"));
+  EXPECT_THAT(m, HasSubstr("port=1"));
+  EXPECT_THAT(m, Not(HasSubstr("s3cret")));
+}
+
+TEST(RedactDsnTest, DropsPasswords) {
+  EXPECT_EQ(RedactDsn("host=db port=5432 dbname=x user=u password=p"),
+            "host=db port=5432 dbname=x user=u");
+  EXPECT_THAT(RedactDsn("postgresql://u:p@h:1/d"), Not(HasSubstr(":p@")));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector
