@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 
 TEST(SambaAgentCliTest, CollectOnceReportsWhatSmbstatusAndTestparmSay) {
-  auto lab = SambaLab::Start({"server min protocol = NT1\n", {{"finance", "smb encrypt = required\n"}}});
+  auto lab =
+      SambaLab::Start({"server min protocol = NT1\n", {{"finance", "smb encrypt = required\n"}}});
   ASSERT_TRUE(lab.ok()) << lab.status();
   SambaLab& l = **lab;
   ASSERT_TRUE(l.Hold("signed", "demo", {"--client-protection=sign"}).ok());

@@ -162,9 +162,8 @@ TEST(SambaApplyTest, InjectionAttemptsAreRefused) {
   auto applier = ApplierFor(l);
   const std::string evil = l.dir() + "/evil.conf";
   ASSERT_TRUE(WriteFileAtomic(evil, "[evil]\n    path = /\n    guest ok = yes\n").ok());
-  const std::vector<std::string> shares = {
-      "finance]\n[evil", "finance\ninclude = " + evil, "include = " + evil, "../posture",
-      "finance]"};
+  const std::vector<std::string> shares = {"finance]\n[evil", "finance\ninclude = " + evil,
+                                           "include = " + evil, "../posture", "finance]"};
   for (const std::string& share : shares) {
     auto r = applier->Apply({Change("share.encryptData", "true", share)});
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << share;
@@ -188,8 +187,7 @@ TEST(SambaApplyTest, CloseShareMakesHeldSessionsReconnect) {
   ASSERT_TRUE(lab.ok()) << lab.status();
   SambaLab& l = **lab;
   ASSERT_TRUE(l.Hold("old", "finance", {"-mSMB2_10"}).ok());
-  auto r = ApplierFor(l)->Apply({Change("share.encryptData", "true", "finance")},
-                                {"close-share"});
+  auto r = ApplierFor(l)->Apply({Change("share.encryptData", "true", "finance")}, {"close-share"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r->warnings, ::testing::IsEmpty());
   EXPECT_THAT(r->actions, Contains(HasSubstr("close-share finance")));
@@ -223,8 +221,8 @@ TEST(SambaApplyTest, EncryptionRequiredServerWideRefusesSmb2AtSessionSetup) {
   auto lab = SambaLab::Start();
   ASSERT_TRUE(lab.ok()) << lab.status();
   SambaLab& l = **lab;
-  auto r = ApplierFor(l)->Apply({Change("server.encryptData", "true"),
-                                 Change("server.rejectUnencryptedAccess", "true")});
+  auto r = ApplierFor(l)->Apply(
+      {Change("server.encryptData", "true"), Change("server.rejectUnencryptedAccess", "true")});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "NT_STATUS_ACCESS_DENIED");
   ASSERT_TRUE(l.Hold("s3", "demo").ok());

@@ -54,8 +54,8 @@ absl::StatusOr<std::unique_ptr<SambaLab>> SambaLab::Start(const Setup& setup) {
   std::unique_ptr<SambaLab> lab(new SambaLab());
   lab->runner_ = agent::NewPosixCommandRunner();
   const char* tmp = ::getenv("TMPDIR");
-  std::string templ = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                   "/smbfleet-samba-test.XXXXXX");
+  std::string templ =
+      absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/smbfleet-samba-test.XXXXXX");
   if (::mkdtemp(templ.data()) == nullptr) {
     return absl::InternalError(absl::StrCat("mkdtemp ", templ, ": ", std::strerror(errno)));
   }
@@ -67,9 +67,9 @@ absl::StatusOr<std::unique_ptr<SambaLab>> SambaLab::Start(const Setup& setup) {
     return s;
   }
   for (const auto& [share, lines] : setup.shares) {
-    if (absl::Status s = WriteFileAtomic(
-            absl::StrCat(lab->managed_dir(), "/share-", share, ".conf"),
-            absl::StrCat("# test setup\n", lines));
+    if (absl::Status s =
+            WriteFileAtomic(absl::StrCat(lab->managed_dir(), "/share-", share, ".conf"),
+                            absl::StrCat("# test setup\n", lines));
         !s.ok()) {
       return s;
     }
@@ -78,8 +78,7 @@ absl::StatusOr<std::unique_ptr<SambaLab>> SambaLab::Start(const Setup& setup) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     absl::StatusOr<int> port = FreeLoopbackPort();
     if (!port.ok()) return port.status();
-    absl::StatusOr<agent::CommandResult> r =
-        lab->Lab({"start", lab->dir_, std::to_string(*port)});
+    absl::StatusOr<agent::CommandResult> r = lab->Lab({"start", lab->dir_, std::to_string(*port)});
     if (!r.ok()) return r.status();
     if (r->exit_code == 0) {
       lab->port_ = *port;
@@ -156,8 +155,14 @@ absl::StatusOr<agent::CommandResult> SambaLab::Connect(
     const std::string& share, const std::vector<std::string>& smbclient_options,
     const std::string& command) {
   agent::Command c;
-  c.argv = {"smbclient", "-s", dir_ + "/client.conf", "-p", std::to_string(port_),
-            "//127.0.0.1/" + share, "-A", dir_ + "/smbfleet.auth"};
+  c.argv = {"smbclient",
+            "-s",
+            dir_ + "/client.conf",
+            "-p",
+            std::to_string(port_),
+            "//127.0.0.1/" + share,
+            "-A",
+            dir_ + "/smbfleet.auth"};
   c.argv.insert(c.argv.end(), smbclient_options.begin(), smbclient_options.end());
   c.argv.push_back("-c");
   c.argv.push_back(command);

@@ -46,9 +46,9 @@ class SambaLab {
 
   // One new connection running `command` (default "ls"); the result carries smbclient's exit
   // code and output, e.g. "tree connect failed: NT_STATUS_ACCESS_DENIED".
-  absl::StatusOr<agent::CommandResult> Connect(const std::string& share,
-                                               const std::vector<std::string>& smbclient_options = {},
-                                               const std::string& command = "ls");
+  absl::StatusOr<agent::CommandResult> Connect(
+      const std::string& share, const std::vector<std::string>& smbclient_options = {},
+      const std::string& command = "ls");
 
   // Writes a managed include file by hand and reloads smbd (for setting up scenarios).
   absl::Status Configure(const Setup& setup);

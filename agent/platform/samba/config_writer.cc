@@ -48,7 +48,8 @@ struct FileState {
 };
 
 // Replaces (or removes) the changed parameters' lines, keeping everything else in the file.
-std::string Rewrite(const std::string& old_content, const std::vector<const ParameterChange*>& changes) {
+std::string Rewrite(const std::string& old_content,
+                    const std::vector<const ParameterChange*>& changes) {
   std::set<std::string> changed;
   for (const ParameterChange* c : changes) changed.insert(Canonical(c->parameter));
   std::vector<std::string> lines;
@@ -105,7 +106,8 @@ absl::Status ValidateParameterValue(const std::string& parameter, const std::str
     }
   }
   if (value.front() == ' ' || value.back() == ' ') {
-    return absl::InvalidArgumentError(absl::StrCat(parameter, ": value has leading or trailing space"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(parameter, ": value has leading or trailing space"));
   }
   return absl::OkStatus();
 }
@@ -130,9 +132,9 @@ absl::StatusOr<TestparmConfig> SambaConfigWriter::ReadConfig() {
                         absl::StrCat(DescribeCommand(command), ": ", result.status().message()));
   }
   if (result->exit_code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "testparm rejects ", options_.smb_conf, " (exit ", result->exit_code,
-        "): ", ToolMessage(*result)));
+    return absl::FailedPreconditionError(absl::StrCat("testparm rejects ", options_.smb_conf,
+                                                      " (exit ", result->exit_code,
+                                                      "): ", ToolMessage(*result)));
   }
   return TestparmConfig::Parse(result->stdout_data);
 }
@@ -183,8 +185,8 @@ absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<Parameter
   auto restored = [&](absl::StatusCode code, const std::string& why) -> absl::Status {
     absl::Status r = restore();
     if (!r.ok()) {
-      return absl::InternalError(absl::StrCat(why, "; restoring the previous files failed: ",
-                                              r.message()));
+      return absl::InternalError(
+          absl::StrCat(why, "; restoring the previous files failed: ", r.message()));
     }
     std::vector<std::string> paths;
     for (const auto& [path, state] : files) paths.push_back(path);

@@ -22,15 +22,20 @@ class FakeRunner : public CommandRunner {
   void Set(const std::string& argv, absl::StatusOr<CommandResult> result) {
     handlers_[argv] = [result](const Command&) { return result; };
   }
-  void SetHandler(const std::string& argv, Handler handler) { handlers_[argv] = std::move(handler); }
+  void SetHandler(const std::string& argv, Handler handler) {
+    handlers_[argv] = std::move(handler);
+  }
   static CommandResult Ok(std::string out) { return CommandResult{0, std::move(out), ""}; }
-  static CommandResult Exit(int code, std::string err) { return CommandResult{code, "", std::move(err)}; }
+  static CommandResult Exit(int code, std::string err) {
+    return CommandResult{code, "", std::move(err)};
+  }
 
   absl::StatusOr<CommandResult> Run(const Command& command) override {
     std::string key = absl::StrJoin(command.argv, " ");
     commands_.push_back(command);
     auto it = handlers_.find(key);
-    if (it == handlers_.end()) return absl::NotFoundError(absl::StrCat("fake: no handler for ", key));
+    if (it == handlers_.end())
+      return absl::NotFoundError(absl::StrCat("fake: no handler for ", key));
     return it->second(command);
   }
 

@@ -40,8 +40,8 @@ std::string ToolMessage(const CommandResult& result, size_t max_bytes) {
   return out;
 }
 
-void AddProbeError(smbfleet::v1::Posture* posture, absl::string_view probe,
-                   absl::string_view code, absl::string_view message) {
+void AddProbeError(smbfleet::v1::Posture* posture, absl::string_view probe, absl::string_view code,
+                   absl::string_view message) {
   auto* e = posture->add_probe_errors();
   e->set_probe(std::string(probe));
   e->set_code(std::string(code));

@@ -23,15 +23,14 @@ std::string ProbeCodeOf(const absl::Status& status);
 // max_bytes.
 std::string ToolMessage(const CommandResult& result, size_t max_bytes = 400);
 
-void AddProbeError(smbfleet::v1::Posture* posture, absl::string_view probe,
-                   absl::string_view code, absl::string_view message);
+void AddProbeError(smbfleet::v1::Posture* posture, absl::string_view probe, absl::string_view code,
+                   absl::string_view message);
 
 // Runs `command`; a runner error or a non-zero exit becomes a probe error. Output is still parsed
 // after a non-zero exit when there is any (testparm exits 1 on a bad value but prints the rest).
 template <typename T, typename ParseFn>
-std::optional<T> RunAndParse(CommandRunner* runner, const Command& command,
-                             absl::string_view probe, smbfleet::v1::Posture* posture,
-                             ParseFn parse) {
+std::optional<T> RunAndParse(CommandRunner* runner, const Command& command, absl::string_view probe,
+                             smbfleet::v1::Posture* posture, ParseFn parse) {
   absl::StatusOr<CommandResult> result = runner->Run(command);
   if (!result.ok()) {
     AddProbeError(posture, probe, ProbeCodeOf(result.status()),
@@ -40,8 +39,8 @@ std::optional<T> RunAndParse(CommandRunner* runner, const Command& command,
   }
   if (result->exit_code != 0) {
     AddProbeError(posture, probe, "EXIT_STATUS",
-                  absl::StrCat(DescribeCommand(command), " exited with ", result->exit_code,
-                               ": ", ToolMessage(*result)));
+                  absl::StrCat(DescribeCommand(command), " exited with ", result->exit_code, ": ",
+                               ToolMessage(*result)));
     if (result->stdout_data.empty()) return std::nullopt;
   }
   absl::StatusOr<T> parsed = parse(*result);

@@ -11,8 +11,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/samba_names.h"
 #include "agent/platform/samba/smbstatus_parser.h"
@@ -123,9 +123,9 @@ absl::StatusOr<std::vector<Requested>> ValidateChanges(const std::vector<Setting
       }
       r.share = c.share();
     } else if (!c.share().empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", c.setting(), " is not a share setting but names share '",
-                       absl::CHexEscape(c.share()), "'"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", c.setting(),
+                                                     " is not a share setting but names share '",
+                                                     absl::CHexEscape(c.share()), "'"));
     }
     if (!seen.insert({std::string(info->name), absl::AsciiStrToLower(r.share)}).second) {
       return absl::InvalidArgumentError(
@@ -194,9 +194,9 @@ absl::StatusOr<std::vector<ParameterChange>> PlanParameters(const std::vector<Re
   const Requested* smb1 = Find(reqs, SettingKey::kServerSmb1Enabled);
   const Requested* min = Find(reqs, SettingKey::kServerMinDialect);
   if (smb1 != nullptr && min != nullptr && smb1->value == "true") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "server.smb1Enabled=true conflicts with server.minDialect=", min->value,
-        " (Samba has one 'server min protocol')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("server.smb1Enabled=true conflicts with server.minDialect=", min->value,
+                     " (Samba has one 'server min protocol')"));
   }
   if (min != nullptr) {
     v1::Dialect d = v1::DIALECT_UNSPECIFIED;
@@ -301,9 +301,8 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
     if (!r.share.empty()) {
       const TestparmSection* section = config->FindShare(r.share);
       if (section == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(r.info.name, ": share '", r.share,
-                                                       "' does not exist in ",
-                                                       options_.samba.smb_conf));
+        return absl::InvalidArgumentError(absl::StrCat(
+            r.info.name, ": share '", r.share, "' does not exist in ", options_.samba.smb_conf));
       }
       r.share = section->name;
     }
@@ -311,13 +310,11 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
     if (!r.expected_current.empty()) {
       absl::StatusOr<std::string> expected =
           policy::NormalizeSettingValue(r.info, r.expected_current);
-      std::string want = expected.ok() ? *expected
-                                       : absl::AsciiStrToUpper(r.expected_current);
+      std::string want = expected.ok() ? *expected : absl::AsciiStrToUpper(r.expected_current);
       if (want != before.value()) {
         return absl::FailedPreconditionError(absl::StrCat(
             r.info.name, r.share.empty() ? "" : absl::StrCat(" [", r.share, "]"),
-            ": expected current value '", r.expected_current, "', found '", before.value(),
-            "'"));
+            ": expected current value '", r.expected_current, "', found '", before.value(), "'"));
       }
     }
     result.before.push_back(std::move(before));

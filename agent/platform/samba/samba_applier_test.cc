@@ -74,8 +74,8 @@ class FakeSamba {
     for (const auto& [k, v] : Overrides(managed_dir_ + "/posture.conf")) global[k] = v;
     std::string out = "[global]\n";
     bool valid = true;
-    static const std::set<std::string> kEnum = {"auto", "mandatory", "required", "desired",
-                                                "if_required", "default", "off", "disabled"};
+    static const std::set<std::string> kEnum = {"auto",        "mandatory", "required", "desired",
+                                                "if_required", "default",   "off",      "disabled"};
     for (const auto& [k, v] : global) {
       absl::StrAppend(&out, "\t", k, " = ", v, "\n");
       if ((k == "server signing" || k == "server smb encrypt" || k == "client signing") &&
@@ -224,40 +224,71 @@ TEST_F(SambaApplierTest, RefusedBeforeAnythingIsWritten) {
     const char* message;
   };
   const Case cases[] = {
-      {{Change("server.smbShell", "true")}, {}, absl::StatusCode::kPermissionDenied,
+      {{Change("server.smbShell", "true")},
+       {},
+       absl::StatusCode::kPermissionDenied,
        "not on the allowlist"},
-      {{Change("share.compressData", "true", "demo")}, {}, absl::StatusCode::kUnimplemented,
+      {{Change("share.compressData", "true", "demo")},
+       {},
+       absl::StatusCode::kUnimplemented,
        "no Samba equivalent"},
-      {{Change("server.requireSigning", "mandatory")}, {}, absl::StatusCode::kInvalidArgument,
+      {{Change("server.requireSigning", "mandatory")},
+       {},
+       absl::StatusCode::kInvalidArgument,
        "expected true or false"},
-      {{Change("server.minDialect", "NT1")}, {}, absl::StatusCode::kInvalidArgument,
+      {{Change("server.minDialect", "NT1")},
+       {},
+       absl::StatusCode::kInvalidArgument,
        "expected one of"},
-      {{Change("share.encryptData", "true", "demo]\n[evil")}, {},
-       absl::StatusCode::kInvalidArgument, "settings[0].share"},
-      {{Change("share.encryptData", "true", "x\ninclude = /etc/evil.conf")}, {},
-       absl::StatusCode::kInvalidArgument, "0x0a"},
-      {{Change("share.encryptData", "true", "../../etc/samba/smb")}, {},
-       absl::StatusCode::kInvalidArgument, "'/'"},
-      {{Change("share.encryptData", "true", "")}, {}, absl::StatusCode::kInvalidArgument,
-       "empty"},
-      {{Change("share.encryptData", "true", "payroll")}, {}, absl::StatusCode::kInvalidArgument,
+      {{Change("share.encryptData", "true", "demo]\n[evil")},
+       {},
+       absl::StatusCode::kInvalidArgument,
+       "settings[0].share"},
+      {{Change("share.encryptData", "true", "x\ninclude = /etc/evil.conf")},
+       {},
+       absl::StatusCode::kInvalidArgument,
+       "0x0a"},
+      {{Change("share.encryptData", "true", "../../etc/samba/smb")},
+       {},
+       absl::StatusCode::kInvalidArgument,
+       "'/'"},
+      {{Change("share.encryptData", "true", "")}, {}, absl::StatusCode::kInvalidArgument, "empty"},
+      {{Change("share.encryptData", "true", "payroll")},
+       {},
+       absl::StatusCode::kInvalidArgument,
        "share 'payroll' does not exist"},
-      {{Change("server.requireSigning", "true", "demo")}, {}, absl::StatusCode::kInvalidArgument,
+      {{Change("server.requireSigning", "true", "demo")},
+       {},
+       absl::StatusCode::kInvalidArgument,
        "not a share setting"},
-      {{Change("server.requireSigning", "true"), Change("server.requireSigning", "false")}, {},
-       absl::StatusCode::kInvalidArgument, "appears twice"},
-      {{Change("server.rejectUnencryptedAccess", "true")}, {},
-       absl::StatusCode::kInvalidArgument, "needs server.encryptData=true"},
-      {{Change("server.smb1Enabled", "true"), Change("server.minDialect", "SMB_3_0")}, {},
-       absl::StatusCode::kInvalidArgument, "conflicts"},
-      {{Change("server.requireSigning", "true", "", "true")}, {},
-       absl::StatusCode::kFailedPrecondition, "expected current value 'true', found 'false'"},
-      {{Change("server.requireSigning", "true")}, {"reboot"}, absl::StatusCode::kInvalidArgument,
+      {{Change("server.requireSigning", "true"), Change("server.requireSigning", "false")},
+       {},
+       absl::StatusCode::kInvalidArgument,
+       "appears twice"},
+      {{Change("server.rejectUnencryptedAccess", "true")},
+       {},
+       absl::StatusCode::kInvalidArgument,
+       "needs server.encryptData=true"},
+      {{Change("server.smb1Enabled", "true"), Change("server.minDialect", "SMB_3_0")},
+       {},
+       absl::StatusCode::kInvalidArgument,
+       "conflicts"},
+      {{Change("server.requireSigning", "true", "", "true")},
+       {},
+       absl::StatusCode::kFailedPrecondition,
+       "expected current value 'true', found 'false'"},
+      {{Change("server.requireSigning", "true")},
+       {"reboot"},
+       absl::StatusCode::kInvalidArgument,
        "unknown option 'reboot'"},
-      {{Change("server.requireSigning", "true")}, {"kill-client-ip:127.0.0.1; rm -rf /"},
-       absl::StatusCode::kInvalidArgument, "not an IP address"},
-      {{Change("server.requireSigning", "true")}, {"close-share:a]b"},
-       absl::StatusCode::kInvalidArgument, "options[0]"},
+      {{Change("server.requireSigning", "true")},
+       {"kill-client-ip:127.0.0.1; rm -rf /"},
+       absl::StatusCode::kInvalidArgument,
+       "not an IP address"},
+      {{Change("server.requireSigning", "true")},
+       {"close-share:a]b"},
+       absl::StatusCode::kInvalidArgument,
+       "options[0]"},
   };
   for (const Case& c : cases) {
     auto r = applier_->Apply(c.changes, c.options);
@@ -279,8 +310,8 @@ TEST_F(SambaApplierTest, ValueThatDoesNotTakeEffectIsRestored) {
   auto r = applier_->Apply({Change("share.encryptData", "true", "finance")});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted);
-  EXPECT_THAT(r.status().message(), HasSubstr("smb.conf must include " + Share("finance") +
-                                              " at the end of [finance]"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("smb.conf must include " + Share("finance") + " at the end of [finance]"));
   EXPECT_THAT(r.status().message(), HasSubstr("restored"));
   EXPECT_EQ(Read(Share("finance")), "    comment = kept\n");
   EXPECT_EQ(samba_->reloads, 0);

@@ -80,9 +80,9 @@ absl::Status ValidateShareName(absl::string_view name) {
   for (size_t i = 0; i < name.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(name[i]);
     if (c < 0x20 || c >= 0x7f) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "share name '%s': byte 0x%02x at offset %d is not printable ASCII",
-          absl::CHexEscape(name), c, i));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("share name '%s': byte 0x%02x at offset %d is not printable ASCII",
+                          absl::CHexEscape(name), c, i));
     }
     if (kForbidden.find(static_cast<char>(c)) != absl::string_view::npos) {
       return absl::InvalidArgumentError(absl::StrFormat(

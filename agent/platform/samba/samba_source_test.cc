@@ -80,8 +80,7 @@ TEST_F(SambaSourceTest, FailedProbesAreData) {
   const Case cases[] = {
       {"not root", FakeRunner::Exit(255, "smbstatus only works as root!\n"), "EXIT_STATUS",
        "smbstatus only works as root!"},
-      {"timeout", absl::DeadlineExceededError("timed out after 30000 ms"), "TIMEOUT",
-       "timed out"},
+      {"timeout", absl::DeadlineExceededError("timed out after 30000 ms"), "TIMEOUT", "timed out"},
       {"huge", absl::ResourceExhaustedError("stdout over 16777216 bytes"), "OUTPUT_TOO_LARGE",
        "16777216"},
       {"missing", absl::NotFoundError("smbstatus: no such program"), "NOT_FOUND",

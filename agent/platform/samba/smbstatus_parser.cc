@@ -104,8 +104,8 @@ struct SessionKey {
 
 }  // namespace
 
-absl::StatusOr<SmbStatus> ParseSmbStatusJson(absl::string_view text,
-                                             const std::map<std::string, std::string>& share_paths) {
+absl::StatusOr<SmbStatus> ParseSmbStatusJson(
+    absl::string_view text, const std::map<std::string, std::string>& share_paths) {
   if (text.size() > kMaxSmbStatusBytes) {
     return Malformed("input", absl::StrCat(text.size(), " bytes, limit ", kMaxSmbStatusBytes));
   }
@@ -203,8 +203,7 @@ absl::StatusOr<SmbStatus> ParseSmbStatusJson(absl::string_view text,
       std::string filename = Str(f, "filename");
       for (const auto& [open_key, o] : opens->items()) {
         if (!o.is_object()) {
-          return Malformed(absl::StrCat("open_files.", path, ".opens.", open_key),
-                           "not an object");
+          return Malformed(absl::StrCat("open_files.", path, ".opens.", open_key), "not an object");
         }
         OpenFile file;
         file.set_file_id(open_key);

@@ -44,9 +44,9 @@ TEST_P(SingleSessionTest, TconIsJoinedAndJudged) {
   EXPECT_EQ(tcon.signing(), c.tcon_signing);
   EXPECT_EQ(tcon.encryption(), c.tcon_encryption);
   EXPECT_EQ(tcon.cipher(), c.cipher);
-  EXPECT_EQ(tcon.signing_algorithm(),
-            c.tcon_signing == v1::PROTECTION_NONE ? v1::CRYPTO_ALGORITHM_UNSPECIFIED
-                                                  : c.signing_algorithm);
+  EXPECT_EQ(tcon.signing_algorithm(), c.tcon_signing == v1::PROTECTION_NONE
+                                          ? v1::CRYPTO_ALGORITHM_UNSPECIFIED
+                                          : c.signing_algorithm);
   EXPECT_GT(tcon.connected_at().seconds(), 1700000000);
   // With one tree connect, the session summary is that tree connect's degree.
   EXPECT_EQ(s.signing(), c.tcon_signing);
@@ -56,18 +56,15 @@ TEST_P(SingleSessionTest, TconIsJoinedAndJudged) {
 INSTANTIATE_TEST_SUITE_P(
     Captured, SingleSessionTest,
     ::testing::Values(
-        SingleSessionCase{"unsigned-smb311", v1::DIALECT_SMB_3_1_1, "SMB3_11",
-                          v1::PROTECTION_NONE, v1::PROTECTION_NONE, v1::AES_128_GMAC,
-                          v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+        SingleSessionCase{"unsigned-smb311", v1::DIALECT_SMB_3_1_1, "SMB3_11", v1::PROTECTION_NONE,
+                          v1::PROTECTION_NONE, v1::AES_128_GMAC, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
         SingleSessionCase{"signed-smb311", v1::DIALECT_SMB_3_1_1, "SMB3_11", v1::PROTECTION_FULL,
-                          v1::PROTECTION_NONE, v1::AES_128_GMAC,
-                          v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+                          v1::PROTECTION_NONE, v1::AES_128_GMAC, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
         SingleSessionCase{"client-signed-smb311", v1::DIALECT_SMB_3_1_1, "SMB3_11",
                           v1::PROTECTION_FULL, v1::PROTECTION_NONE, v1::AES_128_GMAC,
                           v1::CRYPTO_ALGORITHM_UNSPECIFIED},
-        SingleSessionCase{"encrypted-smb311", v1::DIALECT_SMB_3_1_1, "SMB3_11",
-                          v1::PROTECTION_FULL, v1::PROTECTION_FULL, v1::AES_128_GMAC,
-                          v1::AES_128_GCM},
+        SingleSessionCase{"encrypted-smb311", v1::DIALECT_SMB_3_1_1, "SMB3_11", v1::PROTECTION_FULL,
+                          v1::PROTECTION_FULL, v1::AES_128_GMAC, v1::AES_128_GCM},
         SingleSessionCase{"encrypted-client-requested", v1::DIALECT_SMB_3_1_1, "SMB3_11",
                           v1::PROTECTION_FULL, v1::PROTECTION_FULL, v1::AES_128_GMAC,
                           v1::AES_128_GCM},
@@ -76,14 +73,11 @@ INSTANTIATE_TEST_SUITE_P(
                           v1::PROTECTION_FULL, v1::PROTECTION_FULL, v1::AES_128_GMAC,
                           v1::AES_256_GCM},
         SingleSessionCase{"smb3_00-signed", v1::DIALECT_SMB_3_0, "SMB3_00", v1::PROTECTION_FULL,
-                          v1::PROTECTION_NONE, v1::AES_128_CMAC,
-                          v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+                          v1::PROTECTION_NONE, v1::AES_128_CMAC, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
         SingleSessionCase{"smb2_10-dialect", v1::DIALECT_SMB_2_1, "SMB2_10", v1::PROTECTION_NONE,
-                          v1::PROTECTION_NONE, v1::HMAC_SHA256,
-                          v1::CRYPTO_ALGORITHM_UNSPECIFIED},
-        SingleSessionCase{"smb2_02-signed", v1::DIALECT_SMB_2_0_2, "SMB2_02",
-                          v1::PROTECTION_FULL, v1::PROTECTION_NONE, v1::HMAC_SHA256,
-                          v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+                          v1::PROTECTION_NONE, v1::HMAC_SHA256, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+        SingleSessionCase{"smb2_02-signed", v1::DIALECT_SMB_2_0_2, "SMB2_02", v1::PROTECTION_FULL,
+                          v1::PROTECTION_NONE, v1::HMAC_SHA256, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
         SingleSessionCase{"smb1-unsigned", v1::DIALECT_SMB1, "NT1", v1::PROTECTION_NONE,
                           v1::PROTECTION_NONE, v1::CRYPTO_ALGORITHM_UNSPECIFIED,
                           v1::CRYPTO_ALGORITHM_UNSPECIFIED}),
@@ -180,7 +174,7 @@ TEST(SmbStatusParserTest, MalformedInputIsAClearError) {
       {R"({"sessions": {"5": "x"}})", "sessions.5: not an object"},
       {R"({"tcons": {"9": 3}})", "tcons.9: not an object"},
       {R"({"open_files": {"/a": {"opens": {"1/2": []}}}})", "open_files./a.opens.1/2"},
-      {std::string(1000, '[') , "not valid JSON"},
+      {std::string(1000, '['), "not valid JSON"},
   };
   for (const Case& c : cases) {
     auto status = ParseSmbStatusJson(c.json);

@@ -47,7 +47,7 @@ constexpr absl::string_view kClientRawParams[] = {
     "client use kerberos",
 };
 constexpr absl::string_view kShareRawParams[] = {
-    "server smb encrypt", "guest ok",    "guest only", "read only",   "valid users",
+    "server smb encrypt", "guest ok",    "guest only", "read only",  "valid users",
     "invalid users",      "hosts allow", "hosts deny", "browseable", "vfs objects",
 };
 
@@ -100,8 +100,8 @@ bool IsDomainController(const TestparmConfig& config) {
 
 absl::StatusOr<TestparmConfig> TestparmConfig::Parse(absl::string_view text) {
   if (text.size() > kMaxTestparmBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("testparm output: ", text.size(),
-                                                   " bytes, limit ", kMaxTestparmBytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("testparm output: ", text.size(), " bytes, limit ", kMaxTestparmBytes));
   }
   TestparmConfig config;
   std::map<std::string, std::string>* current = nullptr;
@@ -239,8 +239,8 @@ void FillConfig(const TestparmConfig& config, Posture* posture) {
     if (auto ro = config.ShareValue(section, "read only")) {
       if (auto b = ParseSambaBool(*ro)) share->set_read_only(*b);
     }
-    bool printable = ParseSambaBool(config.ShareValue(section, "printable").value_or("no"))
-                         .value_or(false);
+    bool printable =
+        ParseSambaBool(config.ShareValue(section, "printable").value_or("no")).value_or(false);
     share->set_share_type(printable ? "PrintQueue" : "FileSystemDirectory");
     share->set_special(absl::EndsWith(section.name, "$") ||
                        absl::EqualsIgnoreCase(section.name, "homes") ||

@@ -18,7 +18,7 @@
 namespace smbfleet::agent::samba {
 
 struct TestparmSection {
-  std::string name;                          // as testparm prints it, e.g. "finance"
+  std::string name;                           // as testparm prints it, e.g. "finance"
   std::map<std::string, std::string> params;  // lower-case parameter name -> value
 };
 
