@@ -1,7 +1,7 @@
 #include "agent/platform/windows/windows_source.h"
 
-#include <sys/stat.h>
-
+#include <filesystem>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -101,8 +101,8 @@ class CaptureSource : public PostureSource {
   }
 
   absl::StatusOr<v1::Posture> Collect() override {
-    struct stat st;
-    if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir_, ec)) {
       return absl::NotFoundError(absl::StrCat("windows-capture:", dir_, ": not a directory"));
     }
     v1::Posture posture;
