@@ -86,7 +86,8 @@ foreach ($c in @($SmbfleetData.channels)) {
     $data = [ordered]@{}
     try {
       foreach ($d in ([xml]$e.ToXml()).Event.EventData.Data) {
-        if ($d.Name) { $data[[string]$d.Name] = [string]$d.'#text' }
+        $n = $d.GetAttribute('Name')
+        if ($n) { $data[$n] = $d.InnerText }
       }
     } catch { }
     $out.events += [ordered]@{
