@@ -154,9 +154,15 @@ struct ModelParameters {
   // Server and client CPU seconds per SMB request, no crypto (parsing, VFS, syscalls).
   double server_cpu_seconds_per_op = 0;
   double client_cpu_seconds_per_op = 0;
-  // SMB stack crypto time / OpenSSL EVP time for the same bytes, per algorithm (the SMB stack
-  // is GnuTLS/nettle in Samba, CNG in Windows). Missing = 1.
+  // SMB stack crypto time / OpenSSL EVP time for the same bytes (applied to the per-byte part of
+  // CryptoCost; the per-message part is taken as measured), per algorithm: what signing
+  // or encrypting a message really costs the SMB stack (its crypto library plus the copies
+  // and bookkeeping of that path) relative to the host's EVP benchmark. Missing = 1.
+  // crypto_factor: hosts other than Samba (Windows/CNG: uncalibrated, see docs).
   std::map<CryptoAlgorithm, double> crypto_factor;
+  // Samba (GnuTLS/nettle), server side and client (smbclient) side.
+  std::map<CryptoAlgorithm, double> samba_crypto_factor;
+  std::map<CryptoAlgorithm, double> samba_client_crypto_factor;
   // Extra bytes a protected message carries (SMB2 transform header 52 B; signature in-header).
   double transform_header_bytes = 52;
   // Bytes in flight per channel: throughput <= window / RTT.

@@ -294,7 +294,9 @@ TEST(PredictTest, SmallFilesAreBoundByRoundTrips) {
 }
 
 TEST(PredictTest, ClientOnHostAddsItsCpu) {
-  HostProfile h = FastLinkHost();
+  v1::Posture posture = BenchedPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";  // not CPU bound
+  HostProfile h = ProfileFromPosture(posture);
   Workload large = Workload::LargeSequential();
   Prediction remote = Predict(h, ProtectionLevel::Encryption(v1::AES_128_GCM), large);
   h.client_on_host = true;
