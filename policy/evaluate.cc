@@ -128,17 +128,6 @@ bool Holds(const Expectation& e, uint32_t v) {
   return false;
 }
 
-std::string ExpectedText(const FieldInfo& info, const Expectation& e) {
-  switch (e.op) {
-    case Op::kEquals: return FormatValue(info.type, e.value);
-    case Op::kAtLeast: return absl::StrCat(">= ", FormatValue(info.type, e.value));
-    case Op::kAtMost: return absl::StrCat("<= ", FormatValue(info.type, e.value));
-    case Op::kEmpty: return "empty";
-    case Op::kNotEmpty: return "not empty";
-  }
-  return "";
-}
-
 bool IsSpecialShare(const Share& s) {
   return s.special() || absl::EndsWith(s.name(), "$");
 }
@@ -152,22 +141,29 @@ class Verdict {
   void Expect(const Expectation& e, const Observed& v, absl::string_view share) {
     const FieldInfo& info = InfoOf(e.field);
     Evidence* ev = out_->add_evidence();
-    ev->set_field(std::string(info.name));
-    ev->set_observed(FormatObserved(info, v, posture_));
-    ev->set_expected(ExpectedText(info, e));
-    if (!share.empty()) ev->set_share(std::string(share));
+    ev->set_field(info.name.data(), info.name.size());
+    if (v.known && info.type == FieldType::kBool) {
+      ev->set_observed(v.value != 0 ? "true" : "false");
+    } else if (v.known && info.type == FieldType::kDialect) {
+      absl::string_view d = DialectName(static_cast<smbfleet::v1::Dialect>(v.value));
+      ev->set_observed(d.data(), d.size());
+    } else {
+      ev->set_observed(FormatObserved(info, v, posture_));
+    }
+    ev->set_expected(e.expected);
+    if (!share.empty()) ev->set_share(share.data(), share.size());
     if (!v.known) {
       if ((failed_ & Bit(info.probe)) != 0) {
         ev->set_note(ProbeErrorNote(posture_, info.probe));
-        Error(absl::StrCat(info.name, ": ", ev->note()));
+        if (Error()) Message(info.name, ": ", ev->note());
       } else {
         ev->set_note("not reported by the agent, or not supported on this build");
-        Unknown(absl::StrCat(info.name, " is not reported"));
+        if (Unknown()) Message(info.name, " is not reported");
       }
       return;
     }
-    if (!Holds(e, v.value)) {
-      Fail(absl::StrCat(info.name, " is ", ev->observed(), ", expected ", ev->expected()));
+    if (!Holds(e, v.value) && Fail()) {
+      Message(info.name, " is ", ev->observed(), ", expected ", ev->expected());
     }
   }
 
@@ -176,10 +172,15 @@ class Verdict {
       Evidence* ev = out_->add_evidence();
       ev->set_field("sessions");
       ev->set_note(ProbeErrorNote(posture_, ProbeGroup::kSessions));
-      Error(absl::StrCat("sessions: ", ev->note()));
+      if (Error()) Message("sessions: ", ev->note());
       return;
     }
     int seen = 0, bad = 0, unknown_dialect = 0;
+    thread_local std::string expected_dialect;
+    if (check.dialect_at_least) {
+      expected_dialect.assign(">= ");
+      absl::StrAppend(&expected_dialect, DialectName(*check.dialect_at_least));
+    }
     for (const Session& s : posture_.sessions()) {
       if (!share.empty() && !UsesShare(s, share)) continue;
       ++seen;
@@ -187,8 +188,8 @@ class Verdict {
         if (s.dialect() == smbfleet::v1::DIALECT_UNSPECIFIED) {
           ++unknown_dialect;
         } else if (s.dialect() < *check.dialect_at_least) {
-          Violation(s, share, "session.dialect", DialectName(s.dialect()),
-                    absl::StrCat(">= ", DialectName(*check.dialect_at_least)), &bad);
+          Violation(s, share, "session.dialect", DialectName(s.dialect()), expected_dialect,
+                    &bad);
         }
       }
       if (check.no_guest && s.guest()) Violation(s, share, "session.guest", "true", "false", &bad);
@@ -198,17 +199,19 @@ class Verdict {
     }
     Evidence* sum = out_->add_evidence();
     sum->set_field("sessions");
-    sum->set_observed(absl::StrCat(seen, " observed, ", bad, " violating"));
-    sum->set_expected(SessionExpectation(check));
-    if (!share.empty()) sum->set_share(std::string(share));
+    std::string* observed = sum->mutable_observed();
+    observed->clear();
+    absl::StrAppend(observed, seen, " observed, ", bad, " violating");
+    SessionExpectation(check, sum->mutable_expected());
+    if (!share.empty()) sum->set_share(share.data(), share.size());
     if (bad > kMaxSessionEvidence) {
       sum->set_note(absl::StrCat("evidence lists the first ", kMaxSessionEvidence));
     }
     if (bad > 0) {
-      Fail(absl::StrCat(bad, " of ", seen, " sessions violate: ", sum->expected()));
+      if (Fail()) Message(bad, " of ", seen, " sessions violate: ", sum->expected());
     } else if (unknown_dialect > 0) {
       sum->set_note(absl::StrCat(unknown_dialect, " sessions with unknown dialect"));
-      Unknown(absl::StrCat(unknown_dialect, " sessions with unknown dialect"));
+      if (Unknown()) Message(unknown_dialect, " sessions with unknown dialect");
     }
   }
 
@@ -223,7 +226,6 @@ class Verdict {
     }
     out_->set_status(st);
     out_->set_unwaived_status(st);
-    if (!first_message_.empty()) out_->set_message(std::move(first_message_));
   }
 
  private:
@@ -234,39 +236,50 @@ class Verdict {
     return false;
   }
 
-  static std::string SessionExpectation(const SessionCheck& c) {
-    std::string s;
-    if (c.dialect_at_least) absl::StrAppend(&s, "dialect >= ", DialectName(*c.dialect_at_least));
-    if (c.no_guest) absl::StrAppend(&s, s.empty() ? "" : ", ", "no guest sessions");
-    if (c.no_anonymous) absl::StrAppend(&s, s.empty() ? "" : ", ", "no anonymous sessions");
-    return s;
+  static void SessionExpectation(const SessionCheck& c, std::string* s) {
+    s->clear();
+    if (c.dialect_at_least) absl::StrAppend(s, "dialect >= ", DialectName(*c.dialect_at_least));
+    if (c.no_guest) absl::StrAppend(s, s->empty() ? "" : ", ", "no guest sessions");
+    if (c.no_anonymous) absl::StrAppend(s, s->empty() ? "" : ", ", "no anonymous sessions");
   }
 
   void Violation(const Session& s, absl::string_view share, absl::string_view field,
-                 absl::string_view observed, std::string expected, int* bad) {
+                 absl::string_view observed, absl::string_view expected, int* bad) {
     if (++*bad > kMaxSessionEvidence) return;
     Evidence* ev = out_->add_evidence();
-    ev->set_field(std::string(field));
-    ev->set_observed(std::string(observed));
-    ev->set_expected(std::move(expected));
-    if (!share.empty()) ev->set_share(std::string(share));
+    ev->set_field(field.data(), field.size());
+    ev->set_observed(observed.data(), observed.size());
+    ev->set_expected(expected.data(), expected.size());
+    if (!share.empty()) ev->set_share(share.data(), share.size());
     ev->set_session_id(s.session_id());
     ev->set_client_address(s.client_address());
     ev->set_client_name(s.client_name());
     ev->set_user(s.user());
   }
 
-  void Fail(std::string msg) {
-    if (!failed_rule_) first_message_ = std::move(msg);
+  // Each returns true when its message becomes the result's message (the first failure wins
+  // over the first error, which wins over the first unknown).
+  bool Fail() {
+    bool first = !failed_rule_;
     failed_rule_ = true;
+    return first;
   }
-  void Error(std::string msg) {
-    if (!failed_rule_ && !error_) first_message_ = std::move(msg);
+  bool Error() {
+    bool first = !failed_rule_ && !error_;
     error_ = true;
+    return first;
   }
-  void Unknown(std::string msg) {
-    if (!failed_rule_ && !error_ && !unknown_) first_message_ = std::move(msg);
+  bool Unknown() {
+    bool first = !failed_rule_ && !error_ && !unknown_;
     unknown_ = true;
+    return first;
+  }
+  // Written into the result's own string, whose capacity survives Clear() between hosts.
+  template <typename... Args>
+  void Message(const Args&... args) {
+    std::string* m = out_->mutable_message();
+    m->clear();
+    absl::StrAppend(m, args...);
   }
 
   const Posture& posture_;
@@ -275,7 +288,6 @@ class Verdict {
   bool failed_rule_ = false;
   bool error_ = false;
   bool unknown_ = false;
-  std::string first_message_;
 };
 
 RuleResult* NewResult(const Rule& r, HostEvaluation* out) {
@@ -321,7 +333,21 @@ void Count(ComplianceStatus st, HostEvaluation* out) {
 
 }  // namespace
 
-ShareClass ClassifyShare(const Classification& c, const Posture& p, const Share& share) {
+namespace {
+
+// Which classification rules the host's labels and name allow (the same for all its shares).
+std::vector<char> HostEligibleRules(const Classification& c, const Posture& p) {
+  std::vector<char> ok(c.rules.size());
+  for (size_t i = 0; i < c.rules.size(); ++i) {
+    const ClassificationRule& r = c.rules[i];
+    ok[i] = (r.hostnames.empty() || HostnameMatches(r.hostnames, p)) &&
+            LabelsMatch(r.host_labels, p);
+  }
+  return ok;
+}
+
+ShareClass ClassifyShareWith(const Classification& c, const Posture& p, const Share& share,
+                             const std::vector<char>& eligible) {
   for (const ClassificationOverride& o : c.overrides) {
     if ((o.host.Matches(p.host().hostname()) ||
          (!p.host().fqdn().empty() && o.host.Matches(p.host().fqdn()))) &&
@@ -329,14 +355,26 @@ ShareClass ClassifyShare(const Classification& c, const Posture& p, const Share&
       return ShareClass{o.class_index, o.name};
     }
   }
-  for (const ClassificationRule& r : c.rules) {
-    if (!r.share_names.empty() && !r.share_names.Matches(share.name())) continue;
-    if (!r.paths.empty() && !r.paths.Matches(share.path())) continue;
-    if (!r.hostnames.empty() && !HostnameMatches(r.hostnames, p)) continue;
-    if (!LabelsMatch(r.host_labels, p)) continue;
+  // Lowered once: every rule's patterns are matched against the same two strings.
+  thread_local std::string name, path;
+  name.assign(share.name());
+  absl::AsciiStrToLower(&name);
+  path.assign(share.path());
+  absl::AsciiStrToLower(&path);
+  for (size_t i = 0; i < c.rules.size(); ++i) {
+    const ClassificationRule& r = c.rules[i];
+    if (!eligible[i]) continue;
+    if (!r.share_names.empty() && !r.share_names.MatchesLowered(name)) continue;
+    if (!r.paths.empty() && !r.paths.MatchesLowered(path)) continue;
     return ShareClass{r.class_index, r.name};
   }
   return ShareClass{c.default_class, "default"};
+}
+
+}  // namespace
+
+ShareClass ClassifyShare(const Classification& c, const Posture& p, const Share& share) {
+  return ClassifyShareWith(c, p, share, HostEligibleRules(c, p));
 }
 
 std::vector<smbfleet::v1::ShareClassification> ClassifyShares(const Policy& policy,
@@ -362,9 +400,11 @@ uint32_t WindowsBuild(const smbfleet::v1::HostInfo& host) {
     return v;
   };
   if (uint32_t b = leading(host.os_build()); b >= 1000) return b;
-  std::vector<absl::string_view> parts = absl::StrSplit(host.os_version(), '.');
-  if (parts.size() >= 3) {
-    if (uint32_t b = leading(parts[2]); b >= 1000) return b;
+  absl::string_view v = host.os_version();  // "10.0.20348"
+  size_t first = v.find('.');
+  size_t second = first == absl::string_view::npos ? first : v.find('.', first + 1);
+  if (second != absl::string_view::npos) {
+    if (uint32_t b = leading(v.substr(second + 1)); b >= 1000) return b;
   }
   return 0;
 }
@@ -438,9 +478,11 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
 
   const Classification& cls = policy.classification;
   // Classes per share, computed once for every share rule.
-  std::vector<int> share_class(static_cast<size_t>(p.shares_size()));
+  thread_local std::vector<int> share_class;
+  share_class.assign(static_cast<size_t>(p.shares_size()), 0);
+  const std::vector<char> eligible = HostEligibleRules(cls, p);
   for (int i = 0; i < p.shares_size(); ++i) {
-    ShareClass sc = ClassifyShare(cls, p, p.shares(i));
+    ShareClass sc = ClassifyShareWith(cls, p, p.shares(i), eligible);
     share_class[static_cast<size_t>(i)] = sc.class_index;
     auto* c = out->add_classifications();
     c->set_share(p.shares(i).name());

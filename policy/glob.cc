@@ -8,8 +8,6 @@
 namespace smbfleet::policy {
 namespace {
 
-inline char Lower(char c) { return absl::ascii_tolower(static_cast<unsigned char>(c)); }
-
 // Matches the set starting at p[i] == '[' against c; sets *next to the index after ']'.
 bool MatchSet(absl::string_view p, size_t i, char c, size_t* next) {
   size_t j = i + 1;
@@ -81,23 +79,26 @@ absl::StatusOr<Glob> Glob::Compile(absl::string_view pattern) {
 }
 
 bool Glob::Matches(absl::string_view text) const {
+  if (shape_ == Shape::kLiteral) return absl::EqualsIgnoreCase(text, core_);
+  thread_local std::string lowered;
+  lowered.assign(text.data(), text.size());
+  absl::AsciiStrToLower(&lowered);
+  return MatchesLowered(lowered);
+}
+
+bool Glob::MatchesLowered(absl::string_view text) const {
   switch (shape_) {
-    case Shape::kLiteral: return absl::EqualsIgnoreCase(text, core_);
-    case Shape::kPrefix: return absl::StartsWithIgnoreCase(text, core_);
-    case Shape::kSuffix: return absl::EndsWithIgnoreCase(text, core_);
-    case Shape::kContains:
-      if (text.size() < core_.size()) return false;
-      for (size_t i = 0; i + core_.size() <= text.size(); ++i) {
-        if (absl::EqualsIgnoreCase(text.substr(i, core_.size()), core_)) return true;
-      }
-      return false;
+    case Shape::kLiteral: return text == core_;
+    case Shape::kPrefix: return absl::StartsWith(text, core_);
+    case Shape::kSuffix: return absl::EndsWith(text, core_);
+    case Shape::kContains: return absl::StrContains(text, core_);
     case Shape::kGeneral: break;
   }
   absl::string_view p = lowered_;
   size_t pi = 0, ti = 0;
   size_t star_p = absl::string_view::npos, star_t = 0;
   while (ti < text.size()) {
-    char c = Lower(text[ti]);
+    char c = text[ti];
     if (pi < p.size()) {
       char pc = p[pi];
       if (pc == '*') {
@@ -132,8 +133,16 @@ bool Glob::Matches(absl::string_view text) const {
 }
 
 bool GlobList::Matches(absl::string_view text) const {
+  if (globs_.empty()) return false;
+  thread_local std::string lowered;
+  lowered.assign(text.data(), text.size());
+  absl::AsciiStrToLower(&lowered);
+  return MatchesLowered(lowered);
+}
+
+bool GlobList::MatchesLowered(absl::string_view text) const {
   for (const Glob& g : globs_) {
-    if (g.Matches(text)) return true;
+    if (g.MatchesLowered(text)) return true;
   }
   return false;
 }

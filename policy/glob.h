@@ -19,6 +19,8 @@ class Glob {
   static absl::StatusOr<Glob> Compile(absl::string_view pattern);
 
   bool Matches(absl::string_view text) const;
+  // Same, for text that is already ASCII-lowercased (cheaper when one text meets many globs).
+  bool MatchesLowered(absl::string_view lowered_text) const;
   const std::string& pattern() const { return pattern_; }
 
  private:
@@ -42,6 +44,7 @@ class GlobList {
  public:
   void Add(Glob g) { globs_.push_back(std::move(g)); }
   bool Matches(absl::string_view text) const;
+  bool MatchesLowered(absl::string_view lowered_text) const;
   bool empty() const { return globs_.empty(); }
   const std::vector<Glob>& globs() const { return globs_; }
 

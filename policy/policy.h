@@ -40,7 +40,8 @@ enum class Op : uint8_t { kEquals, kAtLeast, kAtMost, kEmpty, kNotEmpty };
 struct Expectation {
   Field field;
   Op op;
-  uint32_t value = 0;  // bools 0/1, dialect enum numbers, plain numbers
+  uint32_t value = 0;    // bools 0/1, dialect enum numbers, plain numbers
+  std::string expected;  // for evidence: "true", ">= SMB_3_1_1", "empty"
 };
 
 // Checks on the live sessions (observed, not configured).

@@ -337,7 +337,7 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
       continue;
     }
     const YAML::Node& v = kv.second;
-    Expectation e{info->field, Op::kEquals, 0};
+    Expectation e{info->field, Op::kEquals, 0, {}};
     if (v.IsMap()) {
       if (!CheckMap(v, {"equals", "atLeast", "atMost", "empty"}, fpath, p)) continue;
       if (v.size() != 1) {
@@ -373,7 +373,14 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
     } else if (!ParseExpectedValue(*info, v, fpath, &e.value, p)) {
       continue;
     }
-    out->push_back(e);
+    switch (e.op) {
+      case Op::kEquals: e.expected = FormatValue(info->type, e.value); break;
+      case Op::kAtLeast: e.expected = absl::StrCat(">= ", FormatValue(info->type, e.value)); break;
+      case Op::kAtMost: e.expected = absl::StrCat("<= ", FormatValue(info->type, e.value)); break;
+      case Op::kEmpty: e.expected = "empty"; break;
+      case Op::kNotEmpty: e.expected = "not empty"; break;
+    }
+    out->push_back(std::move(e));
   }
 }
 

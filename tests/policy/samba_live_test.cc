@@ -1,0 +1,120 @@
+// The baseline against a real smbd on 127.0.0.1 with real smbclient sessions: the evaluation
+// finds the unencrypted confidential share, the plan predicts which live client encryption
+// would refuse, the Samba applier applies the plan's step, and a real client then proves the
+// prediction: the SMB 2.1 client is refused, the SMB 3.1.1 client is not.
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "agent/platform/samba/samba_applier.h"
+#include "agent/platform/samba/samba_source.h"
+#include "gtest/gtest.h"
+#include "policy/evaluate.h"
+#include "policy/plan.h"
+#include "tests/samba/samba_lab.h"
+
+namespace smbfleet::testing {
+namespace {
+
+using policy::Policy;
+using smbfleet::v1::HostEvaluation;
+
+Policy Baseline() {
+  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto p = policy::ParsePolicy("baseline.yaml", ss.str());
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+const smbfleet::v1::RuleResult* Find(const HostEvaluation& e, const std::string& rule,
+                                     const std::string& share = "") {
+  for (const auto& r : e.results()) {
+    if (r.rule_id() == rule && r.share() == share) return &r;
+  }
+  return nullptr;
+}
+
+TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  // An old client on the confidential share, a modern one on the other.
+  ASSERT_TRUE((*lab)->Hold("old", "finance", {"-mSMB2_10"}).ok());
+  ASSERT_TRUE((*lab)->Hold("new", "demo").ok());
+
+  auto source = agent::NewSambaSource((*lab)->Options(), (*lab)->runner());
+  auto posture = source->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  ASSERT_EQ(posture->sessions_size(), 2) << posture->DebugString();
+  posture->mutable_host()->set_hostname("samba-lab");
+
+  Policy policy = Baseline();
+  absl::Time now = absl::Now();
+  HostEvaluation e = policy::EvaluateHost(policy, *posture, {}, now);
+  const auto* enc = Find(e, "classified-shares-encrypted", "finance");
+  ASSERT_NE(enc, nullptr);
+  EXPECT_EQ(enc->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT) << enc->DebugString();
+  EXPECT_EQ(enc->classification(), "confidential");
+  EXPECT_EQ(Find(e, "classified-shares-encrypted", "demo"), nullptr);  // general share
+  const auto* min = Find(e, "min-dialect-3-1-1");
+  ASSERT_NE(min, nullptr);
+  EXPECT_EQ(min->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(Find(e, "spn-name-hardening")->status(),
+            smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+
+  auto plan = policy::PlanRemediation(policy, *posture, e, {}, now);
+  const smbfleet::v1::PlanStep* step = nullptr;
+  for (const auto& s : plan.steps()) {
+    if (s.setting() == "share.encryptData" && s.share() == "finance") step = &s;
+    EXPECT_NE(s.setting(), "server.rejectUnencryptedAccess");  // Windows only
+  }
+  ASSERT_NE(step, nullptr) << plan.DebugString();
+  EXPECT_EQ(step->expected_current(), "false");
+  std::vector<const smbfleet::v1::AffectedClient*> refused;
+  for (const auto& c : plan.impact().clients()) {
+    if (c.setting() == "share.encryptData[finance]") refused.push_back(&c);
+  }
+  ASSERT_EQ(refused.size(), 1u) << plan.impact().DebugString();
+  EXPECT_EQ(refused[0]->client_address(), "127.0.0.1");
+  EXPECT_EQ(refused[0]->dialect(), smbfleet::v1::DIALECT_SMB_2_1);
+  EXPECT_EQ(refused[0]->source(), smbfleet::v1::IMPACT_SOURCE_SESSION);
+  EXPECT_FALSE(refused[0]->user().empty());
+
+  // Apply the planned step as the agent would.
+  agent::samba::SambaApplier applier({(*lab)->Options(), (*lab)->managed_dir()},
+                                     (*lab)->runner());
+  smbfleet::v1::SettingChange change;
+  change.set_setting(step->setting());
+  change.set_share(step->share());
+  change.set_expected_current(step->expected_current());
+  change.set_value(step->value());
+  change.set_rollback_value(step->rollback_value());
+  auto applied = applier.Apply({change});
+  ASSERT_TRUE(applied.ok()) << applied.status();
+
+  // The prediction holds: a new SMB 2.1 client is refused on finance, SMB 3.1.1 is not.
+  auto old_client = (*lab)->Connect("finance", {"-mSMB2_10"});
+  ASSERT_TRUE(old_client.ok()) << old_client.status();
+  EXPECT_NE(old_client->exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(old_client->stdout_data + old_client->stderr_data,
+                                "NT_STATUS_ACCESS_DENIED"))
+      << old_client->stdout_data << old_client->stderr_data;
+  auto new_client = (*lab)->Connect("finance");
+  ASSERT_TRUE(new_client.ok()) << new_client.status();
+  EXPECT_EQ(new_client->exit_code, 0) << new_client->stdout_data << new_client->stderr_data;
+
+  // And the policy now sees the share encrypted with unencrypted access rejected.
+  auto after = source->Collect();
+  ASSERT_TRUE(after.ok()) << after.status();
+  after->mutable_host()->set_hostname("samba-lab");
+  HostEvaluation e2 = policy::EvaluateHost(policy, *after, {}, now);
+  EXPECT_EQ(Find(e2, "classified-shares-encrypted", "finance")->status(),
+            smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  EXPECT_EQ(Find(e2, "classified-shares-reject-unencrypted", "finance")->status(),
+            smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+}
+
+}  // namespace
+}  // namespace smbfleet::testing
