@@ -33,6 +33,8 @@ const std::vector<SettingInfo>& AllSettings() {
        SettingType::kBool},
       {SettingKey::kShareCompressData, "share.compressData", SettingScope::kShare,
        SettingType::kBool},
+      {SettingKey::kServerRequestCompression, "server.requestCompression", SettingScope::kServer,
+       SettingType::kBool},
   };
   return *kSettings;
 }

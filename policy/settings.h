@@ -31,6 +31,7 @@ enum class SettingKey {
   kClientEnableInsecureGuestLogons,
   kShareEncryptData,
   kShareCompressData,
+  kServerRequestCompression,
 };
 
 struct SettingInfo {
