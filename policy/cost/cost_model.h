@@ -19,7 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -141,7 +141,7 @@ std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
     const google::protobuf::RepeatedPtrField<::smbfleet::v1::Benchmark>& benchmarks);
 
 // "1Gbit" -> 1e9, "2.5Gbps" -> 2.5e9, "100Mbit" -> 1e8, "10G" -> 1e10, "1000000000" -> 1e9.
-absl::StatusOr<double> ParseLinkSpeed(std::string_view text);
+absl::StatusOr<double> ParseLinkSpeed(absl::string_view text);
 
 // ---------------------------------------------------------------------------------------------
 // Model parameters (calibrated; see docs/cost-model.md for the runs).

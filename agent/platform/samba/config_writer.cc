@@ -1,0 +1,239 @@
+#include "agent/platform/samba/config_writer.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "agent/platform/samba/probe_errors.h"
+#include "agent/platform/samba/samba_names.h"
+#include "common/files.h"
+
+namespace smbfleet::agent::samba {
+namespace {
+
+constexpr char kHeader[] =
+    "# Managed by smbfleet-agent: changes are written here, checked with testparm and loaded\n"
+    "# with smbcontrol reload-config. The previous version is kept next to it as .prev.\n";
+
+constexpr size_t kMaxValueBytes = 256;
+
+// Samba spells some parameters two ways; a managed file keeps one line per parameter.
+std::string Canonical(const std::string& parameter) {
+  std::string p = absl::AsciiStrToLower(absl::StripAsciiWhitespace(parameter));
+  if (p == "smb encrypt") return "server smb encrypt";
+  return p;
+}
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+struct FileState {
+  bool existed = false;
+  std::string old_content;
+  std::string new_content;
+};
+
+// Replaces (or removes) the changed parameters' lines, keeping everything else in the file.
+std::string Rewrite(const std::string& old_content, const std::vector<const ParameterChange*>& changes) {
+  std::set<std::string> changed;
+  for (const ParameterChange* c : changes) changed.insert(Canonical(c->parameter));
+  std::vector<std::string> lines;
+  bool has_header = false;
+  for (absl::string_view line : absl::StrSplit(old_content, '\n', absl::SkipEmpty())) {
+    absl::string_view stripped = absl::StripAsciiWhitespace(line);
+    if (absl::StartsWith(stripped, "# Managed by smbfleet-agent")) has_header = true;
+    size_t eq = stripped.find('=');
+    if (eq != absl::string_view::npos && stripped.front() != '#' && stripped.front() != ';' &&
+        changed.count(Canonical(std::string(stripped.substr(0, eq)))) > 0) {
+      continue;
+    }
+    lines.emplace_back(line);
+  }
+  std::string out = has_header ? "" : kHeader;
+  for (const std::string& l : lines) absl::StrAppend(&out, l, "\n");
+  for (const ParameterChange* c : changes) {
+    if (c->value.has_value()) absl::StrAppend(&out, "    ", c->parameter, " = ", *c->value, "\n");
+  }
+  return out;
+}
+
+absl::Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat(path, ": cannot remove: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsWritableParameter(const std::string& parameter, bool share_scope) {
+  static const std::set<std::string>* kGlobal = new std::set<std::string>{
+      "server signing", "server smb encrypt", "server min protocol", "client signing"};
+  static const std::set<std::string>* kShare = new std::set<std::string>{"server smb encrypt"};
+  return (share_scope ? kShare : kGlobal)->count(Canonical(parameter)) > 0;
+}
+
+absl::Status ValidateParameterValue(const std::string& parameter, const std::string& value) {
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(parameter, ": value is empty"));
+  }
+  if (value.size() > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(parameter, ": value is ", value.size(), " bytes, limit ", kMaxValueBytes));
+  }
+  static constexpr absl::string_view kForbidden = "[]#;=\\";
+  for (size_t i = 0; i < value.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c >= 0x7f || kForbidden.find(static_cast<char>(c)) != absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          parameter, ": value '", absl::CHexEscape(value), "' has a forbidden character at offset ",
+          i, " (one printable line without [ ] # ; = or backslash)"));
+    }
+  }
+  if (value.front() == ' ' || value.back() == ' ') {
+    return absl::InvalidArgumentError(absl::StrCat(parameter, ": value has leading or trailing space"));
+  }
+  return absl::OkStatus();
+}
+
+SambaConfigWriter::SambaConfigWriter(SambaOptions options, std::string managed_dir,
+                                     CommandRunner* runner)
+    : options_(std::move(options)), managed_dir_(std::move(managed_dir)), runner_(runner) {
+  if (managed_dir_.empty()) managed_dir_ = DirOf(options_.smb_conf) + "/conf.d";
+}
+
+std::string SambaConfigWriter::GlobalFile() const { return managed_dir_ + "/posture.conf"; }
+
+std::string SambaConfigWriter::ShareFile(const std::string& share) const {
+  return absl::StrCat(managed_dir_, "/share-", absl::AsciiStrToLower(share), ".conf");
+}
+
+absl::StatusOr<TestparmConfig> SambaConfigWriter::ReadConfig() {
+  Command command = TestparmDumpCommand(options_);
+  absl::StatusOr<CommandResult> result = runner_->Run(command);
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(DescribeCommand(command), ": ", result.status().message()));
+  }
+  if (result->exit_code != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "testparm rejects ", options_.smb_conf, " (exit ", result->exit_code,
+        "): ", ToolMessage(*result)));
+  }
+  return TestparmConfig::Parse(result->stdout_data);
+}
+
+absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<ParameterChange>& changes,
+                                                     const Verify& verify) {
+  std::map<std::string, std::vector<const ParameterChange*>> by_file;
+  for (const ParameterChange& c : changes) {
+    if (!c.share.empty()) {
+      if (absl::Status s = ValidateShareName(c.share); !s.ok()) return s;
+    }
+    if (!IsWritableParameter(c.parameter, !c.share.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "'", absl::CHexEscape(c.parameter), "' is not a parameter the agent writes in ",
+          c.share.empty() ? "[global]" : absl::StrCat("[", c.share, "]")));
+    }
+    if (c.value.has_value()) {
+      if (absl::Status s = ValidateParameterValue(c.parameter, *c.value); !s.ok()) return s;
+    }
+    by_file[c.share.empty() ? GlobalFile() : ShareFile(c.share)].push_back(&c);
+  }
+
+  WriteResult result;
+  if (absl::Status s = MakeDirs(managed_dir_); !s.ok()) return s;
+  std::map<std::string, FileState> files;
+  for (const auto& [path, file_changes] : by_file) {
+    FileState state;
+    absl::StatusOr<std::string> old = ReadFile(path, 1 << 20);
+    if (old.ok()) {
+      state.existed = true;
+      state.old_content = *std::move(old);
+    } else if (!absl::IsNotFound(old.status())) {
+      return old.status();
+    }
+    state.new_content = Rewrite(state.old_content, file_changes);
+    if (state.existed && state.new_content == state.old_content) continue;
+    files[path] = std::move(state);
+  }
+
+  auto restore = [&]() -> absl::Status {
+    absl::Status first;
+    for (const auto& [path, state] : files) {
+      absl::Status s = state.existed ? WriteFileAtomic(path, state.old_content) : RemoveFile(path);
+      if (!s.ok() && first.ok()) first = s;
+    }
+    return first;
+  };
+  auto restored = [&](absl::StatusCode code, const std::string& why) -> absl::Status {
+    absl::Status r = restore();
+    if (!r.ok()) {
+      return absl::InternalError(absl::StrCat(why, "; restoring the previous files failed: ",
+                                              r.message()));
+    }
+    std::vector<std::string> paths;
+    for (const auto& [path, state] : files) paths.push_back(path);
+    return absl::Status(code, absl::StrCat(why, "; restored ", absl::StrJoin(paths, ", ")));
+  };
+
+  for (const auto& [path, state] : files) {
+    if (state.existed) {
+      if (absl::Status s = WriteFileAtomic(path + ".prev", state.old_content); !s.ok()) {
+        return restored(absl::StatusCode::kInternal, std::string(s.message()));
+      }
+    }
+    if (absl::Status s = WriteFileAtomic(path, state.new_content); !s.ok()) {
+      return restored(absl::StatusCode::kInternal, std::string(s.message()));
+    }
+    result.files_changed.push_back(path);
+    result.actions.push_back(absl::StrCat("wrote ", path));
+  }
+  if (files.empty()) {
+    result.actions.push_back("no file changed");
+    return result;
+  }
+
+  absl::StatusOr<TestparmConfig> config = ReadConfig();
+  if (!config.ok()) {
+    return restored(absl::StatusCode::kAborted,
+                    absl::StrCat("new configuration not loaded: ", config.status().message()));
+  }
+  result.actions.push_back(absl::StrCat("testparm accepted ", options_.smb_conf));
+  if (verify) {
+    if (absl::Status s = verify(*config); !s.ok()) {
+      return restored(absl::StatusCode::kAborted,
+                      absl::StrCat("new configuration not loaded: ", s.message()));
+    }
+  }
+
+  Command reload;
+  reload.argv = {options_.smbcontrol, "-s", options_.smb_conf, "smbd", "reload-config"};
+  reload.env = options_.env;
+  reload.timeout = options_.timeout;
+  absl::StatusOr<CommandResult> r = runner_->Run(reload);
+  if (!r.ok() || r->exit_code != 0) {
+    std::string why = r.ok() ? absl::StrCat("exit ", r->exit_code, ": ", ToolMessage(*r))
+                             : std::string(r.status().message());
+    return restored(absl::StatusCode::kUnavailable,
+                    absl::StrCat(DescribeCommand(reload), " failed (", why, ")"));
+  }
+  result.actions.push_back(absl::StrCat(DescribeCommand(reload)));
+  return result;
+}
+
+}  // namespace smbfleet::agent::samba

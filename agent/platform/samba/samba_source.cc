@@ -1,0 +1,111 @@
+#include "agent/platform/samba/samba_source.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "agent/platform/samba/probe_errors.h"
+#include "agent/platform/samba/smbstatus_parser.h"
+#include "agent/platform/samba/testparm_parser.h"
+#include "common/files.h"
+
+namespace smbfleet::agent::samba {
+namespace {
+
+Command MakeCommand(const SambaOptions& options, std::vector<std::string> argv) {
+  Command c;
+  c.argv = std::move(argv);
+  c.env = options.env;
+  c.timeout = options.timeout;
+  return c;
+}
+
+class SambaSource : public PostureSource {
+ public:
+  SambaSource(SambaOptions options, CommandRunner* runner)
+      : options_(std::move(options)), runner_(runner) {}
+
+  absl::StatusOr<v1::Posture> Collect() override;
+  std::string Describe() const override { return absl::StrCat("samba:", options_.smb_conf); }
+
+ private:
+  SambaOptions options_;
+  CommandRunner* runner_;
+};
+
+absl::StatusOr<v1::Posture> SambaSource::Collect() {
+  if (!FileExists(options_.smb_conf)) {
+    return absl::NotFoundError(absl::StrCat("samba: ", options_.smb_conf, " does not exist"));
+  }
+  v1::Posture posture;
+  posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
+
+  std::map<std::string, std::string> share_paths;
+  auto config = RunAndParse<TestparmConfig>(
+      runner_, TestparmDumpCommand(options_), "testparm", &posture,
+      [](const CommandResult& r) { return TestparmConfig::Parse(r.stdout_data); });
+  if (config.has_value()) {
+    FillConfig(*config, &posture);
+    for (const auto& s : posture.shares()) share_paths[s.name()] = s.path();
+  }
+
+  auto status = RunAndParse<SmbStatus>(
+      runner_, SmbStatusCommand(options_), "smbstatus", &posture,
+      [&](const CommandResult& r) { return ParseSmbStatusJson(r.stdout_data, share_paths); });
+  if (status.has_value()) {
+    posture.mutable_host()->set_samba_version(status->version);
+    std::string guest_account =
+        config.has_value() ? config->Global("guest account").value_or("") : "";
+    for (auto& session : status->sessions) {
+      if (!guest_account.empty() && session.user() == guest_account) session.set_guest(true);
+      if (session.user().empty()) session.set_anonymous(true);
+      *posture.add_sessions() = std::move(session);
+    }
+    for (auto& file : status->open_files) *posture.add_open_files() = std::move(file);
+    std::map<std::string, uint32_t> users;
+    for (const auto& session : posture.sessions()) {
+      for (const auto& sc : session.shares()) ++users[absl::AsciiStrToLower(sc.name())];
+    }
+    for (auto& share : *posture.mutable_shares()) {
+      share.set_current_users(users[absl::AsciiStrToLower(share.name())]);
+    }
+  }
+
+  if (posture.host().samba_version().empty()) {
+    // smbstatus failed; testparm knows the version too ("Version 4.17.12-Debian").
+    Command version = MakeCommand(options_, {options_.testparm, "--version"});
+    auto r = runner_->Run(version);
+    if (r.ok() && r->exit_code == 0) {
+      absl::string_view v = absl::StripAsciiWhitespace(r->stdout_data);
+      absl::ConsumePrefix(&v, "Version ");
+      posture.mutable_host()->set_samba_version(std::string(v));
+    }
+  }
+  return posture;
+}
+
+}  // namespace
+
+Command TestparmDumpCommand(const SambaOptions& options) {
+  return MakeCommand(options, {options.testparm, "-s", "-v", options.smb_conf});
+}
+
+Command TestparmCheckCommand(const SambaOptions& options) {
+  return MakeCommand(options, {options.testparm, "-s", options.smb_conf});
+}
+
+Command SmbStatusCommand(const SambaOptions& options) {
+  return MakeCommand(options, {options.smbstatus, "-s", options.smb_conf, "--json"});
+}
+
+}  // namespace smbfleet::agent::samba
+
+namespace smbfleet::agent {
+
+std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner) {
+  return std::make_unique<samba::SambaSource>(std::move(options), runner);
+}
+
+}  // namespace smbfleet::agent

@@ -1,0 +1,134 @@
+#include "agent/platform/samba/samba_source.h"
+
+#include "agent/platform/samba/fake_runner_for_test.h"
+#include "agent/platform/samba/fixtures_for_test.h"
+#include "common/files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::agent::samba {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class SambaSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    conf_ = ::testing::TempDir() + "/samba_source_test_smb.conf";
+    ASSERT_TRUE(WriteFileAtomic(conf_, "[global]\n").ok());
+    options_.smb_conf = conf_;
+    options_.env = {{"NSS_WRAPPER_PASSWD", "/lab/passwd"}};
+  }
+  std::string Testparm() const { return "testparm -s -v " + conf_; }
+  std::string SmbStatus() const { return "smbstatus -s " + conf_ + " --json"; }
+
+  void Replay(const std::string& fixture) {
+    runner_.Set(Testparm(), FakeRunner::Ok(SambaFixture(fixture + ".testparm.txt")));
+    runner_.Set(SmbStatus(), FakeRunner::Ok(SambaFixture(fixture + ".smbstatus.json")));
+  }
+
+  std::string conf_;
+  SambaOptions options_;
+  FakeRunner runner_;
+};
+
+TEST_F(SambaSourceTest, FullPostureFromCapturedOutput) {
+  Replay("share-encrypted");
+  auto source = NewSambaSource(options_, &runner_);
+  EXPECT_EQ(source->Describe(), "samba:" + conf_);
+  auto posture = source->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  EXPECT_EQ(posture->host().platform(), v1::PLATFORM_SAMBA);
+  EXPECT_EQ(posture->host().samba_version(), "4.17.12-Debian");
+  EXPECT_EQ(posture->probe_errors_size(), 0);
+  EXPECT_EQ(posture->sessions_size(), 3);
+  ASSERT_EQ(posture->shares_size(), 2);
+  EXPECT_EQ(posture->shares(0).name(), "demo");
+  EXPECT_EQ(posture->shares(0).current_users(), 2u);
+  EXPECT_EQ(posture->shares(1).name(), "finance");
+  EXPECT_EQ(posture->shares(1).current_users(), 1u);
+  EXPECT_TRUE(posture->shares(1).encrypt_data());
+  ASSERT_EQ(posture->open_files_size(), 1);
+  EXPECT_EQ(posture->open_files(0).share_name(), "finance");
+  // The tools see the caller's environment additions (nss_wrapper for a lab server).
+  for (const Command& c : runner_.commands()) {
+    EXPECT_EQ(c.env.at("NSS_WRAPPER_PASSWD"), "/lab/passwd");
+    EXPECT_EQ(c.timeout, options_.timeout);
+  }
+  EXPECT_THAT(runner_.argvs(), ElementsAre(Testparm(), SmbStatus()));
+}
+
+TEST_F(SambaSourceTest, GuestAccountSessionsAreGuests) {
+  runner_.Set(Testparm(), FakeRunner::Ok(SambaFixture("mixed.testparm.txt")));
+  runner_.Set(SmbStatus(), FakeRunner::Ok(R"({"version": "4.17.12-Debian", "sessions": {"1": {
+      "session_id": "1", "username": "nobody", "session_dialect": "SMB3_11"}}})"));
+  auto posture = NewSambaSource(options_, &runner_)->Collect();
+  ASSERT_TRUE(posture.ok());
+  ASSERT_EQ(posture->sessions_size(), 1);
+  EXPECT_TRUE(posture->sessions(0).guest());
+}
+
+TEST_F(SambaSourceTest, FailedProbesAreData) {
+  struct Case {
+    const char* name;
+    absl::StatusOr<CommandResult> smbstatus;
+    const char* code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"not root", FakeRunner::Exit(255, "smbstatus only works as root!\n"), "EXIT_STATUS",
+       "smbstatus only works as root!"},
+      {"timeout", absl::DeadlineExceededError("timed out after 30000 ms"), "TIMEOUT",
+       "timed out"},
+      {"huge", absl::ResourceExhaustedError("stdout over 16777216 bytes"), "OUTPUT_TOO_LARGE",
+       "16777216"},
+      {"missing", absl::NotFoundError("smbstatus: no such program"), "NOT_FOUND",
+       "no such program"},
+      {"garbage", FakeRunner::Ok("Can't load /etc/samba/smb.conf - run testparm to debug it\n"),
+       "PARSE", "not valid JSON"},
+  };
+  for (const Case& c : cases) {
+    FakeRunner runner;
+    runner.Set(Testparm(), FakeRunner::Ok(SambaFixture("idle.testparm.txt")));
+    runner.Set(SmbStatus(), c.smbstatus);
+    runner.Set("testparm --version", FakeRunner::Ok("Version 4.17.12-Debian\n"));
+    auto posture = NewSambaSource(options_, &runner)->Collect();
+    ASSERT_TRUE(posture.ok()) << c.name << ": " << posture.status();
+    ASSERT_EQ(posture->probe_errors_size(), 1) << c.name;
+    EXPECT_EQ(posture->probe_errors(0).probe(), "smbstatus") << c.name;
+    EXPECT_EQ(posture->probe_errors(0).code(), c.code) << c.name;
+    EXPECT_THAT(posture->probe_errors(0).message(), HasSubstr(c.message)) << c.name;
+    // The configuration half still arrived, and the version came from testparm.
+    EXPECT_EQ(posture->shares_size(), 2) << c.name;
+    EXPECT_TRUE(posture->server().has_require_signing()) << c.name;
+    EXPECT_EQ(posture->host().samba_version(), "4.17.12-Debian") << c.name;
+  }
+}
+
+TEST_F(SambaSourceTest, TestparmRejectingAValueStillReportsTheRest) {
+  CommandResult bad = FakeRunner::Ok(SambaFixture("idle.testparm.txt"));
+  bad.exit_code = 1;
+  bad.stderr_data = "WARNING: Ignoring invalid value 'bogus' for parameter 'server signing'\n";
+  runner_.Set(Testparm(), bad);
+  runner_.Set(SmbStatus(), FakeRunner::Ok(SambaFixture("idle.smbstatus.json")));
+  auto posture = NewSambaSource(options_, &runner_)->Collect();
+  ASSERT_TRUE(posture.ok());
+  ASSERT_EQ(posture->probe_errors_size(), 1);
+  EXPECT_EQ(posture->probe_errors(0).probe(), "testparm");
+  EXPECT_THAT(posture->probe_errors(0).message(), HasSubstr("Ignoring invalid value 'bogus'"));
+  EXPECT_EQ(posture->shares_size(), 2);
+}
+
+TEST_F(SambaSourceTest, MissingConfigIsAnError) {
+  options_.smb_conf = ::testing::TempDir() + "/no/such/smb.conf";
+  auto posture = NewSambaSource(options_, &runner_)->Collect();
+  ASSERT_FALSE(posture.ok());
+  EXPECT_EQ(posture.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(posture.status().message(), HasSubstr("/no/such/smb.conf"));
+  EXPECT_TRUE(runner_.commands().empty());
+}
+
+}  // namespace
+}  // namespace smbfleet::agent::samba

@@ -1,0 +1,559 @@
+#include "policy/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace smbfleet::policy::cost {
+namespace {
+
+namespace v1 = ::smbfleet::v1;
+
+// Bytes of a request or a response that carries no data (SMB2 header + a small body).
+constexpr double kControlMessageBytes = 150;
+
+bool IsCipher(CryptoAlgorithm a) {
+  return a == v1::AES_128_CCM || a == v1::AES_128_GCM || a == v1::AES_256_CCM ||
+         a == v1::AES_256_GCM;
+}
+
+bool ValidSigningFor(Dialect dialect, CryptoAlgorithm a) {
+  switch (dialect) {
+    case v1::DIALECT_SMB_2_0_2:
+    case v1::DIALECT_SMB_2_1:
+      return a == v1::HMAC_SHA256;
+    case v1::DIALECT_SMB_3_0:
+    case v1::DIALECT_SMB_3_0_2:
+      return a == v1::AES_128_CMAC;
+    case v1::DIALECT_SMB_3_1_1:
+      return a == v1::HMAC_SHA256 || a == v1::AES_128_CMAC || a == v1::AES_128_GMAC;
+    default:
+      return false;
+  }
+}
+
+bool TruthyLabel(absl::string_view value) {
+  std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  return v == "true" || v == "yes" || v == "1" || v == "on";
+}
+
+std::string FormatLink(double bits_per_second) {
+  if (bits_per_second >= 1e9) {
+    double g = bits_per_second / 1e9;
+    return std::abs(g - std::round(g)) < 0.05 ? absl::StrFormat("%.0f Gbit", g)
+                                              : absl::StrFormat("%.1f Gbit", g);
+  }
+  return absl::StrFormat("%.0f Mbit", bits_per_second / 1e6);
+}
+
+std::string FormatPercent(double value) {
+  if (std::abs(value) < 0.05) {
+    return "~0%";
+  }
+  return std::abs(value) < 10 ? absl::StrFormat("~%+.1f%%", value)
+                              : absl::StrFormat("~%+.0f%%", value);
+}
+
+// Seconds the SMB stack spends on `level`'s crypto for one message of `bytes`.
+double MessageCryptoSeconds(const HostProfile& host, const ProtectionLevel& level, double bytes,
+                            const ModelParameters& p) {
+  CryptoAlgorithm alg = level.effective_algorithm();
+  if (alg == v1::CRYPTO_ALGORITHM_UNSPECIFIED) {
+    return 0;
+  }
+  CryptoCost cost;
+  if (auto it = host.crypto.find(alg); it != host.crypto.end()) {
+    cost = it->second;
+  } else if (auto d = p.default_crypto.find(alg); d != p.default_crypto.end()) {
+    cost = d->second;
+  } else {
+    return 0;  // unknown algorithm (e.g. HMAC-MD5): priced as free, noted by the profile
+  }
+  double factor = 1;
+  if (auto f = p.crypto_factor.find(alg); f != p.crypto_factor.end()) {
+    factor = f->second;
+  }
+  if (level.is_encrypted()) {
+    bytes += p.transform_header_bytes;
+  }
+  return factor * (cost.seconds_per_call + cost.seconds_per_byte * bytes);
+}
+
+struct Resolved {
+  double cores;
+  double wire_bytes_per_second;  // all channels
+  double rtt;
+  double channels;
+};
+
+Resolved Resolve(const HostProfile& host, const ModelParameters& p) {
+  Resolved r;
+  r.cores = host.logical_cores > 0 ? host.logical_cores : p.default_logical_cores;
+  double link =
+      host.link_bits_per_second > 0 ? host.link_bits_per_second : p.default_link_bits_per_second;
+  r.channels = std::max<uint32_t>(1, host.channels);
+  r.wire_bytes_per_second = link / 8 * p.link_efficiency;
+  r.rtt = host.rtt_seconds > 0 ? host.rtt_seconds
+                               : (host.wan ? p.default_wan_rtt_seconds : p.default_lan_rtt_seconds);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+Workload Workload::LargeSequential() {
+  Workload w;
+  w.kind = Kind::kLargeSequential;
+  w.io_bytes = 1 << 20;
+  return w;
+}
+
+Workload Workload::SmallFiles() {
+  Workload w;
+  w.kind = Kind::kSmallFiles;
+  w.io_bytes = 1 << 20;
+  w.file_bytes = 16 << 10;
+  w.ops_per_file = 4;
+  return w;
+}
+
+std::string Workload::Name() const {
+  return kind == Kind::kLargeSequential ? "large files" : "small files";
+}
+
+ProtectionLevel ProtectionLevel::None() { return {}; }
+
+ProtectionLevel ProtectionLevel::Signing(CryptoAlgorithm algorithm) {
+  ProtectionLevel l;
+  l.signing = algorithm;
+  return l;
+}
+
+ProtectionLevel ProtectionLevel::Encryption(CryptoAlgorithm cipher) {
+  ProtectionLevel l;
+  l.cipher = cipher;
+  return l;
+}
+
+ProtectionLevel ProtectionLevel::Both(CryptoAlgorithm signing, CryptoAlgorithm cipher) {
+  ProtectionLevel l;
+  l.signing = signing;
+  l.cipher = cipher;
+  return l;
+}
+
+bool ProtectionLevel::is_signed() const { return signing != v1::CRYPTO_ALGORITHM_UNSPECIFIED; }
+bool ProtectionLevel::is_encrypted() const { return cipher != v1::CRYPTO_ALGORITHM_UNSPECIFIED; }
+
+CryptoAlgorithm ProtectionLevel::effective_algorithm() const {
+  return is_encrypted() ? cipher : signing;
+}
+
+std::string ProtectionLevel::ToString() const {
+  if (!is_signed() && !is_encrypted()) {
+    return "none";
+  }
+  std::string out;
+  if (is_signed()) {
+    out = absl::StrCat("signing ", AlgorithmName(signing));
+  }
+  if (is_encrypted()) {
+    absl::StrAppend(&out, out.empty() ? "" : " + ", "encryption ", AlgorithmName(cipher));
+  }
+  return out;
+}
+
+std::vector<ProtectionLevel> StandardLevels() {
+  return {ProtectionLevel::None(),
+          ProtectionLevel::Signing(v1::HMAC_SHA256),
+          ProtectionLevel::Signing(v1::AES_128_CMAC),
+          ProtectionLevel::Signing(v1::AES_128_GMAC),
+          ProtectionLevel::Encryption(v1::AES_128_CCM),
+          ProtectionLevel::Encryption(v1::AES_128_GCM),
+          ProtectionLevel::Encryption(v1::AES_256_CCM),
+          ProtectionLevel::Encryption(v1::AES_256_GCM),
+          ProtectionLevel::Both(v1::AES_128_GMAC, v1::AES_128_GCM)};
+}
+
+std::string AlgorithmName(CryptoAlgorithm algorithm) {
+  switch (algorithm) {
+    case v1::AES_128_CCM: return "AES-128-CCM";
+    case v1::AES_128_GCM: return "AES-128-GCM";
+    case v1::AES_256_CCM: return "AES-256-CCM";
+    case v1::AES_256_GCM: return "AES-256-GCM";
+    case v1::AES_128_CMAC: return "AES-128-CMAC";
+    case v1::AES_128_GMAC: return "AES-128-GMAC";
+    case v1::HMAC_SHA256: return "HMAC-SHA256";
+    case v1::HMAC_MD5: return "HMAC-MD5";
+    default: return "unspecified";
+  }
+}
+
+CryptoAlgorithm SigningAlgorithmFor(Dialect dialect, const v1::Posture& posture) {
+  switch (dialect) {
+    case v1::DIALECT_SMB_2_0_2:
+    case v1::DIALECT_SMB_2_1:
+      return v1::HMAC_SHA256;
+    case v1::DIALECT_SMB_3_0:
+    case v1::DIALECT_SMB_3_0_2:
+      return v1::AES_128_CMAC;
+    case v1::DIALECT_SMB_3_1_1:
+      for (int a : posture.server().signing_algorithms()) {
+        if (ValidSigningFor(dialect, static_cast<CryptoAlgorithm>(a))) {
+          return static_cast<CryptoAlgorithm>(a);
+        }
+      }
+      return posture.host().platform() == v1::PLATFORM_SAMBA ? v1::AES_128_GMAC
+                                                             : v1::AES_128_CMAC;
+    default:
+      return v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+  }
+}
+
+CryptoAlgorithm CipherFor(Dialect dialect, const v1::Posture& posture) {
+  switch (dialect) {
+    case v1::DIALECT_SMB_3_0:
+    case v1::DIALECT_SMB_3_0_2:
+      return v1::AES_128_CCM;
+    case v1::DIALECT_SMB_3_1_1:
+      for (int a : posture.server().encryption_ciphers()) {
+        if (IsCipher(static_cast<CryptoAlgorithm>(a))) {
+          return static_cast<CryptoAlgorithm>(a);
+        }
+      }
+      return v1::AES_128_GCM;
+    default:
+      return v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+  }
+}
+
+Dialect TypicalDialect(const v1::Posture& posture) {
+  std::map<int, int> counts;
+  for (const v1::Session& s : posture.sessions()) {
+    if (s.dialect() != v1::DIALECT_UNSPECIFIED) {
+      ++counts[s.dialect()];
+    }
+  }
+  int best = v1::DIALECT_UNSPECIFIED;
+  int best_count = 0;
+  for (const auto& [dialect, count] : counts) {
+    if (count > best_count || (count == best_count && dialect > best)) {
+      best = dialect;
+      best_count = count;
+    }
+  }
+  if (best != v1::DIALECT_UNSPECIFIED) {
+    return static_cast<Dialect>(best);
+  }
+  if (posture.server().has_max_dialect() &&
+      posture.server().max_dialect() != v1::DIALECT_UNSPECIFIED) {
+    return posture.server().max_dialect();
+  }
+  return v1::DIALECT_SMB_3_1_1;
+}
+
+absl::StatusOr<double> ParseLinkSpeed(absl::string_view text) {
+  std::string s = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  std::string original(text);
+  double scale = 1;
+  absl::string_view rest = s;
+  for (absl::string_view suffix : {"bit/s", "bps", "bit", "b/s"}) {
+    if (absl::ConsumeSuffix(&rest, suffix)) {
+      break;
+    }
+  }
+  rest = absl::StripTrailingAsciiWhitespace(rest);
+  if (absl::ConsumeSuffix(&rest, "k")) {
+    scale = 1e3;
+  } else if (absl::ConsumeSuffix(&rest, "m")) {
+    scale = 1e6;
+  } else if (absl::ConsumeSuffix(&rest, "g")) {
+    scale = 1e9;
+  } else if (absl::ConsumeSuffix(&rest, "t")) {
+    scale = 1e12;
+  }
+  rest = absl::StripTrailingAsciiWhitespace(rest);
+  double value = 0;
+  if (rest.empty() || !absl::SimpleAtod(rest, &value) || !std::isfinite(value) || value <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "link_speed: '", original, "' is not a speed like 1Gbit, 2.5Gbps, 100Mbit or 10G"));
+  }
+  double bps = value * scale;
+  if (bps < 1e5 || bps > 1e13) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link_speed: '", original, "' is outside 100 kbit/s .. 10 Tbit/s"));
+  }
+  return bps;
+}
+
+std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
+    const google::protobuf::RepeatedPtrField<v1::Benchmark>& benchmarks) {
+  // algorithm -> size -> rate, for one thread and for the most threads seen.
+  std::map<CryptoAlgorithm, std::map<uint64_t, double>> single;
+  std::map<CryptoAlgorithm, std::pair<uint32_t, std::map<uint64_t, double>>> multi;
+  for (const v1::Benchmark& b : benchmarks) {
+    if (b.buffer_bytes() == 0 || !(b.bytes_per_second() > 0) ||
+        !std::isfinite(b.bytes_per_second())) {
+      continue;
+    }
+    if (b.threads() <= 1) {
+      single[b.algorithm()][b.buffer_bytes()] = b.bytes_per_second();
+    } else {
+      auto& [threads, rates] = multi[b.algorithm()];
+      if (b.threads() > threads) {
+        threads = b.threads();
+        rates.clear();
+      }
+      if (b.threads() == threads) {
+        rates[b.buffer_bytes()] = b.bytes_per_second();
+      }
+    }
+  }
+  std::map<CryptoAlgorithm, CryptoCost> out;
+  for (const auto& [alg, rates] : single) {
+    // seconds(size) = per_call + per_byte x size through the smallest and largest sizes.
+    auto small = *rates.begin();
+    auto large = *rates.rbegin();
+    double t_small = static_cast<double>(small.first) / small.second;
+    double t_large = static_cast<double>(large.first) / large.second;
+    CryptoCost cost;
+    cost.measured = true;
+    if (rates.size() == 1 || t_large <= t_small) {
+      cost.seconds_per_byte = t_large / static_cast<double>(large.first);
+    } else {
+      cost.seconds_per_byte = (t_large - t_small) / static_cast<double>(large.first - small.first);
+      cost.seconds_per_call = std::max(0.0, t_small - cost.seconds_per_byte * small.first);
+    }
+    if (auto m = multi.find(alg); m != multi.end()) {
+      auto mr = m->second.second.find(large.first);
+      if (mr != m->second.second.end()) {
+        cost.all_core_speedup = std::max(1.0, mr->second / large.second);
+      }
+    }
+    out[alg] = cost;
+  }
+  return out;
+}
+
+HostProfile ProfileFromPosture(const v1::Posture& posture) {
+  const ModelParameters& p = DefaultParameters();
+  HostProfile host;
+  host.hostname = posture.host().hostname();
+  host.platform = posture.host().platform();
+  host.logical_cores = posture.host().has_logical_cores() ? posture.host().logical_cores() : 0;
+  if (host.logical_cores == 0) {
+    host.assumptions.push_back(
+        absl::StrCat("logical cores unknown: assumed ", p.default_logical_cores));
+  }
+  const auto& labels = posture.host().labels();
+
+  // Link: the label wins (it is what the operator knows about the path to the clients).
+  if (auto it = labels.find("link_speed"); it != labels.end()) {
+    absl::StatusOr<double> bps = ParseLinkSpeed(it->second);
+    if (bps.ok()) {
+      host.link_bits_per_second = *bps;
+    } else {
+      host.assumptions.push_back(std::string(bps.status().message()));
+    }
+  }
+  if (host.link_bits_per_second == 0) {
+    uint64_t fastest = 0;
+    uint32_t at_fastest = 0;
+    for (const v1::Nic& nic : posture.nics()) {
+      if (nic.link_speed_bps() > fastest) {
+        fastest = nic.link_speed_bps();
+        at_fastest = 1;
+      } else if (nic.link_speed_bps() == fastest && fastest > 0) {
+        ++at_fastest;
+      }
+    }
+    uint32_t channels = 1;
+    if (posture.server().multichannel_enabled()) {
+      // Multichannel spreads a session over the NICs of the top speed.
+      channels = std::max<uint32_t>(1, at_fastest);
+      for (const v1::MultichannelConnection& mc : posture.multichannel_connections()) {
+        channels = std::max(channels, mc.current_channels());
+      }
+    }
+    if (fastest > 0) {
+      host.link_bits_per_second = static_cast<double>(fastest);
+      host.channels = std::min(channels, std::max<uint32_t>(1, at_fastest));
+      host.link_bits_per_second *= host.channels;
+    }
+  }
+  if (host.link_bits_per_second == 0) {
+    host.assumptions.push_back(absl::StrCat("link speed unknown: assumed ",
+                                            FormatLink(p.default_link_bits_per_second)));
+  }
+
+  if (auto it = labels.find("wan"); it != labels.end()) {
+    host.wan = TruthyLabel(it->second);
+  }
+  if (auto it = labels.find("rtt_ms"); it != labels.end()) {
+    double ms = 0;
+    if (absl::SimpleAtod(absl::StripAsciiWhitespace(it->second), &ms) && std::isfinite(ms) &&
+        ms > 0 && ms < 10'000) {
+      host.rtt_seconds = ms / 1000;
+    } else {
+      host.assumptions.push_back(
+          absl::StrCat("rtt_ms: '", it->second, "' is not a positive number of milliseconds"));
+    }
+  }
+  if (host.rtt_seconds == 0) {
+    double rtt = host.wan ? p.default_wan_rtt_seconds : p.default_lan_rtt_seconds;
+    host.assumptions.push_back(absl::StrFormat("RTT unknown: assumed %g ms (%s)", rtt * 1000,
+                                               host.wan ? "WAN" : "LAN"));
+  }
+
+  host.dialect = TypicalDialect(posture);
+  host.crypto = FitCryptoCosts(posture.benchmarks());
+  std::vector<std::string> missing;
+  for (const ProtectionLevel& level : StandardLevels()) {
+    CryptoAlgorithm alg = level.effective_algorithm();
+    if (alg != v1::CRYPTO_ALGORITHM_UNSPECIFIED && host.crypto.count(alg) == 0 &&
+        std::find(missing.begin(), missing.end(), AlgorithmName(alg)) == missing.end()) {
+      missing.push_back(AlgorithmName(alg));
+    }
+  }
+  if (!missing.empty()) {
+    host.assumptions.push_back(absl::StrCat("no benchmark for ", absl::StrJoin(missing, ", "),
+                                            ": reference host figures used"));
+  }
+  return host;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
+                   const Workload& workload, const ModelParameters& p) {
+  const Resolved r = Resolve(host, p);
+  Prediction out;
+  const double io = std::max<double>(1, static_cast<double>(workload.io_bytes));
+  const double wire_overhead =
+      level.is_encrypted() ? (io + p.transform_header_bytes) / io : 1.0;  // per data message
+
+  if (workload.kind == Workload::Kind::kLargeSequential) {
+    // One data message and one control message per I/O, processed by both ends.
+    double crypto = MessageCryptoSeconds(host, level, io, p) +
+                    MessageCryptoSeconds(host, level, kControlMessageBytes, p);
+    double server_io = p.server_base_cpu_seconds_per_byte * io + p.server_cpu_seconds_per_op +
+                       crypto;
+    double client_io = p.client_base_cpu_seconds_per_byte * io + p.client_cpu_seconds_per_op +
+                       crypto;
+    out.server_cpu_seconds_per_byte = server_io / io;
+    out.client_cpu_seconds_per_byte = client_io / io;
+
+    // A connection is served by one thread at a time (smbd is one process per client; Windows
+    // spreads channels, not one stream, over cores): one core per channel.
+    double parallel = std::min(r.channels, r.cores);
+    double cpu_seconds_per_io = server_io;
+    if (host.client_on_host) {
+      // Client and server pipeline on different cores when there are two to spare.
+      cpu_seconds_per_io = std::max({server_io, client_io, (server_io + client_io) / r.cores});
+    }
+    double cpu_rate = parallel * io / cpu_seconds_per_io;
+    double wire_rate = r.wire_bytes_per_second / wire_overhead;
+    double latency_rate = r.channels * p.window_bytes / r.rtt;
+
+    out.throughput_bytes_per_second = cpu_rate;
+    out.limit = Prediction::Limit::kCpu;
+    if (wire_rate < out.throughput_bytes_per_second) {
+      out.throughput_bytes_per_second = wire_rate;
+      out.limit = Prediction::Limit::kLink;
+    }
+    if (latency_rate < out.throughput_bytes_per_second) {
+      out.throughput_bytes_per_second = latency_rate;
+      out.limit = Prediction::Limit::kLatency;
+    }
+  } else {
+    // One file after another: every request waits for its response.
+    const double file = std::max<double>(1, static_cast<double>(workload.file_bytes));
+    const double data_ops = std::ceil(file / io);
+    const double ops = workload.ops_per_file + data_ops;
+    const double control_messages = 2 * ops - data_ops;
+    double crypto = control_messages * MessageCryptoSeconds(host, level, kControlMessageBytes, p) +
+                    data_ops * MessageCryptoSeconds(host, level, file / data_ops, p);
+    double server_file = p.server_base_cpu_seconds_per_byte * file +
+                         p.server_cpu_seconds_per_op * ops + crypto;
+    double client_file = p.client_base_cpu_seconds_per_byte * file +
+                         p.client_cpu_seconds_per_op * ops + crypto;
+    out.server_cpu_seconds_per_byte = server_file / file;
+    out.client_cpu_seconds_per_byte = client_file / file;
+    double wire = file * wire_overhead / r.wire_bytes_per_second;
+    double seconds_per_file = ops * r.rtt + server_file + client_file + wire;
+    out.files_per_second = 1 / seconds_per_file;
+    out.throughput_bytes_per_second = file * out.files_per_second;
+    double cpu_part = server_file + client_file;
+    double rtt_part = ops * r.rtt;
+    out.limit = cpu_part >= rtt_part && cpu_part >= wire
+                    ? Prediction::Limit::kCpu
+                    : (rtt_part >= wire ? Prediction::Limit::kLatency : Prediction::Limit::kLink);
+  }
+
+  double host_cpu_per_byte = out.server_cpu_seconds_per_byte +
+                             (host.client_on_host ? out.client_cpu_seconds_per_byte : 0);
+  out.cpu_fraction =
+      std::min(1.0, out.throughput_bytes_per_second * host_cpu_per_byte / r.cores);
+  return out;
+}
+
+ChangeCost EstimateChangeCost(const v1::Posture& posture, const ProtectionLevel& before,
+                              const ProtectionLevel& after) {
+  return EstimateChangeCost(ProfileFromPosture(posture), before, after, DefaultParameters());
+}
+
+ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
+                              const ProtectionLevel& after, const ModelParameters& p) {
+  ChangeCost cost;
+  cost.before = before;
+  cost.after = after;
+  cost.host = host;
+  for (const Workload& w : {Workload::LargeSequential(), Workload::SmallFiles()}) {
+    WorkloadCost wc;
+    wc.workload = w;
+    wc.before = Predict(host, before, w, p);
+    wc.after = Predict(host, after, w, p);
+    if (wc.before.throughput_bytes_per_second > 0) {
+      wc.throughput_change_percent =
+          (wc.after.throughput_bytes_per_second / wc.before.throughput_bytes_per_second - 1) *
+          100;
+    }
+    wc.cpu_change_points = (wc.after.cpu_fraction - wc.before.cpu_fraction) * 100;
+    cost.workloads.push_back(wc);
+  }
+
+  std::string what;
+  if (!before.is_signed() && !before.is_encrypted()) {
+    what = absl::StrCat("enabling ", after.ToString());
+  } else if (!after.is_signed() && !after.is_encrypted()) {
+    what = absl::StrCat("disabling ", before.ToString());
+  } else {
+    what = absl::StrCat("changing ", before.ToString(), " to ", after.ToString());
+  }
+  const Resolved r = Resolve(host, p);
+  std::string where = FormatLink(r.wire_bytes_per_second * 8 / p.link_efficiency);
+  if (r.rtt >= 0.001) {
+    absl::StrAppend(&where, absl::StrFormat(", RTT %g ms", std::round(r.rtt * 10000) / 10));
+  }
+  const WorkloadCost& large = cost.workloads[0];
+  const WorkloadCost& small = cost.workloads[1];
+  cost.summary = absl::StrCat(
+      what, host.hostname.empty() ? "" : absl::StrCat(" on ", host.hostname), ": ",
+      FormatPercent(large.throughput_change_percent), " throughput on large files, ",
+      FormatPercent(large.cpu_change_points), " CPU at ", where, "; small files ",
+      FormatPercent(small.throughput_change_percent));
+  return cost;
+}
+
+}  // namespace smbfleet::policy::cost

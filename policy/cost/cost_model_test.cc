@@ -1,0 +1,367 @@
+#include "policy/cost/cost_model.h"
+
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::policy::cost {
+namespace {
+
+namespace v1 = ::smbfleet::v1;
+using ::testing::HasSubstr;
+
+// Benchmark rows that follow seconds = per_call + per_byte x size exactly.
+void AddRows(v1::Posture& posture, CryptoAlgorithm alg, double per_call, double per_byte,
+             uint32_t threads = 1, double speedup = 1) {
+  for (uint64_t size : {4096u, 65536u, 1u << 20}) {
+    v1::Benchmark* b = posture.add_benchmarks();
+    b->set_algorithm(alg);
+    b->set_buffer_bytes(size);
+    b->set_threads(threads);
+    b->set_bytes_per_second(speedup * size / (per_call + per_byte * size));
+  }
+}
+
+// A host whose benchmark says: GMAC cheapest, then GCM, HMAC, CMAC, CCM dearest.
+v1::Posture BenchedPosture() {
+  v1::Posture p;
+  p.mutable_host()->set_hostname("fs01");
+  p.mutable_host()->set_platform(v1::PLATFORM_WINDOWS);
+  p.mutable_host()->set_logical_cores(8);
+  AddRows(p, v1::AES_128_GMAC, 0.3e-6, 1 / 7e9);
+  AddRows(p, v1::AES_128_GCM, 0.3e-6, 1 / 4.4e9);
+  AddRows(p, v1::AES_256_GCM, 0.3e-6, 1 / 4.1e9);
+  AddRows(p, v1::HMAC_SHA256, 0.5e-6, 1 / 1.5e9);
+  AddRows(p, v1::AES_128_CMAC, 0.5e-6, 1 / 1.0e9);
+  AddRows(p, v1::AES_128_CCM, 0.4e-6, 1 / 1.2e9);
+  AddRows(p, v1::AES_256_CCM, 0.4e-6, 1 / 0.84e9);
+  return p;
+}
+
+HostProfile FastLinkHost() {
+  v1::Posture p = BenchedPosture();
+  (*p.mutable_host()->mutable_labels())["link_speed"] = "400Gbit";
+  (*p.mutable_host()->mutable_labels())["rtt_ms"] = "0.05";
+  return ProfileFromPosture(p);
+}
+
+TEST(ParseLinkSpeedTest, Table) {
+  struct Case {
+    const char* text;
+    double bps;
+  } cases[] = {{"1Gbit", 1e9},     {"2.5Gbps", 2.5e9},       {"100Mbit", 1e8},
+               {"10G", 1e10},      {"1000000000", 1e9},      {" 40 gbit/s ", 4e10},
+               {"25GBit", 2.5e10}, {"100 Mb/s", 1e8}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto bps = ParseLinkSpeed(c.text);
+    ASSERT_TRUE(bps.ok()) << bps.status();
+    EXPECT_DOUBLE_EQ(*bps, c.bps);
+  }
+  for (const char* bad : {"", "fast", "-1G", "0", "1Xbit", "1e20", "Gbit", "nan"}) {
+    SCOPED_TRACE(bad);
+    auto bps = ParseLinkSpeed(bad);
+    ASSERT_FALSE(bps.ok());
+    EXPECT_THAT(std::string(bps.status().message()), HasSubstr("link_speed"));
+  }
+}
+
+TEST(ProtectionLevelTest, NamesAndEffectiveAlgorithm) {
+  EXPECT_EQ(ProtectionLevel::None().ToString(), "none");
+  EXPECT_EQ(ProtectionLevel::Signing(v1::AES_128_GMAC).ToString(), "signing AES-128-GMAC");
+  EXPECT_EQ(ProtectionLevel::Encryption(v1::AES_256_GCM).ToString(), "encryption AES-256-GCM");
+  ProtectionLevel both = ProtectionLevel::Both(v1::AES_128_CMAC, v1::AES_128_CCM);
+  EXPECT_EQ(both.ToString(), "signing AES-128-CMAC + encryption AES-128-CCM");
+  EXPECT_EQ(both.effective_algorithm(), v1::AES_128_CCM);
+  EXPECT_EQ(ProtectionLevel::Signing(v1::HMAC_SHA256).effective_algorithm(), v1::HMAC_SHA256);
+  EXPECT_EQ(ProtectionLevel::None().effective_algorithm(), v1::CRYPTO_ALGORITHM_UNSPECIFIED);
+  EXPECT_EQ(StandardLevels().size(), 9u);
+}
+
+TEST(DialectAlgorithmsTest, SigningAndCipherPerDialect) {
+  v1::Posture samba;
+  samba.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
+  v1::Posture windows;
+  windows.mutable_host()->set_platform(v1::PLATFORM_WINDOWS);
+  v1::Posture restricted = windows;
+  // HMAC-MD5 is never valid on SMB2+, so the first usable entry wins.
+  restricted.mutable_server()->add_signing_algorithms(v1::HMAC_MD5);
+  restricted.mutable_server()->add_signing_algorithms(v1::AES_128_GMAC);
+  restricted.mutable_server()->add_encryption_ciphers(v1::AES_256_GCM);
+  struct Case {
+    const char* name;
+    const v1::Posture* posture;
+    Dialect dialect;
+    CryptoAlgorithm signing;
+    CryptoAlgorithm cipher;
+  } cases[] = {
+      {"2.0.2", &windows, v1::DIALECT_SMB_2_0_2, v1::HMAC_SHA256, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+      {"2.1", &samba, v1::DIALECT_SMB_2_1, v1::HMAC_SHA256, v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+      {"3.0", &windows, v1::DIALECT_SMB_3_0, v1::AES_128_CMAC, v1::AES_128_CCM},
+      {"3.0.2", &samba, v1::DIALECT_SMB_3_0_2, v1::AES_128_CMAC, v1::AES_128_CCM},
+      {"3.1.1 samba", &samba, v1::DIALECT_SMB_3_1_1, v1::AES_128_GMAC, v1::AES_128_GCM},
+      {"3.1.1 windows", &windows, v1::DIALECT_SMB_3_1_1, v1::AES_128_CMAC, v1::AES_128_GCM},
+      {"3.1.1 lists", &restricted, v1::DIALECT_SMB_3_1_1, v1::AES_128_GMAC, v1::AES_256_GCM},
+      {"3.0 ignores lists", &restricted, v1::DIALECT_SMB_3_0, v1::AES_128_CMAC, v1::AES_128_CCM},
+      {"smb1", &windows, v1::DIALECT_SMB1, v1::CRYPTO_ALGORITHM_UNSPECIFIED,
+       v1::CRYPTO_ALGORITHM_UNSPECIFIED},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(SigningAlgorithmFor(c.dialect, *c.posture), c.signing);
+    EXPECT_EQ(CipherFor(c.dialect, *c.posture), c.cipher);
+  }
+}
+
+TEST(DialectAlgorithmsTest, TypicalDialect) {
+  v1::Posture p;
+  EXPECT_EQ(TypicalDialect(p), v1::DIALECT_SMB_3_1_1);
+  p.mutable_server()->set_max_dialect(v1::DIALECT_SMB_3_0_2);
+  EXPECT_EQ(TypicalDialect(p), v1::DIALECT_SMB_3_0_2);
+  p.add_sessions()->set_dialect(v1::DIALECT_SMB_2_1);
+  p.add_sessions()->set_dialect(v1::DIALECT_SMB_2_1);
+  p.add_sessions()->set_dialect(v1::DIALECT_SMB_3_1_1);
+  p.add_sessions();  // unknown dialect: not counted
+  EXPECT_EQ(TypicalDialect(p), v1::DIALECT_SMB_2_1);
+}
+
+TEST(FitCryptoCostsTest, RecoversPerCallAndPerByteCost) {
+  v1::Posture p;
+  AddRows(p, v1::AES_128_GCM, 0.4e-6, 1 / 4e9);
+  AddRows(p, v1::AES_128_GCM, 0.4e-6, 1 / 4e9, /*threads=*/4, /*speedup=*/3.5);
+  AddRows(p, v1::HMAC_SHA256, 0, 1 / 1.5e9);
+  // Garbage rows are ignored.
+  v1::Benchmark* bad = p.add_benchmarks();
+  bad->set_algorithm(v1::AES_128_CCM);
+  bad->set_buffer_bytes(4096);
+  bad->set_bytes_per_second(-1);
+  v1::Benchmark* nan = p.add_benchmarks();
+  nan->set_algorithm(v1::AES_128_CCM);
+  nan->set_buffer_bytes(65536);
+  nan->set_bytes_per_second(std::nan(""));
+
+  auto costs = FitCryptoCosts(p.benchmarks());
+  ASSERT_EQ(costs.size(), 2u);
+  const CryptoCost& gcm = costs[v1::AES_128_GCM];
+  EXPECT_TRUE(gcm.measured);
+  EXPECT_NEAR(gcm.seconds_per_call, 0.4e-6, 1e-12);
+  EXPECT_NEAR(gcm.seconds_per_byte, 1 / 4e9, 1e-15);
+  EXPECT_NEAR(gcm.all_core_speedup, 3.5, 1e-9);
+  EXPECT_NEAR(costs[v1::HMAC_SHA256].seconds_per_call, 0, 1e-12);
+  EXPECT_NEAR(costs[v1::HMAC_SHA256].all_core_speedup, 1, 1e-12);
+}
+
+TEST(ProfileFromPostureTest, LabelsWinOverNics) {
+  v1::Posture p = BenchedPosture();
+  auto& labels = *p.mutable_host()->mutable_labels();
+  labels["link_speed"] = "10Gbit";
+  labels["rtt_ms"] = "2.5";
+  labels["wan"] = "yes";
+  p.add_nics()->set_link_speed_bps(1'000'000'000);
+  HostProfile h = ProfileFromPosture(p);
+  EXPECT_EQ(h.hostname, "fs01");
+  EXPECT_EQ(h.logical_cores, 8u);
+  EXPECT_DOUBLE_EQ(h.link_bits_per_second, 1e10);
+  EXPECT_DOUBLE_EQ(h.rtt_seconds, 0.0025);
+  EXPECT_TRUE(h.wan);
+  EXPECT_EQ(h.channels, 1u);
+  EXPECT_EQ(h.crypto.size(), 7u);
+  EXPECT_TRUE(h.assumptions.empty()) << h.assumptions[0];
+}
+
+TEST(ProfileFromPostureTest, MultichannelUsesEveryNicAtTopSpeed) {
+  v1::Posture p = BenchedPosture();
+  p.mutable_server()->set_multichannel_enabled(true);
+  for (uint64_t speed : {10'000'000'000ull, 10'000'000'000ull, 1'000'000'000ull}) {
+    p.add_nics()->set_link_speed_bps(speed);
+  }
+  HostProfile h = ProfileFromPosture(p);
+  EXPECT_EQ(h.channels, 2u);
+  EXPECT_DOUBLE_EQ(h.link_bits_per_second, 2e10);
+
+  p.mutable_server()->set_multichannel_enabled(false);
+  h = ProfileFromPosture(p);
+  EXPECT_EQ(h.channels, 1u);
+  EXPECT_DOUBLE_EQ(h.link_bits_per_second, 1e10);
+}
+
+TEST(ProfileFromPostureTest, BadOrMissingInputsAreNamedAssumptions) {
+  v1::Posture p;
+  auto& labels = *p.mutable_host()->mutable_labels();
+  labels["link_speed"] = "warp9";
+  labels["rtt_ms"] = "-3";
+  HostProfile h = ProfileFromPosture(p);
+  std::string all;
+  for (const std::string& a : h.assumptions) all += a + "\n";
+  EXPECT_THAT(all, HasSubstr("link_speed: 'warp9'"));
+  EXPECT_THAT(all, HasSubstr("rtt_ms: '-3'"));
+  EXPECT_THAT(all, HasSubstr("logical cores unknown"));
+  EXPECT_THAT(all, HasSubstr("link speed unknown: assumed 1 Gbit"));
+  EXPECT_THAT(all, HasSubstr("no benchmark for"));
+  EXPECT_TRUE(h.crypto.empty());
+}
+
+TEST(PredictTest, CpuBoundThroughputFollowsCryptoCost) {
+  HostProfile h = FastLinkHost();
+  Workload large = Workload::LargeSequential();
+  // Cheapest to dearest per byte in BenchedPosture.
+  const ProtectionLevel order[] = {
+      ProtectionLevel::None(),
+      ProtectionLevel::Signing(v1::AES_128_GMAC),
+      ProtectionLevel::Encryption(v1::AES_128_GCM),
+      ProtectionLevel::Signing(v1::HMAC_SHA256),
+      ProtectionLevel::Encryption(v1::AES_128_CCM),
+      ProtectionLevel::Encryption(v1::AES_256_CCM),
+  };
+  Prediction previous = Predict(h, order[0], large);
+  EXPECT_EQ(previous.limit, Prediction::Limit::kCpu);
+  for (size_t i = 1; i < std::size(order); ++i) {
+    SCOPED_TRACE(order[i].ToString());
+    Prediction p = Predict(h, order[i], large);
+    EXPECT_EQ(p.limit, Prediction::Limit::kCpu);
+    EXPECT_LT(p.throughput_bytes_per_second, previous.throughput_bytes_per_second);
+    EXPECT_GT(p.server_cpu_seconds_per_byte, previous.server_cpu_seconds_per_byte);
+    previous = p;
+  }
+}
+
+TEST(PredictTest, LinkBoundThroughputStaysAndCpuRises) {
+  v1::Posture posture = BenchedPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  HostProfile h = ProfileFromPosture(posture);
+  Workload large = Workload::LargeSequential();
+  Prediction none = Predict(h, ProtectionLevel::None(), large);
+  Prediction ccm = Predict(h, ProtectionLevel::Encryption(v1::AES_128_CCM), large);
+  EXPECT_EQ(none.limit, Prediction::Limit::kLink);
+  EXPECT_EQ(ccm.limit, Prediction::Limit::kLink);
+  // Only the 52-byte transform header per 1 MiB message differs on the wire.
+  EXPECT_NEAR(ccm.throughput_bytes_per_second / none.throughput_bytes_per_second, 1, 1e-4);
+  EXPECT_GT(ccm.cpu_fraction, none.cpu_fraction);
+  // The published 1 Gbit LAN figure (108 MB/s at 0.25 ms) is what the link part reproduces.
+  EXPECT_NEAR(none.throughput_bytes_per_second / 1e6, 108, 108 * 0.1);
+}
+
+TEST(PredictTest, LatencyBoundReproducesPublishedWanFigure) {
+  v1::Posture posture = BenchedPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  (*posture.mutable_host()->mutable_labels())["rtt_ms"] = "30";
+  Prediction p = Predict(ProfileFromPosture(posture), ProtectionLevel::None(),
+                         Workload::LargeSequential());
+  EXPECT_EQ(p.limit, Prediction::Limit::kLatency);
+  EXPECT_NEAR(p.throughput_bytes_per_second / 1e6, 31, 31 * 0.1);
+}
+
+TEST(PredictTest, MultichannelMultipliesLinkBoundThroughput) {
+  v1::Posture posture = BenchedPosture();
+  posture.mutable_server()->set_multichannel_enabled(true);
+  posture.add_nics()->set_link_speed_bps(1'000'000'000);
+  HostProfile one = ProfileFromPosture(posture);
+  posture.add_nics()->set_link_speed_bps(1'000'000'000);
+  HostProfile two = ProfileFromPosture(posture);
+  Workload large = Workload::LargeSequential();
+  double t1 = Predict(one, ProtectionLevel::None(), large).throughput_bytes_per_second;
+  double t2 = Predict(two, ProtectionLevel::None(), large).throughput_bytes_per_second;
+  EXPECT_NEAR(t2 / t1, 2, 1e-9);
+}
+
+TEST(PredictTest, EncryptionSupersedesSigning) {
+  HostProfile h = FastLinkHost();
+  for (const Workload& w : {Workload::LargeSequential(), Workload::SmallFiles()}) {
+    Prediction enc = Predict(h, ProtectionLevel::Encryption(v1::AES_128_GCM), w);
+    Prediction both = Predict(h, ProtectionLevel::Both(v1::HMAC_SHA256, v1::AES_128_GCM), w);
+    EXPECT_DOUBLE_EQ(enc.throughput_bytes_per_second, both.throughput_bytes_per_second);
+    EXPECT_DOUBLE_EQ(enc.cpu_fraction, both.cpu_fraction);
+  }
+}
+
+TEST(PredictTest, SmallFilesAreBoundByRoundTrips) {
+  v1::Posture posture = BenchedPosture();
+  auto& labels = *posture.mutable_host()->mutable_labels();
+  Workload small = Workload::SmallFiles();
+  labels["rtt_ms"] = "0.25";
+  Prediction lan = Predict(ProfileFromPosture(posture), ProtectionLevel::None(), small);
+  labels["rtt_ms"] = "30";
+  Prediction wan = Predict(ProfileFromPosture(posture), ProtectionLevel::None(), small);
+  EXPECT_GT(lan.files_per_second, 5 * wan.files_per_second);
+  EXPECT_EQ(wan.limit, Prediction::Limit::kLatency);
+  EXPECT_DOUBLE_EQ(wan.throughput_bytes_per_second,
+                   wan.files_per_second * static_cast<double>(small.file_bytes));
+  // Five requests per file (4 + one read) at 30 ms each: under 7 files per second.
+  EXPECT_LT(wan.files_per_second, 1 / (5 * 0.030));
+}
+
+TEST(PredictTest, ClientOnHostAddsItsCpu) {
+  HostProfile h = FastLinkHost();
+  Workload large = Workload::LargeSequential();
+  Prediction remote = Predict(h, ProtectionLevel::Encryption(v1::AES_128_GCM), large);
+  h.client_on_host = true;
+  Prediction local = Predict(h, ProtectionLevel::Encryption(v1::AES_128_GCM), large);
+  EXPECT_GT(local.cpu_fraction, remote.cpu_fraction);
+  EXPECT_LE(local.throughput_bytes_per_second, remote.throughput_bytes_per_second);
+}
+
+TEST(PredictTest, UnbenchmarkedAlgorithmUsesReferenceCost) {
+  v1::Posture bare;
+  (*bare.mutable_host()->mutable_labels())["link_speed"] = "400Gbit";
+  HostProfile h = ProfileFromPosture(bare);
+  ASSERT_TRUE(h.crypto.empty());
+  Workload large = Workload::LargeSequential();
+  Prediction none = Predict(h, ProtectionLevel::None(), large);
+  Prediction ccm = Predict(h, ProtectionLevel::Encryption(v1::AES_128_CCM), large);
+  EXPECT_LT(ccm.throughput_bytes_per_second, none.throughput_bytes_per_second);
+  // Plugging the reference cost in by hand gives the same answer.
+  h.crypto[v1::AES_128_CCM] = DefaultParameters().default_crypto.at(v1::AES_128_CCM);
+  Prediction explicit_ccm = Predict(h, ProtectionLevel::Encryption(v1::AES_128_CCM), large);
+  EXPECT_DOUBLE_EQ(explicit_ccm.throughput_bytes_per_second, ccm.throughput_bytes_per_second);
+}
+
+TEST(EstimateChangeCostTest, SummaryAndPercentagesAgree) {
+  v1::Posture posture = BenchedPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  ChangeCost cost = EstimateChangeCost(posture, ProtectionLevel::None(),
+                                       ProtectionLevel::Encryption(v1::AES_128_CCM));
+  ASSERT_EQ(cost.workloads.size(), 2u);
+  EXPECT_EQ(cost.workloads[0].workload.kind, Workload::Kind::kLargeSequential);
+  EXPECT_EQ(cost.workloads[1].workload.kind, Workload::Kind::kSmallFiles);
+  for (const WorkloadCost& w : cost.workloads) {
+    EXPECT_NEAR(w.throughput_change_percent,
+                (w.after.throughput_bytes_per_second / w.before.throughput_bytes_per_second - 1) *
+                    100,
+                1e-9);
+    EXPECT_NEAR(w.cpu_change_points, (w.after.cpu_fraction - w.before.cpu_fraction) * 100, 1e-9);
+    EXPECT_GT(w.cpu_change_points, 0);
+    EXPECT_LE(w.throughput_change_percent, 0);
+  }
+  EXPECT_TRUE(std::regex_match(
+      cost.summary,
+      std::regex("enabling encryption AES-128-CCM on fs01: ~([-+][0-9.]+%|0%) throughput on "
+                 "large files, ~\\+[0-9.]+% CPU at 1 Gbit; small files ~-[0-9.]+%")))
+      << cost.summary;
+}
+
+TEST(EstimateChangeCostTest, NoChangeIsZero) {
+  v1::Posture posture = BenchedPosture();
+  ProtectionLevel gmac = ProtectionLevel::Signing(v1::AES_128_GMAC);
+  ChangeCost cost = EstimateChangeCost(posture, gmac, gmac);
+  for (const WorkloadCost& w : cost.workloads) {
+    EXPECT_DOUBLE_EQ(w.throughput_change_percent, 0);
+    EXPECT_DOUBLE_EQ(w.cpu_change_points, 0);
+  }
+  EXPECT_THAT(cost.summary, HasSubstr("changing signing AES-128-GMAC to signing AES-128-GMAC"));
+  EXPECT_THAT(cost.summary, HasSubstr("~0% throughput on large files"));
+}
+
+TEST(EstimateChangeCostTest, WanSummaryNamesTheRtt) {
+  v1::Posture posture = BenchedPosture();
+  (*posture.mutable_host()->mutable_labels())["wan"] = "true";
+  ChangeCost cost = EstimateChangeCost(posture, ProtectionLevel::Signing(v1::AES_128_CMAC),
+                                       ProtectionLevel::None());
+  EXPECT_THAT(cost.summary, HasSubstr("disabling signing AES-128-CMAC on fs01"));
+  EXPECT_THAT(cost.summary, HasSubstr("at 1 Gbit, RTT 30 ms"));
+}
+
+}  // namespace
+}  // namespace smbfleet::policy::cost

@@ -1,0 +1,539 @@
+#include "policy/evaluate.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace smbfleet::policy {
+namespace {
+
+using smbfleet::v1::ComplianceStatus;
+using smbfleet::v1::Evidence;
+using smbfleet::v1::HostEvaluation;
+using smbfleet::v1::Posture;
+using smbfleet::v1::RuleResult;
+using smbfleet::v1::Session;
+using smbfleet::v1::Share;
+
+constexpr int kMaxSessionEvidence = 20;
+
+enum class Applies { kYes, kNo, kUnknown };
+
+absl::Time ToTime(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+}
+
+void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
+  int64_t s = absl::ToUnixSeconds(t);
+  ts->set_seconds(s);
+  ts->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(s))));
+}
+
+uint32_t Bit(ProbeGroup g) { return 1u << static_cast<uint32_t>(g); }
+
+// Which probe groups a failed probe feeds; probe names as the agents write them.
+uint32_t GroupsOf(const smbfleet::v1::ProbeError& e) {
+  absl::string_view n = e.probe();
+  if (absl::StartsWithIgnoreCase(n, "Get-SmbServerConfiguration") ||
+      absl::StartsWithIgnoreCase(n, "server")) {
+    return Bit(ProbeGroup::kServer);
+  }
+  if (absl::StartsWithIgnoreCase(n, "Get-SmbClientConfiguration") ||
+      absl::StartsWithIgnoreCase(n, "client")) {
+    return Bit(ProbeGroup::kClient);
+  }
+  if (absl::StartsWithIgnoreCase(n, "Get-SmbShare") || absl::StartsWithIgnoreCase(n, "shares")) {
+    return Bit(ProbeGroup::kShares);
+  }
+  if (absl::StartsWithIgnoreCase(n, "Get-SmbSession") ||
+      absl::StartsWithIgnoreCase(n, "smbstatus") || absl::StartsWithIgnoreCase(n, "sessions")) {
+    return Bit(ProbeGroup::kSessions);
+  }
+  if (absl::StartsWithIgnoreCase(n, "testparm")) {
+    // Samba's configuration (server, client and shares) all comes from testparm.
+    return Bit(ProbeGroup::kServer) | Bit(ProbeGroup::kClient) | Bit(ProbeGroup::kShares);
+  }
+  return 0;
+}
+
+uint32_t FailedProbes(const Posture& p) {
+  uint32_t mask = 0;
+  for (const auto& e : p.probe_errors()) mask |= GroupsOf(e);
+  return mask;
+}
+
+std::string ProbeErrorNote(const Posture& p, ProbeGroup g) {
+  for (const auto& e : p.probe_errors()) {
+    if ((GroupsOf(e) & Bit(g)) != 0) {
+      return absl::StrCat("probe ", e.probe(), " failed",
+                          e.code().empty() ? "" : absl::StrCat(" (", e.code(), ")"), ": ",
+                          e.message());
+    }
+  }
+  return "probe failed";
+}
+
+bool LabelsMatch(const std::vector<LabelMatch>& want, const Posture& p) {
+  const auto& labels = p.host().labels();
+  for (const LabelMatch& m : want) {
+    auto it = labels.find(m.key);
+    if (it == labels.end() || !m.value.Matches(it->second)) return false;
+  }
+  return true;
+}
+
+bool HostnameMatches(const GlobList& g, const Posture& p) {
+  return g.Matches(p.host().hostname()) ||
+         (!p.host().fqdn().empty() && g.Matches(p.host().fqdn()));
+}
+
+Applies SelectorApplies(const HostSelector& s, const Posture& p, uint32_t build) {
+  if (!s.platforms.empty()) {
+    bool hit = false;
+    for (auto pl : s.platforms) hit = hit || pl == p.host().platform();
+    if (!hit) return Applies::kNo;
+  }
+  if (!LabelsMatch(s.host_labels, p)) return Applies::kNo;
+  if (!s.hostnames.empty() && !HostnameMatches(s.hostnames, p)) return Applies::kNo;
+  if (s.windows_build_at_least || s.windows_build_below) {
+    if (p.host().platform() != smbfleet::v1::PLATFORM_WINDOWS) return Applies::kNo;
+    if (build == 0) return Applies::kUnknown;
+    if (s.windows_build_at_least && build < *s.windows_build_at_least) return Applies::kNo;
+    if (s.windows_build_below && build >= *s.windows_build_below) return Applies::kNo;
+  }
+  return Applies::kYes;
+}
+
+Applies RuleApplies(const Rule& r, const Posture& p, uint32_t build) {
+  if (r.applies_to.empty()) return Applies::kYes;
+  Applies result = Applies::kNo;
+  for (const HostSelector& s : r.applies_to) {
+    Applies a = SelectorApplies(s, p, build);
+    if (a == Applies::kYes) return a;
+    if (a == Applies::kUnknown) result = a;
+  }
+  return result;
+}
+
+bool Holds(const Expectation& e, uint32_t v) {
+  switch (e.op) {
+    case Op::kEquals: return v == e.value;
+    case Op::kAtLeast: return v >= e.value;
+    case Op::kAtMost: return v <= e.value;
+    case Op::kEmpty: return v == 0;
+    case Op::kNotEmpty: return v != 0;
+  }
+  return false;
+}
+
+std::string ExpectedText(const FieldInfo& info, const Expectation& e) {
+  switch (e.op) {
+    case Op::kEquals: return FormatValue(info.type, e.value);
+    case Op::kAtLeast: return absl::StrCat(">= ", FormatValue(info.type, e.value));
+    case Op::kAtMost: return absl::StrCat("<= ", FormatValue(info.type, e.value));
+    case Op::kEmpty: return "empty";
+    case Op::kNotEmpty: return "not empty";
+  }
+  return "";
+}
+
+bool IsSpecialShare(const Share& s) {
+  return s.special() || absl::EndsWith(s.name(), "$");
+}
+
+// The outcome of one rule on one subject (the host, or one share) while it is built.
+class Verdict {
+ public:
+  Verdict(const Posture& p, uint32_t failed, RuleResult* out)
+      : posture_(p), failed_(failed), out_(out) {}
+
+  void Expect(const Expectation& e, const Observed& v, absl::string_view share) {
+    const FieldInfo& info = InfoOf(e.field);
+    Evidence* ev = out_->add_evidence();
+    ev->set_field(std::string(info.name));
+    ev->set_observed(FormatObserved(info, v, posture_));
+    ev->set_expected(ExpectedText(info, e));
+    if (!share.empty()) ev->set_share(std::string(share));
+    if (!v.known) {
+      if ((failed_ & Bit(info.probe)) != 0) {
+        ev->set_note(ProbeErrorNote(posture_, info.probe));
+        Error(absl::StrCat(info.name, ": ", ev->note()));
+      } else {
+        ev->set_note("not reported by the agent, or not supported on this build");
+        Unknown(absl::StrCat(info.name, " is not reported"));
+      }
+      return;
+    }
+    if (!Holds(e, v.value)) {
+      Fail(absl::StrCat(info.name, " is ", ev->observed(), ", expected ", ev->expected()));
+    }
+  }
+
+  void Sessions(const SessionCheck& check, absl::string_view share) {
+    if ((failed_ & Bit(ProbeGroup::kSessions)) != 0) {
+      Evidence* ev = out_->add_evidence();
+      ev->set_field("sessions");
+      ev->set_note(ProbeErrorNote(posture_, ProbeGroup::kSessions));
+      Error(absl::StrCat("sessions: ", ev->note()));
+      return;
+    }
+    int seen = 0, bad = 0, unknown_dialect = 0;
+    for (const Session& s : posture_.sessions()) {
+      if (!share.empty() && !UsesShare(s, share)) continue;
+      ++seen;
+      if (check.dialect_at_least) {
+        if (s.dialect() == smbfleet::v1::DIALECT_UNSPECIFIED) {
+          ++unknown_dialect;
+        } else if (s.dialect() < *check.dialect_at_least) {
+          Violation(s, share, "session.dialect", DialectName(s.dialect()),
+                    absl::StrCat(">= ", DialectName(*check.dialect_at_least)), &bad);
+        }
+      }
+      if (check.no_guest && s.guest()) Violation(s, share, "session.guest", "true", "false", &bad);
+      if (check.no_anonymous && s.anonymous()) {
+        Violation(s, share, "session.anonymous", "true", "false", &bad);
+      }
+    }
+    Evidence* sum = out_->add_evidence();
+    sum->set_field("sessions");
+    sum->set_observed(absl::StrCat(seen, " observed, ", bad, " violating"));
+    sum->set_expected(SessionExpectation(check));
+    if (!share.empty()) sum->set_share(std::string(share));
+    if (bad > kMaxSessionEvidence) {
+      sum->set_note(absl::StrCat("evidence lists the first ", kMaxSessionEvidence));
+    }
+    if (bad > 0) {
+      Fail(absl::StrCat(bad, " of ", seen, " sessions violate: ", sum->expected()));
+    } else if (unknown_dialect > 0) {
+      sum->set_note(absl::StrCat(unknown_dialect, " sessions with unknown dialect"));
+      Unknown(absl::StrCat(unknown_dialect, " sessions with unknown dialect"));
+    }
+  }
+
+  void Finish() {
+    ComplianceStatus st = smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT;
+    if (failed_rule_) {
+      st = smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT;
+    } else if (error_) {
+      st = smbfleet::v1::COMPLIANCE_STATUS_ERROR;
+    } else if (unknown_) {
+      st = smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN;
+    }
+    out_->set_status(st);
+    out_->set_unwaived_status(st);
+    if (!first_message_.empty()) out_->set_message(std::move(first_message_));
+  }
+
+ private:
+  static bool UsesShare(const Session& s, absl::string_view share) {
+    for (const auto& t : s.shares()) {
+      if (absl::EqualsIgnoreCase(t.name(), share)) return true;
+    }
+    return false;
+  }
+
+  static std::string SessionExpectation(const SessionCheck& c) {
+    std::string s;
+    if (c.dialect_at_least) absl::StrAppend(&s, "dialect >= ", DialectName(*c.dialect_at_least));
+    if (c.no_guest) absl::StrAppend(&s, s.empty() ? "" : ", ", "no guest sessions");
+    if (c.no_anonymous) absl::StrAppend(&s, s.empty() ? "" : ", ", "no anonymous sessions");
+    return s;
+  }
+
+  void Violation(const Session& s, absl::string_view share, absl::string_view field,
+                 absl::string_view observed, std::string expected, int* bad) {
+    if (++*bad > kMaxSessionEvidence) return;
+    Evidence* ev = out_->add_evidence();
+    ev->set_field(std::string(field));
+    ev->set_observed(std::string(observed));
+    ev->set_expected(std::move(expected));
+    if (!share.empty()) ev->set_share(std::string(share));
+    ev->set_session_id(s.session_id());
+    ev->set_client_address(s.client_address());
+    ev->set_client_name(s.client_name());
+    ev->set_user(s.user());
+  }
+
+  void Fail(std::string msg) {
+    if (!failed_rule_) first_message_ = std::move(msg);
+    failed_rule_ = true;
+  }
+  void Error(std::string msg) {
+    if (!failed_rule_ && !error_) first_message_ = std::move(msg);
+    error_ = true;
+  }
+  void Unknown(std::string msg) {
+    if (!failed_rule_ && !error_ && !unknown_) first_message_ = std::move(msg);
+    unknown_ = true;
+  }
+
+  const Posture& posture_;
+  uint32_t failed_;
+  RuleResult* out_;
+  bool failed_rule_ = false;
+  bool error_ = false;
+  bool unknown_ = false;
+  std::string first_message_;
+};
+
+RuleResult* NewResult(const Rule& r, HostEvaluation* out) {
+  RuleResult* res = out->add_results();
+  res->set_rule_id(r.id);
+  res->set_title(r.title);
+  res->set_severity(r.severity);
+  if (!r.cis.ws2022().empty() || !r.cis.ws2025().empty()) *res->mutable_cis() = r.cis;
+  return res;
+}
+
+void ApplyWaivers(const Policy& policy, absl::Span<const smbfleet::v1::Waiver> waivers,
+                  const Posture& p, absl::Time now, RuleResult* res) {
+  if (res->status() != smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT) return;
+  for (auto list : {absl::Span<const smbfleet::v1::Waiver>(policy.waivers), waivers}) {
+    for (const auto& w : list) {
+      if (WaiverApplies(w, res->rule_id(), p, res->share(), now)) {
+        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_WAIVED);
+        res->set_waiver_id(w.id());
+        res->set_message(absl::StrCat(res->message(), " (waived by ", w.id(), ", approved by ",
+                                      w.approved_by(), ")"));
+        return;
+      }
+    }
+  }
+}
+
+void Count(ComplianceStatus st, HostEvaluation* out) {
+  switch (st) {
+    case smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT: out->set_compliant(out->compliant() + 1); break;
+    case smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT:
+      out->set_non_compliant(out->non_compliant() + 1);
+      break;
+    case smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN: out->set_unknown(out->unknown() + 1); break;
+    case smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE:
+      out->set_not_applicable(out->not_applicable() + 1);
+      break;
+    case smbfleet::v1::COMPLIANCE_STATUS_WAIVED: out->set_waived(out->waived() + 1); break;
+    case smbfleet::v1::COMPLIANCE_STATUS_ERROR: out->set_errors(out->errors() + 1); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+ShareClass ClassifyShare(const Classification& c, const Posture& p, const Share& share) {
+  for (const ClassificationOverride& o : c.overrides) {
+    if ((o.host.Matches(p.host().hostname()) ||
+         (!p.host().fqdn().empty() && o.host.Matches(p.host().fqdn()))) &&
+        o.share.Matches(share.name())) {
+      return ShareClass{o.class_index, o.name};
+    }
+  }
+  for (const ClassificationRule& r : c.rules) {
+    if (!r.share_names.empty() && !r.share_names.Matches(share.name())) continue;
+    if (!r.paths.empty() && !r.paths.Matches(share.path())) continue;
+    if (!r.hostnames.empty() && !HostnameMatches(r.hostnames, p)) continue;
+    if (!LabelsMatch(r.host_labels, p)) continue;
+    return ShareClass{r.class_index, r.name};
+  }
+  return ShareClass{c.default_class, "default"};
+}
+
+std::vector<smbfleet::v1::ShareClassification> ClassifyShares(const Policy& policy,
+                                                               const Posture& posture) {
+  std::vector<smbfleet::v1::ShareClassification> out;
+  for (const Share& s : posture.shares()) {
+    ShareClass sc = ClassifyShare(policy.classification, posture, s);
+    smbfleet::v1::ShareClassification c;
+    c.set_share(s.name());
+    c.set_classification(policy.classification.classes[sc.class_index]);
+    c.set_rule(std::string(sc.rule));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+uint32_t WindowsBuild(const smbfleet::v1::HostInfo& host) {
+  auto leading = [](absl::string_view s) -> uint32_t {
+    size_t i = 0;
+    while (i < s.size() && absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    uint32_t v = 0;
+    if (i == 0 || !absl::SimpleAtoi(s.substr(0, i), &v)) return 0;
+    return v;
+  };
+  if (uint32_t b = leading(host.os_build()); b >= 1000) return b;
+  std::vector<absl::string_view> parts = absl::StrSplit(host.os_version(), '.');
+  if (parts.size() >= 3) {
+    if (uint32_t b = leading(parts[2]); b >= 1000) return b;
+  }
+  return 0;
+}
+
+bool WaiverApplies(const smbfleet::v1::Waiver& w, absl::string_view rule_id, const Posture& p,
+                   absl::string_view share, absl::Time now) {
+  if (w.rule_id() != "*" && w.rule_id() != rule_id) return false;
+  if (!w.has_expires_at() || ToTime(w.expires_at()) <= now) return false;
+  if (w.has_created_at() && ToTime(w.created_at()) > now) return false;
+  if (w.justification().empty() || w.approved_by().empty()) return false;
+  bool scoped = false;
+  if (!w.host().empty()) {
+    scoped = true;
+    if (!absl::EqualsIgnoreCase(w.host(), p.host().hostname()) &&
+        !absl::EqualsIgnoreCase(w.host(), p.host().fqdn())) {
+      return false;
+    }
+  }
+  if (!w.label_key().empty()) {
+    scoped = true;
+    auto it = p.host().labels().find(w.label_key());
+    if (it == p.host().labels().end() || it->second != w.label_value()) return false;
+  }
+  if (!w.share().empty()) {
+    scoped = true;
+    if (!absl::EqualsIgnoreCase(w.share(), share)) return false;
+  }
+  return scoped;
+}
+
+absl::Status ValidateWaiver(const smbfleet::v1::Waiver& w) {
+  std::vector<std::string> missing;
+  if (w.id().empty()) missing.push_back("id");
+  if (w.rule_id().empty()) missing.push_back("ruleId (a rule id or *)");
+  if (w.justification().empty()) missing.push_back("justification");
+  if (w.approved_by().empty()) missing.push_back("approvedBy");
+  if (!w.has_expires_at()) missing.push_back("expiresAt");
+  if (w.host().empty() && w.label_key().empty() && w.share().empty()) {
+    missing.push_back("a scope (host, labelKey/labelValue or share)");
+  }
+  std::string prefix = absl::StrCat("waiver '", w.id(), "': ");
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) absl::StrAppend(&list, list.empty() ? "" : ", ", m);
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "missing ", list));
+  }
+  if (!w.host().empty() && !w.label_key().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "host and label are alternative scopes; give one"));
+  }
+  if (!w.label_key().empty() && !w.share().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "share narrows a host waiver and cannot be combined with a label"));
+  }
+  if (w.has_created_at() && ToTime(w.created_at()) >= ToTime(w.expires_at())) {
+    return absl::InvalidArgumentError(absl::StrCat(prefix, "expiresAt is not after createdAt"));
+  }
+  return absl::OkStatus();
+}
+
+void EvaluateHostInto(const Policy& policy, const Posture& p,
+                      absl::Span<const smbfleet::v1::Waiver> waivers, absl::Time now,
+                      HostEvaluation* out) {
+  out->Clear();
+  out->set_hostname(p.host().hostname());
+  out->set_policy_name(policy.name);
+  out->set_policy_version(policy.version);
+  SetTimestamp(now, out->mutable_evaluated_at());
+  if (p.has_collected_at()) *out->mutable_posture_collected_at() = p.collected_at();
+  if (!p.host().labels().empty()) *out->mutable_labels() = p.host().labels();
+
+  const Classification& cls = policy.classification;
+  // Classes per share, computed once for every share rule.
+  std::vector<int> share_class(static_cast<size_t>(p.shares_size()));
+  for (int i = 0; i < p.shares_size(); ++i) {
+    ShareClass sc = ClassifyShare(cls, p, p.shares(i));
+    share_class[static_cast<size_t>(i)] = sc.class_index;
+    auto* c = out->add_classifications();
+    c->set_share(p.shares(i).name());
+    c->set_classification(cls.classes[static_cast<size_t>(sc.class_index)]);
+    c->set_rule(std::string(sc.rule));
+  }
+
+  const uint32_t build = WindowsBuild(p.host());
+  const uint32_t failed = FailedProbes(p);
+  for (const Rule& rule : policy.rules) {
+    Applies applies = RuleApplies(rule, p, build);
+    if (applies != Applies::kYes) {
+      RuleResult* res = NewResult(rule, out);
+      if (applies == Applies::kUnknown) {
+        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN);
+        Evidence* ev = res->add_evidence();
+        ev->set_field("host.osBuild");
+        ev->set_observed("(unset)");
+        ev->set_note("the rule depends on the Windows build, which the posture does not carry");
+        res->set_message("Windows build unknown");
+      } else {
+        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+      }
+      res->set_unwaived_status(res->status());
+      Count(res->status(), out);
+      continue;
+    }
+    if (!rule.share_scoped) {
+      RuleResult* res = NewResult(rule, out);
+      Verdict v(p, failed, res);
+      for (const Expectation& e : rule.expect) v.Expect(e, ReadHostField(e.field, p), {});
+      if (rule.sessions.active()) v.Sessions(rule.sessions, {});
+      v.Finish();
+      ApplyWaivers(policy, waivers, p, now, res);
+      Count(res->status(), out);
+      continue;
+    }
+    int matched = 0;
+    for (int i = 0; i < p.shares_size(); ++i) {
+      const Share& share = p.shares(i);
+      if (!rule.include_special_shares && IsSpecialShare(share)) continue;
+      int ci = share_class[static_cast<size_t>(i)];
+      if (!rule.share_classes.empty()) {
+        bool hit = false;
+        for (int c : rule.share_classes) hit = hit || c == ci;
+        if (!hit) continue;
+      }
+      if (!rule.share_names.empty() && !rule.share_names.Matches(share.name())) continue;
+      ++matched;
+      RuleResult* res = NewResult(rule, out);
+      res->set_share(share.name());
+      res->set_classification(cls.classes[static_cast<size_t>(ci)]);
+      Verdict v(p, failed, res);
+      for (const Expectation& e : rule.expect) {
+        v.Expect(e, ReadShareField(e.field, p, share), share.name());
+      }
+      if (rule.sessions.active()) v.Sessions(rule.sessions, share.name());
+      v.Finish();
+      ApplyWaivers(policy, waivers, p, now, res);
+      Count(res->status(), out);
+    }
+    if (matched == 0) {
+      RuleResult* res = NewResult(rule, out);
+      if ((failed & Bit(ProbeGroup::kShares)) != 0 && p.shares_size() == 0) {
+        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_ERROR);
+        res->set_message(ProbeErrorNote(p, ProbeGroup::kShares));
+      } else {
+        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+        res->set_message("no share matches the rule");
+      }
+      res->set_unwaived_status(res->status());
+      Count(res->status(), out);
+    }
+  }
+}
+
+HostEvaluation EvaluateHost(const Policy& policy, const Posture& posture,
+                            absl::Span<const smbfleet::v1::Waiver> waivers, absl::Time now) {
+  HostEvaluation out;
+  EvaluateHostInto(policy, posture, waivers, now, &out);
+  return out;
+}
+
+absl::string_view StatusName(ComplianceStatus s) {
+  switch (s) {
+    case smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT: return "COMPLIANT";
+    case smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT: return "NON_COMPLIANT";
+    case smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN: return "UNKNOWN";
+    case smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE: return "NOT_APPLICABLE";
+    case smbfleet::v1::COMPLIANCE_STATUS_WAIVED: return "WAIVED";
+    case smbfleet::v1::COMPLIANCE_STATUS_ERROR: return "ERROR";
+    default: return "UNSPECIFIED";
+  }
+}
+
+}  // namespace smbfleet::policy

@@ -1,0 +1,54 @@
+#ifndef SMBFLEET_POLICY_GLOB_H_
+#define SMBFLEET_POLICY_GLOB_H_
+
+// Case-insensitive shell-style patterns for share names, paths, host names and label values:
+// `*` any run, `?` one character, `[abc]`, `[a-z]`, `[!x]` a set. Nothing else is special, so a
+// Windows path pattern such as "*\backup\*" means what it says.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace smbfleet::policy {
+
+class Glob {
+ public:
+  // InvalidArgument naming what is wrong (empty pattern, unterminated or empty set).
+  static absl::StatusOr<Glob> Compile(absl::string_view pattern);
+
+  bool Matches(absl::string_view text) const;
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  // Most patterns are "name", "prefix*", "*suffix" or "*part*": matched without backtracking.
+  enum class Shape { kLiteral, kPrefix, kSuffix, kContains, kGeneral };
+
+  Glob(std::string pattern, std::string lowered, Shape shape, std::string core)
+      : pattern_(std::move(pattern)),
+        lowered_(std::move(lowered)),
+        shape_(shape),
+        core_(std::move(core)) {}
+
+  std::string pattern_;  // as written
+  std::string lowered_;  // ASCII-lowercased
+  Shape shape_;
+  std::string core_;  // the literal part for the simple shapes
+};
+
+// Matches when any of its patterns matches; an empty list matches nothing.
+class GlobList {
+ public:
+  void Add(Glob g) { globs_.push_back(std::move(g)); }
+  bool Matches(absl::string_view text) const;
+  bool empty() const { return globs_.empty(); }
+  const std::vector<Glob>& globs() const { return globs_; }
+
+ private:
+  std::vector<Glob> globs_;
+};
+
+}  // namespace smbfleet::policy
+
+#endif  // SMBFLEET_POLICY_GLOB_H_

@@ -1,0 +1,425 @@
+#include "policy/plan.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+#include "policy/plan_cost.h"
+
+namespace smbfleet::policy {
+namespace {
+
+using smbfleet::v1::AffectedClient;
+using smbfleet::v1::Dialect;
+using smbfleet::v1::Event;
+using smbfleet::v1::Impact;
+using smbfleet::v1::PlanStep;
+using smbfleet::v1::Posture;
+using smbfleet::v1::Session;
+
+bool Lt(Dialect d, Dialect limit) { return d != smbfleet::v1::DIALECT_UNSPECIFIED && d < limit; }
+
+bool IsServerEvent(const Event& e) {
+  std::string where = absl::AsciiStrToLower(e.channel().empty() ? e.provider() : e.channel());
+  return absl::StrContains(where, "smbserver");
+}
+
+std::string DialectText(Dialect d) { return std::string(DialectName(d)); }
+
+bool SessionUsesShare(const Posture& p, const Session& s, absl::string_view share,
+                      bool* known) {
+  *known = s.shares_size() > 0;
+  for (const auto& t : s.shares()) {
+    if (absl::EqualsIgnoreCase(t.name(), share)) return true;
+  }
+  // Windows sessions carry no tree connects; open files name the share of a session.
+  for (const auto& f : p.open_files()) {
+    if (f.session_id() != s.session_id()) continue;
+    *known = true;
+    if (absl::EqualsIgnoreCase(f.share_name(), share)) return true;
+  }
+  return false;
+}
+
+// Collects the clients one step would refuse, without duplicates.
+class ImpactBuilder {
+ public:
+  ImpactBuilder(const PlanStep& step, Impact* impact) : step_(step), impact_(impact) {}
+
+  void FromSession(const Session& s, std::string reason, absl::string_view share = "") {
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_SESSION, s.client_name(),
+                            s.client_address(), s.user(), s.session_id());
+    if (c == nullptr) return;
+    c->set_reason(std::move(reason));
+    c->set_share(std::string(share));
+    c->set_dialect(s.dialect());
+    c->set_session_id(s.session_id());
+    c->set_evidence(absl::StrCat("session ", s.session_id(), " from ", s.client_address(),
+                                 " dialect ", DialectName(s.dialect()),
+                                 s.guest() ? " guest" : "", s.anonymous() ? " anonymous" : ""));
+  }
+
+  void FromEvent(const Event& e, std::string reason) {
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_EVENT, e.client_name(),
+                            e.client_address(), e.user(), absl::StrCat("event:", e.event_id()));
+    if (c == nullptr) return;
+    c->set_reason(std::move(reason));
+    c->set_share(e.share_name());
+    std::string when = e.has_time() ? google::protobuf::util::TimeUtil::ToString(e.time()) : "";
+    c->set_evidence(absl::StrCat("event ", e.event_id(), e.channel().empty() ? "" : " in ",
+                                 e.channel(), when.empty() ? "" : " at ", when));
+  }
+
+  void FromPeer(const PeerConnection& pc, std::string reason) {
+    const auto& conn = pc.connection;
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_PEER_CONNECTION, pc.reporter, "",
+                            conn.user(), absl::StrCat("peer:", conn.share_name()));
+    if (c == nullptr) return;
+    c->set_reason(std::move(reason));
+    c->set_share(conn.share_name());
+    c->set_reporter(pc.reporter);
+    c->set_dialect(conn.dialect());
+    c->set_evidence(absl::StrCat(
+        pc.reporter, " reports a connection to ", conn.server_name(), "\\", conn.share_name(),
+        " dialect ", conn.dialect_raw().empty() ? DialectText(conn.dialect()) : conn.dialect_raw(),
+        " signed=", conn.has_signed_() ? (conn.signed_() ? "true" : "false") : "unknown",
+        " encrypted=", conn.has_encrypted() ? (conn.encrypted() ? "true" : "false") : "unknown"));
+  }
+
+  void FromOwnConnection(const smbfleet::v1::Connection& conn, std::string reason) {
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION, conn.server_name(), "",
+                            conn.user(), absl::StrCat("own:", conn.share_name()));
+    if (c == nullptr) return;
+    c->set_reason(std::move(reason));
+    c->set_share(conn.share_name());
+    c->set_dialect(conn.dialect());
+    c->set_evidence(absl::StrCat("this host's connection to \\\\", conn.server_name(), "\\",
+                                 conn.share_name(), " signed=",
+                                 conn.has_signed_() ? (conn.signed_() ? "true" : "false")
+                                                    : "unknown"));
+  }
+
+ private:
+  AffectedClient* Add(smbfleet::v1::ImpactSource source, const std::string& name,
+                      const std::string& address, const std::string& user,
+                      const std::string& discriminator) {
+    auto key = std::make_tuple(static_cast<int>(source), name, address, user, discriminator);
+    if (!seen_.insert(key).second) return nullptr;
+    AffectedClient* c = impact_->add_clients();
+    c->set_setting(step_.share().empty() ? step_.setting()
+                                         : absl::StrCat(step_.setting(), "[", step_.share(), "]"));
+    c->set_source(source);
+    c->set_client_name(name);
+    c->set_client_address(address);
+    c->set_user(user);
+    return c;
+  }
+
+  const PlanStep& step_;
+  Impact* impact_;
+  std::set<std::tuple<int, std::string, std::string, std::string, std::string>> seen_;
+};
+
+bool PlanSets(const std::vector<PlanStep>& steps, absl::string_view setting,
+              absl::string_view value, absl::string_view share = "") {
+  for (const PlanStep& s : steps) {
+    if (s.setting() == setting && s.value() == value && (share.empty() || s.share() == share)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// After the plan, does an encrypted share refuse clients that cannot encrypt?
+bool RejectsAfterPlan(const Posture& p, const std::vector<PlanStep>& steps) {
+  if (p.host().platform() == smbfleet::v1::PLATFORM_SAMBA) return true;  // smb encrypt = required
+  if (PlanSets(steps, "server.rejectUnencryptedAccess", "true")) return true;
+  // Windows default is true; unknown is treated as true so that impact is not understated.
+  return !p.server().has_reject_unencrypted_access() || p.server().reject_unencrypted_access();
+}
+
+bool EncryptedAfterPlan(const Posture& p, const std::vector<PlanStep>& steps,
+                        const smbfleet::v1::Share& share) {
+  if (p.server().encrypt_data() || share.encrypt_data()) return true;
+  return PlanSets(steps, "server.encryptData", "true") ||
+         PlanSets(steps, "share.encryptData", "true", share.name());
+}
+
+void RefusedWithoutEncryption(const Posture& p, absl::string_view share,
+                              absl::Span<const PeerConnection> peers, ImpactBuilder* b) {
+  for (const Session& s : p.sessions()) {
+    if (!Lt(s.dialect(), smbfleet::v1::DIALECT_SMB_3_0)) continue;
+    bool known = false;
+    if (share.empty()) {
+      b->FromSession(s, absl::StrCat("dialect ", DialectName(s.dialect()),
+                                     " cannot encrypt (needs SMB 3.0+)"));
+    } else if (SessionUsesShare(p, s, share, &known)) {
+      b->FromSession(s,
+                     absl::StrCat("dialect ", DialectName(s.dialect()),
+                                  " cannot encrypt (needs SMB 3.0+): refused on ", share),
+                     share);
+    } else if (!known) {
+      b->FromSession(s,
+                     absl::StrCat("dialect ", DialectName(s.dialect()),
+                                  " cannot encrypt; the posture does not say which shares it "
+                                  "uses, so it may be refused on ",
+                                  share),
+                     share);
+    }
+  }
+  for (const Event& e : p.events()) {
+    if (e.kind() != "client_no_encryption") continue;
+    if (!share.empty() && !e.share_name().empty() && !absl::EqualsIgnoreCase(e.share_name(), share)) {
+      continue;
+    }
+    b->FromEvent(e, "audit event: client does not support encryption");
+  }
+  for (const PeerConnection& pc : peers) {
+    const auto& c = pc.connection;
+    if (!share.empty() && !absl::EqualsIgnoreCase(c.share_name(), share)) continue;
+    if (c.has_encrypted() && c.encrypted()) continue;
+    if (Lt(c.dialect(), smbfleet::v1::DIALECT_SMB_3_0)) {
+      b->FromPeer(pc, absl::StrCat("unencrypted connection with dialect ",
+                                   DialectName(c.dialect()), ": cannot encrypt, refused"));
+    } else if (c.dialect() == smbfleet::v1::DIALECT_UNSPECIFIED) {
+      b->FromPeer(pc, "unencrypted connection of unknown dialect: refused if below SMB 3.0");
+    }
+  }
+}
+
+void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep>& steps,
+              absl::Span<const PeerConnection> peers, Impact* impact) {
+  ImpactBuilder b(step, impact);
+  const std::string& setting = step.setting();
+  if (setting == "server.smb1Enabled" && step.value() == "false") {
+    for (const Session& s : p.sessions()) {
+      if (s.dialect() == smbfleet::v1::DIALECT_SMB1) b.FromSession(s, "SMB1 session");
+    }
+    for (const Event& e : p.events()) {
+      if (e.kind() == "smb1_access") b.FromEvent(e, "audit event: client used SMB1");
+    }
+    for (const PeerConnection& pc : peers) {
+      if (pc.connection.dialect() == smbfleet::v1::DIALECT_SMB1) {
+        b.FromPeer(pc, "SMB1 connection");
+      }
+    }
+  } else if (setting == "server.requireSigning" && step.value() == "true") {
+    for (const Session& s : p.sessions()) {
+      if (s.guest() || s.anonymous()) {
+        b.FromSession(s, absl::StrCat(s.guest() ? "guest" : "anonymous",
+                                      " session: has no session key to sign with"));
+      } else if (s.dialect() == smbfleet::v1::DIALECT_SMB1 &&
+                 s.signing() != smbfleet::v1::PROTECTION_FULL) {
+        b.FromSession(s, "SMB1 session without signing");
+      }
+    }
+    for (const Event& e : p.events()) {
+      if (e.kind() == "client_no_signing") {
+        b.FromEvent(e, "audit event: client does not support signing");
+      } else if (e.kind() == "guest_logon" && IsServerEvent(e)) {
+        b.FromEvent(e, "audit event: guest logon; a guest session cannot sign");
+      }
+    }
+    for (const PeerConnection& pc : peers) {
+      const auto& c = pc.connection;
+      if (c.has_signed_() && !c.signed_() && !(c.has_encrypted() && c.encrypted())) {
+        b.FromPeer(pc, "unsigned connection today: must sign; refused if it cannot (guest, "
+                       "SMB1 or signing disabled)");
+      }
+    }
+  } else if (setting == "share.encryptData" && step.value() == "true") {
+    if (RejectsAfterPlan(p, steps)) RefusedWithoutEncryption(p, step.share(), peers, &b);
+  } else if (setting == "server.encryptData" && step.value() == "true") {
+    if (RejectsAfterPlan(p, steps)) RefusedWithoutEncryption(p, "", peers, &b);
+  } else if (setting == "server.rejectUnencryptedAccess" && step.value() == "true") {
+    if (p.server().encrypt_data() || PlanSets(steps, "server.encryptData", "true")) {
+      RefusedWithoutEncryption(p, "", peers, &b);
+    } else {
+      for (const auto& share : p.shares()) {
+        if (EncryptedAfterPlan(p, steps, share)) {
+          RefusedWithoutEncryption(p, share.name(), peers, &b);
+        }
+      }
+    }
+  } else if (setting == "server.minDialect") {
+    Dialect min;
+    if (ParseDialectName(step.value(), &min)) {
+      for (const Session& s : p.sessions()) {
+        if (Lt(s.dialect(), min)) {
+          b.FromSession(s, absl::StrCat("dialect ", DialectName(s.dialect()), " below ",
+                                        DialectName(min)));
+        }
+      }
+      for (const PeerConnection& pc : peers) {
+        if (Lt(pc.connection.dialect(), min)) {
+          b.FromPeer(pc, absl::StrCat("connection with dialect ",
+                                      DialectName(pc.connection.dialect()), " below ",
+                                      DialectName(min)));
+        }
+      }
+    }
+  } else if (setting == "client.requireSigning" && step.value() == "true") {
+    for (const auto& c : p.connections()) {
+      if (c.has_signed_() && !c.signed_() && !(c.has_encrypted() && c.encrypted())) {
+        b.FromOwnConnection(c, "unsigned connection to this server: refused if the server "
+                               "cannot sign (guest access, SMB1, old NAS)");
+      }
+    }
+  } else if (setting == "client.enableInsecureGuestLogons" && step.value() == "false") {
+    for (const Event& e : p.events()) {
+      if (e.kind() == "guest_logon" && !IsServerEvent(e)) {
+        b.FromEvent(e, "audit event: this client logged on as guest; it will be refused");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<PeerConnection> PeerConnectionsTowards(const smbfleet::v1::HostInfo& host,
+                                                   absl::Span<const PeerConnection> all) {
+  std::string short_fqdn = host.fqdn().substr(0, host.fqdn().find('.'));
+  std::vector<PeerConnection> out;
+  for (const PeerConnection& pc : all) {
+    absl::string_view name = pc.connection.server_name();
+    if (name.empty()) continue;
+    if ((!host.hostname().empty() && absl::EqualsIgnoreCase(name, host.hostname())) ||
+        (!host.fqdn().empty() && absl::EqualsIgnoreCase(name, host.fqdn())) ||
+        (!short_fqdn.empty() && absl::EqualsIgnoreCase(name, short_fqdn))) {
+      out.push_back(pc);
+    }
+  }
+  return out;
+}
+
+std::string CurrentSettingValue(const SettingInfo& setting, const Posture& p,
+                                absl::string_view share) {
+  const FieldInfo* f = LookupField(setting.name);
+  if (f == nullptr) return "";
+  Observed v;
+  if (f->scope == FieldScope::kShare) {
+    for (const auto& s : p.shares()) {
+      if (s.name() == share) v = ReadShareField(f->field, p, s);
+    }
+  } else {
+    v = ReadHostField(f->field, p);
+  }
+  return v.known ? FormatValue(f->type, v.value) : "";
+}
+
+smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Posture& p,
+                                              const smbfleet::v1::HostEvaluation& evaluation,
+                                              absl::Span<const PeerConnection> peers,
+                                              absl::Time now) {
+  smbfleet::v1::RemediationPlan plan;
+  plan.set_hostname(evaluation.hostname());
+  plan.set_policy_name(policy.name);
+  plan.set_policy_version(policy.version);
+  int64_t secs = absl::ToUnixSeconds(now);
+  plan.mutable_planned_at()->set_seconds(secs);
+
+  std::vector<PlanStep> steps;
+  std::set<std::string> planned_rules, manual_rules;
+  for (const auto& res : evaluation.results()) {
+    if (res.status() != smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT) continue;
+    const Rule* rule = nullptr;
+    for (const Rule& r : policy.rules) {
+      if (r.id == res.rule_id()) rule = &r;
+    }
+    if (rule == nullptr) continue;  // evaluated with another policy version
+    if (rule->remediation.empty()) {
+      manual_rules.insert(rule->id);
+      continue;
+    }
+    bool contributed = false;
+    for (const RemediationStep& rs : rule->remediation) {
+      if (!rs.platforms.empty() &&
+          std::find(rs.platforms.begin(), rs.platforms.end(), p.host().platform()) ==
+              rs.platforms.end()) {
+        continue;
+      }
+      const SettingInfo& info = InfoOf(rs.setting);
+      std::string share = info.scope == SettingScope::kShare ? res.share() : "";
+      auto existing = std::find_if(steps.begin(), steps.end(), [&](const PlanStep& s) {
+        return s.setting() == info.name && s.share() == share;
+      });
+      if (existing != steps.end()) {
+        bool listed = false;
+        for (const auto& id : existing->rule_ids()) listed = listed || id == rule->id;
+        if (!listed) existing->add_rule_ids(rule->id);
+        contributed = true;
+        continue;
+      }
+      std::string current = CurrentSettingValue(info, p, share);
+      if (info.scope == SettingScope::kShare) {
+        // The share's own flag, not the computed "encrypted" view.
+        for (const auto& s : p.shares()) {
+          if (s.name() != share) continue;
+          if (info.key == SettingKey::kShareEncryptData) {
+            current = s.has_encrypt_data() ? (s.encrypt_data() ? "true" : "false") : "";
+          } else if (info.key == SettingKey::kShareCompressData) {
+            current = s.has_compress_data() ? (s.compress_data() ? "true" : "false") : "";
+          }
+        }
+      }
+      if (current == rs.value) continue;  // already there
+      if (rs.phase == smbfleet::v1::PLAN_PHASE_AUDIT && current.empty()) {
+        continue;  // the audit switch does not exist on this build
+      }
+      PlanStep step;
+      step.set_setting(std::string(info.name));
+      step.set_share(share);
+      step.set_expected_current(current);
+      step.set_value(rs.value);
+      step.set_rollback_value(current);
+      step.set_phase(rs.phase);
+      step.add_rule_ids(rule->id);
+      step.set_reason(current.empty()
+                          ? absl::StrCat(rule->title, " (current value unknown: rollback uses "
+                                                      "the value the agent journals)")
+                          : rule->title);
+      steps.push_back(std::move(step));
+      contributed = true;
+    }
+    if (contributed) {
+      planned_rules.insert(rule->id);
+    } else {
+      manual_rules.insert(rule->id);
+    }
+  }
+  // Audit first, then protect (e.g. encrypt a share), then require (reject unencrypted,
+  // require signing), then switch legacy off. Stable: rule order within a phase.
+  std::stable_sort(steps.begin(), steps.end(), [](const PlanStep& a, const PlanStep& b) {
+    return a.phase() < b.phase();
+  });
+  Impact* impact = plan.mutable_impact();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    steps[i].set_order(static_cast<uint32_t>(i + 1));
+    ImpactOf(steps[i], p, steps, peers, impact);
+  }
+  std::set<std::pair<std::string, std::string>> clients;
+  uint32_t sessions = 0;
+  std::set<std::string> session_ids;
+  for (const auto& c : impact->clients()) {
+    clients.insert({c.client_name(), c.client_address()});
+    if (c.source() == smbfleet::v1::IMPACT_SOURCE_SESSION &&
+        session_ids.insert(c.session_id()).second) {
+      ++sessions;
+    }
+  }
+  impact->set_refused_sessions(sessions);
+  impact->set_refused_clients(static_cast<uint32_t>(clients.size()));
+  *impact->mutable_cost() = PredictPlanCost(p, steps);
+  for (auto& s : steps) *plan.add_steps() = std::move(s);
+  for (const auto& id : planned_rules) plan.add_rule_ids(id);
+  for (const auto& id : manual_rules) {
+    if (!planned_rules.count(id)) plan.add_not_remediable(id);
+  }
+  return plan;
+}
+
+}  // namespace smbfleet::policy

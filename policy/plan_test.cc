@@ -1,0 +1,257 @@
+#include "policy/plan.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "policy/evaluate.h"
+
+namespace smbfleet::policy {
+namespace {
+
+using smbfleet::v1::AffectedClient;
+using smbfleet::v1::Posture;
+using smbfleet::v1::RemediationPlan;
+
+const absl::Time kNow = absl::FromUnixSeconds(1796000000);
+
+Policy Baseline() {
+  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto p = ParsePolicy("baseline.yaml", ss.str());
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+// Server 2022 with SMB1 on, signing not required, an unencrypted Finance share and clients
+// that would break.
+Posture LegacyWindows() {
+  Posture p;
+  auto* h = p.mutable_host();
+  h->set_hostname("fs01");
+  h->set_fqdn("fs01.corp.example");
+  h->set_platform(smbfleet::v1::PLATFORM_WINDOWS);
+  h->set_os_version("10.0.20348");
+  auto* s = p.mutable_server();
+  s->set_smb1_enabled(true);
+  s->set_audit_smb1_access(false);
+  s->set_require_signing(false);
+  s->set_encrypt_data(false);
+  s->set_reject_unencrypted_access(true);
+  s->set_name_hardening_level(0);
+  s->set_null_session_shares_known(true);
+  auto* c = p.mutable_client();
+  c->set_smb1_enabled(false);
+  c->set_require_signing(true);
+  c->set_enable_insecure_guest_logons(false);
+  auto* fin = p.add_shares();
+  fin->set_name("Finance");
+  fin->set_path("D:\\Finance");
+  fin->set_encrypt_data(false);
+  auto* pub = p.add_shares();
+  pub->set_name("Public");
+  pub->set_encrypt_data(false);
+
+  auto* smb1 = p.add_sessions();
+  smb1->set_session_id("101");
+  smb1->set_client_address("10.0.0.50");
+  smb1->set_client_name("SCANNER01");
+  smb1->set_user("CORP\\scan");
+  smb1->set_dialect(smbfleet::v1::DIALECT_SMB1);
+  auto* guest = p.add_sessions();
+  guest->set_session_id("102");
+  guest->set_client_address("10.0.0.51");
+  guest->set_client_name("KIOSK");
+  guest->set_user("Guest");
+  guest->set_guest(true);
+  guest->set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+  auto* old = p.add_sessions();
+  old->set_session_id("103");
+  old->set_client_address("10.0.0.52");
+  old->set_client_name("WIN7-ACCT");
+  old->set_user("CORP\\ann");
+  old->set_dialect(smbfleet::v1::DIALECT_SMB_2_1);
+  auto* modern = p.add_sessions();
+  modern->set_session_id("104");
+  modern->set_client_address("10.0.0.53");
+  modern->set_client_name("WS-NEW");
+  modern->set_user("CORP\\bob");
+  modern->set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+  auto* of = p.add_open_files();
+  of->set_session_id("103");
+  of->set_share_name("Finance");
+  of->set_path("D:\\Finance\\q3.xlsx");
+
+  auto* ev = p.add_events();
+  ev->set_event_id(3021);
+  ev->set_channel("Microsoft-Windows-SMBServer/Audit");
+  ev->set_kind("client_no_signing");
+  ev->set_client_address("10.0.0.60");
+  ev->set_client_name("NAS-BACKUP");
+  ev->mutable_time()->set_seconds(1795990000);
+  return p;
+}
+
+std::vector<const AffectedClient*> For(const RemediationPlan& plan, const std::string& setting) {
+  std::vector<const AffectedClient*> out;
+  for (const auto& c : plan.impact().clients()) {
+    if (c.setting() == setting) out.push_back(&c);
+  }
+  return out;
+}
+
+bool Names(const std::vector<const AffectedClient*>& cs, const std::string& name) {
+  for (const auto* c : cs) {
+    if (c->client_name() == name) return true;
+  }
+  return false;
+}
+
+TEST(PlanTest, StepsAreOrderedAuditProtectRequireDisable) {
+  Policy policy = Baseline();
+  Posture p = LegacyWindows();
+  auto eval = EvaluateHost(policy, p, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, p, eval, {}, kNow);
+  std::vector<std::string> order;
+  for (const auto& s : plan.steps()) {
+    order.push_back(s.share().empty() ? s.setting() : s.setting() + "[" + s.share() + "]");
+  }
+  // auditClientDoesNotSupport* are not reported on Server 2022: not planned. Reject is on.
+  std::vector<std::string> want = {"server.auditSmb1Access", "share.encryptData[Finance]",
+                                   "server.requireSigning", "server.smb1Enabled"};
+  EXPECT_EQ(order, want);
+  for (int i = 0; i < plan.steps_size(); ++i) EXPECT_EQ(plan.steps(i).order(), i + 1u);
+  const auto& sign = plan.steps(2);
+  EXPECT_EQ(sign.expected_current(), "false");
+  EXPECT_EQ(sign.value(), "true");
+  EXPECT_EQ(sign.rollback_value(), "false");
+  EXPECT_EQ(sign.phase(), smbfleet::v1::PLAN_PHASE_REQUIRE);
+  EXPECT_EQ(sign.rule_ids(0), "server-signing-required");
+  // Both share rules are fixed by one encryptData step.
+  EXPECT_EQ(plan.steps(1).rule_ids_size(), 2);
+  // SPN hardening has no typed setting, and old clients must be upgraded: a person does it.
+  ASSERT_EQ(plan.not_remediable_size(), 2);
+  EXPECT_EQ(plan.not_remediable(0), "no-sessions-below-3-0");
+  EXPECT_EQ(plan.not_remediable(1), "spn-name-hardening");
+  for (const auto& s : plan.steps()) {
+    EXPECT_TRUE(LookupSetting(s.setting()).ok()) << s.setting();
+  }
+}
+
+TEST(PlanTest, ImpactNamesTheClientsThatWouldBreak) {
+  Policy policy = Baseline();
+  Posture p = LegacyWindows();
+  auto eval = EvaluateHost(policy, p, {}, kNow);
+  PeerConnection unsigned_peer{"ws17", {}};
+  unsigned_peer.connection.set_server_name("FS01.corp.example");
+  unsigned_peer.connection.set_share_name("Public");
+  unsigned_peer.connection.set_user("CORP\\carl");
+  unsigned_peer.connection.set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+  unsigned_peer.connection.set_signed_(false);
+  unsigned_peer.connection.set_encrypted(false);
+  PeerConnection other_server{"ws18", {}};
+  other_server.connection.set_server_name("fs02");
+  other_server.connection.set_signed_(false);
+  std::vector<PeerConnection> all = {unsigned_peer, other_server};
+  auto towards = PeerConnectionsTowards(p.host(), all);
+  ASSERT_EQ(towards.size(), 1u);
+  RemediationPlan plan = PlanRemediation(policy, p, eval, towards, kNow);
+
+  auto smb1 = For(plan, "server.smb1Enabled");
+  ASSERT_EQ(smb1.size(), 1u);
+  EXPECT_EQ(smb1[0]->client_name(), "SCANNER01");
+  EXPECT_EQ(smb1[0]->client_address(), "10.0.0.50");
+  EXPECT_EQ(smb1[0]->user(), "CORP\\scan");
+  EXPECT_EQ(smb1[0]->source(), smbfleet::v1::IMPACT_SOURCE_SESSION);
+
+  auto sign = For(plan, "server.requireSigning");
+  EXPECT_TRUE(Names(sign, "KIOSK"));       // guest session
+  EXPECT_TRUE(Names(sign, "SCANNER01"));   // SMB1 unsigned
+  EXPECT_TRUE(Names(sign, "NAS-BACKUP"));  // audit event 3021
+  EXPECT_TRUE(Names(sign, "ws17"));        // unsigned connection another agent reported
+  EXPECT_FALSE(Names(sign, "WS-NEW"));     // SMB 3.1.1 signs fine
+  for (const auto* c : sign) {
+    if (c->client_name() == "ws17") {
+      EXPECT_EQ(c->source(), smbfleet::v1::IMPACT_SOURCE_PEER_CONNECTION);
+      EXPECT_EQ(c->reporter(), "ws17");
+      EXPECT_NE(c->evidence().find("signed=false"), std::string::npos) << c->evidence();
+    }
+    if (c->client_name() == "NAS-BACKUP") {
+      EXPECT_NE(c->evidence().find("event 3021"), std::string::npos) << c->evidence();
+    }
+  }
+
+  auto enc = For(plan, "share.encryptData[Finance]");
+  EXPECT_TRUE(Names(enc, "WIN7-ACCT"));  // SMB 2.1 on Finance (from its open files)
+  EXPECT_FALSE(Names(enc, "WS-NEW"));
+  EXPECT_FALSE(Names(enc, "KIOSK"));
+  EXPECT_EQ(plan.impact().refused_clients(), 5u);
+  EXPECT_EQ(plan.impact().refused_sessions(), 3u);
+  EXPECT_FALSE(plan.impact().cost().summary().empty());
+}
+
+TEST(PlanTest, MinDialectImpactAndCompliantHostHasNoPlan) {
+  Policy policy = Baseline();
+  Posture samba;
+  samba.mutable_host()->set_hostname("nas1");
+  samba.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+  samba.mutable_server()->set_min_dialect(smbfleet::v1::DIALECT_SMB_2_0_2);
+  auto* s = samba.add_sessions();
+  s->set_session_id("7");
+  s->set_client_address("127.0.0.1");
+  s->set_user("probeuser");
+  s->set_dialect(smbfleet::v1::DIALECT_SMB_3_0);
+  auto eval = EvaluateHost(policy, samba, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, samba, eval, {}, kNow);
+  auto min = For(plan, "server.minDialect");
+  ASSERT_EQ(min.size(), 1u);
+  EXPECT_EQ(min[0]->session_id(), "7");
+  EXPECT_NE(min[0]->reason().find("SMB_3_0 below SMB_3_1_1"), std::string::npos);
+
+  // A waived failure is not planned.
+  Posture p = LegacyWindows();
+  smbfleet::v1::Waiver w;
+  w.set_id("W-9");
+  w.set_rule_id("*");
+  w.set_host("fs01");
+  w.set_justification("decommissioned next week");
+  w.set_approved_by("ciso");
+  w.mutable_expires_at()->set_seconds(absl::ToUnixSeconds(kNow + absl::Hours(48)));
+  eval = EvaluateHost(policy, p, {w}, kNow);
+  plan = PlanRemediation(policy, p, eval, {}, kNow);
+  EXPECT_EQ(plan.steps_size(), 0);
+  EXPECT_EQ(plan.impact().clients_size(), 0);
+}
+
+TEST(PlanTest, SambaShareEncryptionDoesNotPlanAGlobalReject) {
+  Policy policy = Baseline();
+  Posture samba;
+  samba.mutable_host()->set_hostname("nas1");
+  samba.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+  samba.mutable_server()->set_encrypt_data(false);
+  samba.mutable_server()->set_reject_unencrypted_access(false);
+  auto* sh = samba.add_shares();
+  sh->set_name("backup");
+  sh->set_path("/srv/backup");
+  sh->set_encrypt_data(false);
+  auto* s = samba.add_sessions();
+  s->set_session_id("9");
+  s->set_client_address("127.0.0.1");
+  s->set_dialect(smbfleet::v1::DIALECT_SMB_2_1);
+  s->add_shares()->set_name("backup");
+  auto eval = EvaluateHost(policy, samba, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, samba, eval, {}, kNow);
+  bool share_step = false;
+  for (const auto& st : plan.steps()) {
+    EXPECT_NE(st.setting(), "server.rejectUnencryptedAccess");
+    share_step = share_step || (st.setting() == "share.encryptData" && st.share() == "backup");
+  }
+  EXPECT_TRUE(share_step);
+  auto enc = For(plan, "share.encryptData[backup]");
+  ASSERT_EQ(enc.size(), 1u);
+  EXPECT_EQ(enc[0]->session_id(), "9");
+}
+
+}  // namespace
+}  // namespace smbfleet::policy

@@ -1,0 +1,116 @@
+#ifndef SMBFLEET_POLICY_POLICY_H_
+#define SMBFLEET_POLICY_POLICY_H_
+
+// The policy model: what a policy file (policy/README.md) says once it has been validated.
+// ParsePolicy() is strict: every unknown key, wrong type, bad pattern, unknown field or setting
+// is reported at once with file and line.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "policy/fields.h"
+#include "policy/glob.h"
+#include "policy/settings.h"
+#include "smbfleet/v1/policy.pb.h"
+#include "smbfleet/v1/posture.pb.h"
+
+namespace smbfleet::policy {
+
+inline constexpr absl::string_view kPolicyApiVersion = "smbfleet/policy/v1";
+
+struct LabelMatch {
+  std::string key;
+  Glob value;
+};
+
+// One alternative of `appliesTo`; every criterion given must hold.
+struct HostSelector {
+  std::vector<smbfleet::v1::Platform> platforms;  // empty = any platform
+  std::optional<uint32_t> windows_build_at_least;
+  std::optional<uint32_t> windows_build_below;
+  std::vector<LabelMatch> host_labels;
+  GlobList hostnames;
+};
+
+enum class Op : uint8_t { kEquals, kAtLeast, kAtMost, kEmpty, kNotEmpty };
+
+struct Expectation {
+  Field field;
+  Op op;
+  uint32_t value = 0;  // bools 0/1, dialect enum numbers, plain numbers
+};
+
+// Checks on the live sessions (observed, not configured).
+struct SessionCheck {
+  std::optional<smbfleet::v1::Dialect> dialect_at_least;
+  bool no_guest = false;
+  bool no_anonymous = false;
+  bool active() const { return dialect_at_least.has_value() || no_guest || no_anonymous; }
+};
+
+struct RemediationStep {
+  SettingKey setting;
+  std::string value;  // normalised (NormalizeSettingValue)
+  smbfleet::v1::PlanPhase phase;
+  std::vector<smbfleet::v1::Platform> platforms;  // empty = every platform
+};
+
+struct Rule {
+  std::string id;
+  std::string title;
+  std::string description;
+  smbfleet::v1::Severity severity = smbfleet::v1::SEVERITY_MEDIUM;
+  smbfleet::v1::CisReference cis;
+  std::vector<HostSelector> applies_to;  // any of them; empty = every host
+  // Share rules (share_scoped) yield one result per selected share.
+  bool share_scoped = false;
+  std::vector<int> share_classes;  // indexes into Classification::classes; empty = any
+  GlobList share_names;            // empty = any name
+  bool include_special_shares = false;
+  std::vector<Expectation> expect;
+  SessionCheck sessions;
+  std::vector<RemediationStep> remediation;
+};
+
+struct ClassificationRule {
+  std::string name;
+  int class_index = 0;
+  GlobList share_names;
+  GlobList paths;
+  std::vector<LabelMatch> host_labels;
+  GlobList hostnames;
+};
+
+struct ClassificationOverride {
+  std::string name;  // "override:<n>" unless named
+  Glob host;
+  Glob share;
+  int class_index = 0;
+};
+
+struct Classification {
+  std::vector<std::string> classes;
+  int default_class = 0;
+  std::vector<ClassificationRule> rules;
+  std::vector<ClassificationOverride> overrides;
+  int IndexOf(absl::string_view name) const;  // -1 when unknown
+};
+
+struct Policy {
+  std::string name;
+  std::string version;
+  std::string description;
+  Classification classification;
+  std::vector<Rule> rules;
+  std::vector<smbfleet::v1::Waiver> waivers;  // waivers written in the policy file
+};
+
+// `file` names the input in errors; `text` is the YAML.
+absl::StatusOr<Policy> ParsePolicy(const std::string& file, const std::string& text);
+
+}  // namespace smbfleet::policy
+
+#endif  // SMBFLEET_POLICY_POLICY_H_

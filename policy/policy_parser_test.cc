@@ -1,0 +1,176 @@
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "policy/policy.h"
+
+namespace smbfleet::policy {
+namespace {
+
+std::string Baseline() {
+  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+constexpr char kHeader[] = R"(apiVersion: smbfleet/policy/v1
+name: t
+version: "1"
+)";
+
+TEST(PolicyParserTest, BaselineParsesAndCoversTheIssue) {
+  std::string text = Baseline();
+  ASSERT_FALSE(text.empty());
+  auto p = ParsePolicy("baseline.yaml", text);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->name, "baseline");
+  EXPECT_FALSE(p->version.empty());
+  std::set<std::string> ids;
+  for (const Rule& r : p->rules) ids.insert(r.id);
+  for (const char* id :
+       {"smb1-server-disabled", "smb1-client-disabled", "server-signing-required",
+        "client-signing-required", "client-insecure-guest-logons-disabled",
+        "classified-shares-encrypted", "classified-shares-reject-unencrypted",
+        "min-dialect-3-1-1", "no-sessions-below-3-0", "audit-client-no-encryption",
+        "audit-client-no-signing", "spn-name-hardening", "no-null-session-shares",
+        "wan-compression"}) {
+    EXPECT_TRUE(ids.count(id)) << id;
+  }
+  for (const Rule& r : p->rules) {
+    if (r.id == "server-signing-required") {
+      EXPECT_EQ(r.cis.ws2022(), "2.3.9.2");
+      ASSERT_EQ(r.remediation.size(), 2u);
+      EXPECT_EQ(r.remediation[0].phase, smbfleet::v1::PLAN_PHASE_AUDIT);
+    }
+    if (r.id == "classified-shares-encrypted") {
+      EXPECT_TRUE(r.share_scoped);
+      EXPECT_EQ(r.share_classes.size(), 3u);
+    }
+  }
+  EXPECT_EQ(p->classification.classes[p->classification.default_class], "general");
+}
+
+struct BadCase {
+  const char* name;
+  const char* body;    // appended after the header
+  const char* expect;  // substring of the error
+};
+
+TEST(PolicyParserTest, ReportsProblemsWithLineAndExpectation) {
+  const BadCase cases[] = {
+      {"unknown top key", "colour: red\nrules: []\n", "t.yaml:4: colour: unknown key"},
+      {"no rules", "", "rules: required"},
+      {"unknown rule key",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: true}\n"
+       "    sevrity: high\n",
+       "t.yaml:8: rules[0].sevrity: unknown key (expected one of: id, title"},
+      {"wrong type",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: 3}\n",
+       "t.yaml:7: rules[0].expect.server.requireSigning: server.requireSigning is a boolean"},
+      {"unknown field",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigninq: true}\n",
+       "rules[0].expect.server.requireSigninq: unknown field"},
+      {"bad dialect",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.minDialect: {atLeast: 3.1.1}}\n",
+       "is a dialect: expected one of SMB1"},
+      {"atLeast on a bool",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: {atLeast: 1}}\n",
+       "atLeast needs a number or dialect field"},
+      {"bad pattern",
+       "classification:\n  classes: [general, pii]\n  default: general\n  rules:\n"
+       "    - {name: x, classification: pii, shareNames: [\"hr[\"]}\n"
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: true}\n",
+       "t.yaml:8: classification.rules[0].shareNames[0]: bad pattern: pattern 'hr['"},
+      {"unknown class",
+       "rules:\n  - id: a\n    title: A\n    shares: {classifications: [secret]}\n"
+       "    expect: {share.encrypted: true}\n",
+       "unknown classification 'secret'"},
+      {"share field without selector",
+       "rules:\n  - id: a\n    title: A\n    expect: {share.encrypted: true}\n",
+       "a share field needs a `shares:` selector"},
+      {"unknown setting",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: true}\n"
+       "    remediation: [{setting: server.signEverything, value: true, phase: require}]\n",
+       "setting 'server.signEverything' is not on the allowlist"},
+      {"bad setting value",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.minDialect: {atLeast: SMB_3_0}}\n"
+       "    remediation: [{setting: server.minDialect, value: SMB_9, phase: require}]\n",
+       "server.minDialect: expected one of SMB_2_0_2"},
+      {"bad phase",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: true}\n"
+       "    remediation: [{setting: server.requireSigning, value: true, phase: later}]\n",
+       "unknown phase 'later'"},
+      {"duplicate id",
+       "rules:\n  - {id: a, title: A, expect: {server.requireSigning: true}}\n"
+       "  - {id: a, title: B, expect: {server.smb1Enabled: false}}\n",
+       "duplicate rule id 'a'"},
+      {"bad platform",
+       "rules:\n  - {id: a, title: A, appliesTo: {platforms: [macos]}, "
+       "expect: {server.requireSigning: true}}\n",
+       "unknown platform 'macos'"},
+      {"waiver without expiry",
+       "rules:\n  - {id: a, title: A, expect: {server.requireSigning: true}}\n"
+       "waivers:\n  - {id: w1, rule: a, host: fs01, justification: legacy, approvedBy: bob}\n",
+       "waivers[0].expires: required"},
+      {"waiver for unknown rule",
+       "rules:\n  - {id: a, title: A, expect: {server.requireSigning: true}}\n"
+       "waivers:\n  - {id: w1, rule: b, host: fs01, justification: legacy, approvedBy: bob,"
+       " expires: \"2027-01-01T00:00:00Z\"}\n",
+       "unknown rule 'b'"},
+      {"rule without checks", "rules:\n  - {id: a, title: A}\n", "needs `expect:`"},
+  };
+  for (const BadCase& c : cases) {
+    auto p = ParsePolicy("t.yaml", std::string(kHeader) + c.body);
+    ASSERT_FALSE(p.ok()) << c.name;
+    EXPECT_NE(p.status().message().find(c.expect), std::string::npos)
+        << c.name << ": " << p.status().message();
+  }
+}
+
+TEST(PolicyParserTest, ListsEveryProblemAtOnce) {
+  auto p = ParsePolicy("t.yaml", std::string(kHeader) +
+                                     "rules:\n  - id: a\n    title: A\n"
+                                     "    expect: {server.requireSigning: maybe, bogus.x: 1}\n"
+                                     "    severity: huge\n");
+  ASSERT_FALSE(p.ok());
+  std::string m(p.status().message());
+  EXPECT_NE(m.find("3 problems"), std::string::npos) << m;
+  EXPECT_NE(m.find("bogus.x"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown severity 'huge'"), std::string::npos) << m;
+}
+
+TEST(PolicyParserTest, SyntaxErrorNamesLine) {
+  auto p = ParsePolicy("t.yaml", std::string(kHeader) + "rules: [\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("t.yaml:"), std::string::npos) << p.status();
+}
+
+TEST(PolicyParserTest, RejectsWrongApiVersionAndNonMapping) {
+  auto p = ParsePolicy("t.yaml", "apiVersion: v0\nname: t\nversion: '1'\nrules:\n"
+                                 "  - {id: a, title: A, expect: {server.requireSigning: true}}\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("unsupported 'v0'"), std::string::npos) << p.status();
+  auto q = ParsePolicy("t.yaml", "- just\n- a list\n");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("top level"), std::string::npos) << q.status();
+}
+
+TEST(PolicyParserTest, AcceptsAppliesToAlternatives) {
+  auto p = ParsePolicy("t.yaml", std::string(kHeader) + R"(rules:
+  - id: a
+    title: A
+    appliesTo:
+      anyOf:
+        - {platforms: [windows], windowsBuild: {atLeast: 26100}}
+        - {platforms: [samba], hostLabels: {site: "eu-*"}}
+    expect: {server.minDialect: {atLeast: SMB_3_1_1}}
+)");
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->rules[0].applies_to.size(), 2u);
+  EXPECT_EQ(*p->rules[0].applies_to[0].windows_build_at_least, 26100u);
+  EXPECT_EQ(p->rules[0].applies_to[1].host_labels[0].key, "site");
+}
+
+}  // namespace
+}  // namespace smbfleet::policy
