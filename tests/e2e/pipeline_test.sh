@@ -12,6 +12,7 @@ source "$root/deploy/lib.sh"
 : "${SMBFLEET_TEST_PG_DSN:?set by deploy/test.sh}"
 
 work=$(mktemp -d /tmp/smbfleet-e2e.XXXXXX)
+chmod 755 "$work"  # smbd serves the shares as the lab user
 pids=()
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cleanup() {
