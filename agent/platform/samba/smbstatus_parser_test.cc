@@ -203,5 +203,28 @@ TEST(SmbStatusParserTest, WrongTypesInsideEntriesAreTolerated) {
   EXPECT_EQ(status->sessions[0].dialect(), v1::DIALECT_SMB_3_1_1);
 }
 
+// Every prefix and a sweep of single-byte corruptions of real output: the parser returns a
+// result or a clear error, never crashes (run under ASan in the sanitizer pass).
+TEST(SmbStatusParserTest, CorruptedCapturesNeverCrash) {
+  const std::string original = SambaFixture("mixed.smbstatus.json");
+  ASSERT_FALSE(original.empty());
+  int errors = 0;
+  for (size_t cut = 0; cut < original.size(); cut += 7) {
+    auto r = ParseSmbStatusJson(original.substr(0, cut));
+    if (!r.ok()) ++errors;
+  }
+  EXPECT_GT(errors, 0);
+  for (size_t at = 0; at < original.size(); at += 3) {
+    for (char c : {'"', '{', '}', '[', ':', ',', '\0', 'x', '7'}) {
+      std::string mutated = original;
+      mutated[at] = c;
+      auto r = ParseSmbStatusJson(mutated);
+      if (!r.ok()) {
+        EXPECT_THAT(r.status().message(), HasSubstr("smbstatus --json"));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace smbfleet::agent::samba

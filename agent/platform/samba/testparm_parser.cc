@@ -170,7 +170,7 @@ std::optional<bool> ParseSambaBool(absl::string_view value) {
 void FillConfig(const TestparmConfig& config, Posture* posture) {
   v1::ServerConfig* server = posture->mutable_server();
   for (absl::string_view p : kServerRawParams) {
-    if (auto v = config.Global(p)) (*server->mutable_raw())[std::string(p)] = *v;
+    if (auto v = config.Global(p); v && !v->empty()) (*server->mutable_raw())[std::string(p)] = *v;
   }
 
   // testparm normalises: mandatory/required -> "required", disabled/off/no -> "No",
@@ -246,14 +246,16 @@ void FillConfig(const TestparmConfig& config, Posture* posture) {
                        absl::EqualsIgnoreCase(section.name, "homes") ||
                        absl::EqualsIgnoreCase(section.name, "printers"));
     for (absl::string_view p : kShareRawParams) {
-      if (auto v = config.ShareValue(section, p)) (*share->mutable_raw())[std::string(p)] = *v;
+      if (auto v = config.ShareValue(section, p); v && !v->empty()) {
+        (*share->mutable_raw())[std::string(p)] = *v;
+      }
     }
   }
   if (guest_known) server->set_guest_access_allowed(guest);
 
   v1::ClientConfig* client = posture->mutable_client();
   for (absl::string_view p : kClientRawParams) {
-    if (auto v = config.Global(p)) (*client->mutable_raw())[std::string(p)] = *v;
+    if (auto v = config.Global(p); v && !v->empty()) (*client->mutable_raw())[std::string(p)] = *v;
   }
   if (auto signing = config.Global("client signing")) {
     std::string s = Lower(*signing);

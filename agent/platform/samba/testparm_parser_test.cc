@@ -170,5 +170,25 @@ TEST(TestparmParserTest, ShareLookupIsCaseInsensitive) {
   EXPECT_EQ(config->FindShare("demo"), nullptr);
 }
 
+TEST(TestparmParserTest, CorruptedCapturesNeverCrash) {
+  const std::string original = SambaFixture("mixed.testparm.txt");
+  ASSERT_FALSE(original.empty());
+  for (size_t at = 0; at < original.size(); at += 5) {
+    for (char c : {'[', ']', '=', '\n', '\0', '#'}) {
+      std::string mutated = original;
+      mutated[at] = c;
+      auto config = TestparmConfig::Parse(mutated);
+      if (!config.ok()) {
+        EXPECT_THAT(config.status().message(), HasSubstr("testparm output line"));
+        continue;
+      }
+      v1::Posture p;
+      FillConfig(*config, &p);
+    }
+  }
+  auto huge = TestparmConfig::Parse(std::string(17 << 20, 'a'));
+  EXPECT_THAT(huge.status().message(), HasSubstr("limit"));
+}
+
 }  // namespace
 }  // namespace smbfleet::agent::samba

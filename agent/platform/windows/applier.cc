@@ -1,0 +1,341 @@
+#include "agent/platform/windows/applier.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "agent/platform/windows/parsers.h"
+#include "nlohmann/json.hpp"
+#include "policy/settings.h"
+
+namespace smbfleet::agent::windows {
+namespace {
+
+namespace v1 = ::smbfleet::v1;
+using ::smbfleet::policy::SettingKey;
+
+constexpr size_t kMaxShareNameBytes = 240;  // 80 UTF-16 characters at most 3 bytes each
+
+struct Target {
+  const char* target;
+  const char* parameter;
+};
+
+Target TargetOf(SettingKey key) {
+  switch (key) {
+    case SettingKey::kServerRequireSigning: return {"server", "RequireSecuritySignature"};
+    case SettingKey::kServerSmb1Enabled: return {"server", "EnableSMB1Protocol"};
+    case SettingKey::kServerEncryptData: return {"server", "EncryptData"};
+    case SettingKey::kServerRejectUnencryptedAccess: return {"server", "RejectUnencryptedAccess"};
+    case SettingKey::kServerMinDialect: return {"server", "Smb2DialectMin"};
+    case SettingKey::kServerAuditSmb1Access: return {"server", "AuditSmb1Access"};
+    case SettingKey::kServerAuditClientDoesNotSupportEncryption:
+      return {"server", "AuditClientDoesNotSupportEncryption"};
+    case SettingKey::kServerAuditClientDoesNotSupportSigning:
+      return {"server", "AuditClientDoesNotSupportSigning"};
+    case SettingKey::kServerAuditInsecureGuestLogon: return {"server", "AuditInsecureGuestLogon"};
+    case SettingKey::kClientRequireSigning: return {"client", "RequireSecuritySignature"};
+    case SettingKey::kClientEnableInsecureGuestLogons:
+      return {"client", "EnableInsecureGuestLogons"};
+    case SettingKey::kShareEncryptData: return {"share", "EncryptData"};
+    case SettingKey::kShareCompressData: return {"share", "CompressData"};
+    case SettingKey::kServerRequestCompression: return {"server", "RequestCompression"};
+  }
+  return {"", ""};
+}
+
+bool ValidUtf8(absl::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+absl::Status CheckShareName(absl::string_view setting, absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(setting, ": share name is empty"));
+  if (name.size() > kMaxShareNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(setting, ": share name is ", name.size(),
+                                                   " bytes, limit ", kMaxShareNameBytes));
+  }
+  if (!ValidUtf8(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(setting, ": share name is not valid UTF-8"));
+  }
+  for (char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(setting, ": share name contains a control character"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "SMB_3_0" (allowlist form) -> "SMB300" (Set-SmbServerConfiguration -Smb2DialectMin form).
+std::string CmdletDialect(const std::string& v) {
+  static const std::map<std::string, std::string> kMap = {{"SMB_2_0_2", "SMB202"},
+                                                          {"SMB_2_1", "SMB210"},
+                                                          {"SMB_3_0", "SMB300"},
+                                                          {"SMB_3_0_2", "SMB302"},
+                                                          {"SMB_3_1_1", "SMB311"}};
+  auto it = kMap.find(v);
+  return it == kMap.end() ? "" : it->second;
+}
+
+std::string DialectValue(v1::Dialect d) {
+  absl::string_view name = v1::Dialect_Name(d);
+  absl::ConsumePrefix(&name, "DIALECT_");
+  return std::string(name);
+}
+
+std::optional<std::string> BoolValue(bool has, bool value) {
+  if (!has) return std::nullopt;
+  return std::string(value ? "true" : "false");
+}
+
+}  // namespace
+
+const std::string& ApplyScript() {
+  static const std::string* kScript = new std::string(R"PS($d = $SmbfleetData
+$allowed = @{
+  server = @('RequireSecuritySignature', 'EnableSMB1Protocol', 'EncryptData',
+             'RejectUnencryptedAccess', 'Smb2DialectMin', 'AuditSmb1Access',
+             'AuditClientDoesNotSupportEncryption', 'AuditClientDoesNotSupportSigning',
+             'AuditInsecureGuestLogon', 'RequestCompression')
+  client = @('RequireSecuritySignature', 'EnableInsecureGuestLogons')
+  share = @('EncryptData', 'CompressData')
+}
+$target = [string]$d.target
+if (-not $allowed.ContainsKey($target)) { throw 'apply: unknown target' }
+$params = @{}
+foreach ($p in $d.parameters.PSObject.Properties) {
+  if ($allowed[$target] -notcontains $p.Name) { throw ('apply: parameter not allowed: ' + $p.Name) }
+  $params[[string]$p.Name] = $p.Value
+}
+switch ($target) {
+  'server' { Set-SmbServerConfiguration @params -Force -Confirm:$false }
+  'client' { Set-SmbClientConfiguration @params -Force -Confirm:$false }
+  'share' {
+    # Exact, case-insensitive name comparison: -Name would treat * ? [ ] as wildcards.
+    $name = [string]$d.share
+    $shares = @(Get-SmbShare | Where-Object { $_.Name -eq $name })
+    if ($shares.Count -ne 1) {
+      throw ('apply: expected exactly one share with the requested name, found ' + $shares.Count)
+    }
+    $shares[0] | Set-SmbShare @params -Force -Confirm:$false
+  }
+}
+)PS");
+  return *kScript;
+}
+
+absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingChange>& changes) {
+  std::vector<ApplyCall> calls;
+  std::map<std::string, size_t> index;  // "server" / "client" / "share:<name>" -> call
+  std::vector<nlohmann::json> params;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const v1::SettingChange& c = changes[i];
+    auto info = policy::LookupSetting(c.setting());
+    if (!info.ok()) return info.status();
+    auto value = policy::NormalizeSettingValue(*info, c.value());
+    if (!value.ok()) return value.status();
+    Target t = TargetOf(info->key);
+    std::string key = t.target;
+    if (info->scope == policy::SettingScope::kShare) {
+      absl::Status ok = CheckShareName(c.setting(), c.share());
+      if (!ok.ok()) return ok;
+      key = absl::StrCat("share:", absl::AsciiStrToLower(c.share()));
+    } else if (!c.share().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(c.setting(), ": a ", t.target, " setting takes no share"));
+    }
+    auto [it, inserted] = index.emplace(key, calls.size());
+    if (inserted) {
+      ApplyCall call;
+      call.target = t.target;
+      if (info->scope == policy::SettingScope::kShare) call.share = c.share();
+      calls.push_back(call);
+      params.push_back(nlohmann::json::object());
+    }
+    nlohmann::json& p = params[it->second];
+    if (p.contains(t.parameter)) {
+      return absl::InvalidArgumentError(absl::StrCat(c.setting(), ": given twice"));
+    }
+    if (info->type == policy::SettingType::kBool) {
+      p[t.parameter] = (*value == "true");
+    } else {
+      p[t.parameter] = CmdletDialect(*value);
+    }
+    calls[it->second].settings.push_back(c.setting());
+  }
+  for (size_t i = 0; i < calls.size(); ++i) {
+    nlohmann::json data = {{"target", calls[i].target}, {"parameters", params[i]}};
+    if (calls[i].target == "share") data["share"] = calls[i].share;
+    calls[i].data_json = data.dump();
+  }
+  return calls;
+}
+
+std::optional<std::string> CurrentValue(const v1::Posture& p, const v1::SettingChange& change) {
+  auto info = policy::LookupSetting(change.setting());
+  if (!info.ok()) return std::nullopt;
+  const v1::ServerConfig& s = p.server();
+  const v1::ClientConfig& c = p.client();
+  switch (info->key) {
+    case SettingKey::kServerRequireSigning: return BoolValue(s.has_require_signing(), s.require_signing());
+    case SettingKey::kServerSmb1Enabled: return BoolValue(s.has_smb1_enabled(), s.smb1_enabled());
+    case SettingKey::kServerEncryptData: return BoolValue(s.has_encrypt_data(), s.encrypt_data());
+    case SettingKey::kServerRejectUnencryptedAccess:
+      return BoolValue(s.has_reject_unencrypted_access(), s.reject_unencrypted_access());
+    case SettingKey::kServerMinDialect:
+      if (!s.has_min_dialect()) return std::nullopt;
+      return DialectValue(s.min_dialect());
+    case SettingKey::kServerAuditSmb1Access:
+      return BoolValue(s.has_audit_smb1_access(), s.audit_smb1_access());
+    case SettingKey::kServerAuditClientDoesNotSupportEncryption:
+      return BoolValue(s.has_audit_client_does_not_support_encryption(),
+                       s.audit_client_does_not_support_encryption());
+    case SettingKey::kServerAuditClientDoesNotSupportSigning:
+      return BoolValue(s.has_audit_client_does_not_support_signing(),
+                       s.audit_client_does_not_support_signing());
+    case SettingKey::kServerAuditInsecureGuestLogon:
+      return BoolValue(s.has_audit_insecure_guest_logon(), s.audit_insecure_guest_logon());
+    case SettingKey::kClientRequireSigning: return BoolValue(c.has_require_signing(), c.require_signing());
+    case SettingKey::kClientEnableInsecureGuestLogons:
+      return BoolValue(c.has_enable_insecure_guest_logons(), c.enable_insecure_guest_logons());
+    case SettingKey::kServerRequestCompression:
+      return BoolValue(s.has_request_compression(), s.request_compression());
+    case SettingKey::kShareEncryptData:
+    case SettingKey::kShareCompressData:
+      for (const auto& share : p.shares()) {
+        if (!absl::EqualsIgnoreCase(share.name(), change.share())) continue;
+        if (info->key == SettingKey::kShareEncryptData) {
+          return BoolValue(share.has_encrypt_data(), share.encrypt_data());
+        }
+        return BoolValue(share.has_compress_data(), share.compress_data());
+      }
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+WindowsApplier::WindowsApplier(WindowsOptions options, PowerShellRunner* runner)
+    : options_(std::move(options)), runner_(runner) {}
+
+absl::StatusOr<v1::Posture> WindowsApplier::Read() {
+  v1::Posture posture;
+  for (const ProbeSpec& probe : WindowsProbes()) {
+    if (probe.probe != "Get-SmbServerConfiguration" && probe.probe != "Get-SmbClientConfiguration" &&
+        probe.probe != "Get-SmbShare") {
+      continue;
+    }
+    PowerShellScript script;
+    script.probe = std::string(probe.probe);
+    script.text = ProbeScript(script.probe);
+    script.data_json = "{}";
+    script.timeout = options_.cmdlet_timeout;
+    script.max_output_bytes = options_.max_output_bytes;
+    auto out = runner_->Run(script);
+    if (!out.ok()) return out.status();
+    std::vector<std::string> problems;
+    absl::Status parsed = probe.parse(*out, probe.probe, &posture, &problems);
+    if (!parsed.ok()) return parsed;
+  }
+  return posture;
+}
+
+ApplyResult WindowsApplier::Apply(const std::vector<v1::SettingChange>& changes) {
+  ApplyResult result;
+  auto plan = PlanApply(changes);
+  if (!plan.ok()) {
+    result.result = plan.status().code() == absl::StatusCode::kNotFound
+                        ? v1::AckChangeRequest::RESULT_REFUSED
+                        : v1::AckChangeRequest::RESULT_FAILED;
+    result.message = std::string(plan.status().message());
+    return result;
+  }
+  auto before = Read();
+  if (!before.ok()) {
+    result.result = v1::AckChangeRequest::RESULT_FAILED;
+    result.message = absl::StrCat("reading current values: ", before.status().message());
+    return result;
+  }
+  auto snapshot = [&changes](const v1::Posture& p, std::vector<v1::SettingChange>* out) {
+    for (const auto& c : changes) {
+      v1::SettingChange s;
+      s.set_setting(c.setting());
+      s.set_share(c.share());
+      s.set_value(CurrentValue(p, c).value_or(""));
+      out->push_back(s);
+    }
+  };
+  snapshot(*before, &result.before);
+  for (const auto& c : changes) {
+    auto current = CurrentValue(*before, c);
+    if (!current.has_value()) {
+      result.result = v1::AckChangeRequest::RESULT_PRECONDITION_FAILED;
+      result.message = c.share().empty()
+                           ? absl::StrCat(c.setting(), ": this Windows build does not report it")
+                           : absl::StrCat(c.setting(), ": share '", c.share(), "' not found");
+      return result;
+    }
+    if (!c.expected_current().empty()) {
+      auto info = policy::LookupSetting(c.setting());
+      auto expected = policy::NormalizeSettingValue(*info, c.expected_current());
+      if (!expected.ok() || *expected != *current) {
+        result.result = v1::AckChangeRequest::RESULT_PRECONDITION_FAILED;
+        result.message = absl::StrCat(c.setting(), ": expected current value '",
+                                      c.expected_current(), "', host has '", *current, "'");
+        return result;
+      }
+    }
+  }
+  std::string failure;
+  for (const ApplyCall& call : *plan) {
+    PowerShellScript script;
+    script.probe = "apply";
+    script.text = ApplyScript();
+    script.data_json = call.data_json;
+    script.timeout = options_.cmdlet_timeout;
+    script.max_output_bytes = options_.max_output_bytes;
+    auto out = runner_->Run(script);
+    if (!out.ok()) {
+      failure = std::string(out.status().message());
+      break;
+    }
+  }
+  auto after = Read();
+  if (after.ok()) snapshot(*after, &result.after);
+  if (!failure.empty()) {
+    result.result = v1::AckChangeRequest::RESULT_FAILED;
+    result.message = failure;
+    return result;
+  }
+  if (!after.ok()) {
+    result.result = v1::AckChangeRequest::RESULT_FAILED;
+    result.message = absl::StrCat("re-reading after apply: ", after.status().message());
+    return result;
+  }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    auto info = policy::LookupSetting(changes[i].setting());
+    auto want = policy::NormalizeSettingValue(*info, changes[i].value());
+    if (!want.ok() || result.after[i].value() != *want) {
+      result.result = v1::AckChangeRequest::RESULT_FAILED;
+      result.message = absl::StrCat(changes[i].setting(), ": still '", result.after[i].value(),
+                                    "' after apply (a Group Policy may set it)");
+      return result;
+    }
+  }
+  result.result = v1::AckChangeRequest::RESULT_APPLIED;
+  return result;
+}
+
+}  // namespace smbfleet::agent::windows

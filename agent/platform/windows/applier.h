@@ -1,0 +1,67 @@
+#ifndef SMBFLEET_AGENT_PLATFORM_WINDOWS_APPLIER_H_
+#define SMBFLEET_AGENT_PLATFORM_WINDOWS_APPLIER_H_
+
+// Applies allowlisted typed settings (policy/settings.h) on Windows through
+// Set-SmbServerConfiguration / Set-SmbClientConfiguration / Set-SmbShare, without prompts.
+// The apply script is one constant; the target, share name and values travel as data, so a
+// share called `Reports'; Remove-Item C:\ -Recurse; '` reaches the cmdlet as exactly that name.
+// Before and after values are read back with the same probes the report uses.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/platform/windows/windows_source.h"
+#include "smbfleet/v1/agent.pb.h"
+
+namespace smbfleet::agent::windows {
+
+// The apply script (constant text).
+const std::string& ApplyScript();
+
+// One Set-Smb* call: which cmdlet, which share, which parameters with typed values.
+struct ApplyCall {
+  std::string target;           // "server", "client" or "share"
+  std::string share;            // for "share"
+  std::string data_json;        // {"target":..., "share":..., "parameters": {...}}
+  std::vector<std::string> settings;  // the setting names it carries
+};
+
+// Validates and groups changes into calls: every setting on the allowlist, every value
+// normalised; InvalidArgument/NotFound naming the setting otherwise. Pure.
+absl::StatusOr<std::vector<ApplyCall>> PlanApply(
+    const std::vector<smbfleet::v1::SettingChange>& changes);
+
+// The current value of a setting in a posture as the allowlist writes it ("true", "SMB_3_0"),
+// or nullopt when the build does not report it.
+std::optional<std::string> CurrentValue(const smbfleet::v1::Posture& posture,
+                                        const smbfleet::v1::SettingChange& change);
+
+struct ApplyResult {
+  smbfleet::v1::AckChangeRequest::Result result =
+      smbfleet::v1::AckChangeRequest::RESULT_UNSPECIFIED;
+  std::string message;
+  std::vector<smbfleet::v1::SettingChange> before;  // value = what the host had
+  std::vector<smbfleet::v1::SettingChange> after;   // value = what the host has now
+};
+
+class WindowsApplier {
+ public:
+  WindowsApplier(WindowsOptions options, PowerShellRunner* runner);
+
+  // Reads the current values, checks expected_current preconditions (and that the build has the
+  // setting, e.g. Smb2DialectMin only on WS2025+), applies, re-reads. APPLIED only when every
+  // re-read value equals the requested one.
+  ApplyResult Apply(const std::vector<smbfleet::v1::SettingChange>& changes);
+
+ private:
+  absl::StatusOr<smbfleet::v1::Posture> Read();
+
+  WindowsOptions options_;
+  PowerShellRunner* runner_;
+};
+
+}  // namespace smbfleet::agent::windows
+
+#endif  // SMBFLEET_AGENT_PLATFORM_WINDOWS_APPLIER_H_

@@ -1,0 +1,122 @@
+// The PowerShell the agent runs. Every script is a constant: nothing read from the host or sent
+// by the collector is ever part of a script's text. Input arrives as $SmbfleetData (decoded by
+// the prelude from base64 JSON in the environment).
+
+#include <map>
+#include <string>
+
+#include "agent/platform/windows/windows_source.h"
+
+namespace smbfleet::agent::windows {
+
+std::string ScriptPrelude() {
+  return R"PS($ErrorActionPreference = 'Stop'
+$ProgressPreference = 'SilentlyContinue'
+[Console]::OutputEncoding = New-Object System.Text.UTF8Encoding $false
+$SmbfleetData = $null
+if ($env:SMBFLEET_DATA) {
+  $SmbfleetData = [System.Text.Encoding]::UTF8.GetString(
+      [System.Convert]::FromBase64String($env:SMBFLEET_DATA)) | ConvertFrom-Json
+}
+trap {
+  [Console]::Error.WriteLine($_.Exception.Message)
+  exit 1
+}
+)PS";
+}
+
+namespace {
+
+// Select-Object turns CIM instances into plain objects (no CimClass/CimInstanceProperties
+// noise); @() keeps 0/1/N results an array.
+std::string List(const std::string& cmdlet, const std::string& exclude = "") {
+  return "ConvertTo-Json -Depth 4 -Compress -InputObject @(" + cmdlet +
+         " | Select-Object -Property * -ExcludeProperty Cim*,PSComputerName" + exclude + ")\n";
+}
+
+std::string One(const std::string& cmdlet) {
+  return cmdlet +
+         " | Select-Object -Property * -ExcludeProperty Cim*,PSComputerName |"
+         " ConvertTo-Json -Depth 4 -Compress\n";
+}
+
+const char kHostScript[] = R"PS($os = Get-CimInstance -ClassName Win32_OperatingSystem
+$cs = Get-CimInstance -ClassName Win32_ComputerSystem
+$cpu = @(Get-CimInstance -ClassName Win32_Processor)[0]
+$ubr = $null
+try {
+  $ubr = (Get-ItemProperty -Path 'HKLM:\SOFTWARE\Microsoft\Windows NT\CurrentVersion' -Name UBR).UBR
+} catch { }
+[ordered]@{
+  ComputerName = $env:COMPUTERNAME
+  DnsHostName = $cs.DNSHostName
+  Domain = $cs.Domain
+  PartOfDomain = $cs.PartOfDomain
+  OsCaption = $os.Caption
+  OsVersion = $os.Version
+  OsBuildNumber = $os.BuildNumber
+  UBR = $ubr
+  NumberOfLogicalProcessors = $cs.NumberOfLogicalProcessors
+  CpuName = $cpu.Name
+} | ConvertTo-Json -Depth 3 -Compress
+)PS";
+
+// Input: {"channels": [{"name": "...", "after": 123}], "max": 500}. For each channel: the newest
+// record id (so the agent can count what it did not fetch) and at most `max` events newer than
+// `after`, with EventData fields by name.
+const char kEventsScript[] = R"PS($max = [int]$SmbfleetData.max
+$out = [ordered]@{ events = @(); latest = [ordered]@{}; errors = @() }
+foreach ($c in @($SmbfleetData.channels)) {
+  $name = [string]$c.name
+  $after = [uint64]$c.after
+  try {
+    $newest = @(Get-WinEvent -LogName $name -MaxEvents 1 -ErrorAction Stop)
+  } catch {
+    if ($_.FullyQualifiedErrorId -like 'NoMatchingEventsFound*') {
+      $out.latest[$name] = 0
+    } elseif ($_.FullyQualifiedErrorId -notlike 'NoMatchingLogsFound*') {
+      $out.errors += [ordered]@{ channel = $name; message = $_.Exception.Message }
+    }
+    continue
+  }
+  $out.latest[$name] = [uint64]$newest[0].RecordId
+  if ([uint64]$newest[0].RecordId -le $after) { continue }
+  $xpath = '*[System[EventRecordID>' + $after.ToString([Globalization.CultureInfo]::InvariantCulture) + ']]'
+  foreach ($e in @(Get-WinEvent -LogName $name -FilterXPath $xpath -MaxEvents $max -ErrorAction SilentlyContinue)) {
+    $data = [ordered]@{}
+    try {
+      foreach ($d in ([xml]$e.ToXml()).Event.EventData.Data) {
+        if ($d.Name) { $data[[string]$d.Name] = [string]$d.'#text' }
+      }
+    } catch { }
+    $out.events += [ordered]@{
+      Id = $e.Id; LogName = $e.LogName; ProviderName = $e.ProviderName; RecordId = $e.RecordId
+      TimeCreated = $e.TimeCreated; Level = [int]$e.Level; LevelDisplayName = $e.LevelDisplayName
+      Message = $e.Message; EventData = $data
+    }
+  }
+}
+ConvertTo-Json -Depth 5 -Compress -InputObject $out
+)PS";
+
+}  // namespace
+
+const std::string& ProbeScript(const std::string& probe) {
+  static const std::map<std::string, std::string>* kScripts = new std::map<std::string, std::string>{
+      {"host", kHostScript},
+      {"Get-SmbServerConfiguration", One("Get-SmbServerConfiguration")},
+      {"Get-SmbClientConfiguration", One("Get-SmbClientConfiguration")},
+      {"Get-SmbShare", List("Get-SmbShare", ",PresetPathAcl")},
+      {"Get-SmbSession", List("Get-SmbSession")},
+      {"Get-SmbConnection", List("Get-SmbConnection")},
+      {"Get-SmbMultichannelConnection", List("Get-SmbMultichannelConnection")},
+      {"Get-SmbOpenFile", List("Get-SmbOpenFile")},
+      {"Get-SmbServerNetworkInterface", List("Get-SmbServerNetworkInterface")},
+      {"events", kEventsScript},
+  };
+  static const std::string* kEmpty = new std::string();
+  auto it = kScripts->find(probe);
+  return it == kScripts->end() ? *kEmpty : it->second;
+}
+
+}  // namespace smbfleet::agent::windows

@@ -1,0 +1,244 @@
+// Changes applied to a real smbd through SambaApplier, checked with real smbclient connections.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/platform/samba/samba_applier.h"
+#include "agent/platform/samba/samba_source.h"
+#include "common/files.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/samba/samba_lab.h"
+
+namespace smbfleet::testing {
+namespace {
+
+using agent::samba::ParameterChange;
+using agent::samba::SambaApplier;
+using agent::samba::SambaApplierOptions;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::SettingChange Change(const std::string& setting, const std::string& value,
+                         const std::string& share = "") {
+  v1::SettingChange c;
+  c.set_setting(setting);
+  c.set_value(value);
+  c.set_share(share);
+  return c;
+}
+
+std::unique_ptr<SambaApplier> ApplierFor(SambaLab& lab) {
+  SambaApplierOptions options;
+  options.samba = lab.Options();
+  options.managed_dir = lab.managed_dir();
+  return std::make_unique<SambaApplier>(options, lab.runner());
+}
+
+// smbclient's verdict for one new connection: "ok" or the NT_STATUS it failed with.
+std::string Verdict(SambaLab& lab, const std::string& share, const std::vector<std::string>& opts) {
+  auto r = lab.Connect(share, opts);
+  if (!r.ok()) return std::string(r.status().message());
+  if (r->exit_code == 0 && absl::StrContains(r->stdout_data, "blocks of size")) return "ok";
+  std::string out = r->stdout_data + r->stderr_data;
+  size_t at = out.find("NT_STATUS_");
+  if (at == std::string::npos) return out;
+  size_t end = out.find_first_of(" \n", at);
+  return out.substr(at, end - at);
+}
+
+v1::Posture Collect(SambaLab& lab) {
+  auto posture = agent::NewSambaSource(lab.Options(), lab.runner())->Collect();
+  EXPECT_TRUE(posture.ok()) << posture.status();
+  return posture.ok() ? *posture : v1::Posture();
+}
+
+std::vector<std::string> Smb1SigningOff() {
+  std::vector<std::string> o = Smb1ClientOptions();
+  o.push_back("--option=client signing=off");
+  return o;
+}
+
+TEST(SambaApplyTest, MandatorySigningRefusesUnsignedSmb1AndSignsSmb3) {
+  auto lab = SambaLab::Start({"server min protocol = NT1\n", {}});
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  EXPECT_EQ(Verdict(l, "demo", Smb1SigningOff()), "ok");
+  ASSERT_TRUE(l.Hold("before", "demo").ok());
+
+  auto r = ApplierFor(l)->Apply({Change("server.requireSigning", "true")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->before[0].value(), "false");
+  EXPECT_EQ(r->after[0].value(), "true");
+
+  EXPECT_EQ(Verdict(l, "demo", Smb1SigningOff()), "NT_STATUS_ACCESS_DENIED");
+  EXPECT_EQ(Verdict(l, "demo", Smb1ClientOptions()), "ok");  // SMB1 that signs is fine
+  ASSERT_TRUE(l.Hold("after", "demo").ok());
+  v1::Posture p = Collect(l);
+  EXPECT_TRUE(p.server().require_signing());
+  std::map<v1::Protection, int> by_signing;
+  for (const auto& s : p.sessions()) {
+    ASSERT_EQ(s.shares_size(), 1);
+    ++by_signing[s.shares(0).signing()];
+  }
+  // The session held from before keeps what it negotiated; the new one is signed.
+  EXPECT_EQ(by_signing[v1::PROTECTION_NONE], 1);
+  EXPECT_EQ(by_signing[v1::PROTECTION_FULL], 1);
+}
+
+TEST(SambaApplyTest, ShareEncryptionRefusesSmb2AndEncryptsSmb3) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  EXPECT_EQ(Verdict(l, "finance", {"-mSMB2_10"}), "ok");
+
+  auto r = ApplierFor(l)->Apply({Change("share.encryptData", "true", "finance")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->after[0].value(), "true");
+
+  EXPECT_EQ(Verdict(l, "finance", {"-mSMB2_10"}), "NT_STATUS_ACCESS_DENIED");
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");  // other shares unaffected
+  ASSERT_TRUE(l.Hold("enc", "finance", {"--client-protection=off"}).ok());
+  v1::Posture p = Collect(l);
+  ASSERT_EQ(p.sessions_size(), 1);
+  EXPECT_EQ(p.sessions(0).shares(0).encryption(), v1::PROTECTION_FULL);
+  EXPECT_EQ(p.sessions(0).shares(0).cipher(), v1::AES_128_GCM);
+  for (const auto& share : p.shares()) {
+    EXPECT_EQ(share.encrypt_data(), share.name() == "finance") << share.name();
+  }
+}
+
+TEST(SambaApplyTest, MinimumSmb311RefusesOlderDialects) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");
+  auto r = ApplierFor(l)->Apply({Change("server.minDialect", "SMB_3_1_1")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->before[0].value(), "SMB_2_0_2");
+  EXPECT_EQ(r->after[0].value(), "SMB_3_1_1");
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "NT_STATUS_NOT_SUPPORTED");
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB3_00"}), "NT_STATUS_NOT_SUPPORTED");
+  EXPECT_EQ(Verdict(l, "demo", {}), "ok");
+  EXPECT_EQ(Collect(l).server().min_dialect(), v1::DIALECT_SMB_3_1_1);
+}
+
+TEST(SambaApplyTest, InvalidValueIsRolledBackAndTheShareStillWorks) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  ASSERT_TRUE(applier->Apply({Change("server.requireSigning", "true")}).ok());
+  std::string before = ReadFile(l.managed_dir() + "/posture.conf").value_or("");
+  ASSERT_THAT(before, HasSubstr("server signing = mandatory"));
+
+  // The typed API never produces such a value; the writer below it still must not load it.
+  auto r = applier->writer().Write({{"", "server signing", "bogus"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(r.status().message(), HasSubstr("restored"));
+  EXPECT_EQ(ReadFile(l.managed_dir() + "/posture.conf").value_or(""), before);
+
+  EXPECT_EQ(Verdict(l, "demo", {}), "ok");
+  EXPECT_EQ(Verdict(l, "finance", {}), "ok");
+  v1::Posture p = Collect(l);
+  EXPECT_EQ(p.probe_errors_size(), 0);
+  EXPECT_TRUE(p.server().require_signing());
+
+  // A typed value that is not a value at all never reaches the file.
+  auto typed = applier->Apply({Change("server.requireSigning", "bogus")});
+  EXPECT_EQ(typed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadFile(l.managed_dir() + "/posture.conf").value_or(""), before);
+}
+
+TEST(SambaApplyTest, InjectionAttemptsAreRefused) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  const std::string evil = l.dir() + "/evil.conf";
+  ASSERT_TRUE(WriteFileAtomic(evil, "[evil]\n    path = /\n    guest ok = yes\n").ok());
+  const std::vector<std::string> shares = {
+      "finance]\n[evil", "finance\ninclude = " + evil, "include = " + evil, "../posture",
+      "finance]"};
+  for (const std::string& share : shares) {
+    auto r = applier->Apply({Change("share.encryptData", "true", share)});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << share;
+  }
+  auto w = applier->writer().Write({{"", "server signing", "auto\ninclude = " + evil}});
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+  w = applier->writer().Write({{"", "include", evil}});
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+
+  v1::Posture p = Collect(l);
+  ASSERT_EQ(p.shares_size(), 2);
+  for (const auto& s : p.shares()) EXPECT_NE(s.name(), "evil");
+  EXPECT_EQ(Verdict(l, "evil", {}), "NT_STATUS_BAD_NETWORK_NAME");
+  for (const char* f : {"/posture.conf", "/share-finance.conf"}) {
+    EXPECT_THAT(ReadFile(l.managed_dir() + f).value_or(""), Not(HasSubstr("evil"))) << f;
+  }
+}
+
+TEST(SambaApplyTest, CloseShareMakesHeldSessionsReconnect) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  ASSERT_TRUE(l.Hold("old", "finance", {"-mSMB2_10"}).ok());
+  auto r = ApplierFor(l)->Apply({Change("share.encryptData", "true", "finance")},
+                                {"close-share"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->warnings, ::testing::IsEmpty());
+  EXPECT_THAT(r->actions, Contains(HasSubstr("close-share finance")));
+  ASSERT_TRUE(l.Send("old", "ls").ok());
+  std::string out = ReadFile(l.dir() + "/holds/old.out").value_or("");
+  EXPECT_THAT(out, HasSubstr("NT_STATUS_NETWORK_NAME_DELETED"));
+  // The SMB2_10 client cannot come back to the now-encrypted share.
+  EXPECT_EQ(Verdict(l, "finance", {"-mSMB2_10"}), "NT_STATUS_ACCESS_DENIED");
+}
+
+TEST(SambaApplyTest, KillClientIpDropsConnections) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  ASSERT_TRUE(l.Hold("old", "demo").ok());
+  ASSERT_EQ(Collect(l).sessions_size(), 1);
+  auto r = ApplierFor(l)->Apply({Change("server.requireSigning", "true")}, {"kill-client-ip"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->actions, Contains(HasSubstr("kill-client-ip 127.0.0.1")));
+  ASSERT_TRUE(l.Send("old", "ls").ok());
+  EXPECT_THAT(ReadFile(l.dir() + "/holds/old.out").value_or(""),
+              HasSubstr("NT_STATUS_CONNECTION_DISCONNECTED"));
+  // A new session gets the new setting.
+  ASSERT_TRUE(l.Hold("new", "demo").ok());
+  v1::Posture p = Collect(l);
+  ASSERT_EQ(p.sessions_size(), 1);
+  EXPECT_EQ(p.sessions(0).shares(0).signing(), v1::PROTECTION_FULL);
+}
+
+TEST(SambaApplyTest, EncryptionRequiredServerWideRefusesSmb2AtSessionSetup) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto r = ApplierFor(l)->Apply({Change("server.encryptData", "true"),
+                                 Change("server.rejectUnencryptedAccess", "true")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "NT_STATUS_ACCESS_DENIED");
+  ASSERT_TRUE(l.Hold("s3", "demo").ok());
+  v1::Posture p = Collect(l);
+  EXPECT_TRUE(p.server().encrypt_data());
+  EXPECT_TRUE(p.server().reject_unencrypted_access());
+  ASSERT_EQ(p.sessions_size(), 1);
+  EXPECT_EQ(p.sessions(0).shares(0).encryption(), v1::PROTECTION_FULL);
+
+  // Rolling back with the journaled before-values restores access for SMB2.
+  auto back = ApplierFor(l)->Apply(r->before);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");
+}
+
+}  // namespace
+}  // namespace smbfleet::testing
