@@ -13,15 +13,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/ctl_config.h"
+#include "cli/policy_command.h"
 #include "cli/render.h"
 #include "common/json.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "smbfleet/v1/admin.grpc.pb.h"
-#if __has_include("cli/policy_command.h")
-#include "cli/policy_command.h"
-#define SMBFLEET_HAVE_POLICY_CLI 1
-#endif
 
 namespace smbfleet::cli {
 namespace {
@@ -72,12 +69,8 @@ int Fail(const grpc::Status& s, const std::string& what) {
 
 int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "policy") {
-#ifdef SMBFLEET_HAVE_POLICY_CLI
     return RunPolicyCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), std::cout,
                             std::cerr);
-#else
-    return Usage("this build has no policy commands");
-#endif
   }
   Args args;
   for (size_t i = 0; i < argv.size(); ++i) {
