@@ -148,6 +148,21 @@ HostSummary SummaryFromRow(const pqxx::row& r) {
   return s;
 }
 
+// Benchmark rows are kept per host over time; the same run reported again is stored once.
+void SaveBenchmarks(pqxx::work& tx, int64_t host_id, const Posture& posture,
+                    const std::string& received) {
+  for (const auto& b : posture.benchmarks()) {
+    const std::string measured = TimestampText(b.measured_at());
+    tx.exec_params(
+        "INSERT INTO host_benchmarks (host_id, measured_at, algorithm, buffer_bytes, threads, "
+        "bytes_per_second) VALUES ($1, COALESCE(NULLIF($2, '')::timestamptz, "
+        "$3::timestamptz), $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+        host_id, measured, received, smbfleet::v1::CryptoAlgorithm_Name(b.algorithm()),
+        static_cast<int64_t>(b.buffer_bytes()), static_cast<int32_t>(b.threads()),
+        b.bytes_per_second());
+  }
+}
+
 class PgStore : public Store {
  public:
   PgStore(std::string dsn, int pool_size) : dsn_(dsn), pool_(dsn, pool_size) {}
@@ -192,6 +207,7 @@ absl::StatusOr<SaveOutcome> PgStore::SaveReport(const IncomingReport& report) {
     if (!changed) {
       tx.exec_params("UPDATE hosts SET last_report_id = $2::uuid WHERE id = $1", host_id,
                      report.report_id);
+      SaveBenchmarks(tx, host_id, posture, received);
       tx.commit();
       return SaveOutcome::kUnchanged;
     }
@@ -254,16 +270,7 @@ absl::StatusOr<SaveOutcome> PgStore::SaveReport(const IncomingReport& report) {
           share.has_compress_data() ? std::optional<bool>(share.compress_data()) : std::nullopt,
           share.classification());
     }
-    for (const auto& b : posture.benchmarks()) {
-      const std::string measured = TimestampText(b.measured_at());
-      tx.exec_params(
-          "INSERT INTO host_benchmarks (host_id, measured_at, algorithm, buffer_bytes, threads, "
-          "bytes_per_second) VALUES ($1, COALESCE(NULLIF($2, '')::timestamptz, "
-          "$3::timestamptz), $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-          host_id, measured, received, smbfleet::v1::CryptoAlgorithm_Name(b.algorithm()),
-          static_cast<int64_t>(b.buffer_bytes()), static_cast<int32_t>(b.threads()),
-          b.bytes_per_second());
-    }
+    SaveBenchmarks(tx, host_id, posture, received);
     tx.commit();
     return SaveOutcome::kStored;
   } catch (...) {
@@ -310,6 +317,26 @@ absl::StatusOr<std::optional<HostRecord>> PgStore::GetHost(const std::string& na
       return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
     }
     record.last_report_id = rows[0][13].as<std::string>();
+    // The latest benchmark run, which may be newer than the latest changed posture.
+    pqxx::result bench = tx.exec_params(
+        "SELECT algorithm, buffer_bytes, threads, bytes_per_second, "
+        "EXTRACT(EPOCH FROM measured_at)::float8 FROM host_benchmarks b JOIN hosts h ON "
+        "h.id = b.host_id WHERE h.name = $1 AND b.measured_at = (SELECT max(measured_at) FROM "
+        "host_benchmarks WHERE host_id = h.id) ORDER BY threads, algorithm, buffer_bytes",
+        name);
+    if (!bench.empty()) {
+      record.posture.clear_benchmarks();
+      for (const auto& r : bench) {
+        auto* b = record.posture.add_benchmarks();
+        smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+        smbfleet::v1::CryptoAlgorithm_Parse(r[0].as<std::string>(), &algorithm);
+        b->set_algorithm(algorithm);
+        b->set_buffer_bytes(r[1].as<uint64_t>());
+        b->set_threads(r[2].as<uint32_t>());
+        b->set_bytes_per_second(r[3].as<double>());
+        SetTimestamp(r[4], b->mutable_measured_at());
+      }
+    }
     return std::optional<HostRecord>(std::move(record));
   } catch (...) {
     return MapException(dsn_, absl::StrCat("reading host ", name));

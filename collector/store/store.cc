@@ -11,6 +11,8 @@ namespace smbfleet::collector {
 std::string PostureDigest(const smbfleet::v1::Posture& posture) {
   smbfleet::v1::Posture copy = posture;
   copy.clear_collected_at();
+  // Benchmarks are a time series of their own (host_benchmarks), stored with every report.
+  copy.clear_benchmarks();
   for (auto& s : *copy.mutable_sessions()) {
     s.clear_seconds_exists();
     s.clear_seconds_idle();

@@ -197,7 +197,7 @@ TEST(PgStoreDeadDatabaseTest, SaysWhereAndHidesPassword) {
 
 TEST(RedactDsnTest, DropsPasswords) {
   EXPECT_EQ(RedactDsn("host=db port=5432 dbname=x user=u password=p"),
-            "host=db port=5432 dbname=x user=u");
+            "user=u dbname=x host=db port=5432");
   EXPECT_THAT(RedactDsn("postgresql://u:p@h:1/d"), Not(HasSubstr(":p@")));
 }
 

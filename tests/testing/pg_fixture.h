@@ -4,6 +4,7 @@
 // A fresh database per test on the private PostgreSQL that deploy/test.sh starts
 // (SMBFLEET_TEST_PG_DSN names a role that may create databases).
 
+#include <cstdlib>
 #include <string>
 
 namespace smbfleet::testing {
@@ -28,6 +29,7 @@ std::string MakeTempDir(const std::string& prefix);
 #define SMBFLEET_REQUIRE_PG()                                                         \
   do {                                                                                \
     if (::smbfleet::testing::AdminDsn().empty()) {                                    \
+      if (std::getenv("CI") != nullptr) FAIL() << "SMBFLEET_TEST_PG_DSN is not set";  \
       GTEST_SKIP() << "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh"; \
     }                                                                                 \
   } while (0)

@@ -61,7 +61,7 @@ CREATE TABLE host_sessions (
   encryption        text NOT NULL,
   signing_algorithm text NOT NULL,
   cipher            text NOT NULL,
-  shares            text[] NOT NULL
+  shares            jsonb NOT NULL          -- share names of its tree connects
 );
 CREATE INDEX host_sessions_host ON host_sessions (host_id);
 

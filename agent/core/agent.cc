@@ -1,0 +1,277 @@
+#include "agent/core/agent.h"
+
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/core/backoff.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/version.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace smbfleet::agent {
+namespace {
+
+std::shared_ptr<spdlog::logger> Log() { return Logger("agent"); }
+
+std::string LocalHostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "";
+  return buf;
+}
+
+// Errors after which resending the same report cannot succeed.
+bool Permanent(const absl::Status& s) {
+  return absl::IsInvalidArgument(s) ||
+         (absl::IsResourceExhausted(s) && absl::StrContains(s.message(), "larger than max"));
+}
+
+}  // namespace
+
+std::string NewReportId() {
+  unsigned char b[16];
+  if (RAND_bytes(b, sizeof(b)) != 1) {
+    std::random_device rd;
+    for (auto& x : b) x = static_cast<unsigned char>(rd());
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  return absl::StrFormat("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                         b[12], b[13], b[14], b[15]);
+}
+
+bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
+  auto* posture = report->mutable_posture();
+  if (report->ByteSizeLong() <= max_bytes) return true;
+  size_t events_before = static_cast<size_t>(posture->events_size());
+  // Drop the oldest events first: events are kept in arrival order.
+  while (posture->events_size() > 0 && report->ByteSizeLong() > max_bytes) {
+    int drop = std::max(1, posture->events_size() / 4);
+    posture->mutable_events()->DeleteSubrange(0, drop);
+  }
+  size_t dropped = events_before - static_cast<size_t>(posture->events_size());
+  if (dropped > 0) {
+    posture->set_events_dropped(posture->events_dropped() + dropped);
+    auto* e = posture->add_probe_errors();
+    e->set_probe("report");
+    e->set_code("TRUNCATED");
+    e->set_message(absl::StrCat(dropped, " events left out to stay under ", max_bytes, " bytes"));
+  }
+  if (report->ByteSizeLong() > max_bytes && posture->open_files_size() > 0) {
+    size_t n = static_cast<size_t>(posture->open_files_size());
+    posture->clear_open_files();
+    auto* e = posture->add_probe_errors();
+    e->set_probe("report");
+    e->set_code("TRUNCATED");
+    e->set_message(absl::StrCat(n, " open files left out to stay under ", max_bytes, " bytes"));
+  }
+  return report->ByteSizeLong() <= max_bytes;
+}
+
+absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
+    PostureSource& source, const AgentConfig& config, const std::string& reason,
+    const std::vector<smbfleet::v1::Benchmark>& benchmarks, const HostInfoFn& host_info) {
+  auto posture = source.Collect();
+  if (!posture.ok()) return posture.status();
+  smbfleet::v1::ReportRequest report;
+  report.set_report_id(NewReportId());
+  report.set_reason(reason);
+  *report.mutable_posture() = *std::move(posture);
+  auto* p = report.mutable_posture();
+  auto* host = p->mutable_host();
+  if (host->hostname().empty()) host->set_hostname(LocalHostname());
+  host->set_agent_version(kVersion);
+  for (const auto& [k, v] : config.labels) (*host->mutable_labels())[k] = v;
+  if (!host->has_logical_cores()) {
+    host->set_logical_cores(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (host_info) host_info(host);
+  if (!p->has_collected_at()) {
+    *p->mutable_collected_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  }
+  if (p->benchmarks_size() == 0) {
+    for (const auto& b : benchmarks) *p->add_benchmarks() = b;
+  }
+  if (!FitReport(&report, config.max_report_bytes)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("posture of ", host->hostname(), " is ", report.ByteSizeLong(),
+                     " bytes even without events and open files; limit ",
+                     config.max_report_bytes));
+  }
+  return report;
+}
+
+Agent::Agent(AgentConfig config, PostureSource* source, CollectorClient* client, Spool* spool,
+             BenchmarkFn benchmark, HostInfoFn host_info)
+    : config_(std::move(config)),
+      source_(source),
+      client_(client),
+      spool_(spool),
+      benchmark_(std::move(benchmark)),
+      host_info_(std::move(host_info)),
+      rng_(std::random_device{}()) {}
+
+void Agent::RefreshBenchmark() {
+  if (!benchmark_ || config_.benchmark_interval.count() == 0) return;
+  auto now = std::chrono::steady_clock::now();
+  if (!last_benchmark_.empty() && now < next_benchmark_) return;
+  // The last run survives restarts, so that an agent restarted every hour still benchmarks
+  // once per benchmark_interval.
+  const std::string cache = config_.spool_dir + "/benchmark.pb";
+  if (last_benchmark_.empty()) {
+    smbfleet::v1::Posture cached;
+    auto bytes = ReadFile(cache, 1 << 20);
+    if (bytes.ok() && cached.ParseFromString(*bytes) && cached.benchmarks_size() > 0) {
+      auto measured = std::chrono::system_clock::time_point(std::chrono::seconds(
+          cached.benchmarks(0).measured_at().seconds()));
+      auto age = std::chrono::system_clock::now() - measured;
+      if (age >= std::chrono::seconds(0) && age < config_.benchmark_interval) {
+        last_benchmark_.assign(cached.benchmarks().begin(), cached.benchmarks().end());
+        next_benchmark_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    config_.benchmark_interval - age);
+        return;
+      }
+    }
+  }
+  next_benchmark_ = now + config_.benchmark_interval;
+  auto result = benchmark_();
+  if (!result.ok()) {
+    Log()->warn("crypto benchmark failed: {}", std::string(result.status().message()));
+    return;
+  }
+  last_benchmark_ = *std::move(result);
+  Log()->info("crypto benchmark: {} results", last_benchmark_.size());
+  smbfleet::v1::Posture keep;
+  for (const auto& b : last_benchmark_) *keep.add_benchmarks() = b;
+  if (auto s = WriteFileAtomic(cache, keep.SerializeAsString(), 0600); !s.ok()) {
+    Log()->warn("cannot keep the benchmark result: {}", std::string(s.message()));
+  }
+}
+
+absl::Status Agent::CollectAndSpool(const std::string& reason) {
+  RefreshBenchmark();
+  auto report = BuildReport(*source_, config_, reason, last_benchmark_, host_info_);
+  if (!report.ok()) return report.status();
+  Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
+              source_->Describe(), report->posture().shares_size(),
+              report->posture().sessions_size(), report->posture().probe_errors_size());
+  return spool_->Put(*report);
+}
+
+absl::Status Agent::Flush() {
+  auto ids = spool_->List();
+  if (!ids.ok()) return ids.status();
+  for (const auto& id : *ids) {
+    auto report = spool_->Get(id);
+    if (!report.ok()) {
+      Log()->error("{}; moving it aside", std::string(report.status().message()));
+      spool_->Reject(id).IgnoreError();
+      continue;
+    }
+    auto response = client_->Report(*report);
+    if (!response.ok()) {
+      if (Permanent(response.status())) {
+        Log()->error("collector refused report {} for good: {}; kept in {}/rejected", id,
+                     std::string(response.status().message()), config_.spool_dir);
+        spool_->Reject(id).IgnoreError();
+        continue;
+      }
+      return response.status();
+    }
+    Log()->info("report {} delivered as {}: {}", id, response->host(),
+                smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
+    if (auto s = spool_->Remove(id); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Agent::RunOnce(const std::string& reason) {
+  if (auto s = CollectAndSpool(reason); !s.ok()) return s;
+  return Flush();
+}
+
+void Agent::Nudge(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    nudge_reason_ = reason.empty() ? "nudge" : reason;
+  }
+  cv_.notify_all();
+}
+
+std::string Agent::WaitUntil(std::chrono::steady_clock::time_point deadline,
+                             const std::atomic<bool>* stop) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!*stop && nudge_reason_.empty() && std::chrono::steady_clock::now() < deadline) {
+    cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
+                                                std::chrono::milliseconds(200)));
+  }
+  std::string reason;
+  std::swap(reason, nudge_reason_);
+  return reason;
+}
+
+void Agent::WatchLoop(const std::atomic<bool>* stop) {
+  Backoff backoff(std::chrono::seconds(1), config_.max_backoff, rng_());
+  while (!*stop) {
+    auto started = std::chrono::steady_clock::now();
+    absl::Status s = client_->Watch([this](const smbfleet::v1::WatchResponse& m) {
+      if (m.has_report_now()) {
+        Log()->info("collector asks for a report: {}", m.report_now().reason());
+        Nudge("nudge");
+      }
+    });
+    if (*stop) break;
+    if (std::chrono::steady_clock::now() - started > std::chrono::minutes(1)) backoff.Reset();
+    auto wait = backoff.Next();
+    Log()->info("watch stream ended ({}); reconnecting in {} ms", std::string(s.message()),
+                wait.count());
+    auto until = std::chrono::steady_clock::now() + wait;
+    while (!*stop && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
+void Agent::Run(const std::atomic<bool>* stop) {
+  std::thread watch([this, stop] { WatchLoop(stop); });
+  Backoff retry(std::chrono::seconds(2), config_.max_backoff, rng_());
+  std::uniform_int_distribution<int64_t> first(0, std::max<int64_t>(0, config_.splay.count()));
+  auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(first(rng_));
+  std::string reason = "startup";
+  bool pending_delivery = !spool_->List().value_or(std::vector<std::string>{}).empty();
+  while (!*stop) {
+    auto deadline = pending_delivery
+                        ? std::min(next, std::chrono::steady_clock::now() + retry.Next())
+                        : next;
+    std::string nudged = WaitUntil(deadline, stop);
+    if (*stop) break;
+    bool scheduled = std::chrono::steady_clock::now() >= next;
+    if (!nudged.empty() || scheduled) {
+      absl::Status s = CollectAndSpool(nudged.empty() ? reason : nudged);
+      if (!s.ok()) Log()->error("collection failed: {}", std::string(s.message()));
+      if (scheduled) {
+        next = std::chrono::steady_clock::now() +
+               SplayedInterval(config_.interval, config_.splay, rng_);
+        reason = "schedule";
+      }
+    }
+    absl::Status delivered = Flush();
+    pending_delivery = !delivered.ok();
+    if (delivered.ok()) {
+      retry.Reset();
+    } else {
+      Log()->warn("collector unreachable, reports stay spooled (next try within {} ms): {}",
+                  retry.Ceiling().count(), std::string(delivered.message()));
+    }
+  }
+  client_->CancelWatch();
+  watch.join();
+}
+
+}  // namespace smbfleet::agent

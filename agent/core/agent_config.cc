@@ -1,0 +1,152 @@
+#include "agent/core/agent_config.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/files.h"
+#include "common/yaml_config.h"
+
+namespace smbfleet::agent {
+namespace {
+
+bool ValidSource(const std::string& s) {
+  return s == "samba" || absl::StartsWith(s, "samba:") || s == "windows" ||
+         absl::StartsWith(s, "windows-capture:");
+}
+
+}  // namespace
+
+absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text) {
+  auto root_or = ParseYaml(file, text);
+  if (!root_or.ok()) return root_or.status();
+  const YAML::Node& root = *root_or;
+  ConfigProblems problems(file);
+  AgentConfig c;
+  CheckKeys(root,
+            {"collector", "tls", "source", "labels", "schedule", "spool", "limits", "log_level",
+             "tool_env"},
+            "", &problems);
+
+  YAML::Node collector = root["collector"];
+  if (!collector.IsDefined()) {
+    problems.AddNoLine("collector", "required: collector.address (host:port)");
+  } else if (!collector.IsMap()) {
+    problems.Add(collector, "collector", "expected a mapping with address");
+  } else {
+    CheckKeys(collector, {"address", "server_name", "report_timeout", "max_backoff"}, "collector",
+              &problems);
+    if (ReadString(collector, "address", "collector", &c.collector_address, &problems)) {
+      size_t colon = c.collector_address.rfind(':');
+      uint32_t port = 0;
+      if (colon == std::string::npos || colon == 0 ||
+          !absl::SimpleAtoi(c.collector_address.substr(colon + 1), &port) || port == 0 ||
+          port > 65535) {
+        problems.Add(collector["address"], "collector.address",
+                     absl::StrCat("expected host:port, got '", c.collector_address, "'"));
+      }
+    } else if (!collector["address"].IsDefined()) {
+      problems.Add(collector, "collector.address", "required");
+    }
+    ReadString(collector, "server_name", "collector", &c.collector_server_name, &problems);
+    ReadDuration(collector, "report_timeout", "collector", &c.report_timeout, &problems);
+    ReadDuration(collector, "max_backoff", "collector", &c.max_backoff, &problems);
+  }
+
+  YAML::Node tls = root["tls"];
+  if (!tls.IsDefined()) {
+    problems.AddNoLine("tls", "required: cert, key and ca files for mutual TLS");
+  } else if (!tls.IsMap()) {
+    problems.Add(tls, "tls", "expected a mapping with cert, key and ca");
+  } else {
+    CheckKeys(tls, {"cert", "key", "ca"}, "tls", &problems);
+    const std::pair<const char*, std::string*> files[] = {
+        {"cert", &c.tls.cert}, {"key", &c.tls.key}, {"ca", &c.tls.ca}};
+    for (const auto& [key, out] : files) {
+      if (!ReadString(tls, key, "tls", out, &problems)) {
+        if (!tls[key].IsDefined()) problems.Add(tls, JoinPath("tls", key), "required");
+        continue;
+      }
+      *out = ResolvePath(file, *out);
+      if (!FileExists(*out)) {
+        problems.Add(tls[key], JoinPath("tls", key), absl::StrCat("file not found: ", *out));
+      }
+    }
+  }
+
+  if (ReadString(root, "source", "", &c.source, &problems) && !ValidSource(c.source)) {
+    problems.Add(root["source"], "source",
+                 absl::StrCat("expected samba, samba:SMB_CONF, windows or windows-capture:DIR, "
+                              "got '",
+                              c.source, "'"));
+  }
+
+  std::vector<std::pair<std::string, std::string>> labels;
+  if (ReadStringMap(root, "labels", "", &labels, &problems)) {
+    for (auto& [k, v] : labels) c.labels[k] = v;
+  }
+  std::vector<std::pair<std::string, std::string>> env;
+  if (ReadStringMap(root, "tool_env", "", &env, &problems)) {
+    for (auto& [k, v] : env) c.tool_env[k] = v;
+  }
+
+  YAML::Node schedule = root["schedule"];
+  if (schedule.IsDefined()) {
+    CheckKeys(schedule, {"interval", "splay", "benchmark_interval"}, "schedule", &problems);
+    ReadDuration(schedule, "interval", "schedule", &c.interval, &problems);
+    ReadDuration(schedule, "splay", "schedule", &c.splay, &problems);
+    ReadDuration(schedule, "benchmark_interval", "schedule", &c.benchmark_interval, &problems);
+    if (c.interval < std::chrono::seconds(10)) {
+      problems.Add(schedule["interval"], "schedule.interval", "must be at least 10s");
+    }
+    if (c.splay > c.interval) {
+      problems.Add(schedule["splay"], "schedule.splay", "must not be longer than the interval");
+    }
+    if (c.benchmark_interval.count() != 0 && c.benchmark_interval < std::chrono::hours(1)) {
+      problems.Add(schedule["benchmark_interval"], "schedule.benchmark_interval",
+                   "must be 0 (never) or at least 1h: the benchmark is never hourly");
+    }
+  }
+
+  YAML::Node spool = root["spool"];
+  if (spool.IsDefined()) {
+    CheckKeys(spool, {"dir", "max_reports"}, "spool", &problems);
+    if (ReadString(spool, "dir", "spool", &c.spool_dir, &problems)) {
+      c.spool_dir = ResolvePath(file, c.spool_dir);
+    }
+    uint64_t max = c.spool_max_reports;
+    if (ReadUint(spool, "max_reports", "spool", 1, 100'000, &max, &problems)) {
+      c.spool_max_reports = static_cast<uint32_t>(max);
+    }
+  }
+
+  YAML::Node limits = root["limits"];
+  if (limits.IsDefined()) {
+    CheckKeys(limits, {"max_report_bytes"}, "limits", &problems);
+    ReadByteSize(limits, "max_report_bytes", "limits", &c.max_report_bytes, &problems);
+  }
+
+  if (ReadString(root, "log_level", "", &c.log_level, &problems)) {
+    static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+    bool known = false;
+    for (const char* l : kLevels) known = known || c.log_level == l;
+    if (!known) {
+      problems.Add(root["log_level"], "log_level",
+                   absl::StrCat("expected trace, debug, info, warn, error or off, got '",
+                                c.log_level, "'"));
+    }
+  }
+
+  if (!problems.empty()) return problems.ToStatus();
+  if (c.collector_server_name.empty()) {
+    c.collector_server_name = c.collector_address.substr(0, c.collector_address.rfind(':'));
+  }
+  return c;
+}
+
+absl::StatusOr<AgentConfig> LoadAgentConfig(const std::string& file) {
+  auto text = ReadFile(file, 1 << 20);
+  if (!text.ok()) return text.status();
+  return ParseAgentConfig(file, *text);
+}
+
+}  // namespace smbfleet::agent

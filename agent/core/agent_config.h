@@ -1,0 +1,38 @@
+#ifndef SMBFLEET_AGENT_CORE_AGENT_CONFIG_H_
+#define SMBFLEET_AGENT_CORE_AGENT_CONFIG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/tls.h"
+
+namespace smbfleet::agent {
+
+struct AgentConfig {
+  std::string collector_address;       // host:port
+  std::string collector_server_name;   // TLS name to verify; empty = host part of the address
+  TlsFiles tls;
+  std::string source = "samba";        // see DESIGN.md: samba[:SMB_CONF], windows, windows-capture:DIR
+  std::map<std::string, std::string> labels;
+  std::chrono::milliseconds interval{3'600'000};
+  std::chrono::milliseconds splay{600'000};
+  std::chrono::milliseconds benchmark_interval{86'400'000};  // 0 = never
+  std::chrono::milliseconds report_timeout{30'000};
+  std::chrono::milliseconds max_backoff{300'000};
+  std::string spool_dir = "/var/lib/smbfleet/spool";
+  uint32_t spool_max_reports = 200;
+  uint64_t max_report_bytes = 4 << 20;
+  std::string log_level = "info";
+  // Environment for the platform's tools (e.g. NSS_WRAPPER_* for a private Samba).
+  std::map<std::string, std::string> tool_env;
+};
+
+absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text);
+absl::StatusOr<AgentConfig> LoadAgentConfig(const std::string& file);
+
+}  // namespace smbfleet::agent
+
+#endif  // SMBFLEET_AGENT_CORE_AGENT_CONFIG_H_

@@ -1,0 +1,68 @@
+#include "agent/core/agent_config.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+class AgentConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/smbfleet-ac-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    for (const char* f : {"a.pem", "a.key", "ca.pem"}) std::ofstream(dir_ + "/" + f) << "x";
+  }
+  std::string dir_;
+};
+
+TEST_F(AgentConfigTest, DefaultsAndRelativePaths) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n"
+                            "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n"
+                            "source: samba:/etc/samba/smb.conf\n"
+                            "labels: {site: ams, wan: 'true'}\n"
+                            "spool: {dir: spool}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_server_name, "collector.example");
+  EXPECT_EQ(c->interval, std::chrono::hours(1));
+  EXPECT_EQ(c->benchmark_interval, std::chrono::hours(24));
+  EXPECT_EQ(c->spool_dir, dir_ + "/spool");
+  EXPECT_EQ(c->labels.at("wan"), "true");
+  EXPECT_EQ(c->tls.ca, dir_ + "/ca.pem");
+}
+
+TEST_F(AgentConfigTest, ListsEveryProblem) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: nope}\n"
+                            "tls: {cert: a.pem, key: gone.key, ca: ca.pem}\n"
+                            "source: ftp:/x\n"
+                            "schedule: {interval: 5s, benchmark_interval: 10m}\n"
+                            "labels: [a, b]\n"
+                            "extra: 1\n");
+  ASSERT_FALSE(c.ok());
+  std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("agent.yaml:1: collector.address: expected host:port"));
+  EXPECT_THAT(m, HasSubstr("tls.key: file not found"));
+  EXPECT_THAT(m, HasSubstr("agent.yaml:3: source"));
+  EXPECT_THAT(m, HasSubstr("schedule.interval: must be at least 10s"));
+  EXPECT_THAT(m, HasSubstr("never hourly"));
+  EXPECT_THAT(m, HasSubstr("labels: expected a mapping"));
+  EXPECT_THAT(m, HasSubstr("extra: unknown setting"));
+}
+
+TEST_F(AgentConfigTest, MissingSections) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml", "source: samba\n");
+  ASSERT_FALSE(c.ok());
+  std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("collector: required"));
+  EXPECT_THAT(m, HasSubstr("tls: required"));
+}
+
+}  // namespace
+}  // namespace smbfleet::agent

@@ -1,0 +1,76 @@
+#include "agent/core/transport.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/version.h"
+
+namespace smbfleet::agent {
+
+absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view what) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat(what, ": ", status.error_message()));
+}
+
+absl::StatusOr<std::unique_ptr<CollectorClient>> CollectorClient::Create(
+    const AgentConfig& config) {
+  auto tls = LoadTls(config.tls);
+  if (!tls.ok()) return tls.status();
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride(config.collector_server_name);
+  args.SetMaxSendMessageSize(static_cast<int>(config.max_report_bytes) + (64 << 10));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 300'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(config.max_backoff.count()));
+  args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, absl::StrCat("smbfleet-agent/", kVersion));
+  auto channel = grpc::CreateCustomChannel(config.collector_address,
+                                           MutualTlsChannelCredentials(*tls), args);
+  return std::unique_ptr<CollectorClient>(new CollectorClient(channel, config.report_timeout));
+}
+
+CollectorClient::CollectorClient(std::shared_ptr<grpc::Channel> channel,
+                                 std::chrono::milliseconds timeout)
+    : channel_(std::move(channel)),
+      stub_(smbfleet::v1::AgentService::NewStub(channel_)),
+      timeout_(timeout) {}
+
+absl::StatusOr<smbfleet::v1::ReportResponse> CollectorClient::Report(
+    const smbfleet::v1::ReportRequest& request) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
+  smbfleet::v1::ReportResponse response;
+  grpc::Status status = stub_->Report(&ctx, request, &response);
+  if (!status.ok()) {
+    return FromGrpcStatus(status, absl::StrCat("report ", request.report_id()));
+  }
+  return response;
+}
+
+absl::Status CollectorClient::Watch(
+    const std::function<void(const smbfleet::v1::WatchResponse&)>& on_message) {
+  grpc::ClientContext ctx;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return absl::CancelledError("watch cancelled");
+    watch_context_ = &ctx;
+  }
+  smbfleet::v1::WatchRequest request;
+  request.set_agent_version(kVersion);
+  auto reader = stub_->Watch(&ctx, request);
+  smbfleet::v1::WatchResponse message;
+  while (reader->Read(&message)) on_message(message);
+  grpc::Status status = reader->Finish();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watch_context_ = nullptr;
+  }
+  return FromGrpcStatus(status, "watch stream");
+}
+
+void CollectorClient::CancelWatch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (watch_context_ != nullptr) watch_context_->TryCancel();
+}
+
+}  // namespace smbfleet::agent

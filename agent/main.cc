@@ -1,0 +1,199 @@
+// smbfleet-agent: reports this host's SMB posture to the collector.
+//
+//   smbfleet-agent run --config FILE [--once]
+//   smbfleet-agent collect --once --source=SOURCE [--format=json|text]
+//   smbfleet-agent bench [--format=json|text]
+//   smbfleet-agent version
+#include <signal.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/bench/cpu_features.h"
+#include "agent/bench/crypto_bench.h"
+#include "agent/core/agent.h"
+#include "agent/core/agent_config.h"
+#include "agent/core/command_runner.h"
+#include "agent/core/spool.h"
+#include "agent/core/transport.h"
+#include "agent/sources.h"
+#include "common/json.h"
+#include "common/logging.h"
+#include "common/version.h"
+
+namespace smbfleet::agent {
+namespace {
+
+constexpr char kUsage[] =
+    "usage:\n"
+    "  smbfleet-agent run --config FILE [--once]\n"
+    "  smbfleet-agent collect --once --source=SOURCE [--format=json|text]\n"
+    "      SOURCE: samba, samba:SMB_CONF, windows, windows-capture:DIR\n"
+    "  smbfleet-agent bench [--format=json|text]\n"
+    "  smbfleet-agent version\n";
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+struct Flags {
+  std::string config, source, format = "text";
+  bool once = false;
+  std::vector<std::string> unknown;
+};
+
+Flags ParseFlags(const std::vector<std::string>& args) {
+  Flags f;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& name, std::string* out) {
+      if (a == "--" + name && i + 1 < args.size()) {
+        *out = args[++i];
+        return true;
+      }
+      if (absl::StartsWith(a, "--" + name + "=")) {
+        *out = a.substr(name.size() + 3);
+        return true;
+      }
+      return false;
+    };
+    if (value("config", &f.config) || value("source", &f.source) || value("format", &f.format)) {
+      continue;
+    }
+    if (a == "--once") {
+      f.once = true;
+      continue;
+    }
+    f.unknown.push_back(a);
+  }
+  return f;
+}
+
+int Usage(const std::string& problem) {
+  if (!problem.empty()) std::cerr << "smbfleet-agent: " << problem << "\n";
+  std::cerr << kUsage;
+  return 2;
+}
+
+int Fail(const absl::Status& s) {
+  std::cerr << "smbfleet-agent: " << s.message() << "\n";
+  return 1;
+}
+
+absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> Benchmark() {
+  return bench::RunCryptoBenchmark(bench::BenchOptions{});
+}
+
+void HostInfo(smbfleet::v1::HostInfo* host) {
+  if (!host->has_cpu()) *host->mutable_cpu() = bench::DetectCpuFeatures();
+}
+
+int Collect(const Flags& flags) {
+  if (!flags.once) return Usage("collect needs --once");
+  if (flags.source.empty()) return Usage("collect needs --source=SOURCE");
+  auto runner = NewPosixCommandRunner();
+  SourceContext context;
+  context.runner = runner.get();
+  auto source = MakeSource(flags.source, context);
+  if (!source.ok()) return Fail(source.status());
+  AgentConfig config;  // no collector: defaults for labels and size limits
+  config.max_report_bytes = 256 << 20;
+  auto report = BuildReport(**source, config, "collect", {}, HostInfo);
+  if (!report.ok()) return Fail(report.status());
+  if (flags.format == "json") {
+    auto json = ToJson(report->posture());
+    if (!json.ok()) return Fail(json.status());
+    std::cout << *json;
+  } else {
+    const auto& p = report->posture();
+    std::cout << "host " << p.host().hostname() << " (" << smbfleet::v1::Platform_Name(p.host().platform())
+              << "): " << p.shares_size() << " shares, " << p.sessions_size() << " sessions, "
+              << p.connections_size() << " client connections, " << p.events_size()
+              << " events, " << p.probe_errors_size() << " probe errors\n";
+    for (const auto& e : p.probe_errors()) {
+      std::cout << "  probe error " << e.probe() << ": " << e.code() << " " << e.message()
+                << "\n";
+    }
+    std::cout << "(use --format=json for the whole posture)\n";
+  }
+  return 0;
+}
+
+int Bench(const Flags& flags) {
+  auto results = Benchmark();
+  if (!results.ok()) return Fail(results.status());
+  smbfleet::v1::Posture p;
+  *p.mutable_host()->mutable_cpu() = bench::DetectCpuFeatures();
+  for (auto& b : *results) *p.add_benchmarks() = b;
+  if (flags.format == "json") {
+    std::cout << *ToJson(p);
+    return 0;
+  }
+  for (const auto& b : p.benchmarks()) {
+    std::cout << smbfleet::v1::CryptoAlgorithm_Name(b.algorithm()) << "\t" << b.buffer_bytes()
+              << " B\t" << b.threads() << " thread(s)\t"
+              << static_cast<int64_t>(b.bytes_per_second() / 1e6) << " MB/s\n";
+  }
+  return 0;
+}
+
+int RunService(const Flags& flags) {
+  if (flags.config.empty()) return Usage("run needs --config FILE");
+  auto config = LoadAgentConfig(flags.config);
+  if (!config.ok()) return Fail(config.status());
+  if (auto s = SetLogLevel(config->log_level); !s.ok()) return Fail(s);
+  auto log = Logger("agent");
+  auto runner = NewPosixCommandRunner();
+  SourceContext context;
+  context.runner = runner.get();
+  context.tool_env = config->tool_env;
+  context.state_dir = config->spool_dir + "/state";
+  auto source = MakeSource(config->source, context);
+  if (!source.ok()) return Fail(source.status());
+  Spool spool(config->spool_dir, config->spool_max_reports);
+  if (auto s = spool.Open(); !s.ok()) return Fail(s);
+  auto client = CollectorClient::Create(*config);
+  if (!client.ok()) return Fail(client.status());
+  Agent agent(*config, source->get(), client->get(), &spool, Benchmark, HostInfo);
+  log->info("smbfleet-agent {} reporting {} to {}", kVersion, (*source)->Describe(),
+            config->collector_address);
+  if (flags.once) {
+    absl::Status s = agent.RunOnce("once");
+    if (!s.ok()) return Fail(s);
+    return 0;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  agent.Run(&g_stop);
+  log->info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace smbfleet::agent
+
+int main(int argc, char** argv) {
+  using namespace smbfleet::agent;
+  if (argc < 2) return Usage("no command given");
+  std::string command = argv[1];
+  Flags flags = ParseFlags(std::vector<std::string>(argv + 2, argv + argc));
+  if (!flags.unknown.empty()) return Usage(absl::StrCat("unknown argument ", flags.unknown[0]));
+  if (flags.format != "json" && flags.format != "text") {
+    return Usage(absl::StrCat("--format must be json or text, got '", flags.format, "'"));
+  }
+  if (command == "run") return RunService(flags);
+  if (command == "collect") return Collect(flags);
+  if (command == "bench") return Bench(flags);
+  if (command == "version" || command == "--version") {
+    std::cout << "smbfleet-agent " << smbfleet::kVersion << "\n";
+    return 0;
+  }
+  if (command == "-h" || command == "--help" || command == "help") return Usage("");
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}

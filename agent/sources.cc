@@ -1,0 +1,42 @@
+#include "agent/sources.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/platform/samba/samba_source.h"
+#include "agent/platform/windows/windows_source.h"
+#include "common/files.h"
+
+namespace smbfleet::agent {
+
+absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spec,
+                                                          const SourceContext& context) {
+  if (spec == "samba" || absl::StartsWith(spec, "samba:")) {
+    SambaOptions options;
+    if (spec.size() > 6) options.smb_conf = spec.substr(6);
+    if (!FileExists(options.smb_conf)) {
+      return absl::NotFoundError(absl::StrCat("source ", spec, ": ", options.smb_conf,
+                                              " does not exist"));
+    }
+    options.env = context.tool_env;
+    return NewSambaSource(options, context.runner);
+  }
+  if (absl::StartsWith(spec, "windows-capture:")) {
+    std::string dir = spec.substr(16);
+    if (dir.empty() || !FileExists(dir)) {
+      return absl::NotFoundError(absl::StrCat("source ", spec, ": capture folder '", dir,
+                                              "' does not exist"));
+    }
+    return windows::NewWindowsCaptureSource(dir);
+  }
+  if (spec == "windows") {
+    return absl::FailedPreconditionError(
+        "source windows: live Windows collection needs the Windows build of the agent; on "
+        "this machine use windows-capture:DIR with a folder written by "
+        "deploy/windows/Capture-SmbPosture.ps1");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown source '", spec,
+      "' (expected samba, samba:SMB_CONF, windows or windows-capture:DIR)"));
+}
+
+}  // namespace smbfleet::agent

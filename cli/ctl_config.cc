@@ -1,0 +1,29 @@
+#include "cli/ctl_config.h"
+
+#include "common/files.h"
+#include "common/yaml_config.h"
+
+namespace smbfleet::cli {
+
+absl::StatusOr<CtlConfig> LoadCtlConfig(const std::string& file) {
+  auto text = ReadFile(file, 1 << 20);
+  if (!text.ok()) return text.status();
+  auto root = ParseYaml(file, *text);
+  if (!root.ok()) return root.status();
+  ConfigProblems problems(file);
+  CtlConfig c;
+  CheckKeys(*root, {"collector", "server_name", "tls"}, "", &problems);
+  ReadString(*root, "collector", "", &c.collector_address, &problems);
+  ReadString(*root, "server_name", "", &c.server_name, &problems);
+  YAML::Node tls = (*root)["tls"];
+  if (tls.IsDefined()) {
+    CheckKeys(tls, {"cert", "key", "ca"}, "tls", &problems);
+    if (ReadString(tls, "cert", "tls", &c.tls.cert, &problems)) c.tls.cert = ResolvePath(file, c.tls.cert);
+    if (ReadString(tls, "key", "tls", &c.tls.key, &problems)) c.tls.key = ResolvePath(file, c.tls.key);
+    if (ReadString(tls, "ca", "tls", &c.tls.ca, &problems)) c.tls.ca = ResolvePath(file, c.tls.ca);
+  }
+  if (!problems.empty()) return problems.ToStatus();
+  return c;
+}
+
+}  // namespace smbfleet::cli

@@ -1,0 +1,173 @@
+#include "cli/render.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+
+namespace smbfleet::cli {
+namespace {
+
+using smbfleet::v1::Posture;
+
+std::string TimeText(const google::protobuf::Timestamp& ts) {
+  if (ts.seconds() == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%SZ", absl::FromUnixSeconds(ts.seconds()),
+                          absl::UTCTimeZone());
+}
+
+// Column widths from the content; control characters in host-reported strings are shown
+// escaped so that a hostile share name cannot rewrite the terminal.
+std::string Clean(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+void Table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+std::string Opt(bool has, bool v) { return has ? (v ? "yes" : "no") : "unknown"; }
+
+}  // namespace
+
+std::string DialectText(smbfleet::v1::Dialect d) {
+  switch (d) {
+    case smbfleet::v1::DIALECT_SMB1: return "SMB1";
+    case smbfleet::v1::DIALECT_SMB_2_0_2: return "SMB 2.0.2";
+    case smbfleet::v1::DIALECT_SMB_2_1: return "SMB 2.1";
+    case smbfleet::v1::DIALECT_SMB_3_0: return "SMB 3.0";
+    case smbfleet::v1::DIALECT_SMB_3_0_2: return "SMB 3.0.2";
+    case smbfleet::v1::DIALECT_SMB_3_1_1: return "SMB 3.1.1";
+    default: return "unknown";
+  }
+}
+
+std::string ProtectionText(smbfleet::v1::Protection p) {
+  switch (p) {
+    case smbfleet::v1::PROTECTION_NONE: return "none";
+    case smbfleet::v1::PROTECTION_PARTIAL: return "partial";
+    case smbfleet::v1::PROTECTION_FULL: return "full";
+    default: return "unknown";
+  }
+}
+
+std::string AlgorithmText(smbfleet::v1::CryptoAlgorithm a) {
+  if (a == smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED) return "-";
+  std::string name = smbfleet::v1::CryptoAlgorithm_Name(a);
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+void RenderHostTable(const smbfleet::v1::ListHostsResponse& hosts, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {
+      {"HOST", "PLATFORM", "OS", "SHARES", "SESSIONS", "ERRORS", "STREAM", "LAST SEEN"}};
+  for (const auto& h : hosts.hosts()) {
+    std::string platform = smbfleet::v1::Platform_Name(h.platform());
+    if (platform.rfind("PLATFORM_", 0) == 0) platform = platform.substr(9);
+    rows.push_back({Clean(h.name()), platform, Clean(absl::StrCat(h.os_name(), " ", h.os_version())),
+                    absl::StrCat(h.shares()), absl::StrCat(h.sessions()),
+                    absl::StrCat(h.probe_errors()), h.connected() ? "connected" : "-",
+                    TimeText(h.last_seen())});
+  }
+  Table(rows, out);
+  if (hosts.hosts_size() == 0) out << "(no hosts have reported yet)\n";
+}
+
+void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
+  const auto& s = host.summary();
+  const Posture& p = host.posture();
+  out << "Host:        " << Clean(s.name()) << "\n";
+  out << "Platform:    " << smbfleet::v1::Platform_Name(s.platform()) << "  "
+      << Clean(p.host().os_name()) << " " << Clean(p.host().os_version()) << "\n";
+  out << "Agent:       " << Clean(s.agent_version()) << (s.connected() ? " (stream open)" : "")
+      << "\n";
+  out << "First seen:  " << TimeText(s.first_seen()) << "\n";
+  out << "Last seen:   " << TimeText(s.last_seen()) << "\n";
+  out << "Changed:     " << TimeText(s.last_changed()) << "\n";
+  if (!s.labels().empty()) {
+    std::vector<std::string> labels;
+    for (const auto& [k, v] : s.labels()) labels.push_back(absl::StrCat(Clean(k), "=", Clean(v)));
+    std::sort(labels.begin(), labels.end());
+    out << "Labels:      " << absl::StrJoin(labels, ", ") << "\n";
+  }
+  const auto& srv = p.server();
+  out << "\nServer\n";
+  Table({{"  SMB1 enabled", Opt(srv.has_smb1_enabled(), srv.smb1_enabled())},
+         {"  signing required", Opt(srv.has_require_signing(), srv.require_signing())},
+         {"  encrypt data", Opt(srv.has_encrypt_data(), srv.encrypt_data())},
+         {"  reject unencrypted", Opt(srv.has_reject_unencrypted_access(),
+                                      srv.reject_unencrypted_access())},
+         {"  min dialect", srv.has_min_dialect() ? DialectText(srv.min_dialect()) : "unknown"},
+         {"  max dialect", srv.has_max_dialect() ? DialectText(srv.max_dialect()) : "unknown"}},
+        out);
+  out << "\nShares (" << p.shares_size() << ")\n";
+  std::vector<std::vector<std::string>> shares = {{"  NAME", "PATH", "ENCRYPT", "CLASS"}};
+  for (const auto& sh : p.shares()) {
+    shares.push_back({"  " + Clean(sh.name()), Clean(sh.path()),
+                      Opt(sh.has_encrypt_data(), sh.encrypt_data()),
+                      sh.classification().empty() ? "-" : Clean(sh.classification())});
+  }
+  Table(shares, out);
+  out << "\nSessions (" << p.sessions_size() << ")\n";
+  std::vector<std::vector<std::string>> sessions = {
+      {"  ID", "CLIENT", "USER", "DIALECT", "SHARE", "SIGNING", "ENCRYPTION", "CIPHER"}};
+  for (const auto& se : p.sessions()) {
+    if (se.shares().empty()) {
+      sessions.push_back({"  " + Clean(se.session_id()), Clean(se.client_address()),
+                          Clean(se.user()), DialectText(se.dialect()), "-",
+                          ProtectionText(se.signing()), ProtectionText(se.encryption()),
+                          AlgorithmText(se.cipher())});
+    }
+    for (const auto& sc : se.shares()) {
+      sessions.push_back({"  " + Clean(se.session_id()), Clean(se.client_address()),
+                          Clean(se.user()), DialectText(se.dialect()), Clean(sc.name()),
+                          ProtectionText(sc.signing()), ProtectionText(sc.encryption()),
+                          AlgorithmText(sc.cipher() != smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED
+                                            ? sc.cipher()
+                                            : se.cipher())});
+    }
+  }
+  Table(sessions, out);
+  if (p.probe_errors_size() > 0) {
+    out << "\nProbe errors (" << p.probe_errors_size() << ")\n";
+    for (const auto& e : p.probe_errors()) {
+      out << "  " << Clean(e.probe()) << ": " << Clean(e.code()) << " " << Clean(e.message())
+          << "\n";
+    }
+  }
+  if (p.benchmarks_size() > 0) {
+    out << "\nCrypto benchmark (" << p.benchmarks_size() << " results)\n";
+    std::vector<std::vector<std::string>> rows = {{"  ALGORITHM", "BUFFER", "THREADS", "MB/s"}};
+    for (const auto& b : p.benchmarks()) {
+      rows.push_back({"  " + AlgorithmText(b.algorithm()), absl::StrCat(b.buffer_bytes()),
+                      absl::StrCat(b.threads()),
+                      absl::StrCat(static_cast<int64_t>(b.bytes_per_second() / 1e6))});
+    }
+    Table(rows, out);
+  }
+}
+
+}  // namespace smbfleet::cli

@@ -1,0 +1,31 @@
+# Shared helpers for the quick start and test scripts (sourced, not run).
+
+# A TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+  local port
+  for _ in $(seq 1 200); do
+    port=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo "no free port found" >&2
+  return 1
+}
+
+# Waits until a file exists and is not empty (e.g. a port file), up to $2 seconds.
+wait_for_file() {
+  local file=$1 seconds=${2:-30}
+  for _ in $(seq 1 $((seconds * 10))); do
+    [[ -s "$file" ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+build_tree() {  # build_tree SOURCE_DIR BUILD_DIR [extra cmake args...]
+  local src=$1 build=$2; shift 2
+  cmake -S "$src" -B "$build" -G Ninja "$@" >/dev/null
+  cmake --build "$build" -j2
+}

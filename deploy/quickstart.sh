@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds, and runs a small smbfleet on this machine —
+# a private PostgreSQL, the collector, a local Samba server with demo shares and live client
+# sessions and its agent, plus a simulated fleet of Windows servers replayed from capture
+# folders. Prints where to look and runs until Ctrl-C, then stops everything it started.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+source "$here/lib.sh"
+
+bash "$here/setup.sh"
+build=${SMBFLEET_BUILD_DIR:-$root/build}
+echo "== building ($build)"
+build_tree "$root" "$build"
+
+run=${SMBFLEET_RUN_DIR:-$root/run}
+mkdir -p "$run"
+chmod 755 "$run"
+pids=()
+sessions=()
+stop_all() {
+  echo
+  echo "== stopping"
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for s in "${sessions[@]}"; do bash "$here/samba-lab.sh" release "$run/samba" "$s" >/dev/null 2>&1 || true; done
+  bash "$here/samba-lab.sh" stop "$run/samba" >/dev/null 2>&1 || true
+  bash "$here/pg.sh" stop "$run/pg" >/dev/null 2>&1 || true
+  echo "stopped; state kept in $run"
+}
+trap stop_all EXIT
+trap 'exit 0' INT TERM
+
+samba_host=$(hostname -s 2>/dev/null || echo samba01)
+samba_host=${samba_host//[^A-Za-z0-9._-]/-}
+fleet=()
+if compgen -G "$root/tests/fixtures/windows/*/" >/dev/null; then
+  for d in "$root"/tests/fixtures/windows/*/; do
+    name=$(basename "$d")
+    fleet+=("sim-${name//[^A-Za-z0-9._-]/-}")
+  done
+fi
+echo "== certificates ($run/pki)"
+bash "$here/ca.sh" dev "$run/pki" "$samba_host" "${fleet[@]}" >/dev/null
+
+echo "== PostgreSQL"
+pg_port=${SMBFLEET_PG_PORT:-$(free_port)}
+dsn=$(bash "$here/pg.sh" start "$run/pg" "$pg_port")
+
+echo "== collector"
+port=${SMBFLEET_PORT:-7443}
+cat > "$run/collector.yaml" <<YAML
+listen: 127.0.0.1:$port
+tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}
+database: {dsn: '$dsn'}
+log_level: info
+YAML
+rm -f "$run/port"
+"$build/collector/smbfleet-collector" --config "$run/collector.yaml" --port_file "$run/port" \
+  >"$run/collector.log" 2>&1 &
+pids+=($!)
+wait_for_file "$run/port" 30 || { tail -20 "$run/collector.log"; exit 1; }
+
+echo "== Samba with demo shares and client sessions"
+smb_port=${SMBFLEET_SMB_PORT:-$(free_port)}
+bash "$here/samba-lab.sh" start "$run/samba" "$smb_port" >/dev/null
+conf=$(bash "$here/samba-lab.sh" conf "$run/samba")
+bash "$here/samba-lab.sh" hold "$run/samba" modern demo >/dev/null && sessions+=(modern)
+bash "$here/samba-lab.sh" hold "$run/samba" encrypted finance --client-protection=encrypt >/dev/null && sessions+=(encrypted)
+bash "$here/samba-lab.sh" hold "$run/samba" legacy finance -m SMB2_10 >/dev/null && sessions+=(legacy)
+
+agent_config() {  # name source
+  local name=$1 source=$2
+  echo "collector: {address: '127.0.0.1:$port', server_name: localhost}"
+  echo "tls: {cert: pki/agent-$name.pem, key: pki/agent-$name.key, ca: pki/ca.pem}"
+  echo "source: '$source'"
+  echo "labels: {site: demo}"
+  echo "schedule: {interval: 10m, splay: 30s, benchmark_interval: 24h}"
+  echo "spool: {dir: spool/$name}"
+}
+
+echo "== agents"
+{
+  agent_config "$samba_host" "samba:$conf"
+  echo "tool_env:"
+  bash "$here/samba-lab.sh" env "$run/samba" | sed -E "s/^([^=]+)=(.*)$/  \1: '\2'/"
+} > "$run/agent-$samba_host.yaml"
+"$build/agent/smbfleet-agent" run --config "$run/agent-$samba_host.yaml" >"$run/agent-$samba_host.log" 2>&1 &
+pids+=($!)
+i=0
+for d in "$root"/tests/fixtures/windows/*/; do
+  [[ -d "$d" ]] || continue
+  name=${fleet[$i]}; i=$((i + 1))
+  agent_config "$name" "windows-capture:$d" > "$run/agent-$name.yaml"
+  "$build/agent/smbfleet-agent" run --config "$run/agent-$name.yaml" >"$run/agent-$name.log" 2>&1 &
+  pids+=($!)
+done
+
+cat > "$run/ctl.yaml" <<YAML
+collector: 127.0.0.1:$port
+server_name: localhost
+tls: {cert: pki/operator-admin.pem, key: pki/operator-admin.key, ca: pki/ca.pem}
+YAML
+sleep 3
+cat <<EOF2
+
+smbfleet is running: collector on 127.0.0.1:$port (mutual TLS), PostgreSQL on 127.0.0.1:$pg_port,
+Samba on 127.0.0.1:$smb_port, agents for $samba_host and ${#fleet[@]} simulated Windows servers.
+
+  export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
+  $build/cli/smbfleetctl hosts
+  $build/cli/smbfleetctl host show $samba_host
+  $build/cli/smbfleetctl host refresh $samba_host
+  $build/cli/smbfleetctl policy eval --policy $root/policy/policies/baseline.yaml --posture FILE
+
+Logs are in $run/*.log. Ctrl-C stops everything.
+EOF2
+export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
+"$build/cli/smbfleetctl" hosts || true
+while true; do
+  for p in "${pids[@]}"; do
+    kill -0 "$p" 2>/dev/null || { echo "a process stopped unexpectedly; see $run/*.log"; exit 1; }
+  done
+  sleep 2
+done

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what smbfleet needs on Debian 12 that is not there yet (apt), and nothing else.
+#   setup.sh           build + demo packages
+#   setup.sh --tests   also what the tests need (cross compiler for the Windows shim)
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ ccache pkg-config git
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev libpqxx-dev libpq-dev nlohmann-json3-dev libyaml-cpp-dev
+  libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev libre2-dev libc-ares-dev
+  postgresql postgresql-client samba smbclient libnss-wrapper procps iproute2
+)
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(g++-mingw-w64-x86-64)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+# Package scripts must not start system services (smbd on 445, the Debian PostgreSQL cluster):
+# smbfleet runs its own private instances.
+policy_rc=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy_rc ]]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee $policy_rc >/dev/null
+  $SUDO chmod +x $policy_rc
+  created_policy=1
+fi
+trap '[[ $created_policy -eq 1 ]] && $SUDO rm -f $policy_rc' EXIT
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "setup: done"
