@@ -30,13 +30,15 @@ constexpr char kUsage[] =
     "  hosts [--prefix P] [--format=json|text]   list hosts\n"
     "  host show NAME [--format=json|text]       a host's latest posture\n"
     "  host refresh NAME                         ask the host's agent to report now\n"
+    "  compliance [--format=json|text]           fleet compliance per rule of the active policy\n"
+    "  findings [--host H] [--rule R] [--format=json|text]   failing results, since when\n"
     "  policy check FILE                         lint a policy file\n"
     "  policy eval --policy FILE --posture FILE [--format=json]   evaluate offline\n"
     "The configuration file (YAML: collector, server_name, tls: {cert, key, ca}) comes from\n"
     "--config or $SMBFLEET_CTL_CONFIG.\n";
 
 struct Args {
-  std::string config, collector, cert, key, ca, format = "text", prefix;
+  std::string config, collector, cert, key, ca, format = "text", prefix, host, rule;
   std::vector<std::string> positional;
 };
 
@@ -78,7 +80,8 @@ int Run(const std::vector<std::string>& argv) {
         TakeValue(argv, &i, "collector", &args.collector) ||
         TakeValue(argv, &i, "cert", &args.cert) || TakeValue(argv, &i, "key", &args.key) ||
         TakeValue(argv, &i, "ca", &args.ca) || TakeValue(argv, &i, "format", &args.format) ||
-        TakeValue(argv, &i, "prefix", &args.prefix)) {
+        TakeValue(argv, &i, "prefix", &args.prefix) || TakeValue(argv, &i, "host", &args.host) ||
+        TakeValue(argv, &i, "rule", &args.rule)) {
       continue;
     }
     if (argv[i] == "-h" || argv[i] == "--help") return Usage("");
@@ -175,6 +178,35 @@ int Run(const std::vector<std::string>& argv) {
     auto s = stub->RequestReport(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, absl::StrCat("asking ", pos[2], " to report"));
     std::cout << pos[2] << ": report requested\n";
+    return 0;
+  }
+  if (pos[0] == "compliance" && pos.size() == 1) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline());
+    smbfleet::v1::GetComplianceResponse resp;
+    auto s = stub->GetCompliance(&ctx, smbfleet::v1::GetComplianceRequest(), &resp);
+    if (!s.ok()) return Fail(s, "reading compliance");
+    if (args.format == "json") {
+      std::cout << *ToJson(resp);
+    } else {
+      RenderCompliance(resp, std::cout);
+    }
+    return 0;
+  }
+  if (pos[0] == "findings" && pos.size() == 1) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(deadline());
+    smbfleet::v1::ListFindingsRequest req;
+    req.set_host(args.host);
+    req.set_rule_id(args.rule);
+    smbfleet::v1::ListFindingsResponse resp;
+    auto s = stub->ListFindings(&ctx, req, &resp);
+    if (!s.ok()) return Fail(s, "listing findings");
+    if (args.format == "json") {
+      std::cout << *ToJson(resp);
+    } else {
+      RenderFindings(resp, std::cout);
+    }
     return 0;
   }
   return Usage(absl::StrCat("unknown command '", pos[0], "'"));

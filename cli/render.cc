@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 
@@ -168,6 +169,37 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
     }
     Table(rows, out);
   }
+}
+
+void RenderCompliance(const smbfleet::v1::GetComplianceResponse& c, std::ostream& out) {
+  if (c.policy_name().empty()) {
+    out << "(no policy is active: set policy.file in the collector configuration)\n";
+    return;
+  }
+  out << "Policy " << Clean(c.policy_name()) << " version " << Clean(c.policy_version()) << "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"RULE", "COMPLIANT%", "OK", "FAILING", "WAIVED", "UNKNOWN", "ERROR", "N/A"}};
+  for (const auto& r : c.rules()) {
+    rows.push_back({Clean(r.rule_id()),
+                    r.compliant_pct() < 0 ? "-" : absl::StrFormat("%.1f", r.compliant_pct()),
+                    absl::StrCat(r.compliant()), absl::StrCat(r.non_compliant()),
+                    absl::StrCat(r.waived()), absl::StrCat(r.unknown()), absl::StrCat(r.errors()),
+                    absl::StrCat(r.not_applicable())});
+  }
+  Table(rows, out);
+}
+
+void RenderFindings(const smbfleet::v1::ListFindingsResponse& f, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {
+      {"HOST", "RULE", "SHARE", "SEVERITY", "FAILING SINCE", "WHY"}};
+  for (const auto& x : f.findings()) {
+    std::string severity = smbfleet::v1::Severity_Name(x.severity());
+    if (severity.rfind("SEVERITY_", 0) == 0) severity = severity.substr(9);
+    rows.push_back({Clean(x.host()), Clean(x.rule_id()), x.share().empty() ? "-" : Clean(x.share()),
+                    severity, TimeText(x.failing_since()), Clean(x.message())});
+  }
+  Table(rows, out);
+  if (f.findings_size() == 0) out << "(nothing is failing)\n";
 }
 
 }  // namespace smbfleet::cli

@@ -24,8 +24,8 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   const YAML::Node& root = *root_or;
   ConfigProblems problems(file);
   CollectorConfig c;
-  CheckKeys(root, {"listen", "tls", "database", "limits", "watch", "store", "log_level"}, "",
-            &problems);
+  CheckKeys(root, {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy"},
+            "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
     problems.Add(root["listen"], "listen",
@@ -101,6 +101,18 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     uint64_t threads = c.store_threads;
     if (ReadUint(store, "threads", "store", 1, 256, &threads, &problems)) {
       c.store_threads = static_cast<uint32_t>(threads);
+    }
+  }
+
+  YAML::Node policy = root["policy"];
+  if (policy.IsDefined()) {
+    CheckKeys(policy, {"file"}, "policy", &problems);
+    if (ReadString(policy, "file", "policy", &c.policy_file, &problems)) {
+      c.policy_file = ResolvePath(file, c.policy_file);
+      if (!FileExists(c.policy_file)) {
+        problems.Add(policy["file"], "policy.file",
+                     absl::StrCat("file not found: ", c.policy_file));
+      }
     }
   }
 

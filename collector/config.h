@@ -20,6 +20,7 @@ struct CollectorConfig {
   std::chrono::milliseconds max_connection_age{6 * 3'600'000};
   uint32_t store_threads = 4;
   std::string log_level = "info";
+  std::string policy_file;      // empty: no evaluation
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

@@ -62,7 +62,20 @@ int main(int argc, char** argv) {
   auto store = NewPgStore(config->database_dsn, static_cast<int>(config->database_pool_size));
   if (!store.ok()) return Fail(store.status());
 
-  auto collector = Collector::Start(*config, *tls, *std::move(store));
+  std::unique_ptr<policy::Policy> policy;
+  if (!config->policy_file.empty()) {
+    auto text = ReadFile(config->policy_file, 4 << 20);
+    if (!text.ok()) return Fail(text.status());
+    auto parsed = policy::ParsePolicy(config->policy_file, *text);
+    if (!parsed.ok()) return Fail(parsed.status());
+    policy = std::make_unique<policy::Policy>(*std::move(parsed));
+    if (auto s = (*store)->ActivatePolicy(policy->name, policy->version, *text); !s.ok()) {
+      return Fail(s);
+    }
+    log->info("evaluating policy {} version {} ({} rules)", policy->name, policy->version,
+              policy->rules.size());
+  }
+  auto collector = Collector::Start(*config, *tls, *std::move(store), std::move(policy));
   if (!collector.ok()) return Fail(collector.status());
   log->info("listening on {} (port {}), mutual TLS required", config->listen,
             (*collector)->port());

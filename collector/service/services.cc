@@ -6,6 +6,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "policy/evaluate.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -132,8 +133,30 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-AgentServiceImpl::AgentServiceImpl(Store* store, StreamRegistry* registry, WorkQueue* work)
-    : store_(store), registry_(registry), work_(work) {}
+AgentServiceImpl::AgentServiceImpl(Store* store, StreamRegistry* registry, WorkQueue* work,
+                                   const policy::Policy* policy)
+    : store_(store), registry_(registry), work_(work), policy_(policy) {}
+
+void AgentServiceImpl::Evaluate(const std::string& host, const smbfleet::v1::Posture& posture) {
+  if (policy_ == nullptr) return;
+  auto waivers = store_->ActiveWaivers();
+  if (!waivers.ok()) {
+    Log()->error("not evaluating {}: {}", host, std::string(waivers.status().message()));
+    return;
+  }
+  for (const auto& w : policy_->waivers) waivers->push_back(w);
+  // Policies match on the host's identity, which is its certificate's, not what it says.
+  smbfleet::v1::Posture subject = posture;
+  subject.mutable_host()->set_hostname(host);
+  auto eval = policy::EvaluateHost(*policy_, subject, *waivers, absl::Now());
+  auto transitions = store_->SaveEvaluation(host, eval);
+  if (!transitions.ok()) {
+    Log()->error("{}", std::string(transitions.status().message()));
+    return;
+  }
+  Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", host, eval.compliant(),
+               eval.non_compliant(), *transitions);
+}
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* context,
                                                    const smbfleet::v1::ReportRequest* request,
@@ -179,6 +202,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
     }
     Log()->debug("report {} from {}: {}", incoming.report_id, host,
                  smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
+    if (*outcome != SaveOutcome::kDuplicate) Evaluate(host, request->posture());
     reactor->Finish(grpc::Status::OK);
   });
   if (!queued) reactor->Finish(Busy());
@@ -285,15 +309,56 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RequestReport(
   return FinishNow(context, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::GetCompliance(
+    grpc::CallbackServerContext* context, const smbfleet::v1::GetComplianceRequest* request,
+    smbfleet::v1::GetComplianceResponse* response) {
+  auto id = Authorize(*context, "operator");
+  if (!id.ok()) return FinishNow(context, ToGrpcStatus(id.status()));
+  auto* reactor = context->DefaultReactor();
+  bool queued = work_->TrySubmit([this, reactor, response] {
+    auto compliance = store_->GetCompliance();
+    if (!compliance.ok()) {
+      reactor->Finish(ToGrpcStatus(compliance.status()));
+      return;
+    }
+    *response = *std::move(compliance);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!queued) reactor->Finish(Busy());
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListFindings(
+    grpc::CallbackServerContext* context, const smbfleet::v1::ListFindingsRequest* request,
+    smbfleet::v1::ListFindingsResponse* response) {
+  auto id = Authorize(*context, "operator");
+  if (!id.ok()) return FinishNow(context, ToGrpcStatus(id.status()));
+  auto* reactor = context->DefaultReactor();
+  bool queued = work_->TrySubmit([this, reactor, request, response] {
+    uint32_t limit = request->limit() == 0 ? 1000 : std::min<uint32_t>(request->limit(), 10000);
+    auto findings = store_->ListFindings(request->host(), request->rule_id(), limit);
+    if (!findings.ok()) {
+      reactor->Finish(ToGrpcStatus(findings.status()));
+      return;
+    }
+    for (auto& f : *findings) *response->add_findings() = std::move(f);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!queued) reactor->Finish(Busy());
+  return reactor;
+}
+
 absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfig& config,
                                                             const TlsMaterial& tls,
-                                                            std::unique_ptr<Store> store) {
+                                                            std::unique_ptr<Store> store,
+                                                            std::unique_ptr<policy::Policy> policy) {
   std::unique_ptr<Collector> c(new Collector());
   c->store_ = std::move(store);
+  c->policy_ = std::move(policy);
   c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, 10'000);
-  c->agent_service_ =
-      std::make_unique<AgentServiceImpl>(c->store_.get(), c->registry_.get(), c->work_.get());
+  c->agent_service_ = std::make_unique<AgentServiceImpl>(c->store_.get(), c->registry_.get(),
+                                                         c->work_.get(), c->policy_.get());
   c->admin_service_ =
       std::make_unique<AdminServiceImpl>(c->store_.get(), c->registry_.get(), c->work_.get());
 

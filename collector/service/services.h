@@ -13,6 +13,7 @@
 #include "collector/store/store.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
+#include "policy/policy.h"
 #include "smbfleet/v1/admin.grpc.pb.h"
 #include "smbfleet/v1/agent.grpc.pb.h"
 
@@ -22,7 +23,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 
 class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(Store* store, StreamRegistry* registry, WorkQueue* work);
+  // policy may be null: then nothing is evaluated.
+  AgentServiceImpl(Store* store, StreamRegistry* registry, WorkQueue* work,
+                   const policy::Policy* policy);
 
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const smbfleet::v1::ReportRequest* request,
@@ -34,9 +37,12 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
                                       smbfleet::v1::AckChangeResponse* response) override;
 
  private:
+  void Evaluate(const std::string& host, const smbfleet::v1::Posture& posture);
+
   Store* store_;
   StreamRegistry* registry_;
   WorkQueue* work_;
+  const policy::Policy* policy_;
   IngestLimits limits_;
 };
 
@@ -53,6 +59,12 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
   grpc::ServerUnaryReactor* RequestReport(grpc::CallbackServerContext* context,
                                           const smbfleet::v1::RequestReportRequest* request,
                                           smbfleet::v1::RequestReportResponse* response) override;
+  grpc::ServerUnaryReactor* GetCompliance(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::GetComplianceRequest* request,
+                                          smbfleet::v1::GetComplianceResponse* response) override;
+  grpc::ServerUnaryReactor* ListFindings(grpc::CallbackServerContext* context,
+                                         const smbfleet::v1::ListFindingsRequest* request,
+                                         smbfleet::v1::ListFindingsResponse* response) override;
 
  private:
   Store* store_;
@@ -66,7 +78,9 @@ class Collector {
   // Starts listening. config.listen may use port 0; port() tells the one chosen.
   static absl::StatusOr<std::unique_ptr<Collector>> Start(const CollectorConfig& config,
                                                           const TlsMaterial& tls,
-                                                          std::unique_ptr<Store> store);
+                                                          std::unique_ptr<Store> store,
+                                                          std::unique_ptr<policy::Policy> policy =
+                                                              nullptr);
   ~Collector();
 
   int port() const { return port_; }
@@ -77,6 +91,7 @@ class Collector {
  private:
   Collector() = default;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<StreamRegistry> registry_;
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<AgentServiceImpl> agent_service_;

@@ -14,6 +14,8 @@
 #include "absl/time/clock.h"
 #include "common/json.h"
 #include "nlohmann/json.hpp"
+#include "policy/evaluate.h"
+#include "policy/transitions.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::collector {
@@ -170,6 +172,15 @@ class PgStore : public Store {
   absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
+  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                              const std::string& source) override;
+  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override;
+  absl::StatusOr<size_t> SaveEvaluation(const std::string& host,
+                                        const smbfleet::v1::HostEvaluation& eval) override;
+  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override;
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
+                                                                 const std::string& rule_id,
+                                                                 uint32_t limit) override;
 
  private:
   std::string dsn_;
@@ -340,6 +351,201 @@ absl::StatusOr<std::optional<HostRecord>> PgStore::GetHost(const std::string& na
     return std::optional<HostRecord>(std::move(record));
   } catch (...) {
     return MapException(dsn_, absl::StrCat("reading host ", name));
+  }
+}
+
+// NULL for UNSPECIFIED, else the short name ("NON_COMPLIANT") the schema uses.
+std::optional<std::string> StatusText(smbfleet::v1::ComplianceStatus s) {
+  if (s == smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED) return std::nullopt;
+  return std::string(policy::StatusName(s));
+}
+
+smbfleet::v1::ComplianceStatus StatusFromText(const std::string& text) {
+  smbfleet::v1::ComplianceStatus s = smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED;
+  smbfleet::v1::ComplianceStatus_Parse("COMPLIANCE_STATUS_" + text, &s);
+  return s;
+}
+
+std::string EvidenceJson(const google::protobuf::RepeatedPtrField<smbfleet::v1::Evidence>& ev) {
+  std::string out = "[";
+  for (int i = 0; i < ev.size(); ++i) {
+    auto json = ToJson(ev[i], /*pretty=*/false);
+    if (!json.ok()) continue;
+    if (out.size() > 1) out += ",";
+    out += *json;
+  }
+  return out + "]";
+}
+
+absl::Status PgStore::ActivatePolicy(const std::string& name, const std::string& version,
+                                     const std::string& source) {
+  try {
+    auto conn = pool_.Acquire();
+    pqxx::work tx(*conn);
+    tx.exec_params("UPDATE policy_versions SET active = false WHERE policy_name = $1 AND active",
+                   name);
+    tx.exec_params(
+        "INSERT INTO policy_versions (policy_name, version, active, source) VALUES ($1, $2, true, "
+        "$3) ON CONFLICT (policy_name, version) DO UPDATE SET active = true, source = "
+        "EXCLUDED.source",
+        name, version, source);
+    tx.commit();
+    return absl::OkStatus();
+  } catch (...) {
+    return MapException(dsn_, absl::StrCat("activating policy ", name, " ", version));
+  }
+}
+
+absl::StatusOr<std::vector<smbfleet::v1::Waiver>> PgStore::ActiveWaivers() {
+  try {
+    auto conn = pool_.Acquire();
+    pqxx::read_transaction tx(*conn);
+    pqxx::result rows = tx.exec(
+        "SELECT id, rule_id, COALESCE(host_name, ''), COALESCE(label_key, ''), "
+        "COALESCE(label_value, ''), COALESCE(share_name, ''), justification, approved_by, "
+        "created_by, EXTRACT(EPOCH FROM created_at)::float8, EXTRACT(EPOCH FROM expires_at)::float8 "
+        "FROM waivers_active ORDER BY id");
+    std::vector<smbfleet::v1::Waiver> out;
+    for (const auto& r : rows) {
+      smbfleet::v1::Waiver w;
+      w.set_id(r[0].as<std::string>());
+      w.set_rule_id(r[1].as<std::string>());
+      w.set_host(r[2].as<std::string>());
+      w.set_label_key(r[3].as<std::string>());
+      w.set_label_value(r[4].as<std::string>());
+      w.set_share(r[5].as<std::string>());
+      w.set_justification(r[6].as<std::string>());
+      w.set_approved_by(r[7].as<std::string>());
+      w.set_created_by(r[8].as<std::string>());
+      SetTimestamp(r[9], w.mutable_created_at());
+      SetTimestamp(r[10], w.mutable_expires_at());
+      out.push_back(std::move(w));
+    }
+    return out;
+  } catch (...) {
+    return MapException(dsn_, "reading waivers");
+  }
+}
+
+absl::StatusOr<size_t> PgStore::SaveEvaluation(const std::string& host,
+                                               const smbfleet::v1::HostEvaluation& eval) {
+  try {
+    auto conn = pool_.Acquire();
+    pqxx::work tx(*conn);
+    pqxx::result h =
+        tx.exec_params("SELECT id, labels::text FROM hosts WHERE name = $1 FOR UPDATE", host);
+    if (h.empty()) return absl::NotFoundError(absl::StrCat("no host named '", host, "'"));
+    const int64_t host_id = h[0][0].as<int64_t>();
+    const std::string labels = h[0][1].as<std::string>();
+    pqxx::result prev = tx.exec_params(
+        "SELECT rule_id, share_name, policy_version, status FROM compliance_results "
+        "WHERE host_id = $1 AND policy_name = $2",
+        host_id, eval.policy_name());
+    std::vector<policy::StoredResult> previous;
+    for (const auto& r : prev) {
+      previous.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
+                          r[2].as<std::string>(), StatusFromText(r[3].as<std::string>())});
+    }
+    const std::string at = TimestampText(eval.evaluated_at());
+    auto transitions = policy::ComputeTransitions(previous, eval);
+    for (const auto& t : transitions) {
+      tx.exec_params(
+          "INSERT INTO compliance_transitions (host_id, policy_name, policy_version, rule_id, "
+          "share_name, classification, from_status, to_status, at, labels) VALUES ($1, $2, $3, "
+          "$4, $5, $6, $7, $8, $9::timestamptz, $10::jsonb)",
+          host_id, eval.policy_name(), t.policy_version(), t.rule_id(), t.share(),
+          t.classification(), StatusText(t.from_status()), StatusText(t.to_status()), at,
+          labels);
+    }
+    tx.exec_params("DELETE FROM compliance_results WHERE host_id = $1 AND policy_name = $2",
+                   host_id, eval.policy_name());
+    for (const auto& r : eval.results()) {
+      tx.exec_params(
+          "INSERT INTO compliance_results (host_id, policy_name, policy_version, rule_id, "
+          "share_name, classification, status, severity, message, evidence, waiver_id, "
+          "cis_ws2022, cis_ws2025, evaluated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+          "$10::jsonb, NULLIF($11, ''), $12, $13, $14::timestamptz) "
+          "ON CONFLICT (host_id, policy_name, rule_id, share_name) DO NOTHING",
+          host_id, eval.policy_name(), eval.policy_version(), r.rule_id(), r.share(),
+          r.classification(), *StatusText(r.status()), smbfleet::v1::Severity_Name(r.severity()),
+          r.message(), EvidenceJson(r.evidence()), r.waiver_id(), r.cis().ws2022(),
+          r.cis().ws2025(), at);
+    }
+    tx.commit();
+    return transitions.size();
+  } catch (...) {
+    return MapException(dsn_, absl::StrCat("storing the evaluation of ", host));
+  }
+}
+
+absl::StatusOr<smbfleet::v1::GetComplianceResponse> PgStore::GetCompliance() {
+  try {
+    auto conn = pool_.Acquire();
+    pqxx::read_transaction tx(*conn);
+    smbfleet::v1::GetComplianceResponse out;
+    pqxx::result active =
+        tx.exec("SELECT policy_name, version FROM policy_versions WHERE active ORDER BY 1 LIMIT 1");
+    if (!active.empty()) {
+      out.set_policy_name(active[0][0].as<std::string>());
+      out.set_policy_version(active[0][1].as<std::string>());
+    }
+    pqxx::result rows = tx.exec(
+        "SELECT policy_name, rule_id, compliant, non_compliant, waived, unknown, errors, "
+        "not_applicable, COALESCE(compliant_pct, -1)::float8 FROM compliance_now_by_rule "
+        "ORDER BY policy_name, rule_id");
+    for (const auto& r : rows) {
+      auto* rc = out.add_rules();
+      rc->set_policy_name(r[0].as<std::string>());
+      rc->set_rule_id(r[1].as<std::string>());
+      rc->set_compliant(r[2].as<uint32_t>());
+      rc->set_non_compliant(r[3].as<uint32_t>());
+      rc->set_waived(r[4].as<uint32_t>());
+      rc->set_unknown(r[5].as<uint32_t>());
+      rc->set_errors(r[6].as<uint32_t>());
+      rc->set_not_applicable(r[7].as<uint32_t>());
+      rc->set_compliant_pct(r[8].as<double>());
+    }
+    return out;
+  } catch (...) {
+    return MapException(dsn_, "reading compliance");
+  }
+}
+
+absl::StatusOr<std::vector<smbfleet::v1::Finding>> PgStore::ListFindings(
+    const std::string& host, const std::string& rule_id, uint32_t limit) {
+  try {
+    auto conn = pool_.Acquire();
+    pqxx::read_transaction tx(*conn);
+    pqxx::result rows = tx.exec_params(
+        "SELECT host, rule_id, share_name, classification, severity, message, evidence::text, "
+        "EXTRACT(EPOCH FROM failing_since)::float8, policy_version FROM compliance_failing_since "
+        "WHERE ($1 = '' OR host = $1) AND ($2 = '' OR rule_id = $2) "
+        "ORDER BY failing_since, host, rule_id, share_name LIMIT $3",
+        host, rule_id, static_cast<int64_t>(limit));
+    std::vector<smbfleet::v1::Finding> out;
+    for (const auto& r : rows) {
+      smbfleet::v1::Finding f;
+      f.set_host(r[0].as<std::string>());
+      f.set_rule_id(r[1].as<std::string>());
+      f.set_share(r[2].as<std::string>());
+      f.set_classification(r[3].as<std::string>());
+      smbfleet::v1::Severity severity = smbfleet::v1::SEVERITY_UNSPECIFIED;
+      smbfleet::v1::Severity_Parse(r[4].as<std::string>(), &severity);
+      f.set_severity(severity);
+      f.set_message(r[5].as<std::string>());
+      smbfleet::v1::HostEvaluation holder;  // parse the evidence array through a message
+      std::string wrapped = absl::StrCat("{\"results\": [{\"evidence\": ", r[6].as<std::string>(),
+                                         "}]}");
+      if (FromJson(wrapped, "stored evidence", &holder, true).ok() && holder.results_size() == 1) {
+        *f.mutable_evidence() = holder.results(0).evidence();
+      }
+      SetTimestamp(r[7], f.mutable_failing_since());
+      f.set_policy_version(r[8].as<std::string>());
+      out.push_back(std::move(f));
+    }
+    return out;
+  } catch (...) {
+    return MapException(dsn_, "listing findings");
   }
 }
 

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "smbfleet/v1/admin.pb.h"
+#include "smbfleet/v1/policy.pb.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::collector {
@@ -44,6 +45,19 @@ class Store {
   virtual absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(
       const HostQuery& query) = 0;
   virtual absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) = 0;
+
+  // Compliance history (migration 0002). A policy version is registered and made the active
+  // one at collector start; results of any other version stop counting.
+  virtual absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                                      const std::string& source) = 0;
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() = 0;
+  // Stores a host's evaluation: the transitions against its previous results, then the new
+  // results, in one transaction. Returns the number of transitions.
+  virtual absl::StatusOr<size_t> SaveEvaluation(const std::string& host,
+                                                const smbfleet::v1::HostEvaluation& eval) = 0;
+  virtual absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() = 0;
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(
+      const std::string& host, const std::string& rule_id, uint32_t limit) = 0;
 };
 
 // A stable digest of what a posture says, ignoring when it was collected and counters that

@@ -46,6 +46,7 @@ listen: 127.0.0.1:0
 tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}
 database: {dsn: '$dsn'}
 watch: {keepalive_interval: 5s}
+policy: {file: '$root/policy/policies/baseline.yaml'}
 log_level: info
 YAML
 "$collector_bin" --config "$work/collector.yaml" --port_file "$work/port" >"$work/collector.log" 2>&1 &
@@ -86,6 +87,16 @@ check host.json '"site": "lab"' "labels missing"
 sessions=$(grep -c '"sessionId"' "$work/host.json")
 [[ "$sessions" -eq 4 ]] || fail "expected 4 sessions, got $sessions"
 "${ctl[@]}" hosts | grep -q "$host" || fail "hosts does not list $host"
+
+echo "-- policy evaluated at ingest"
+"${ctl[@]}" compliance > "$work/compliance.txt" || fail "compliance failed"
+cat "$work/compliance.txt"
+check compliance.txt "Policy baseline" "no active policy"
+check compliance.txt "min-dialect-3-1-1" "rule missing from compliance"
+"${ctl[@]}" findings --host "$host" --format=json > "$work/findings.json" || fail "findings failed"
+check findings.json '"ruleId": "min-dialect-3-1-1"' "Samba without min protocol SMB3_11 not flagged"
+check findings.json '"share": "finance"' "unencrypted confidential share not flagged"
+"${ctl[@]}" findings --host "$host"
 
 echo "-- same state again: unchanged, stored once"
 "$agent_bin" run --config "$work/agent.yaml" --once >"$work/agent-twice.log" 2>&1 || fail "second run failed"

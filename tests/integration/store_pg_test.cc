@@ -3,6 +3,8 @@
 
 #include "absl/time/clock.h"
 #include "collector/store/pg_store.h"
+#include "policy/evaluate.h"
+#include "policy/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/pg_fixture.h"
@@ -199,6 +201,92 @@ TEST(RedactDsnTest, DropsPasswords) {
   EXPECT_EQ(RedactDsn("host=db port=5432 dbname=x user=u password=p"),
             "user=u dbname=x host=db port=5432");
   EXPECT_THAT(RedactDsn("postgresql://u:p@h:1/d"), Not(HasSubstr(":p@")));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector
+
+namespace smbfleet::collector {
+namespace {
+
+smbfleet::policy::Policy Baseline() {
+  std::string path = std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml";
+  FILE* f = std::fopen(path.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while (f != nullptr && (n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  if (f != nullptr) std::fclose(f);
+  auto p = smbfleet::policy::ParsePolicy(path, text);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
+  auto policy = Baseline();
+  ASSERT_TRUE(store_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto p = SamplePosture();
+  p.mutable_server()->set_smb1_enabled(true);
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000c1")),
+            SaveOutcome::kStored);
+  auto t0 = absl::FromUnixSeconds(1'800'000'000);
+  auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, t0);
+  auto n = store_->SaveEvaluation("fs01", eval);
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, static_cast<size_t>(eval.results_size()));  // first results: one each
+
+  auto findings = store_->ListFindings("fs01", "smb1-server-disabled", 10);
+  ASSERT_TRUE(findings.ok()) << findings.status();
+  ASSERT_EQ(findings->size(), 1u);
+  EXPECT_EQ((*findings)[0].failing_since().seconds(), 1'800'000'000);
+  ASSERT_GT((*findings)[0].evidence_size(), 0);
+  EXPECT_EQ((*findings)[0].evidence(0).observed(), "true");
+
+  // Same state an hour later: no new transitions, still failing since t0.
+  auto again = smbfleet::policy::EvaluateHost(policy, p, {}, t0 + absl::Hours(1));
+  EXPECT_EQ(*store_->SaveEvaluation("fs01", again), 0u);
+  EXPECT_EQ((*store_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
+            1'800'000'000);
+
+  // A waiver approved by someone else makes it WAIVED while it lasts.
+  smbfleet::testing::QueryValue(
+      dsn_,
+      "INSERT INTO waivers (id, rule_id, host_name, justification, approved_by, created_by, "
+      "created_at, expires_at) VALUES ('w1', 'smb1-server-disabled', 'fs01', 'legacy scanner "
+      "until March', 'carol', 'bob', now() - interval '1 hour', now() + interval '1 day') "
+      "RETURNING id");
+  auto waivers = store_->ActiveWaivers();
+  ASSERT_TRUE(waivers.ok()) << waivers.status();
+  ASSERT_EQ(waivers->size(), 1u);
+  auto waived = smbfleet::policy::EvaluateHost(policy, p, *waivers, absl::Now());
+  ASSERT_TRUE(store_->SaveEvaluation("fs01", waived).ok());
+  EXPECT_TRUE(store_->ListFindings("fs01", "smb1-server-disabled", 10)->empty());
+  EXPECT_EQ(smbfleet::testing::QueryValue(
+                dsn_, "SELECT status FROM compliance_results WHERE rule_id = 'smb1-server-disabled'"),
+            "WAIVED");
+
+  auto compliance = store_->GetCompliance();
+  ASSERT_TRUE(compliance.ok()) << compliance.status();
+  EXPECT_EQ(compliance->policy_name(), "baseline");
+  bool seen = false;
+  for (const auto& r : compliance->rules()) {
+    if (r.rule_id() == "smb1-server-disabled") {
+      seen = true;
+      EXPECT_EQ(r.waived(), 1u);
+      EXPECT_DOUBLE_EQ(r.compliant_pct(), 100.0);
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(smbfleet::testing::QueryValue(
+                dsn_, "SELECT count(*) FROM compliance_transitions WHERE rule_id = "
+                      "'smb1-server-disabled'"),
+            "2");  // first NON_COMPLIANT, then WAIVED
+}
+
+TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {
+  smbfleet::v1::HostEvaluation e;
+  e.set_policy_name("baseline");
+  EXPECT_TRUE(absl::IsNotFound(store_->SaveEvaluation("ghost", e).status()));
 }
 
 }  // namespace
