@@ -25,11 +25,11 @@ namespace {
 namespace v1 = ::smbfleet::v1;
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using testing::FakePowerShellRunner;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
-using testing::FakePowerShellRunner;
 
 std::string Fixture(const std::string& name) {
   return absl::StrCat(SMBFLEET_SOURCE_DIR, "/tests/fixtures/windows/", name);
@@ -95,14 +95,15 @@ TEST(CaptureSourceTest, Ws2019Utf8BomNumericStringsAndSmb1Session) {
   EXPECT_THAT(p.probe_errors(), IsEmpty());
   EXPECT_TRUE(p.host().domain_joined());
   EXPECT_EQ(p.host().fqdn(), "fs2019.corp.contoso.com");
-  EXPECT_EQ(p.host().logical_cores(), 8u);  // "8"
+  EXPECT_EQ(p.host().logical_cores(), 8u);           // "8"
   EXPECT_EQ(p.server().name_hardening_level(), 2u);  // "2"
   EXPECT_TRUE(p.server().audit_smb1_access());
   EXPECT_TRUE(p.server().null_session_shares_known());
   EXPECT_THAT(p.server().null_session_shares(), IsEmpty());
   ASSERT_THAT(p.shares(), SizeIs(5));
   EXPECT_EQ(p.shares(2).share_type(), "InterprocessCommunication");
-  ASSERT_THAT(p.sessions(), SizeIs(3));
+  ASSERT_THAT(p.sessions(), SizeIs(4));
+  EXPECT_EQ(p.sessions(3).dialect(), v1::DIALECT_SMB_2_0_2);
   const v1::Session& alice = p.sessions(0);
   EXPECT_EQ(alice.session_id(), "1374389535013");
   EXPECT_EQ(alice.dialect(), v1::DIALECT_SMB_3_1_1);
@@ -263,12 +264,17 @@ TEST_F(TempCapture, MalformedFileIsOneProbeErrorNamingFileAndPosition) {
 
 TEST_F(TempCapture, HostileBytesNeverCrash) {
   std::vector<std::string> inputs = {
-      std::string("\xFF\xFE\x00", 3), std::string(1 << 16, '['), "{\"a\":\"\\ud800\"}",
-      std::string("\x00\x00\x00", 3), "\xEF\xBB\xBF", "[{}]{}", "{\"SessionId\": 1e400}",
+      std::string("\xFF\xFE\x00", 3),
+      std::string(1 << 16, '['),
+      "{\"a\":\"\\ud800\"}",
+      std::string("\x00\x00\x00", 3),
+      "\xEF\xBB\xBF",
+      "[{}]{}",
+      "{\"SessionId\": 1e400}",
   };
   for (const auto& in : inputs) {
-    for (const char* f : {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json",
-                          "host.json"}) {
+    for (const char* f :
+         {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json", "host.json"}) {
       Put(f, in);
     }
     auto p = NewWindowsCaptureSource(dir_)->Collect();
@@ -456,8 +462,9 @@ class FakePowerShellExe : public ::testing::Test {
 
 TEST_F(FakePowerShellExe, EncodedCommandAndDataAsEnvironment) {
   // Prints its last argument (the -EncodedCommand value) and the data variable.
-  std::string exe = Script("ps_echo", "for a in \"$@\"; do last=\"$a\"; done\n"
-                                      "printf '%s\\n%s' \"$last\" \"$SMBFLEET_DATA\"");
+  std::string exe = Script("ps_echo",
+                           "for a in \"$@\"; do last=\"$a\"; done\n"
+                           "printf '%s\\n%s' \"$last\" \"$SMBFLEET_DATA\"");
   auto runner = NewPowerShellRunner(commands_.get(), exe);
   PowerShellScript s;
   s.probe = "apply";
@@ -500,7 +507,8 @@ TEST_F(FakePowerShellExe, TimeoutCapAndExitStatus) {
   EXPECT_EQ(l.status().code(), absl::StatusCode::kResourceExhausted);
 
   auto failing = NewPowerShellRunner(
-      commands_.get(), Script("ps_fail", "echo 'The term Get-SmbSession is not recognized' >&2; exit 1"));
+      commands_.get(),
+      Script("ps_fail", "echo 'The term Get-SmbSession is not recognized' >&2; exit 1"));
   s.max_output_bytes = 1 << 20;
   auto f = failing->Run(s);
   ASSERT_FALSE(f.ok());
