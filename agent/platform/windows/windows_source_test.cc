@@ -1,6 +1,8 @@
 #include "agent/platform/windows/windows_source.h"
 
+#ifndef _WIN32
 #include <sys/stat.h>
+#endif
 
 #include <cstdio>
 #include <fstream>
@@ -446,6 +448,8 @@ TEST(LiveSourceTest, EventBookmarkAcrossRestarts) {
 }
 
 // ------------------------------------------------------------------------- runner
+// POSIX only: a shell script stands in for powershell.exe.
+#ifndef _WIN32
 
 // A stand-in for powershell.exe run by the real CommandRunner: proves the argv, the
 // environment, the timeout and the output cap end to end.
@@ -515,6 +519,8 @@ TEST_F(FakePowerShellExe, TimeoutCapAndExitStatus) {
   EXPECT_EQ(f.status().code(), absl::StatusCode::kUnknown);
   EXPECT_THAT(f.status().message(), HasSubstr("exit code 1: The term Get-SmbSession"));
 }
+
+#endif  // _WIN32
 
 }  // namespace
 }  // namespace smbfleet::agent::windows
