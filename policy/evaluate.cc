@@ -17,7 +17,8 @@ using smbfleet::v1::RuleResult;
 using smbfleet::v1::Session;
 using smbfleet::v1::Share;
 
-constexpr int kMaxSessionEvidence = 20;
+// Per result; the summary evidence counts them all and plans list every affected client.
+constexpr int kMaxSessionEvidence = 10;
 
 enum class Applies { kYes, kNo, kUnknown };
 
@@ -295,7 +296,11 @@ RuleResult* NewResult(const Rule& r, HostEvaluation* out) {
   res->set_rule_id(r.id);
   res->set_title(r.title);
   res->set_severity(r.severity);
-  if (!r.cis.ws2022().empty() || !r.cis.ws2025().empty()) *res->mutable_cis() = r.cis;
+  if (!r.cis.ws2022().empty() || !r.cis.ws2025().empty()) {
+    auto* cis = res->mutable_cis();
+    cis->set_ws2022(r.cis.ws2022());
+    cis->set_ws2025(r.cis.ws2025());
+  }
   return res;
 }
 

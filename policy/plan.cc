@@ -278,6 +278,20 @@ void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep
   }
 }
 
+bool SambaShareNeedsRequired(const Posture& p, const SettingInfo& info, const std::string& share,
+                             const std::string& value) {
+  if (p.host().platform() != smbfleet::v1::PLATFORM_SAMBA ||
+      info.key != SettingKey::kShareEncryptData || value != "true") {
+    return false;
+  }
+  for (const auto& s : p.shares()) {
+    if (s.name() != share) continue;
+    Observed rejects = ReadShareField(Field::kShareRejectsUnencrypted, p, s);
+    return !(rejects.known && rejects.value == 1);
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<PeerConnection> PeerConnectionsTowards(const smbfleet::v1::HostInfo& host,
@@ -366,7 +380,10 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Postur
           }
         }
       }
-      if (current == rs.value) continue;  // already there
+      // Already there. Except on Samba, where share.encryptData=true is written as
+      // "smb encrypt = required": a share at "desired" reads encryptData=true but still
+      // admits unencrypted clients, and the same step is what makes it reject them.
+      if (current == rs.value && !SambaShareNeedsRequired(p, info, share, rs.value)) continue;
       if (rs.phase == smbfleet::v1::PLAN_PHASE_AUDIT && current.empty()) {
         continue;  // the audit switch does not exist on this build
       }

@@ -253,5 +253,32 @@ TEST(PlanTest, SambaShareEncryptionDoesNotPlanAGlobalReject) {
   EXPECT_EQ(enc[0]->session_id(), "9");
 }
 
+TEST(PlanTest, SambaDesiredShareGetsRequired) {
+  Policy policy = Baseline();
+  Posture samba;
+  samba.mutable_host()->set_hostname("nas1");
+  samba.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+  samba.mutable_server()->set_encrypt_data(false);
+  samba.mutable_server()->set_reject_unencrypted_access(false);
+  auto* sh = samba.add_shares();
+  sh->set_name("finance");
+  sh->set_encrypt_data(true);  // smb encrypt = desired
+  (*sh->mutable_raw())["server smb encrypt"] = "desired";
+  auto eval = EvaluateHost(policy, samba, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, samba, eval, {}, kNow);
+  const smbfleet::v1::PlanStep* step = nullptr;
+  for (const auto& st : plan.steps()) {
+    if (st.setting() == "share.encryptData") step = &st;
+  }
+  ASSERT_NE(step, nullptr) << plan.DebugString();
+  EXPECT_EQ(step->expected_current(), "true");
+  EXPECT_EQ(step->rule_ids(0), "classified-shares-reject-unencrypted");
+  // Once it is required, nothing is planned for the share.
+  (*sh->mutable_raw())["server smb encrypt"] = "required";
+  eval = EvaluateHost(policy, samba, {}, kNow);
+  plan = PlanRemediation(policy, samba, eval, {}, kNow);
+  for (const auto& st : plan.steps()) EXPECT_NE(st.setting(), "share.encryptData");
+}
+
 }  // namespace
 }  // namespace smbfleet::policy

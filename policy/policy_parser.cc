@@ -736,7 +736,8 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& file, const std::string& t
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
+        absl::StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                     ": not valid YAML: ", e.msg));
   }
   Problems p(file);
   Policy policy;

@@ -34,11 +34,14 @@ std::vector<smbfleet::v1::CryptoAlgorithm> BenchmarkedAlgorithms();
 
 // One row per (algorithm, buffer size) with threads = 1, and, when more than one thread is
 // used, another with threads = N (the sum of the N threads' rates). measured_at is the run's
-// end. Every cell times at least one message: a thread that was starved past its slice still
+// end. Every cell times at least one message: a thread that was held back past its slice still
 // measures (CPU time is the divisor), so the run may overrun the budget by one message per
-// cell (at most 1 MiB of crypto each).
+// cell (at most 1 MiB of crypto each). Past twice the budget (a saturated host, idle
+// priority), the remaining cells are skipped and their rows left out, so the call returns
+// within about twice the budget.
 // InvalidArgument for bad options (no sizes, a size of 0 or over 16 MiB, budget under 10 ms,
-// an algorithm not benchmarked); Internal when OpenSSL fails.
+// an algorithm not benchmarked); Internal when OpenSSL fails; Unavailable when every cell was
+// skipped.
 absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
     const BenchOptions& options);
 

@@ -330,18 +330,32 @@ std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
   }
   std::map<CryptoAlgorithm, CryptoCost> out;
   for (const auto& [alg, rates] : single) {
-    // seconds(size) = per_call + per_byte x size through the smallest and largest sizes.
-    auto small = *rates.begin();
+    // seconds(size) = per_call + per_byte x size. per_byte from the two largest sizes (where
+    // per-call noise matters least); per_call the median of what each size leaves over, so
+    // that one disturbed cell (a busy host) cannot make it up on its own.
+    std::vector<std::pair<double, double>> points;  // size, seconds per call
+    for (const auto& [size, rate] : rates) {
+      points.emplace_back(static_cast<double>(size), static_cast<double>(size) / rate);
+    }
     auto large = *rates.rbegin();
-    double t_small = static_cast<double>(small.first) / small.second;
-    double t_large = static_cast<double>(large.first) / large.second;
     CryptoCost cost;
     cost.measured = true;
-    if (rates.size() == 1 || t_large <= t_small) {
-      cost.seconds_per_byte = t_large / static_cast<double>(large.first);
-    } else {
-      cost.seconds_per_byte = (t_large - t_small) / static_cast<double>(large.first - small.first);
-      cost.seconds_per_call = std::max(0.0, t_small - cost.seconds_per_byte * small.first);
+    const auto& [s1, t1] = points.back();
+    cost.seconds_per_byte = t1 / s1;
+    if (points.size() >= 2) {
+      const auto& [s0, t0] = points[points.size() - 2];
+      if (t1 > t0) {
+        cost.seconds_per_byte = (t1 - t0) / (s1 - s0);
+      }
+      std::vector<double> per_call;
+      for (const auto& [size, seconds] : points) {
+        per_call.push_back(std::max(0.0, seconds - cost.seconds_per_byte * size));
+      }
+      std::sort(per_call.begin(), per_call.end());
+      cost.seconds_per_call = per_call.size() % 2
+                                  ? per_call[per_call.size() / 2]
+                                  : (per_call[per_call.size() / 2 - 1] +
+                                     per_call[per_call.size() / 2]) / 2;
     }
     if (auto m = multi.find(alg); m != multi.end()) {
       auto mr = m->second.second.find(large.first);

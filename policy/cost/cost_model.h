@@ -48,7 +48,8 @@ struct Workload {
 
   // Large sequential copy: 1 MiB reads (what Windows and smbclient issue on a fast link).
   static Workload LargeSequential();
-  // Small files: 16 KiB files, 4 extra requests each (create, query-info, read, close).
+  // Small files: 16 KiB files, 4 requests each besides the READ (what Windows clients send:
+  // CREATE, QUERY_INFO x2, CLOSE).
   static Workload SmallFiles();
 
   // "large files" / "small files" (used in summaries).
@@ -106,7 +107,7 @@ std::string AlgorithmName(CryptoAlgorithm algorithm);
 // Host profile.
 
 // One algorithm's measured single-thread cost: seconds = per_call + per_byte x bytes, fitted
-// from the benchmark rows at two or more buffer sizes.
+// from the benchmark rows (per_byte from the two largest sizes, per_call the median residual).
 struct CryptoCost {
   double seconds_per_call = 0;
   double seconds_per_byte = 0;

@@ -154,6 +154,16 @@ TEST(FitCryptoCostsTest, RecoversPerCallAndPerByteCost) {
   EXPECT_NEAR(costs[v1::HMAC_SHA256].all_core_speedup, 1, 1e-12);
 }
 
+TEST(FitCryptoCostsTest, OneDisturbedCellDoesNotMakeUpAPerCallCost) {
+  v1::Posture p;
+  AddRows(p, v1::AES_128_GCM, 0.3e-6, 1 / 4e9);
+  // The 4 KiB cell ran 12x slow (first cell on a busy host).
+  p.mutable_benchmarks(0)->set_bytes_per_second(p.benchmarks(0).bytes_per_second() / 12);
+  auto costs = FitCryptoCosts(p.benchmarks());
+  EXPECT_NEAR(costs[v1::AES_128_GCM].seconds_per_call, 0.3e-6, 0.05e-6);
+  EXPECT_NEAR(costs[v1::AES_128_GCM].seconds_per_byte, 1 / 4e9, 1e-13);
+}
+
 TEST(ProfileFromPostureTest, LabelsWinOverNics) {
   v1::Posture p = BenchedPosture();
   auto& labels = *p.mutable_host()->mutable_labels();

@@ -461,6 +461,33 @@ int main(int argc, char** argv) {
                         {"orderingConcordant", concordant},
                         {"orderingDiscordant", discordant}};
 
+  // What the product would say for this CPU in a server room: the same benchmark on an 8-core
+  // server with a 1 Gbit link (LAN RTT) and over a 30 ms WAN, Windows (uncalibrated factors)
+  // and Samba.
+  nlohmann::json examples = nlohmann::json::array();
+  for (v1::Platform platform : {v1::PLATFORM_WINDOWS, v1::PLATFORM_SAMBA}) {
+    for (const char* rtt_ms : {"0.25", "30"}) {
+      v1::Posture server = host_posture;
+      server.mutable_host()->set_hostname("fs01");
+      server.mutable_host()->set_platform(platform);
+      server.mutable_host()->set_logical_cores(8);
+      (*server.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+      (*server.mutable_host()->mutable_labels())["rtt_ms"] = rtt_ms;
+      for (const cost::ProtectionLevel& after :
+           {cost::ProtectionLevel::Signing(v1::AES_128_GMAC),
+            cost::ProtectionLevel::Signing(v1::AES_128_CMAC),
+            cost::ProtectionLevel::Encryption(v1::AES_128_GCM),
+            cost::ProtectionLevel::Encryption(v1::AES_128_CCM)}) {
+        cost::ChangeCost change =
+            cost::EstimateChangeCost(server, cost::ProtectionLevel::None(), after);
+        examples.push_back({{"platform", v1::Platform_Name(platform)},
+                            {"rttMs", rtt_ms},
+                            {"summary", change.summary}});
+      }
+    }
+  }
+  out["examples"] = examples;
+
   if (calibrate) {
     // Fit the CPU parameters from these runs (docs/cost-model.md, "Calibration").
     // Least disturbed (lowest) CPU per byte over the runs.

@@ -1,5 +1,6 @@
 // Runs the agent's crypto benchmark beside `openssl speed` for the same algorithms, message
-// sizes and thread counts, in the same run, and prints one JSON document with the ratios
+// sizes and thread counts, interleaved in the same run (--repeats times each, medians), and
+// prints one JSON document with the ratios
 // (smbfleet / openssl; the goal is 0.9..1.1 for the one-thread rows).
 //
 //   crypto_bench_compare [--repeats=3] [--openssl_seconds=1] [--quick]
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
   };
 
   auto runner = smbfleet::agent::NewPosixCommandRunner();
-  std::map<Key, double> theirs;
+  std::map<Key, std::vector<double>> theirs;
   auto run_openssl = [&](unsigned n) -> bool {
     for (CryptoAlgorithm algorithm : algorithms) {
       std::vector<std::string> selection = SpeedSelection(algorithm);
@@ -161,15 +162,15 @@ int main(int argc, char** argv) {
                                    : result.status().ToString().c_str());
           return false;
         }
-        theirs[{algorithm, size, n}] = *rate;
+        theirs[{algorithm, size, n}].push_back(*rate);
       }
     }
     return true;
   };
 
-  // Interleaved so that both see the same machine load.
-  bool ok = run_ours() && run_openssl(1);
-  for (int r = 1; ok && r < repeats; ++r) ok = run_ours();
+  // Interleaved run by run so that both see the same machine load; medians of each.
+  bool ok = true;
+  for (int r = 0; ok && r < repeats; ++r) ok = run_ours() && run_openssl(1);
   if (ok && threads > 1 && !quick) ok = run_openssl(threads) && run_ours();
   if (!ok) return 1;
 
@@ -184,9 +185,10 @@ int main(int argc, char** argv) {
                           {"runs", values.size()},
                           {"smbfleetBytesPerSecond", Median(values)}};
     auto it = theirs.find(key);
-    if (it != theirs.end() && it->second > 0) {
-      double ratio = Median(values) / it->second;
-      row["opensslBytesPerSecond"] = it->second;
+    if (it != theirs.end() && Median(it->second) > 0) {
+      double ratio = Median(values) / Median(it->second);
+      row["opensslBytesPerSecond"] = Median(it->second);
+      row["opensslRuns"] = it->second.size();
       row["ratio"] = ratio;
       if (n == 1) {
         ++compared;

@@ -110,6 +110,12 @@ TEST(SambaApplyTest, ShareEncryptionRefusesSmb2AndEncryptsSmb3) {
   for (const auto& share : p.shares()) {
     EXPECT_EQ(share.encrypt_data(), share.name() == "finance") << share.name();
   }
+  // smbd logged the refused tree connect; it arrives as an event naming the share.
+  int refusals = 0;
+  for (const auto& e : p.events()) {
+    if (e.kind() == "client_no_encryption" && e.share_name() == "finance") ++refusals;
+  }
+  EXPECT_EQ(refusals, 1) << p.DebugString();
 }
 
 TEST(SambaApplyTest, MinimumSmb311RefusesOlderDialects) {

@@ -24,8 +24,12 @@ Command MakeCommand(const SambaOptions& options, std::vector<std::string> argv) 
 
 class SambaSource : public PostureSource {
  public:
-  SambaSource(SambaOptions options, CommandRunner* runner)
-      : options_(std::move(options)), runner_(runner) {}
+  SambaSource(SambaOptions options, CommandRunner* runner, LogFiles* log_files,
+              std::unique_ptr<LogFiles> owned_log_files)
+      : options_(std::move(options)),
+        runner_(runner),
+        log_files_(log_files),
+        owned_log_files_(std::move(owned_log_files)) {}
 
   absl::StatusOr<v1::Posture> Collect() override;
   std::string Describe() const override { return absl::StrCat("samba:", options_.smb_conf); }
@@ -33,6 +37,8 @@ class SambaSource : public PostureSource {
  private:
   SambaOptions options_;
   CommandRunner* runner_;
+  LogFiles* log_files_;
+  std::unique_ptr<LogFiles> owned_log_files_;
 };
 
 absl::StatusOr<v1::Posture> SambaSource::Collect() {
@@ -73,6 +79,12 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
     }
   }
 
+  if (options_.read_logs && config.has_value()) {
+    LogLimits limits;
+    limits.max_events = options_.max_log_events;
+    CollectLogEvents(config->Global("log file").value_or(""), log_files_, limits, &posture);
+  }
+
   if (posture.host().samba_version().empty()) {
     // smbstatus failed; testparm knows the version too ("Version 4.17.12-Debian").
     Command version = MakeCommand(options_, {options_.testparm, "--version"});
@@ -105,7 +117,14 @@ Command SmbStatusCommand(const SambaOptions& options) {
 namespace smbfleet::agent {
 
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner) {
-  return std::make_unique<samba::SambaSource>(std::move(options), runner);
+  std::unique_ptr<samba::LogFiles> files = samba::NewPosixLogFiles();
+  samba::LogFiles* raw = files.get();
+  return std::make_unique<samba::SambaSource>(std::move(options), runner, raw, std::move(files));
+}
+
+std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner,
+                                              samba::LogFiles* log_files) {
+  return std::make_unique<samba::SambaSource>(std::move(options), runner, log_files, nullptr);
 }
 
 }  // namespace smbfleet::agent

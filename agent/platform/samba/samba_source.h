@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "agent/core/command_runner.h"
 #include "agent/core/source.h"
+#include "agent/platform/samba/samba_logs.h"
 
 namespace smbfleet::agent::samba {
 
@@ -21,6 +22,10 @@ struct SambaOptions {
   // Added to the tools' environment, e.g. nss_wrapper's LD_PRELOAD for a lab server.
   std::map<std::string, std::string> env;
   std::chrono::milliseconds timeout{30000};
+  // Refused sessions from smbd's log files (`log file` in smb.conf) as events, newest first up
+  // to max_log_events; older ones are counted in events_dropped.
+  bool read_logs = true;
+  size_t max_log_events = 200;
 };
 
 // The commands the source and the applier run, built in one place (argv only).
@@ -39,6 +44,10 @@ using SambaOptions = samba::SambaOptions;
 // unparsable command is a probe error; Collect() fails only when smb_conf does not exist.
 // `runner` must outlive the source.
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner);
+
+// As above with the log files behind `log_files` (tests); it must outlive the source.
+std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner,
+                                              samba::LogFiles* log_files);
 
 }  // namespace smbfleet::agent
 

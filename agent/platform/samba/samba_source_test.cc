@@ -13,6 +13,18 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// The fixtures' smbd logs to /srv/samba-lab/log; keep the unit tests off the real disk.
+class NoLogs : public LogFiles {
+ public:
+  absl::StatusOr<std::vector<std::string>> List(const std::string& dir,
+                                                const std::string& prefix) override {
+    return std::vector<std::string>{};
+  }
+  absl::StatusOr<std::string> ReadTail(const std::string& path, size_t max_bytes) override {
+    return absl::NotFoundError(path);
+  }
+};
+
 class SambaSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,11 +44,12 @@ class SambaSourceTest : public ::testing::Test {
   std::string conf_;
   SambaOptions options_;
   FakeRunner runner_;
+  NoLogs logs_;
 };
 
 TEST_F(SambaSourceTest, FullPostureFromCapturedOutput) {
   Replay("share-encrypted");
-  auto source = NewSambaSource(options_, &runner_);
+  auto source = NewSambaSource(options_, &runner_, &logs_);
   EXPECT_EQ(source->Describe(), "samba:" + conf_);
   auto posture = source->Collect();
   ASSERT_TRUE(posture.ok()) << posture.status();
@@ -64,7 +77,7 @@ TEST_F(SambaSourceTest, GuestAccountSessionsAreGuests) {
   runner_.Set(Testparm(), FakeRunner::Ok(SambaFixture("mixed.testparm.txt")));
   runner_.Set(SmbStatus(), FakeRunner::Ok(R"({"version": "4.17.12-Debian", "sessions": {"1": {
       "session_id": "1", "username": "nobody", "session_dialect": "SMB3_11"}}})"));
-  auto posture = NewSambaSource(options_, &runner_)->Collect();
+  auto posture = NewSambaSource(options_, &runner_, &logs_)->Collect();
   ASSERT_TRUE(posture.ok());
   ASSERT_EQ(posture->sessions_size(), 1);
   EXPECT_TRUE(posture->sessions(0).guest());
@@ -93,7 +106,7 @@ TEST_F(SambaSourceTest, FailedProbesAreData) {
     runner.Set(Testparm(), FakeRunner::Ok(SambaFixture("idle.testparm.txt")));
     runner.Set(SmbStatus(), c.smbstatus);
     runner.Set("testparm --version", FakeRunner::Ok("Version 4.17.12-Debian\n"));
-    auto posture = NewSambaSource(options_, &runner)->Collect();
+    auto posture = NewSambaSource(options_, &runner, &logs_)->Collect();
     ASSERT_TRUE(posture.ok()) << c.name << ": " << posture.status();
     ASSERT_EQ(posture->probe_errors_size(), 1) << c.name;
     EXPECT_EQ(posture->probe_errors(0).probe(), "smbstatus") << c.name;
@@ -112,7 +125,7 @@ TEST_F(SambaSourceTest, TestparmRejectingAValueStillReportsTheRest) {
   bad.stderr_data = "WARNING: Ignoring invalid value 'bogus' for parameter 'server signing'\n";
   runner_.Set(Testparm(), bad);
   runner_.Set(SmbStatus(), FakeRunner::Ok(SambaFixture("idle.smbstatus.json")));
-  auto posture = NewSambaSource(options_, &runner_)->Collect();
+  auto posture = NewSambaSource(options_, &runner_, &logs_)->Collect();
   ASSERT_TRUE(posture.ok());
   ASSERT_EQ(posture->probe_errors_size(), 1);
   EXPECT_EQ(posture->probe_errors(0).probe(), "testparm");
@@ -122,7 +135,7 @@ TEST_F(SambaSourceTest, TestparmRejectingAValueStillReportsTheRest) {
 
 TEST_F(SambaSourceTest, MissingConfigIsAnError) {
   options_.smb_conf = ::testing::TempDir() + "/no/such/smb.conf";
-  auto posture = NewSambaSource(options_, &runner_)->Collect();
+  auto posture = NewSambaSource(options_, &runner_, &logs_)->Collect();
   ASSERT_FALSE(posture.ok());
   EXPECT_EQ(posture.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(posture.status().message(), HasSubstr("/no/such/smb.conf"));

@@ -27,23 +27,34 @@ struct Target {
 
 Target TargetOf(SettingKey key) {
   switch (key) {
-    case SettingKey::kServerRequireSigning: return {"server", "RequireSecuritySignature"};
-    case SettingKey::kServerSmb1Enabled: return {"server", "EnableSMB1Protocol"};
-    case SettingKey::kServerEncryptData: return {"server", "EncryptData"};
-    case SettingKey::kServerRejectUnencryptedAccess: return {"server", "RejectUnencryptedAccess"};
-    case SettingKey::kServerMinDialect: return {"server", "Smb2DialectMin"};
-    case SettingKey::kServerAuditSmb1Access: return {"server", "AuditSmb1Access"};
+    case SettingKey::kServerRequireSigning:
+      return {"server", "RequireSecuritySignature"};
+    case SettingKey::kServerSmb1Enabled:
+      return {"server", "EnableSMB1Protocol"};
+    case SettingKey::kServerEncryptData:
+      return {"server", "EncryptData"};
+    case SettingKey::kServerRejectUnencryptedAccess:
+      return {"server", "RejectUnencryptedAccess"};
+    case SettingKey::kServerMinDialect:
+      return {"server", "Smb2DialectMin"};
+    case SettingKey::kServerAuditSmb1Access:
+      return {"server", "AuditSmb1Access"};
     case SettingKey::kServerAuditClientDoesNotSupportEncryption:
       return {"server", "AuditClientDoesNotSupportEncryption"};
     case SettingKey::kServerAuditClientDoesNotSupportSigning:
       return {"server", "AuditClientDoesNotSupportSigning"};
-    case SettingKey::kServerAuditInsecureGuestLogon: return {"server", "AuditInsecureGuestLogon"};
-    case SettingKey::kClientRequireSigning: return {"client", "RequireSecuritySignature"};
+    case SettingKey::kServerAuditInsecureGuestLogon:
+      return {"server", "AuditInsecureGuestLogon"};
+    case SettingKey::kClientRequireSigning:
+      return {"client", "RequireSecuritySignature"};
     case SettingKey::kClientEnableInsecureGuestLogons:
       return {"client", "EnableInsecureGuestLogons"};
-    case SettingKey::kShareEncryptData: return {"share", "EncryptData"};
-    case SettingKey::kShareCompressData: return {"share", "CompressData"};
-    case SettingKey::kServerRequestCompression: return {"server", "RequestCompression"};
+    case SettingKey::kShareEncryptData:
+      return {"share", "EncryptData"};
+    case SettingKey::kShareCompressData:
+      return {"share", "CompressData"};
+    case SettingKey::kServerRequestCompression:
+      return {"server", "RequestCompression"};
   }
   return {"", ""};
 }
@@ -62,7 +73,8 @@ bool ValidUtf8(absl::string_view s) {
 }
 
 absl::Status CheckShareName(absl::string_view setting, absl::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(setting, ": share name is empty"));
+  if (name.empty())
+    return absl::InvalidArgumentError(absl::StrCat(setting, ": share name is empty"));
   if (name.size() > kMaxShareNameBytes) {
     return absl::InvalidArgumentError(absl::StrCat(setting, ": share name is ", name.size(),
                                                    " bytes, limit ", kMaxShareNameBytes));
@@ -190,9 +202,12 @@ std::optional<std::string> CurrentValue(const v1::Posture& p, const v1::SettingC
   const v1::ServerConfig& s = p.server();
   const v1::ClientConfig& c = p.client();
   switch (info->key) {
-    case SettingKey::kServerRequireSigning: return BoolValue(s.has_require_signing(), s.require_signing());
-    case SettingKey::kServerSmb1Enabled: return BoolValue(s.has_smb1_enabled(), s.smb1_enabled());
-    case SettingKey::kServerEncryptData: return BoolValue(s.has_encrypt_data(), s.encrypt_data());
+    case SettingKey::kServerRequireSigning:
+      return BoolValue(s.has_require_signing(), s.require_signing());
+    case SettingKey::kServerSmb1Enabled:
+      return BoolValue(s.has_smb1_enabled(), s.smb1_enabled());
+    case SettingKey::kServerEncryptData:
+      return BoolValue(s.has_encrypt_data(), s.encrypt_data());
     case SettingKey::kServerRejectUnencryptedAccess:
       return BoolValue(s.has_reject_unencrypted_access(), s.reject_unencrypted_access());
     case SettingKey::kServerMinDialect:
@@ -208,7 +223,8 @@ std::optional<std::string> CurrentValue(const v1::Posture& p, const v1::SettingC
                        s.audit_client_does_not_support_signing());
     case SettingKey::kServerAuditInsecureGuestLogon:
       return BoolValue(s.has_audit_insecure_guest_logon(), s.audit_insecure_guest_logon());
-    case SettingKey::kClientRequireSigning: return BoolValue(c.has_require_signing(), c.require_signing());
+    case SettingKey::kClientRequireSigning:
+      return BoolValue(c.has_require_signing(), c.require_signing());
     case SettingKey::kClientEnableInsecureGuestLogons:
       return BoolValue(c.has_enable_insecure_guest_logons(), c.enable_insecure_guest_logons());
     case SettingKey::kServerRequestCompression:
@@ -233,8 +249,8 @@ WindowsApplier::WindowsApplier(WindowsOptions options, PowerShellRunner* runner)
 absl::StatusOr<v1::Posture> WindowsApplier::Read() {
   v1::Posture posture;
   for (const ProbeSpec& probe : WindowsProbes()) {
-    if (probe.probe != "Get-SmbServerConfiguration" && probe.probe != "Get-SmbClientConfiguration" &&
-        probe.probe != "Get-SmbShare") {
+    if (probe.probe != "Get-SmbServerConfiguration" &&
+        probe.probe != "Get-SmbClientConfiguration" && probe.probe != "Get-SmbShare") {
       continue;
     }
     PowerShellScript script;

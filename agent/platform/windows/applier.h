@@ -22,9 +22,9 @@ const std::string& ApplyScript();
 
 // One Set-Smb* call: which cmdlet, which share, which parameters with typed values.
 struct ApplyCall {
-  std::string target;           // "server", "client" or "share"
-  std::string share;            // for "share"
-  std::string data_json;        // {"target":..., "share":..., "parameters": {...}}
+  std::string target;                 // "server", "client" or "share"
+  std::string share;                  // for "share"
+  std::string data_json;              // {"target":..., "share":..., "parameters": {...}}
   std::vector<std::string> settings;  // the setting names it carries
 };
 

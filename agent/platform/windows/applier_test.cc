@@ -13,10 +13,10 @@ namespace smbfleet::agent::windows {
 namespace {
 
 namespace v1 = ::smbfleet::v1;
+using testing::FakePowerShellRunner;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::SizeIs;
-using testing::FakePowerShellRunner;
 
 std::string Fixture(const std::string& name) {
   return absl::StrCat(SMBFLEET_SOURCE_DIR, "/tests/fixtures/windows/", name);
@@ -37,7 +37,7 @@ const std::vector<std::string>& HostileNames() {
   static const std::vector<std::string>* kNames = new std::vector<std::string>{
       "Reports'; Remove-Item C:\\ -Recurse; '",
       "$(calc)",
-      "\xE2\x80\x98x\xE2\x80\x99",           // ‘x’
+      "\xE2\x80\x98x\xE2\x80\x99",  // ‘x’
       "a`\"b",
       "\xE2\x80\x9A\xE2\x80\x9B\xE2\x80\x9C\xE2\x80\x9D\xE2\x80\x9E",  // ‚ ‛ “ ” „
       "@{a=1}; & calc.exe #",
@@ -71,12 +71,11 @@ TEST(PlanApplyTest, HostileShareNamesTravelAsDataOnly) {
 }
 
 TEST(PlanApplyTest, GroupsByTargetAndTypesValues) {
-  auto plan = PlanApply({Change("server.requireSigning", "True"),
-                         Change("server.minDialect", "smb_3_0"),
-                         Change("client.enableInsecureGuestLogons", "0"),
-                         Change("share.encryptData", "true", "HR"),
-                         Change("share.compressData", "false", "hr"),
-                         Change("share.encryptData", "true", "Projects")});
+  auto plan = PlanApply(
+      {Change("server.requireSigning", "True"), Change("server.minDialect", "smb_3_0"),
+       Change("client.enableInsecureGuestLogons", "0"), Change("share.encryptData", "true", "HR"),
+       Change("share.compressData", "false", "hr"),
+       Change("share.encryptData", "true", "Projects")});
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_THAT(*plan, SizeIs(4));
   nlohmann::json server = nlohmann::json::parse((*plan)[0].data_json);
@@ -109,9 +108,9 @@ TEST(PlanApplyTest, RefusesWhatIsNotAllowlistedOrMalformed) {
     ASSERT_FALSE(plan.ok()) << c.change.setting();
     EXPECT_THAT(plan.status().message(), HasSubstr(c.expect)) << c.change.setting();
   }
-  EXPECT_FALSE(PlanApply({Change("server.requireSigning", "true"),
-                          Change("server.requireSigning", "false")})
-                   .ok());
+  EXPECT_FALSE(
+      PlanApply({Change("server.requireSigning", "true"), Change("server.requireSigning", "false")})
+          .ok());
 }
 
 TEST(WindowsApplierTest, AppliesReReadsAndReportsBeforeAndAfter) {
@@ -137,8 +136,8 @@ TEST(WindowsApplierTest, AppliesReReadsAndReportsBeforeAndAfter) {
 }
 
 TEST(WindowsApplierTest, EveryHostileNameReachesTheCmdletVerbatim) {
-  for (const std::string& name : {std::string("\xE2\x80\x98x\xE2\x80\x99"), std::string("a`\"b"),
-                                  std::string("$(calc)")}) {
+  for (const std::string& name :
+       {std::string("\xE2\x80\x98x\xE2\x80\x99"), std::string("a`\"b"), std::string("$(calc)")}) {
     FakePowerShellRunner runner(Fixture("ws2025"));
     WindowsApplier applier({}, &runner);
     ApplyResult r = applier.Apply({Change("share.encryptData", "true", name)});
@@ -150,8 +149,8 @@ TEST(WindowsApplierTest, EveryHostileNameReachesTheCmdletVerbatim) {
 TEST(WindowsApplierTest, PreconditionsAndUnsupportedSettings) {
   {
     FakePowerShellRunner runner(Fixture("ws2025"));
-    ApplyResult r = WindowsApplier({}, &runner)
-                        .Apply({Change("server.requireSigning", "true", "", "true")});
+    ApplyResult r =
+        WindowsApplier({}, &runner).Apply({Change("server.requireSigning", "true", "", "true")});
     EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
     EXPECT_THAT(r.message, HasSubstr("host has 'false'"));
     EXPECT_THAT(runner.CallsOf("apply"), SizeIs(0));

@@ -19,9 +19,11 @@ constexpr char k1003[] =
     "<Event xmlns='http://schemas.microsoft.com/win/2004/08/events/event'><System>"
     "<Provider Name='Microsoft-Windows-SMBServer' Guid='{d48ce617-33a2-4bc3-a5c7-11aa4f29619e}'/>"
     "<EventID>1003</EventID><Version>1</Version><Level>2</Level><Task>1003</Task><Opcode>0</Opcode>"
-    "<Keywords>0x4000000000000002</Keywords><TimeCreated SystemTime='2025-12-02T07:30:00.1234567Z'/>"
+    "<Keywords>0x4000000000000002</Keywords><TimeCreated "
+    "SystemTime='2025-12-02T07:30:00.1234567Z'/>"
     "<EventRecordID>412</EventRecordID><Correlation/><Execution ProcessID='4' ThreadID='712'/>"
-    "<Channel>Microsoft-Windows-SMBServer/Operational</Channel><Computer>FS2019.corp.contoso.com</Computer>"
+    "<Channel>Microsoft-Windows-SMBServer/Operational</Channel><Computer>FS2019.corp.contoso.com</"
+    "Computer>"
     "<Security UserID='S-1-5-18'/></System><EventData>"
     "<Data Name='ShareNameLength'>11</Data><Data Name='ShareName'>R&amp;D &lt;x&gt;</Data>"
     "<Data Name='ClientNameLength'>10</Data><Data Name='ClientName'>\\\\10.1.9.7</Data>"
@@ -90,7 +92,8 @@ TEST(CommandLineTest, QuotingRoundTripsEveryArgument) {
       {"powershell.exe", "-NoProfile", "-EncodedCommand", "SQBFAFgA"},
       {"C:\\Program Files\\smbfleet\\smbfleet-agent.exe", "run", "--config", "C:\\cfg dir\\a.yaml"},
       {"x", "", "a b", "a\"b", "a\\\"b", "trail\\", "trail space\\", "\\\\server\\share"},
-      {"x", "Reports'; Remove-Item C:\\ -Recurse; '", "$(calc)", "a`\"b", "\xE2\x80\x98x\xE2\x80\x99"},
+      {"x", "Reports'; Remove-Item C:\\ -Recurse; '", "$(calc)", "a`\"b",
+       "\xE2\x80\x98x\xE2\x80\x99"},
   };
   for (const auto& argv : cases) {
     EXPECT_EQ(SplitCommandLine(BuildCommandLine(argv)), argv) << BuildCommandLine(argv);

@@ -24,13 +24,19 @@ namespace v1 = ::smbfleet::v1;
 v1::EventLevel LevelOf(const PsObject& o) {
   if (auto n = o.Uint64("Level")) {
     switch (*n) {
-      case 1: return v1::EVENT_LEVEL_CRITICAL;
-      case 2: return v1::EVENT_LEVEL_ERROR;
-      case 3: return v1::EVENT_LEVEL_WARNING;
+      case 1:
+        return v1::EVENT_LEVEL_CRITICAL;
+      case 2:
+        return v1::EVENT_LEVEL_ERROR;
+      case 3:
+        return v1::EVENT_LEVEL_WARNING;
       case 0:  // LogAlways
-      case 4: return v1::EVENT_LEVEL_INFORMATION;
-      case 5: return v1::EVENT_LEVEL_VERBOSE;
-      default: break;
+      case 4:
+        return v1::EVENT_LEVEL_INFORMATION;
+      case 5:
+        return v1::EVENT_LEVEL_VERBOSE;
+      default:
+        break;
     }
   }
   std::string name = absl::AsciiStrToLower(o.String("LevelDisplayName").value_or(""));
@@ -91,8 +97,8 @@ std::string StatusText(absl::string_view s) {
 
 const std::vector<std::string>& SmbEventChannels() {
   static const std::vector<std::string>* kChannels = new std::vector<std::string>{
-      "Microsoft-Windows-SMBServer/Audit",     "Microsoft-Windows-SMBServer/Security",
-      "Microsoft-Windows-SMBServer/Operational", "Microsoft-Windows-SMBClient/Security",
+      "Microsoft-Windows-SMBServer/Audit",        "Microsoft-Windows-SMBServer/Security",
+      "Microsoft-Windows-SMBServer/Operational",  "Microsoft-Windows-SMBClient/Security",
       "Microsoft-Windows-SMBClient/Connectivity", "Microsoft-Windows-SMBClient/Audit"};
   return *kChannels;
 }
@@ -113,7 +119,8 @@ std::string DecodeSockaddr(absl::string_view hex) {
   }
   if (family == 23 && bytes.size() >= 24) {  // AF_INET6: family, port, flowinfo, 16 bytes
     std::vector<std::string> groups;
-    for (size_t i = 8; i < 24; i += 2) groups.push_back(absl::StrFormat("%x", (b(i) << 8) | b(i + 1)));
+    for (size_t i = 8; i < 24; i += 2)
+      groups.push_back(absl::StrFormat("%x", (b(i) << 8) | b(i + 1)));
     // Compress the longest run of zero groups, as Windows prints addresses.
     int best_start = -1, best_len = 0;
     for (int i = 0; i < 8;) {
@@ -144,54 +151,75 @@ std::string EventKind(absl::string_view channel, uint32_t id, absl::string_view 
   std::string m = absl::AsciiStrToLower(message);
   if (server) {
     switch (id) {
-      case 3000: return "smb1_access";
-      case 1001: return "smb1_rejected";
+      case 3000:
+        return "smb1_access";
+      case 1001:
+        return "smb1_rejected";
       case 3021:
       case 3022:
         // Which id is signing and which is encryption is not documented per id.
         if (absl::StrContains(m, "encrypt")) return "client_no_encryption";
         if (absl::StrContains(m, "sign")) return "client_no_signing";
         return "client_capability_audit";
-      case 3023: return "guest_logon";
-      case 1003: return "unencrypted_rejected";
-      case 1004: return "bad_signature_rejected";
-      case 1005: return "negotiate_rejected";
-      case 551: return "auth_failure";
-      case 1006: return "share_access_denied";
+      case 3023:
+        return "guest_logon";
+      case 1003:
+        return "unencrypted_rejected";
+      case 1004:
+        return "bad_signature_rejected";
+      case 1005:
+        return "negotiate_rejected";
+      case 551:
+        return "auth_failure";
+      case 1006:
+        return "share_access_denied";
       case 1007:
-      case 1009: return "anonymous_denied";
-      case 1015: return "decrypt_failed";
-      case 1024: return "smb2_disabled";
-      case 1025: return "null_session_configured";
-      default: return "";
+      case 1009:
+        return "anonymous_denied";
+      case 1015:
+        return "decrypt_failed";
+      case 1024:
+        return "smb2_disabled";
+      case 1025:
+        return "null_session_configured";
+      default:
+        return "";
     }
   }
   if (client) {
     switch (id) {
-      case 31017: return "guest_logon_rejected";
-      case 31022: return "guest_logon";
+      case 31017:
+        return "guest_logon_rejected";
+      case 31022:
+        return "guest_logon";
       // 31018 is an administrator enabling insecure guest logons, not a rejection.
-      case 31018: return "insecure_guest_enabled";
+      case 31018:
+        return "insecure_guest_enabled";
       case 31998:
       case 31999:
         if (absl::StrContains(m, "encrypt")) return "server_no_encryption";
         if (absl::StrContains(m, "sign")) return "server_no_signing";
         return "server_capability_audit";
-      case 32000: return "smb1_server_response";
-      case 31012: return "negotiate_validation_failed";
-      case 31013: return "signing_validation_failed";
-      case 31014: return "unencrypted_received";
-      case 31020: return "weak_session_key";
-      default: return "";
+      case 32000:
+        return "smb1_server_response";
+      case 31012:
+        return "negotiate_validation_failed";
+      case 31013:
+        return "signing_validation_failed";
+      case 31014:
+        return "unencrypted_received";
+      case 31020:
+        return "weak_session_key";
+      default:
+        return "";
     }
   }
   return "";
 }
 
-absl::StatusOr<std::vector<v1::Event>> ParseEvents(absl::string_view bytes,
-                                                    absl::string_view what,
-                                                    std::vector<std::string>* problems,
-                                                    std::map<std::string, uint64_t>* latest) {
+absl::StatusOr<std::vector<v1::Event>> ParseEvents(absl::string_view bytes, absl::string_view what,
+                                                   std::vector<std::string>* problems,
+                                                   std::map<std::string, uint64_t>* latest) {
   auto objects = ParsePsObjects(bytes, what);
   if (!objects.ok()) return objects.status();
   if (objects->size() == 1 && (*objects)[0].contains("events") && !(*objects)[0].contains("Id")) {
@@ -213,8 +241,9 @@ absl::StatusOr<std::vector<v1::Event>> ParseEvents(absl::string_view bytes,
     }
     if (wrapper.contains("errors") && wrapper["errors"].is_array() && problems != nullptr) {
       for (const auto& err : wrapper["errors"]) {
-        problems->push_back(absl::StrCat(what, ": ", ScalarText(err.value("channel", nlohmann::json())),
-                                         ": ", ScalarText(err.value("message", nlohmann::json()))));
+        problems->push_back(absl::StrCat(what, ": ",
+                                         ScalarText(err.value("channel", nlohmann::json())), ": ",
+                                         ScalarText(err.value("message", nlohmann::json()))));
       }
     }
   }
@@ -267,8 +296,8 @@ absl::StatusOr<std::vector<v1::Event>> ParseEvents(absl::string_view bytes,
       status = std::string(absl::StripAsciiWhitespace(status.substr(0, status.find(' '))));
     }
     e.set_status(StatusText(status));
-    e.set_kind(EventKind(e.channel().empty() ? e.provider() : e.channel(), e.event_id(),
-                         e.message()));
+    e.set_kind(
+        EventKind(e.channel().empty() ? e.provider() : e.channel(), e.event_id(), e.message()));
     events.push_back(std::move(e));
   }
   return events;

@@ -69,7 +69,8 @@ std::string EnumName(const PsObject& o, absl::string_view name,
   if (v->is_string()) {
     uint64_t n = 0;
     if (!absl::SimpleAtoi(v->get<std::string>(), &n)) {
-      return absl::StrReplaceAll(v->get<std::string>(), {{" ", ""}});  // "Interprocess Communication"
+      return absl::StrReplaceAll(v->get<std::string>(),
+                                 {{" ", ""}});  // "Interprocess Communication"
     }
     auto it = names.find(n);
     return it == names.end() ? v->get<std::string>() : std::string(it->second);
@@ -126,8 +127,8 @@ absl::StatusOr<std::optional<nlohmann::json>> LoadOne(absl::string_view bytes,
   if (!objects.ok()) return objects.status();
   if (objects->empty()) return std::optional<nlohmann::json>();
   if (objects->size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": expected one configuration object, got ", objects->size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected one configuration object, got ", objects->size()));
   }
   return std::optional<nlohmann::json>(std::move(objects->front()));
 }
@@ -150,12 +151,18 @@ v1::Dialect ParseDialect(absl::string_view text) {
   }
   if (absl::SimpleAtoi(s, &n) && n >= 0x200) {
     switch (n) {
-      case 0x0202: return v1::DIALECT_SMB_2_0_2;
-      case 0x0210: return v1::DIALECT_SMB_2_1;
-      case 0x0300: return v1::DIALECT_SMB_3_0;
-      case 0x0302: return v1::DIALECT_SMB_3_0_2;
-      case 0x0311: return v1::DIALECT_SMB_3_1_1;
-      default: return v1::DIALECT_UNSPECIFIED;
+      case 0x0202:
+        return v1::DIALECT_SMB_2_0_2;
+      case 0x0210:
+        return v1::DIALECT_SMB_2_1;
+      case 0x0300:
+        return v1::DIALECT_SMB_3_0;
+      case 0x0302:
+        return v1::DIALECT_SMB_3_0_2;
+      case 0x0311:
+        return v1::DIALECT_SMB_3_1_1;
+      default:
+        return v1::DIALECT_UNSPECIFIED;
     }
   }
   absl::string_view body = s;
@@ -211,8 +218,8 @@ absl::Status ParseHostInfo(absl::string_view bytes, absl::string_view what, v1::
   h->set_platform(v1::PLATFORM_WINDOWS);
   if (auto v = o.String("ComputerName")) h->set_hostname(*v);
   if (auto v = o.String("Domain")) h->set_domain(*v);
-  if (auto v = o.String("DnsHostName"); v.has_value() && !h->domain().empty() &&
-                                        o.Bool("PartOfDomain").value_or(false)) {
+  if (auto v = o.String("DnsHostName");
+      v.has_value() && !h->domain().empty() && o.Bool("PartOfDomain").value_or(false)) {
     h->set_fqdn(absl::StrCat(*v, ".", h->domain()));
   } else if (v.has_value()) {
     h->set_fqdn(*v);
@@ -274,8 +281,7 @@ absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view
   SMBFLEET_SET_OPT(o, Bool("AuditClientDoesNotSupportSigning"), s,
                    set_audit_client_does_not_support_signing);
   SMBFLEET_SET_OPT(o, Bool("AuditInsecureGuestLogon"), s, set_audit_insecure_guest_logon);
-  SMBFLEET_SET_OPT(o, Bool("AuditClientCertificateAccess"), s,
-                   set_audit_client_certificate_access);
+  SMBFLEET_SET_OPT(o, Bool("AuditClientCertificateAccess"), s, set_audit_client_certificate_access);
   if (auto list = o.StringList("NullSessionShares")) {
     for (const auto& share : *list) s->add_null_session_shares(share);
     s->set_null_session_shares_known(true);
@@ -287,14 +293,27 @@ absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view
   SMBFLEET_SET_OPT(o, Bool("DisableSmbEncryptionOnSecureConnection"), s,
                    set_disable_smb_encryption_on_secure_connection);
   SMBFLEET_SET_OPT(o, Bool("EnableMailslots"), s, set_enable_mailslots);
-  static const std::set<std::string>* kTyped = new std::set<std::string>{
-      "EnableSMB1Protocol", "EnableSMB2Protocol", "RequireSecuritySignature",
-      "EnableSecuritySignature", "EncryptData", "RejectUnencryptedAccess", "EnableMultiChannel",
-      "DisableCompression", "RequestCompression", "AuditSmb1Access", "SmbServerNameHardeningLevel",
-      "EnableSMBQUIC", "AuditClientDoesNotSupportEncryption", "AuditClientDoesNotSupportSigning",
-      "AuditInsecureGuestLogon", "AuditClientCertificateAccess", "EnableAuthRateLimiter",
-      "InvalidAuthenticationDelayTimeInMs", "DisableSmbEncryptionOnSecureConnection",
-      "EnableMailslots"};
+  static const std::set<std::string>* kTyped =
+      new std::set<std::string>{"EnableSMB1Protocol",
+                                "EnableSMB2Protocol",
+                                "RequireSecuritySignature",
+                                "EnableSecuritySignature",
+                                "EncryptData",
+                                "RejectUnencryptedAccess",
+                                "EnableMultiChannel",
+                                "DisableCompression",
+                                "RequestCompression",
+                                "AuditSmb1Access",
+                                "SmbServerNameHardeningLevel",
+                                "EnableSMBQUIC",
+                                "AuditClientDoesNotSupportEncryption",
+                                "AuditClientDoesNotSupportSigning",
+                                "AuditInsecureGuestLogon",
+                                "AuditClientCertificateAccess",
+                                "EnableAuthRateLimiter",
+                                "InvalidAuthenticationDelayTimeInMs",
+                                "DisableSmbEncryptionOnSecureConnection",
+                                "EnableMailslots"};
   CopyRaw(o.json(), *kTyped, s->mutable_raw());
   return absl::OkStatus();
 }
@@ -325,11 +344,19 @@ absl::Status ParseClientConfiguration(absl::string_view bytes, absl::string_view
                    set_audit_server_does_not_support_signing);
   SMBFLEET_SET_OPT(o, Bool("BlockNTLM"), c, set_block_ntlm);
   SMBFLEET_SET_OPT(o, Bool("EnableSMBQUIC"), c, set_quic_enabled);
-  static const std::set<std::string>* kTyped = new std::set<std::string>{
-      "RequireSecuritySignature", "EnableSecuritySignature", "EnableInsecureGuestLogons",
-      "RequireEncryption", "EnableMultiChannel", "DisableCompression", "RequestCompression",
-      "AuditInsecureGuestLogon", "AuditServerDoesNotSupportEncryption",
-      "AuditServerDoesNotSupportSigning", "BlockNTLM", "EnableSMBQUIC"};
+  static const std::set<std::string>* kTyped =
+      new std::set<std::string>{"RequireSecuritySignature",
+                                "EnableSecuritySignature",
+                                "EnableInsecureGuestLogons",
+                                "RequireEncryption",
+                                "EnableMultiChannel",
+                                "DisableCompression",
+                                "RequestCompression",
+                                "AuditInsecureGuestLogon",
+                                "AuditServerDoesNotSupportEncryption",
+                                "AuditServerDoesNotSupportSigning",
+                                "BlockNTLM",
+                                "EnableSMBQUIC"};
   CopyRaw(o.json(), *kTyped, c->mutable_raw());
   return absl::OkStatus();
 }
@@ -338,22 +365,25 @@ absl::Status ParseShares(absl::string_view bytes, absl::string_view what, v1::Po
                          std::vector<std::string>* problems) {
   auto objects = Load(bytes, what);
   if (!objects.ok()) return objects.status();
-  static const std::map<uint64_t, absl::string_view> kShareType = {
-      {0, "FileSystemDirectory"}, {1, "PrintQueue"}, {2, "CommunicationDevice"},
-      {3, "InterprocessCommunication"}, {4, "Unknown"}};
+  static const std::map<uint64_t, absl::string_view> kShareType = {{0, "FileSystemDirectory"},
+                                                                   {1, "PrintQueue"},
+                                                                   {2, "CommunicationDevice"},
+                                                                   {3, "InterprocessCommunication"},
+                                                                   {4, "Unknown"}};
   static const std::map<uint64_t, absl::string_view> kShareState = {
       {0, "Pending"}, {1, "Online"}, {2, "Offline"}};
   static const std::map<uint64_t, absl::string_view> kCaching = {
-      {0, "None"}, {1, "Manual"}, {2, "Documents"}, {3, "Programs"}, {4, "BranchCache"},
-      {5, "Unknown"}};
+      {0, "None"},     {1, "Manual"},      {2, "Documents"},
+      {3, "Programs"}, {4, "BranchCache"}, {5, "Unknown"}};
   static const std::map<uint64_t, absl::string_view> kFolderEnum = {{0, "AccessBased"},
                                                                     {1, "Unrestricted"}};
   static const std::map<uint64_t, absl::string_view> kAvailability = {
       {0, "NonClustered"}, {1, "Clustered"}, {2, "ScaleOut"}, {3, "CSV"}, {4, "DFS"}};
   static const std::set<std::string>* kTyped = new std::set<std::string>{
-      "Name", "Path", "EncryptData", "CompressData", "Description", "Special", "ShareType",
-      "ScopeName", "ContinuouslyAvailable", "SecurityDescriptor", "CurrentUsers", "ShareState",
-      "CachingMode", "FolderEnumerationMode", "AvailabilityType", "PresetPathAcl"};
+      "Name",         "Path",       "EncryptData", "CompressData",          "Description",
+      "Special",      "ShareType",  "ScopeName",   "ContinuouslyAvailable", "SecurityDescriptor",
+      "CurrentUsers", "ShareState", "CachingMode", "FolderEnumerationMode", "AvailabilityType",
+      "PresetPathAcl"};
   for (size_t i = 0; i < objects->size(); ++i) {
     PsObject o((*objects)[i], Where(what, i), problems);
     auto name = o.String("Name");
@@ -419,8 +449,8 @@ absl::Status ParseSessions(absl::string_view bytes, absl::string_view what, v1::
   return absl::OkStatus();
 }
 
-absl::Status ParseConnections(absl::string_view bytes, absl::string_view what,
-                              v1::Posture* posture, std::vector<std::string>* problems) {
+absl::Status ParseConnections(absl::string_view bytes, absl::string_view what, v1::Posture* posture,
+                              std::vector<std::string>* problems) {
   auto objects = Load(bytes, what);
   if (!objects.ok()) return objects.status();
   for (size_t i = 0; i < objects->size(); ++i) {
@@ -579,8 +609,7 @@ std::string ShareOf(const v1::OpenFile& f, const v1::Posture& posture) {
     bool match = path == root || (absl::StartsWith(path, root) &&
                                   (root.back() == '\\' || path[root.size()] == '\\'));
     if (!match) continue;
-    if (!f.share_relative_path().empty() &&
-        !absl::EndsWith(path, Lower(f.share_relative_path()))) {
+    if (!f.share_relative_path().empty() && !absl::EndsWith(path, Lower(f.share_relative_path()))) {
       continue;
     }
     if (root.size() > best_len) {

@@ -21,20 +21,20 @@ TEST(ParseDialectTest, EveryWayWindowsWritesADialect) {
     v1::Dialect want;
   };
   std::vector<Case> cases = {
-      {"2.0.2", v1::DIALECT_SMB_2_0_2}, {"2.02", v1::DIALECT_SMB_2_0_2},
-      {"2.1", v1::DIALECT_SMB_2_1},     {"2.10", v1::DIALECT_SMB_2_1},
-      {"3.0", v1::DIALECT_SMB_3_0},     {"3.00", v1::DIALECT_SMB_3_0},
-      {"3.02", v1::DIALECT_SMB_3_0_2},  {"3.0.2", v1::DIALECT_SMB_3_0_2},
-      {"3.1.1", v1::DIALECT_SMB_3_1_1}, {"3.11", v1::DIALECT_SMB_3_1_1},
+      {"2.0.2", v1::DIALECT_SMB_2_0_2},   {"2.02", v1::DIALECT_SMB_2_0_2},
+      {"2.1", v1::DIALECT_SMB_2_1},       {"2.10", v1::DIALECT_SMB_2_1},
+      {"3.0", v1::DIALECT_SMB_3_0},       {"3.00", v1::DIALECT_SMB_3_0},
+      {"3.02", v1::DIALECT_SMB_3_0_2},    {"3.0.2", v1::DIALECT_SMB_3_0_2},
+      {"3.1.1", v1::DIALECT_SMB_3_1_1},   {"3.11", v1::DIALECT_SMB_3_1_1},
       {" 3.1.1 ", v1::DIALECT_SMB_3_1_1}, {"1.5", v1::DIALECT_SMB1},
-      {"SMB202", v1::DIALECT_SMB_2_0_2}, {"SMB210", v1::DIALECT_SMB_2_1},
-      {"SMB300", v1::DIALECT_SMB_3_0},  {"SMB302", v1::DIALECT_SMB_3_0_2},
-      {"SMB311", v1::DIALECT_SMB_3_1_1}, {"SMB3_11", v1::DIALECT_SMB_3_1_1},
-      {"514", v1::DIALECT_SMB_2_0_2},   {"528", v1::DIALECT_SMB_2_1},
-      {"768", v1::DIALECT_SMB_3_0},     {"770", v1::DIALECT_SMB_3_0_2},
-      {"785", v1::DIALECT_SMB_3_1_1},   {"0x0311", v1::DIALECT_SMB_3_1_1},
-      {"", v1::DIALECT_UNSPECIFIED},    {"4.0", v1::DIALECT_UNSPECIFIED},
-      {"767", v1::DIALECT_UNSPECIFIED}, {"banana", v1::DIALECT_UNSPECIFIED},
+      {"SMB202", v1::DIALECT_SMB_2_0_2},  {"SMB210", v1::DIALECT_SMB_2_1},
+      {"SMB300", v1::DIALECT_SMB_3_0},    {"SMB302", v1::DIALECT_SMB_3_0_2},
+      {"SMB311", v1::DIALECT_SMB_3_1_1},  {"SMB3_11", v1::DIALECT_SMB_3_1_1},
+      {"514", v1::DIALECT_SMB_2_0_2},     {"528", v1::DIALECT_SMB_2_1},
+      {"768", v1::DIALECT_SMB_3_0},       {"770", v1::DIALECT_SMB_3_0_2},
+      {"785", v1::DIALECT_SMB_3_1_1},     {"0x0311", v1::DIALECT_SMB_3_1_1},
+      {"", v1::DIALECT_UNSPECIFIED},      {"4.0", v1::DIALECT_UNSPECIFIED},
+      {"767", v1::DIALECT_UNSPECIFIED},   {"banana", v1::DIALECT_UNSPECIFIED},
   };
   for (const auto& c : cases) {
     EXPECT_EQ(ParseDialect(c.text), c.want) << "'" << c.text << "'";
@@ -113,8 +113,9 @@ TEST(ParseServerConfigurationTest, BadValuesAreProblemsNotFailures) {
   EXPECT_FALSE(p.server().has_min_dialect());
   EXPECT_FALSE(p.server().has_name_hardening_level());
   ASSERT_THAT(problems, SizeIs(3));
-  EXPECT_THAT(problems[0],
-              HasSubstr("Get-SmbServerConfiguration.json.RequireSecuritySignature: expected a boolean"));
+  EXPECT_THAT(
+      problems[0],
+      HasSubstr("Get-SmbServerConfiguration.json.RequireSecuritySignature: expected a boolean"));
 }
 
 TEST(ParseServerConfigurationTest, EmptyOrSeveralObjectsIsAnError) {

@@ -105,7 +105,8 @@ nlohmann::json StripCim(const nlohmann::json& in) {
 
 absl::StatusOr<std::string> DecodeText(absl::string_view bytes, absl::string_view what) {
   if (bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0xEF &&
-      static_cast<unsigned char>(bytes[1]) == 0xBB && static_cast<unsigned char>(bytes[2]) == 0xBF) {
+      static_cast<unsigned char>(bytes[1]) == 0xBB &&
+      static_cast<unsigned char>(bytes[2]) == 0xBF) {
     return std::string(bytes.substr(3));
   }
   if (bytes.size() >= 2) {
@@ -145,8 +146,8 @@ absl::StatusOr<std::vector<nlohmann::json>> ParsePsObjects(absl::string_view byt
   for (size_t i = 0; i < doc.size(); ++i) {
     if (doc[i].is_null()) continue;
     if (!doc[i].is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": [", i, "]: expected an object, got ",
-                                                     doc[i].type_name()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": [", i, "]: expected an object, got ", doc[i].type_name()));
     }
     objects.push_back(StripCim(doc[i]));
   }

@@ -69,8 +69,12 @@ TEST(ParsePsObjectsTest, ShapesOfZeroOneAndMany) {
     size_t count;
   };
   std::vector<Case> cases = {
-      {"", 0},         {"  \r\n", 0},         {"null", 0},
-      {"[]", 0},       {R"({"A":1})", 1},     {R"([{"A":1}])", 1},
+      {"", 0},
+      {"  \r\n", 0},
+      {"null", 0},
+      {"[]", 0},
+      {R"({"A":1})", 1},
+      {R"([{"A":1}])", 1},
       {R"([{"A":1},{"A":2},{"A":3}])", 3},
   };
   for (const auto& c : cases) {
@@ -105,10 +109,8 @@ TEST(ParsePsObjectsTest, MalformedInputNamesFileAndPosition) {
   };
   std::vector<Case> cases = {
       {"{\n  \"A\": tru\n}", "line 3"},  // where the lexer stopped: after the newline
-      {"[{\"A\":1},", "line 1"},
-      {"{\"A\":1}}", "column"},
-      {"42", "expected an object"},
-      {"[1, 2]", "[0]: expected an object"},
+      {"[{\"A\":1},", "line 1"},        {"{\"A\":1}}", "column"},
+      {"42", "expected an object"},     {"[1, 2]", "[0]: expected an object"},
   };
   for (const auto& c : cases) {
     auto objects = ParsePsObjects(c.input, "Get-SmbSession.json");

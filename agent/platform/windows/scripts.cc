@@ -103,18 +103,19 @@ ConvertTo-Json -Depth 5 -Compress -InputObject $out
 }  // namespace
 
 const std::string& ProbeScript(const std::string& probe) {
-  static const std::map<std::string, std::string>* kScripts = new std::map<std::string, std::string>{
-      {"host", kHostScript},
-      {"Get-SmbServerConfiguration", One("Get-SmbServerConfiguration")},
-      {"Get-SmbClientConfiguration", One("Get-SmbClientConfiguration")},
-      {"Get-SmbShare", List("Get-SmbShare", ",PresetPathAcl")},
-      {"Get-SmbSession", List("Get-SmbSession")},
-      {"Get-SmbConnection", List("Get-SmbConnection")},
-      {"Get-SmbMultichannelConnection", List("Get-SmbMultichannelConnection")},
-      {"Get-SmbOpenFile", List("Get-SmbOpenFile")},
-      {"Get-SmbServerNetworkInterface", List("Get-SmbServerNetworkInterface")},
-      {"events", kEventsScript},
-  };
+  static const std::map<std::string, std::string>* kScripts =
+      new std::map<std::string, std::string>{
+          {"host", kHostScript},
+          {"Get-SmbServerConfiguration", One("Get-SmbServerConfiguration")},
+          {"Get-SmbClientConfiguration", One("Get-SmbClientConfiguration")},
+          {"Get-SmbShare", List("Get-SmbShare", ",PresetPathAcl")},
+          {"Get-SmbSession", List("Get-SmbSession")},
+          {"Get-SmbConnection", List("Get-SmbConnection")},
+          {"Get-SmbMultichannelConnection", List("Get-SmbMultichannelConnection")},
+          {"Get-SmbOpenFile", List("Get-SmbOpenFile")},
+          {"Get-SmbServerNetworkInterface", List("Get-SmbServerNetworkInterface")},
+          {"events", kEventsScript},
+      };
   static const std::string* kEmpty = new std::string();
   auto it = kScripts->find(probe);
   return it == kScripts->end() ? *kEmpty : it->second;

@@ -32,10 +32,14 @@ class WindowsCommandRunner : public CommandRunner {
         out.stderr_data = std::move(r.stderr_data);
         return out;
       }
-      case shim::ProcessOutcome::kTimedOut: return absl::DeadlineExceededError(r.error);
-      case shim::ProcessOutcome::kOutputTooLarge: return absl::ResourceExhaustedError(r.error);
-      case shim::ProcessOutcome::kNotFound: return absl::NotFoundError(r.error);
-      case shim::ProcessOutcome::kError: break;
+      case shim::ProcessOutcome::kTimedOut:
+        return absl::DeadlineExceededError(r.error);
+      case shim::ProcessOutcome::kOutputTooLarge:
+        return absl::ResourceExhaustedError(r.error);
+      case shim::ProcessOutcome::kNotFound:
+        return absl::NotFoundError(r.error);
+      case shim::ProcessOutcome::kError:
+        break;
     }
     return absl::InternalError(r.error);
   }

@@ -26,12 +26,18 @@ constexpr size_t kMaxProblemsPerProbe = 20;
 
 std::string CodeOf(const absl::Status& status) {
   switch (status.code()) {
-    case absl::StatusCode::kDeadlineExceeded: return "TIMEOUT";
-    case absl::StatusCode::kResourceExhausted: return "OUTPUT_TOO_LARGE";
-    case absl::StatusCode::kNotFound: return "NOT_FOUND";
-    case absl::StatusCode::kInvalidArgument: return "PARSE";
-    case absl::StatusCode::kUnknown: return "EXIT_STATUS";
-    default: return "ERROR";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "TIMEOUT";
+    case absl::StatusCode::kResourceExhausted:
+      return "OUTPUT_TOO_LARGE";
+    case absl::StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case absl::StatusCode::kInvalidArgument:
+      return "PARSE";
+    case absl::StatusCode::kUnknown:
+      return "EXIT_STATUS";
+    default:
+      return "ERROR";
   }
 }
 
@@ -208,7 +214,8 @@ class LiveSource : public PostureSource {
     if (options_.detect_cpu) {
       std::string model = posture.host().cpu().model();
       *posture.mutable_host()->mutable_cpu() = options_.detect_cpu();
-      if (posture.host().cpu().model().empty()) posture.mutable_host()->mutable_cpu()->set_model(model);
+      if (posture.host().cpu().model().empty())
+        posture.mutable_host()->mutable_cpu()->set_model(model);
     }
     CollectEvents(&posture);
     FinishPosture(&posture);
@@ -268,7 +275,8 @@ std::string Utf8ToUtf16LeBytes(absl::string_view s) {
     uint32_t cp = c;
     size_t len = 1;
     if (c >= 0xF0 && i + 3 < s.size()) {
-      cp = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+      cp = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) |
+           (s[i + 3] & 0x3F);
       len = 4;
     } else if (c >= 0xE0 && i + 2 < s.size()) {
       cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
@@ -324,8 +332,8 @@ class CommandPowerShellRunner : public PowerShellRunner {
 Command BuildPowerShellCommand(const PowerShellScript& script, const std::string& exe) {
   Command c;
   std::string encoded = absl::Base64Escape(Utf8ToUtf16LeBytes(ScriptPrelude() + script.text));
-  c.argv = {exe,         "-NoLogo",     "-NoProfile", "-NonInteractive",  "-ExecutionPolicy",
-            "Bypass",    "-OutputFormat", "Text",     "-EncodedCommand", encoded};
+  c.argv = {exe,      "-NoLogo",       "-NoProfile", "-NonInteractive", "-ExecutionPolicy",
+            "Bypass", "-OutputFormat", "Text",       "-EncodedCommand", encoded};
   c.env[kDataEnvVar] = absl::Base64Escape(script.data_json.empty() ? "{}" : script.data_json);
   c.timeout = script.timeout;
   c.max_output_bytes = script.max_output_bytes;

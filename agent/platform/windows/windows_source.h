@@ -60,8 +60,8 @@ inline constexpr char kDataEnvVar[] = "SMBFLEET_DATA";
 
 // `powershell.exe -NoLogo -NoProfile -NonInteractive -ExecutionPolicy Bypass -OutputFormat Text
 // -EncodedCommand <base64 UTF-16LE of prelude + script>` through `runner` (not owned).
-std::unique_ptr<PowerShellRunner> NewPowerShellRunner(CommandRunner* runner,
-                                                      std::string powershell_exe = "powershell.exe");
+std::unique_ptr<PowerShellRunner> NewPowerShellRunner(
+    CommandRunner* runner, std::string powershell_exe = "powershell.exe");
 // The argv/env NewPowerShellRunner would run (for tests and logs).
 Command BuildPowerShellCommand(const PowerShellScript& script, const std::string& powershell_exe);
 

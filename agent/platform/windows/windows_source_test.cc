@@ -1,6 +1,8 @@
 #include "agent/platform/windows/windows_source.h"
 
+#ifndef _WIN32
 #include <sys/stat.h>
+#endif
 
 #include <cstdio>
 #include <fstream>
@@ -25,11 +27,11 @@ namespace {
 namespace v1 = ::smbfleet::v1;
 using ::testing::Contains;
 using ::testing::ElementsAre;
+using testing::FakePowerShellRunner;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
-using testing::FakePowerShellRunner;
 
 std::string Fixture(const std::string& name) {
   return absl::StrCat(SMBFLEET_SOURCE_DIR, "/tests/fixtures/windows/", name);
@@ -95,14 +97,15 @@ TEST(CaptureSourceTest, Ws2019Utf8BomNumericStringsAndSmb1Session) {
   EXPECT_THAT(p.probe_errors(), IsEmpty());
   EXPECT_TRUE(p.host().domain_joined());
   EXPECT_EQ(p.host().fqdn(), "fs2019.corp.contoso.com");
-  EXPECT_EQ(p.host().logical_cores(), 8u);  // "8"
+  EXPECT_EQ(p.host().logical_cores(), 8u);           // "8"
   EXPECT_EQ(p.server().name_hardening_level(), 2u);  // "2"
   EXPECT_TRUE(p.server().audit_smb1_access());
   EXPECT_TRUE(p.server().null_session_shares_known());
   EXPECT_THAT(p.server().null_session_shares(), IsEmpty());
   ASSERT_THAT(p.shares(), SizeIs(5));
   EXPECT_EQ(p.shares(2).share_type(), "InterprocessCommunication");
-  ASSERT_THAT(p.sessions(), SizeIs(3));
+  ASSERT_THAT(p.sessions(), SizeIs(4));
+  EXPECT_EQ(p.sessions(3).dialect(), v1::DIALECT_SMB_2_0_2);
   const v1::Session& alice = p.sessions(0);
   EXPECT_EQ(alice.session_id(), "1374389535013");
   EXPECT_EQ(alice.dialect(), v1::DIALECT_SMB_3_1_1);
@@ -263,12 +266,17 @@ TEST_F(TempCapture, MalformedFileIsOneProbeErrorNamingFileAndPosition) {
 
 TEST_F(TempCapture, HostileBytesNeverCrash) {
   std::vector<std::string> inputs = {
-      std::string("\xFF\xFE\x00", 3), std::string(1 << 16, '['), "{\"a\":\"\\ud800\"}",
-      std::string("\x00\x00\x00", 3), "\xEF\xBB\xBF", "[{}]{}", "{\"SessionId\": 1e400}",
+      std::string("\xFF\xFE\x00", 3),
+      std::string(1 << 16, '['),
+      "{\"a\":\"\\ud800\"}",
+      std::string("\x00\x00\x00", 3),
+      "\xEF\xBB\xBF",
+      "[{}]{}",
+      "{\"SessionId\": 1e400}",
   };
   for (const auto& in : inputs) {
-    for (const char* f : {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json",
-                          "host.json"}) {
+    for (const char* f :
+         {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json", "host.json"}) {
       Put(f, in);
     }
     auto p = NewWindowsCaptureSource(dir_)->Collect();
@@ -440,6 +448,8 @@ TEST(LiveSourceTest, EventBookmarkAcrossRestarts) {
 }
 
 // ------------------------------------------------------------------------- runner
+// POSIX only: a shell script stands in for powershell.exe.
+#ifndef _WIN32
 
 // A stand-in for powershell.exe run by the real CommandRunner: proves the argv, the
 // environment, the timeout and the output cap end to end.
@@ -456,8 +466,9 @@ class FakePowerShellExe : public ::testing::Test {
 
 TEST_F(FakePowerShellExe, EncodedCommandAndDataAsEnvironment) {
   // Prints its last argument (the -EncodedCommand value) and the data variable.
-  std::string exe = Script("ps_echo", "for a in \"$@\"; do last=\"$a\"; done\n"
-                                      "printf '%s\\n%s' \"$last\" \"$SMBFLEET_DATA\"");
+  std::string exe = Script("ps_echo",
+                           "for a in \"$@\"; do last=\"$a\"; done\n"
+                           "printf '%s\\n%s' \"$last\" \"$SMBFLEET_DATA\"");
   auto runner = NewPowerShellRunner(commands_.get(), exe);
   PowerShellScript s;
   s.probe = "apply";
@@ -500,13 +511,16 @@ TEST_F(FakePowerShellExe, TimeoutCapAndExitStatus) {
   EXPECT_EQ(l.status().code(), absl::StatusCode::kResourceExhausted);
 
   auto failing = NewPowerShellRunner(
-      commands_.get(), Script("ps_fail", "echo 'The term Get-SmbSession is not recognized' >&2; exit 1"));
+      commands_.get(),
+      Script("ps_fail", "echo 'The term Get-SmbSession is not recognized' >&2; exit 1"));
   s.max_output_bytes = 1 << 20;
   auto f = failing->Run(s);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), absl::StatusCode::kUnknown);
   EXPECT_THAT(f.status().message(), HasSubstr("exit code 1: The term Get-SmbSession"));
 }
+
+#endif  // _WIN32
 
 }  // namespace
 }  // namespace smbfleet::agent::windows

@@ -19,9 +19,9 @@ struct EventRecord {
 
 struct ChannelRead {
   bool channel_exists = true;
-  uint64_t latest_record_id = 0;     // 0 when the channel is empty
-  std::vector<EventRecord> events;   // newest first, at most max_events, record id > after
-  std::string error;                 // non-empty on failure (access denied, ...)
+  uint64_t latest_record_id = 0;    // 0 when the channel is empty
+  std::vector<EventRecord> events;  // newest first, at most max_events, record id > after
+  std::string error;                // non-empty on failure (access denied, ...)
 };
 
 ChannelRead ReadChannel(const std::string& channel, uint64_t after_record_id, size_t max_events);

@@ -75,8 +75,8 @@ ChannelRead ReadChannel(const std::string& channel, uint64_t after_record_id, si
   std::wstring path = Widen(channel);
   // The newest record: Get-WinEvent -MaxEvents 1.
   {
-    EvtHandleCloser q(EvtQuery(nullptr, path.c_str(), L"*",
-                               EvtQueryChannelPath | EvtQueryReverseDirection));
+    EvtHandleCloser q(
+        EvtQuery(nullptr, path.c_str(), L"*", EvtQueryChannelPath | EvtQueryReverseDirection));
     if (q.h == nullptr) {
       DWORD err = GetLastError();
       if (err == ERROR_EVT_CHANNEL_NOT_FOUND) {

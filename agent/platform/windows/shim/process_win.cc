@@ -27,10 +27,9 @@ struct Handle {
 
 struct CaseInsensitiveLess {
   bool operator()(const std::wstring& a, const std::wstring& b) const {
-    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
-                                        [](wchar_t x, wchar_t y) {
-                                          return std::towupper(x) < std::towupper(y);
-                                        });
+    return std::lexicographical_compare(
+        a.begin(), a.end(), b.begin(), b.end(),
+        [](wchar_t x, wchar_t y) { return std::towupper(x) < std::towupper(y); });
   }
 };
 
@@ -85,8 +84,8 @@ std::wstring Widen(const std::string& s) {
 
 std::string Narrow(const std::wstring& w) {
   if (w.empty()) return std::string();
-  int n = WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), nullptr, 0,
-                              nullptr, nullptr);
+  int n = WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), nullptr, 0, nullptr,
+                              nullptr);
   std::string s(static_cast<size_t>(n), '\0');
   WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), s.data(), n, nullptr,
                       nullptr);
@@ -95,9 +94,9 @@ std::string Narrow(const std::wstring& w) {
 
 std::string ErrorText(uint32_t code) {
   wchar_t* text = nullptr;
-  DWORD n = FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM |
-                               FORMAT_MESSAGE_IGNORE_INSERTS,
-                           nullptr, code, 0, reinterpret_cast<wchar_t*>(&text), 0, nullptr);
+  DWORD n = FormatMessageW(
+      FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+      nullptr, code, 0, reinterpret_cast<wchar_t*>(&text), 0, nullptr);
   std::string msg = n > 0 ? Narrow(std::wstring(text, n)) : std::string("unknown error");
   if (text != nullptr) LocalFree(text);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == '\r' || msg.back() == ' ')) {
@@ -206,12 +205,12 @@ ProcessResult RunProcess(const ProcessRequest& request) {
   result.exit_code = code;
   if (timed_out) {
     result.outcome = ProcessOutcome::kTimedOut;
-    result.error = request.argv[0] + ": timed out after " + std::to_string(request.timeout_ms) +
-                   " ms";
+    result.error =
+        request.argv[0] + ": timed out after " + std::to_string(request.timeout_ms) + " ms";
   } else if (over.load()) {
     result.outcome = ProcessOutcome::kOutputTooLarge;
-    result.error = request.argv[0] + ": output over " + std::to_string(request.max_output_bytes) +
-                   " bytes";
+    result.error =
+        request.argv[0] + ": output over " + std::to_string(request.max_output_bytes) + " bytes";
   } else {
     result.outcome = ProcessOutcome::kExited;
   }

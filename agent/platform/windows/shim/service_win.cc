@@ -59,8 +59,7 @@ DWORD WINAPI Control(DWORD control, DWORD, LPVOID, LPVOID) {
 }
 
 void WINAPI ServiceMain(DWORD, LPWSTR*) {
-  g_state->status_handle =
-      RegisterServiceCtrlHandlerExW(g_state->name.c_str(), &Control, nullptr);
+  g_state->status_handle = RegisterServiceCtrlHandlerExW(g_state->name.c_str(), &Control, nullptr);
   if (g_state->status_handle == nullptr) return;
   Report(SERVICE_START_PENDING, 0, 10000);
   Report(SERVICE_RUNNING, 0, 0);

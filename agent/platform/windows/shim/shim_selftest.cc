@@ -16,7 +16,8 @@ int main() {
   echo.argv = {"cmd.exe", "/c", "echo", "hello"};
   echo.timeout_ms = 10000;
   ProcessResult r = RunProcess(echo);
-  bool ok = r.outcome == ProcessOutcome::kExited && r.stdout_data.find("hello") != std::string::npos;
+  bool ok =
+      r.outcome == ProcessOutcome::kExited && r.stdout_data.find("hello") != std::string::npos;
   std::printf("process: %s (%s)\n", ok ? "ok" : "FAILED", r.error.c_str());
   failures += ok ? 0 : 1;
 

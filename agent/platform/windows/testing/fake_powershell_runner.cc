@@ -82,8 +82,8 @@ absl::StatusOr<std::string> FakePowerShellRunner::Apply(const std::string& data_
   if (!objects.ok()) return objects.status();
   bool found = false;
   for (auto& o : *objects) {
-    if (target == "share" &&
-        !absl::EqualsIgnoreCase(o.value("Name", std::string()), data.at("share").get<std::string>())) {
+    if (target == "share" && !absl::EqualsIgnoreCase(o.value("Name", std::string()),
+                                                     data.at("share").get<std::string>())) {
       continue;
     }
     found = true;
