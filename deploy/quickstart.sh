@@ -53,6 +53,7 @@ cat > "$run/collector.yaml" <<YAML
 listen: 127.0.0.1:$port
 tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}
 database: {dsn: '$dsn'}
+policy: {file: '$root/policy/policies/baseline.yaml'}
 log_level: info
 YAML
 rm -f "$run/port"
@@ -75,7 +76,7 @@ agent_config() {  # name source
   echo "tls: {cert: pki/agent-$name.pem, key: pki/agent-$name.key, ca: pki/ca.pem}"
   echo "source: '$source'"
   echo "labels: {site: demo}"
-  echo "schedule: {interval: 10m, splay: 30s, benchmark_interval: 24h}"
+  echo "schedule: {interval: 10m, splay: 5s, benchmark_interval: 24h}"
   echo "spool: {dir: spool/$name}"
 }
 
@@ -101,7 +102,11 @@ collector: 127.0.0.1:$port
 server_name: localhost
 tls: {cert: pki/operator-admin.pem, key: pki/operator-admin.key, ca: pki/ca.pem}
 YAML
-sleep 3
+export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
+for _ in $(seq 1 60); do
+  "$build/cli/smbfleetctl" host show "$samba_host" >/dev/null 2>&1 && break
+  sleep 1
+done
 cat <<EOF2
 
 smbfleet is running: collector on 127.0.0.1:$port (mutual TLS), PostgreSQL on 127.0.0.1:$pg_port,
@@ -111,11 +116,12 @@ Samba on 127.0.0.1:$smb_port, agents for $samba_host and ${#fleet[@]} simulated 
   $build/cli/smbfleetctl hosts
   $build/cli/smbfleetctl host show $samba_host
   $build/cli/smbfleetctl host refresh $samba_host
+  $build/cli/smbfleetctl compliance
+  $build/cli/smbfleetctl findings --host $samba_host
   $build/cli/smbfleetctl policy eval --policy $root/policy/policies/baseline.yaml --posture FILE
 
 Logs are in $run/*.log. Ctrl-C stops everything.
 EOF2
-export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
 "$build/cli/smbfleetctl" hosts || true
 while true; do
   for p in "${pids[@]}"; do
