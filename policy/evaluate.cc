@@ -148,8 +148,14 @@ class Verdict {
     } else if (v.known && info.type == FieldType::kDialect) {
       absl::string_view d = DialectName(static_cast<smbfleet::v1::Dialect>(v.value));
       ev->set_observed(d.data(), d.size());
-    } else {
+    } else if (!v.known) {
+      ev->set_observed("(unset)");
+    } else if (info.field == Field::kServerNullSessionShares) {
       ev->set_observed(FormatObserved(info, v, posture_));
+    } else {
+      // Numbers (kUint, kList): formatted without a temporary string.
+      absl::AlphaNum num(v.value);
+      ev->set_observed(num.data(), num.size());
     }
     ev->set_expected(e.expected);
     if (!share.empty()) ev->set_share(share.data(), share.size());
@@ -206,7 +212,9 @@ class Verdict {
     SessionExpectation(check, sum->mutable_expected());
     if (!share.empty()) sum->set_share(share.data(), share.size());
     if (bad > kMaxSessionEvidence) {
-      sum->set_note(absl::StrCat("evidence lists the first ", kMaxSessionEvidence));
+      thread_local const std::string note =
+          absl::StrCat("evidence lists the first ", kMaxSessionEvidence);
+      sum->set_note(note);
     }
     if (bad > 0) {
       if (Fail()) Message(bad, " of ", seen, " sessions violate: ", sum->expected());
@@ -341,13 +349,19 @@ void Count(ComplianceStatus st, HostEvaluation* out) {
 namespace {
 
 // Which classification rules the host's labels and name allow (the same for all its shares).
-std::vector<char> HostEligibleRules(const Classification& c, const Posture& p) {
-  std::vector<char> ok(c.rules.size());
+void HostEligibleRulesInto(const Classification& c, const Posture& p, std::vector<char>* out) {
+  std::vector<char>& ok = *out;
+  ok.assign(c.rules.size(), 0);
   for (size_t i = 0; i < c.rules.size(); ++i) {
     const ClassificationRule& r = c.rules[i];
     ok[i] = (r.hostnames.empty() || HostnameMatches(r.hostnames, p)) &&
             LabelsMatch(r.host_labels, p);
   }
+}
+
+std::vector<char> HostEligibleRules(const Classification& c, const Posture& p) {
+  std::vector<char> ok;
+  HostEligibleRulesInto(c, p, &ok);
   return ok;
 }
 
@@ -485,14 +499,15 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
   // Classes per share, computed once for every share rule.
   thread_local std::vector<int> share_class;
   share_class.assign(static_cast<size_t>(p.shares_size()), 0);
-  const std::vector<char> eligible = HostEligibleRules(cls, p);
+  thread_local std::vector<char> eligible;
+  HostEligibleRulesInto(cls, p, &eligible);
   for (int i = 0; i < p.shares_size(); ++i) {
     ShareClass sc = ClassifyShareWith(cls, p, p.shares(i), eligible);
     share_class[static_cast<size_t>(i)] = sc.class_index;
     auto* c = out->add_classifications();
     c->set_share(p.shares(i).name());
     c->set_classification(cls.classes[static_cast<size_t>(sc.class_index)]);
-    c->set_rule(std::string(sc.rule));
+    c->set_rule(sc.rule.data(), sc.rule.size());
   }
 
   const uint32_t build = WindowsBuild(p.host());

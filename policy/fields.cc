@@ -27,7 +27,10 @@ Observed Uint(bool has, uint32_t v) { return has ? Observed{true, v} : Observed{
 
 absl::string_view Raw(const google::protobuf::Map<std::string, std::string>& raw,
                       absl::string_view key) {
-  auto it = raw.find(std::string(key));
+  // Map::find takes a std::string; a reused buffer spares an allocation per lookup.
+  thread_local std::string k;
+  k.assign(key.data(), key.size());
+  auto it = raw.find(k);
   return it == raw.end() ? absl::string_view() : absl::string_view(it->second);
 }
 

@@ -1,7 +1,6 @@
 #include "policy/cost/cost_model.h"
 
 #include <cmath>
-#include <regex>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -347,11 +346,10 @@ TEST(EstimateChangeCostTest, SummaryAndPercentagesAgree) {
     EXPECT_GT(w.cpu_change_points, 0);
     EXPECT_LE(w.throughput_change_percent, 0);
   }
-  EXPECT_TRUE(std::regex_match(
-      cost.summary,
-      std::regex("enabling encryption AES-128-CCM on fs01: ~([-+][0-9.]+%|0%) throughput on "
-                 "large files, ~\\+[0-9.]+% CPU at 1 Gbit; small files ~-[0-9.]+%")))
-      << cost.summary;
+  EXPECT_THAT(cost.summary,
+              ::testing::MatchesRegex(
+                  "enabling encryption AES-128-CCM on fs01: ~([-+][0-9.]+%|0%) throughput on "
+                  "large files, ~\\+[0-9.]+% CPU at 1 Gbit; small files ~-[0-9.]+%"));
 }
 
 TEST(EstimateChangeCostTest, NoChangeIsZero) {

@@ -6,6 +6,8 @@
 //
 // Postures are generated (deterministically) into a pool of --distinct hosts that the run
 // cycles through, so memory stays bounded while caches see many different hosts.
+// results_digest hashes the evaluations of the pool (computed after the timed loop), so a
+// change to the evaluator can be checked to produce the same results.
 
 #include <time.h>
 
@@ -21,6 +23,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/match.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "policy/evaluate.h"
 #include "policy/plan.h"
 
@@ -100,6 +104,27 @@ Posture MakeHost(int i, int shares, int sessions, std::mt19937* rng) {
   return p;
 }
 
+// FNV-1a over the deterministic serialization of the evaluations of the pool's postures
+// (outside the timed loop): equal digests mean the evaluation produced the same results.
+uint64_t ResultsDigest(const smbfleet::policy::Policy& policy, const std::vector<Posture>& pool,
+                       absl::Time now) {
+  uint64_t h = 1469598103934665603ull;
+  smbfleet::v1::HostEvaluation eval;
+  std::string bytes;
+  for (const Posture& p : pool) {
+    smbfleet::policy::EvaluateHostInto(policy, p, {}, now, &eval);
+    bytes.clear();
+    {
+      google::protobuf::io::StringOutputStream os(&bytes);
+      google::protobuf::io::CodedOutputStream cos(&os);
+      cos.SetSerializationDeterministic(true);
+      eval.SerializeToCodedStream(&cos);
+    }
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  }
+  return h;
+}
+
 bool Flag(const std::string& arg, const std::string& name, std::string* value) {
   if (!absl::StartsWith(arg, name + "=")) return false;
   *value = arg.substr(name.size() + 1);
@@ -159,6 +184,7 @@ int main(int argc, char** argv) {
   double cpu = ThreadCpuSeconds() - cpu0;
   double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const uint64_t digest = ResultsDigest(*policy, pool, now);
   std::printf(
       "{\"benchmark\": \"policy_eval\", \"policy\": \"%s\", \"policy_version\": \"%s\", "
       "\"rules\": %zu, \"hosts\": %d, \"shares_per_host\": %d, \"sessions_per_host\": %d, "
@@ -166,11 +192,12 @@ int main(int argc, char** argv) {
       "\"non_compliant_results\": %llu, \"plan_steps\": %llu, \"affected_clients\": %llu, "
       "\"wall_seconds\": %.4f, \"cpu_seconds\": %.4f, \"us_per_host\": %.3f, "
       "\"hosts_per_second\": %.1f, \"goal_seconds_per_100k_hosts\": 1.0, "
-      "\"seconds_per_100k_hosts\": %.4f}\n",
+      "\"seconds_per_100k_hosts\": %.4f, \"results_digest\": \"%016llx\"}\n",
       policy->name.c_str(), policy->version.c_str(), policy->rules.size(), hosts, shares,
       sessions, distinct, plans ? "true" : "false", static_cast<unsigned long long>(results),
       static_cast<unsigned long long>(non_compliant),
       static_cast<unsigned long long>(plan_steps), static_cast<unsigned long long>(affected),
-      wall, cpu, cpu / hosts * 1e6, hosts / cpu, cpu / hosts * 100000.0);
+      wall, cpu, cpu / hosts * 1e6, hosts / cpu, cpu / hosts * 100000.0,
+      static_cast<unsigned long long>(digest));
   return 0;
 }
