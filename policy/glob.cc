@@ -1,5 +1,7 @@
 #include "policy/glob.h"
 
+#include <cstring>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -87,11 +89,26 @@ bool Glob::Matches(absl::string_view text) const {
 }
 
 bool Glob::MatchesLowered(absl::string_view text) const {
+  // The simple shapes compare one character before calling memcmp: most texts miss there.
+  const size_t n = core_.size();
   switch (shape_) {
-    case Shape::kLiteral: return text == core_;
-    case Shape::kPrefix: return absl::StartsWith(text, core_);
-    case Shape::kSuffix: return absl::EndsWith(text, core_);
-    case Shape::kContains: return absl::StrContains(text, core_);
+    case Shape::kLiteral:
+      return text.size() == n && text[0] == core_[0] && text == core_;
+    case Shape::kPrefix:
+      return text.size() >= n && text[0] == core_[0] &&
+             std::memcmp(text.data(), core_.data(), n) == 0;
+    case Shape::kSuffix:
+      return text.size() >= n && text[text.size() - 1] == core_[n - 1] &&
+             std::memcmp(text.data() + text.size() - n, core_.data(), n) == 0;
+    case Shape::kContains: {
+      if (text.size() < n) return false;
+      const char first = core_[0];
+      const char* last = text.data() + (text.size() - n);
+      for (const char* t = text.data(); t <= last; ++t) {
+        if (*t == first && std::memcmp(t + 1, core_.data() + 1, n - 1) == 0) return true;
+      }
+      return false;
+    }
     case Shape::kGeneral: break;
   }
   absl::string_view p = lowered_;
