@@ -32,6 +32,10 @@ void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
   ts->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(s))));
 }
 
+// Into the field's own string: its capacity survives Clear() between hosts, whereas the
+// generated set_x(const char*[, size]) builds a temporary std::string first.
+void Put(std::string* dst, absl::string_view v) { dst->assign(v.data(), v.size()); }
+
 uint32_t Bit(ProbeGroup g) { return 1u << static_cast<uint32_t>(g); }
 
 // Which probe groups a failed probe feeds; probe names as the agents write them.
@@ -142,29 +146,29 @@ class Verdict {
   void Expect(const Expectation& e, const Observed& v, absl::string_view share) {
     const FieldInfo& info = InfoOf(e.field);
     Evidence* ev = out_->add_evidence();
-    ev->set_field(info.name.data(), info.name.size());
+    Put(ev->mutable_field(), info.name);
     if (v.known && info.type == FieldType::kBool) {
-      ev->set_observed(v.value != 0 ? "true" : "false");
+      Put(ev->mutable_observed(), v.value != 0 ? "true" : "false");
     } else if (v.known && info.type == FieldType::kDialect) {
       absl::string_view d = DialectName(static_cast<smbfleet::v1::Dialect>(v.value));
-      ev->set_observed(d.data(), d.size());
+      Put(ev->mutable_observed(), d);
     } else if (!v.known) {
-      ev->set_observed("(unset)");
+      Put(ev->mutable_observed(), "(unset)");
     } else if (info.field == Field::kServerNullSessionShares) {
       ev->set_observed(FormatObserved(info, v, posture_));
     } else {
       // Numbers (kUint, kList): formatted without a temporary string.
       absl::AlphaNum num(v.value);
-      ev->set_observed(num.data(), num.size());
+      Put(ev->mutable_observed(), num.Piece());
     }
     ev->set_expected(e.expected);
-    if (!share.empty()) ev->set_share(share.data(), share.size());
+    if (!share.empty()) Put(ev->mutable_share(), share);
     if (!v.known) {
       if ((failed_ & Bit(info.probe)) != 0) {
         ev->set_note(ProbeErrorNote(posture_, info.probe));
         if (Error()) Message(info.name, ": ", ev->note());
       } else {
-        ev->set_note("not reported by the agent, or not supported on this build");
+        Put(ev->mutable_note(), "not reported by the agent, or not supported on this build");
         if (Unknown()) Message(info.name, " is not reported");
       }
       return;
@@ -177,7 +181,7 @@ class Verdict {
   void Sessions(const SessionCheck& check, absl::string_view share) {
     if ((failed_ & Bit(ProbeGroup::kSessions)) != 0) {
       Evidence* ev = out_->add_evidence();
-      ev->set_field("sessions");
+      Put(ev->mutable_field(), "sessions");
       ev->set_note(ProbeErrorNote(posture_, ProbeGroup::kSessions));
       if (Error()) Message("sessions: ", ev->note());
       return;
@@ -205,12 +209,12 @@ class Verdict {
       }
     }
     Evidence* sum = out_->add_evidence();
-    sum->set_field("sessions");
+    Put(sum->mutable_field(), "sessions");
     std::string* observed = sum->mutable_observed();
     observed->clear();
     absl::StrAppend(observed, seen, " observed, ", bad, " violating");
     SessionExpectation(check, sum->mutable_expected());
-    if (!share.empty()) sum->set_share(share.data(), share.size());
+    if (!share.empty()) Put(sum->mutable_share(), share);
     if (bad > kMaxSessionEvidence) {
       thread_local const std::string note =
           absl::StrCat("evidence lists the first ", kMaxSessionEvidence);
@@ -256,10 +260,10 @@ class Verdict {
                  absl::string_view observed, absl::string_view expected, int* bad) {
     if (++*bad > kMaxSessionEvidence) return;
     Evidence* ev = out_->add_evidence();
-    ev->set_field(field.data(), field.size());
-    ev->set_observed(observed.data(), observed.size());
-    ev->set_expected(expected.data(), expected.size());
-    if (!share.empty()) ev->set_share(share.data(), share.size());
+    Put(ev->mutable_field(), field);
+    Put(ev->mutable_observed(), observed);
+    Put(ev->mutable_expected(), expected);
+    if (!share.empty()) Put(ev->mutable_share(), share);
     ev->set_session_id(s.session_id());
     ev->set_client_address(s.client_address());
     ev->set_client_name(s.client_name());
@@ -507,7 +511,7 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
     auto* c = out->add_classifications();
     c->set_share(p.shares(i).name());
     c->set_classification(cls.classes[static_cast<size_t>(sc.class_index)]);
-    c->set_rule(sc.rule.data(), sc.rule.size());
+    Put(c->mutable_rule(), sc.rule);
   }
 
   const uint32_t build = WindowsBuild(p.host());
@@ -519,10 +523,11 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
       if (applies == Applies::kUnknown) {
         res->set_status(smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN);
         Evidence* ev = res->add_evidence();
-        ev->set_field("host.osBuild");
-        ev->set_observed("(unset)");
-        ev->set_note("the rule depends on the Windows build, which the posture does not carry");
-        res->set_message("Windows build unknown");
+        Put(ev->mutable_field(), "host.osBuild");
+        Put(ev->mutable_observed(), "(unset)");
+        Put(ev->mutable_note(),
+            "the rule depends on the Windows build, which the posture does not carry");
+        Put(res->mutable_message(), "Windows build unknown");
       } else {
         res->set_status(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
       }
@@ -571,7 +576,7 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
         res->set_message(ProbeErrorNote(p, ProbeGroup::kShares));
       } else {
         res->set_status(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
-        res->set_message("no share matches the rule");
+        Put(res->mutable_message(), "no share matches the rule");
       }
       res->set_unwaived_status(res->status());
       Count(res->status(), out);
