@@ -89,7 +89,8 @@ bool Glob::Matches(absl::string_view text) const {
 }
 
 bool Glob::MatchesLowered(absl::string_view text) const {
-  // The simple shapes compare one character before calling memcmp: most texts miss there.
+  // The simple shapes compare one character before calling memcmp (most texts miss
+  // there); 'contains' finds candidate starts with memchr.
   const size_t n = core_.size();
   switch (shape_) {
     case Shape::kLiteral:
@@ -102,10 +103,14 @@ bool Glob::MatchesLowered(absl::string_view text) const {
              std::memcmp(text.data() + text.size() - n, core_.data(), n) == 0;
     case Shape::kContains: {
       if (text.size() < n) return false;
-      const char first = core_[0];
-      const char* last = text.data() + (text.size() - n);
-      for (const char* t = text.data(); t <= last; ++t) {
-        if (*t == first && std::memcmp(t + 1, core_.data() + 1, n - 1) == 0) return true;
+      const char* t = text.data();
+      const char* last = text.data() + (text.size() - n);  // the last possible start
+      while (t <= last) {
+        t = static_cast<const char*>(
+            std::memchr(t, core_[0], static_cast<size_t>(last - t) + 1));
+        if (t == nullptr) return false;
+        if (std::memcmp(t + 1, core_.data() + 1, n - 1) == 0) return true;
+        ++t;
       }
       return false;
     }
