@@ -369,6 +369,12 @@ std::vector<char> HostEligibleRules(const Classification& c, const Posture& p) {
   return ok;
 }
 
+// Copies and ASCII-lowercases in one pass, into a buffer whose capacity is reused.
+void LowerInto(absl::string_view s, std::string* out) {
+  out->resize(s.size());
+  for (size_t i = 0; i < s.size(); ++i) (*out)[i] = absl::ascii_tolower(s[i]);
+}
+
 ShareClass ClassifyShareWith(const Classification& c, const Posture& p, const Share& share,
                              const std::vector<char>& eligible) {
   for (const ClassificationOverride& o : c.overrides) {
@@ -380,10 +386,8 @@ ShareClass ClassifyShareWith(const Classification& c, const Posture& p, const Sh
   }
   // Lowered once: every rule's patterns are matched against the same two strings.
   thread_local std::string name, path;
-  name.assign(share.name());
-  absl::AsciiStrToLower(&name);
-  path.assign(share.path());
-  absl::AsciiStrToLower(&path);
+  LowerInto(share.name(), &name);
+  LowerInto(share.path(), &path);
   for (size_t i = 0; i < c.rules.size(); ++i) {
     const ClassificationRule& r = c.rules[i];
     if (!eligible[i]) continue;
