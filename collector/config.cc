@@ -32,26 +32,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
                  absl::StrCat("expected host:port such as 127.0.0.1:7443, got '", c.listen, "'"));
   }
 
-  YAML::Node tls = root["tls"];
-  if (!tls.IsDefined()) {
-    problems.AddNoLine("tls", "required: cert, key and client_ca files for mutual TLS");
-  } else if (!tls.IsMap()) {
-    problems.Add(tls, "tls", "expected a mapping with cert, key and client_ca");
-  } else {
-    CheckKeys(tls, {"cert", "key", "client_ca"}, "tls", &problems);
-    const std::pair<const char*, std::string*> files[] = {
-        {"cert", &c.tls.cert}, {"key", &c.tls.key}, {"client_ca", &c.tls.ca}};
-    for (const auto& [key, out] : files) {
-      if (!ReadString(tls, key, "tls", out, &problems)) {
-        if (!tls[key].IsDefined()) problems.Add(tls, JoinPath("tls", key), "required");
-        continue;
-      }
-      *out = ResolvePath(file, *out);
-      if (!FileExists(*out)) {
-        problems.Add(tls[key], JoinPath("tls", key), absl::StrCat("file not found: ", *out));
-      }
-    }
-  }
+  ReadTlsSection(root, file, "client_ca", &c.tls, &problems);
 
   YAML::Node db = root["database"];
   if (!db.IsDefined()) {
@@ -116,16 +97,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     }
   }
 
-  if (ReadString(root, "log_level", "", &c.log_level, &problems)) {
-    static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
-    bool known = false;
-    for (const char* l : kLevels) known = known || c.log_level == l;
-    if (!known) {
-      problems.Add(root["log_level"], "log_level",
-                   absl::StrCat("expected trace, debug, info, warn, error or off, got '",
-                                c.log_level, "'"));
-    }
-  }
+  ReadLogLevel(root, &c.log_level, &problems);
 
   if (!problems.empty()) return problems.ToStatus();
   return c;

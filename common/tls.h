@@ -8,17 +8,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/tls_files.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_context.h"
 
 namespace smbfleet {
 
-struct TlsFiles {
-  std::string cert;  // PEM certificate chain path
-  std::string key;   // PEM private key path
-  std::string ca;    // PEM CA bundle used to verify the peer
-};
 
 struct TlsMaterial {
   std::string cert_pem;

@@ -7,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/files.h"
+#include "common/tls_files.h"
 
 namespace smbfleet {
 namespace {
@@ -255,6 +257,44 @@ bool ReadStringList(const YAML::Node& map, absl::string_view key, absl::string_v
     out->push_back(n[i].Scalar());
   }
   return ok;
+}
+
+void ReadTlsSection(const YAML::Node& root, const std::string& config_file,
+                    absl::string_view ca_key, TlsFiles* out, ConfigProblems* problems) {
+  YAML::Node tls = root["tls"];
+  if (!tls.IsDefined()) {
+    problems->AddNoLine("tls", absl::StrCat("required: cert, key and ", ca_key,
+                                            " files for mutual TLS"));
+    return;
+  }
+  if (!tls.IsMap()) {
+    problems->Add(tls, "tls", absl::StrCat("expected a mapping with cert, key and ", ca_key));
+    return;
+  }
+  CheckKeys(tls, {"cert", "key", ca_key}, "tls", problems);
+  const std::pair<absl::string_view, std::string*> files[] = {
+      {"cert", &out->cert}, {"key", &out->key}, {ca_key, &out->ca}};
+  for (const auto& [key, value] : files) {
+    if (!ReadString(tls, key, "tls", value, problems)) {
+      if (!tls[std::string(key)].IsDefined()) problems->Add(tls, JoinPath("tls", key), "required");
+      continue;
+    }
+    *value = ResolvePath(config_file, *value);
+    if (!FileExists(*value)) {
+      problems->Add(tls[std::string(key)], JoinPath("tls", key),
+                    absl::StrCat("file not found: ", *value));
+    }
+  }
+}
+
+void ReadLogLevel(const YAML::Node& root, std::string* out, ConfigProblems* problems) {
+  if (!ReadString(root, "log_level", "", out, problems)) return;
+  static constexpr absl::string_view kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+  for (absl::string_view l : kLevels) {
+    if (*out == l) return;
+  }
+  problems->Add(root["log_level"], "log_level",
+                absl::StrCat("expected trace, debug, info, warn, error or off, got '", *out, "'"));
 }
 
 std::string ResolvePath(const std::string& config_file, const std::string& path) {

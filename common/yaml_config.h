@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/tls_files.h"
 #include "yaml-cpp/yaml.h"
 
 namespace smbfleet {
@@ -70,6 +71,14 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(absl::string_view text);
 absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
 bool ReadByteSize(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
                   uint64_t* out, ConfigProblems* problems);
+
+// Reads the mandatory `tls` section: three existing files (cert, key and the CA under ca_key),
+// resolved against the config file's directory.
+void ReadTlsSection(const YAML::Node& root, const std::string& config_file,
+                    absl::string_view ca_key, TlsFiles* out, ConfigProblems* problems);
+
+// log_level: trace, debug, info, warn, error or off.
+void ReadLogLevel(const YAML::Node& root, std::string* out, ConfigProblems* problems);
 
 // Resolves a path in a config file against the directory of that file.
 std::string ResolvePath(const std::string& config_file, const std::string& path);

@@ -52,26 +52,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     ReadDuration(collector, "max_backoff", "collector", &c.max_backoff, &problems);
   }
 
-  YAML::Node tls = root["tls"];
-  if (!tls.IsDefined()) {
-    problems.AddNoLine("tls", "required: cert, key and ca files for mutual TLS");
-  } else if (!tls.IsMap()) {
-    problems.Add(tls, "tls", "expected a mapping with cert, key and ca");
-  } else {
-    CheckKeys(tls, {"cert", "key", "ca"}, "tls", &problems);
-    const std::pair<const char*, std::string*> files[] = {
-        {"cert", &c.tls.cert}, {"key", &c.tls.key}, {"ca", &c.tls.ca}};
-    for (const auto& [key, out] : files) {
-      if (!ReadString(tls, key, "tls", out, &problems)) {
-        if (!tls[key].IsDefined()) problems.Add(tls, JoinPath("tls", key), "required");
-        continue;
-      }
-      *out = ResolvePath(file, *out);
-      if (!FileExists(*out)) {
-        problems.Add(tls[key], JoinPath("tls", key), absl::StrCat("file not found: ", *out));
-      }
-    }
-  }
+  ReadTlsSection(root, file, "ca", &c.tls, &problems);
 
   if (ReadString(root, "source", "", &c.source, &problems) && !ValidSource(c.source)) {
     problems.Add(root["source"], "source",
@@ -125,16 +106,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     ReadByteSize(limits, "max_report_bytes", "limits", &c.max_report_bytes, &problems);
   }
 
-  if (ReadString(root, "log_level", "", &c.log_level, &problems)) {
-    static constexpr const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
-    bool known = false;
-    for (const char* l : kLevels) known = known || c.log_level == l;
-    if (!known) {
-      problems.Add(root["log_level"], "log_level",
-                   absl::StrCat("expected trace, debug, info, warn, error or off, got '",
-                                c.log_level, "'"));
-    }
-  }
+  ReadLogLevel(root, &c.log_level, &problems);
 
   if (!problems.empty()) return problems.ToStatus();
   if (c.collector_server_name.empty()) {
