@@ -250,14 +250,26 @@ absl::Status ParseHostInfo(absl::string_view bytes, absl::string_view what, v1::
   return absl::OkStatus();
 }
 
-absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view what,
-                                      v1::Posture* posture, std::vector<std::string>* problems) {
+namespace {
+
+// Get-SmbServerConfiguration / Get-SmbClientConfiguration always return exactly one object.
+absl::StatusOr<nlohmann::json> LoadConfigurationObject(absl::string_view bytes,
+                                                       absl::string_view what) {
   auto one = LoadOne(bytes, what);
   if (!one.ok()) return one.status();
   if (!one->has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": empty (no configuration object)"));
   }
-  PsObject o(**one, std::string(what), problems);
+  return **std::move(one);
+}
+
+}  // namespace
+
+absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view what,
+                                      v1::Posture* posture, std::vector<std::string>* problems) {
+  auto config = LoadConfigurationObject(bytes, what);
+  if (!config.ok()) return config.status();
+  PsObject o(*config, std::string(what), problems);
   v1::ServerConfig* s = posture->mutable_server();
   SMBFLEET_SET_OPT(o, Bool("EnableSMB1Protocol"), s, set_smb1_enabled);
   SMBFLEET_SET_OPT(o, Bool("EnableSMB2Protocol"), s, set_smb2_enabled);
@@ -320,12 +332,9 @@ absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view
 
 absl::Status ParseClientConfiguration(absl::string_view bytes, absl::string_view what,
                                       v1::Posture* posture, std::vector<std::string>* problems) {
-  auto one = LoadOne(bytes, what);
-  if (!one.ok()) return one.status();
-  if (!one->has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": empty (no configuration object)"));
-  }
-  PsObject o(**one, std::string(what), problems);
+  auto config = LoadConfigurationObject(bytes, what);
+  if (!config.ok()) return config.status();
+  PsObject o(*config, std::string(what), problems);
   v1::ClientConfig* c = posture->mutable_client();
   SMBFLEET_SET_OPT(o, Bool("RequireSecuritySignature"), c, set_require_signing);
   SMBFLEET_SET_OPT(o, Bool("EnableSecuritySignature"), c, set_enable_signing);

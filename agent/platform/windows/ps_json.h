@@ -69,6 +69,9 @@ std::string ScalarText(const nlohmann::json& value);
 // "/Date(ms)/", "/Date(ms+0100)/", ISO 8601 ("2024-05-01T10:00:00.123Z", "...+02:00").
 std::optional<google::protobuf::Timestamp> ParsePsTime(absl::string_view text);
 
+// Appends one Unicode code point as UTF-8; code points past U+10FFFF are dropped.
+void AppendUtf8(uint32_t cp, std::string* out);
+
 }  // namespace smbfleet::agent::windows
 
 #endif  // SMBFLEET_AGENT_PLATFORM_WINDOWS_PS_JSON_H_
