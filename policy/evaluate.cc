@@ -1,5 +1,7 @@
 #include "policy/evaluate.h"
 
+#include <cstring>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -32,9 +34,64 @@ void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
   ts->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(t - absl::FromUnixSeconds(s))));
 }
 
-// Into the field's own string: its capacity survives Clear() between hosts, whereas the
-// generated set_x(const char*[, size]) builds a temporary std::string first.
-void Put(std::string* dst, absl::string_view v) { dst->assign(v.data(), v.size()); }
+// A HostEvaluation reused from one host to the next keeps its messages and their strings, and
+// most strings (rule ids, titles, field names, share names, "true") hold the same value for
+// the next host. PUT compares through the inline getter first; only a change goes through
+// mutable_x() and assign(), which are calls into the libraries.
+template <typename Word>
+inline bool SameWord(const char* x, const char* y) {
+  Word u, v;
+  std::memcpy(&u, x, sizeof(Word));
+  std::memcpy(&v, y, sizeof(Word));
+  return u == v;
+}
+
+// Inline, a word at a time (the last word overlapping): these strings are short, and memcmp's
+// call costs more than the comparison.
+inline bool SameBytes(const std::string& a, absl::string_view b) {
+  const size_t n = b.size();
+  if (a.size() != n) return false;
+  const char* x = a.data();
+  const char* y = b.data();
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      if (!SameWord<uint64_t>(x + i, y + i)) return false;
+    }
+    return SameWord<uint64_t>(x + n - 8, y + n - 8);
+  }
+  if (n >= 4) return SameWord<uint32_t>(x, y) && SameWord<uint32_t>(x + n - 4, y + n - 4);
+  for (size_t i = 0; i < n; ++i) {
+    if (x[i] != y[i]) return false;
+  }
+  return true;
+}
+template <typename Mutable>
+inline void PutIfChanged(const std::string& current, absl::string_view v, Mutable mut) {
+  if (!SameBytes(current, v)) mut()->assign(v.data(), v.size());
+}
+#define PUT(msg, name, value) \
+  PutIfChanged((msg)->name(), (value), [&] { return (msg)->mutable_##name(); })
+
+// The messages of a repeated field, reused: Next() hands out the slot the previous host used
+// (or a new one) and Trim() drops the slots this host did not use (protobuf keeps them, cleared,
+// for a later Add()). Whoever takes a slot sets or resets every field of it.
+template <typename T>
+class Slots {
+ public:
+  explicit Slots(google::protobuf::RepeatedPtrField<T>* field) : field_(field) {}
+  T* Next() {
+    if (used_ < field_->size()) return field_->Mutable(used_++);
+    ++used_;
+    return field_->Add();
+  }
+  void Trim() {
+    while (field_->size() > used_) field_->RemoveLast();
+  }
+
+ private:
+  google::protobuf::RepeatedPtrField<T>* field_;
+  int used_ = 0;
+};
 
 uint32_t Bit(ProbeGroup g) { return 1u << static_cast<uint32_t>(g); }
 
@@ -137,53 +194,70 @@ bool IsSpecialShare(const Share& s) {
   return s.special() || absl::EndsWith(s.name(), "$");
 }
 
-// The outcome of one rule on one subject (the host, or one share) while it is built.
+// The outcome of one rule on one subject (the host, or one share) while it is built into a
+// (possibly reused) result: every field of the result and of its evidence is set or reset.
 class Verdict {
  public:
-  Verdict(const Posture& p, uint32_t failed, RuleResult* out)
-      : posture_(p), failed_(failed), out_(out) {}
+  Verdict(const Posture& p, uint32_t failed, const Rule& rule, absl::string_view share,
+          absl::string_view classification, Slots<RuleResult>* results)
+      : posture_(p), failed_(failed), out_(results->Next()), evidence_(out_->mutable_evidence()) {
+    PUT(out_, rule_id, rule.id);
+    PUT(out_, title, rule.title);
+    out_->set_severity(rule.severity);
+    if (!rule.cis.ws2022().empty() || !rule.cis.ws2025().empty()) {
+      auto* cis = out_->mutable_cis();
+      PUT(cis, ws2022, rule.cis.ws2022());
+      PUT(cis, ws2025, rule.cis.ws2025());
+    } else if (out_->has_cis()) {
+      out_->clear_cis();
+    }
+    PUT(out_, share, share);
+    PUT(out_, classification, classification);
+    PUT(out_, waiver_id, "");
+  }
+
+  RuleResult* result() { return out_; }
 
   void Expect(const Expectation& e, const Observed& v, absl::string_view share) {
     const FieldInfo& info = InfoOf(e.field);
-    Evidence* ev = out_->add_evidence();
-    Put(ev->mutable_field(), info.name);
-    if (v.known && info.type == FieldType::kBool) {
-      Put(ev->mutable_observed(), v.value != 0 ? "true" : "false");
-    } else if (v.known && info.type == FieldType::kDialect) {
-      absl::string_view d = DialectName(static_cast<smbfleet::v1::Dialect>(v.value));
-      Put(ev->mutable_observed(), d);
-    } else if (!v.known) {
-      Put(ev->mutable_observed(), "(unset)");
+    absl::AlphaNum number(v.value);
+    thread_local std::string list;
+    absl::string_view observed;
+    if (!v.known) {
+      observed = "(unset)";
+    } else if (info.type == FieldType::kBool) {
+      observed = v.value != 0 ? "true" : "false";
+    } else if (info.type == FieldType::kDialect) {
+      observed = DialectName(static_cast<smbfleet::v1::Dialect>(v.value));
     } else if (info.field == Field::kServerNullSessionShares) {
-      ev->set_observed(FormatObserved(info, v, posture_));
+      list = FormatObserved(info, v, posture_);
+      observed = list;
     } else {
-      // Numbers (kUint, kList): formatted without a temporary string.
-      absl::AlphaNum num(v.value);
-      Put(ev->mutable_observed(), num.Piece());
+      observed = number.Piece();  // kUint, kList
     }
-    ev->set_expected(e.expected);
-    if (!share.empty()) Put(ev->mutable_share(), share);
     if (!v.known) {
       if ((failed_ & Bit(info.probe)) != 0) {
-        ev->set_note(ProbeErrorNote(posture_, info.probe));
-        if (Error()) Message(info.name, ": ", ev->note());
+        std::string note = ProbeErrorNote(posture_, info.probe);
+        NewEvidence(info.name, observed, e.expected, share, note);
+        if (Error()) Message(info.name, ": ", note);
       } else {
-        Put(ev->mutable_note(), "not reported by the agent, or not supported on this build");
+        NewEvidence(info.name, observed, e.expected, share,
+                    "not reported by the agent, or not supported on this build");
         if (Unknown()) Message(info.name, " is not reported");
       }
       return;
     }
+    NewEvidence(info.name, observed, e.expected, share, "");
     if (!Holds(e, v.value) && Fail()) {
-      Message(info.name, " is ", ev->observed(), ", expected ", ev->expected());
+      Message(info.name, " is ", observed, ", expected ", e.expected);
     }
   }
 
   void Sessions(const SessionCheck& check, absl::string_view share) {
     if ((failed_ & Bit(ProbeGroup::kSessions)) != 0) {
-      Evidence* ev = out_->add_evidence();
-      Put(ev->mutable_field(), "sessions");
-      ev->set_note(ProbeErrorNote(posture_, ProbeGroup::kSessions));
-      if (Error()) Message("sessions: ", ev->note());
+      std::string note = ProbeErrorNote(posture_, ProbeGroup::kSessions);
+      NewEvidence("sessions", "", "", "", note);
+      if (Error()) Message("sessions: ", note);
       return;
     }
     int seen = 0, bad = 0, unknown_dialect = 0;
@@ -208,24 +282,37 @@ class Verdict {
         Violation(s, share, "session.anonymous", "true", "false", &bad);
       }
     }
-    Evidence* sum = out_->add_evidence();
-    Put(sum->mutable_field(), "sessions");
-    std::string* observed = sum->mutable_observed();
-    observed->clear();
-    absl::StrAppend(observed, seen, " observed, ", bad, " violating");
-    SessionExpectation(check, sum->mutable_expected());
-    if (!share.empty()) Put(sum->mutable_share(), share);
+    thread_local std::string observed, expected, note;
+    observed.clear();
+    absl::StrAppend(&observed, seen, " observed, ", bad, " violating");
+    SessionExpectation(check, &expected);
+    note.clear();
     if (bad > kMaxSessionEvidence) {
-      thread_local const std::string note =
-          absl::StrCat("evidence lists the first ", kMaxSessionEvidence);
-      sum->set_note(note);
+      absl::StrAppend(&note, "evidence lists the first ", kMaxSessionEvidence);
+    } else if (bad == 0 && unknown_dialect > 0) {
+      absl::StrAppend(&note, unknown_dialect, " sessions with unknown dialect");
     }
+    NewEvidence("sessions", observed, expected, share, note);
     if (bad > 0) {
-      if (Fail()) Message(bad, " of ", seen, " sessions violate: ", sum->expected());
+      if (Fail()) Message(bad, " of ", seen, " sessions violate: ", expected);
     } else if (unknown_dialect > 0) {
-      sum->set_note(absl::StrCat(unknown_dialect, " sessions with unknown dialect"));
       if (Unknown()) Message(unknown_dialect, " sessions with unknown dialect");
     }
+  }
+
+  // The result of a rule that was not evaluated on this subject.
+  void Skip(ComplianceStatus st, absl::string_view message) {
+    if (!message.empty()) {
+      message_set_ = true;
+      PUT(out_, message, message);
+    }
+    Done(st);
+  }
+
+  void UnknownBuild() {
+    NewEvidence("host.osBuild", "(unset)", "", "",
+                "the rule depends on the Windows build, which the posture does not carry");
+    Skip(smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN, "Windows build unknown");
   }
 
   void Finish() {
@@ -237,11 +324,32 @@ class Verdict {
     } else if (unknown_) {
       st = smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN;
     }
+    Done(st);
+  }
+
+ private:
+  void Done(ComplianceStatus st) {
+    evidence_.Trim();
+    if (!message_set_ && !out_->message().empty()) out_->mutable_message()->clear();
     out_->set_status(st);
     out_->set_unwaived_status(st);
   }
 
- private:
+  void NewEvidence(absl::string_view field, absl::string_view observed,
+                   absl::string_view expected, absl::string_view share,
+                   absl::string_view note) {
+    Evidence* ev = evidence_.Next();
+    PUT(ev, field, field);
+    PUT(ev, observed, observed);
+    PUT(ev, expected, expected);
+    PUT(ev, share, share);
+    PUT(ev, note, note);
+    PUT(ev, session_id, "");
+    PUT(ev, client_address, "");
+    PUT(ev, client_name, "");
+    PUT(ev, user, "");
+  }
+
   static bool UsesShare(const Session& s, absl::string_view share) {
     for (const auto& t : s.shares()) {
       if (absl::EqualsIgnoreCase(t.name(), share)) return true;
@@ -259,15 +367,16 @@ class Verdict {
   void Violation(const Session& s, absl::string_view share, absl::string_view field,
                  absl::string_view observed, absl::string_view expected, int* bad) {
     if (++*bad > kMaxSessionEvidence) return;
-    Evidence* ev = out_->add_evidence();
-    Put(ev->mutable_field(), field);
-    Put(ev->mutable_observed(), observed);
-    Put(ev->mutable_expected(), expected);
-    if (!share.empty()) Put(ev->mutable_share(), share);
-    ev->set_session_id(s.session_id());
-    ev->set_client_address(s.client_address());
-    ev->set_client_name(s.client_name());
-    ev->set_user(s.user());
+    Evidence* ev = evidence_.Next();
+    PUT(ev, field, field);
+    PUT(ev, observed, observed);
+    PUT(ev, expected, expected);
+    PUT(ev, share, share);
+    PUT(ev, note, "");
+    PUT(ev, session_id, s.session_id());
+    PUT(ev, client_address, s.client_address());
+    PUT(ev, client_name, s.client_name());
+    PUT(ev, user, s.user());
   }
 
   // Each returns true when its message becomes the result's message (the first failure wins
@@ -287,9 +396,10 @@ class Verdict {
     unknown_ = true;
     return first;
   }
-  // Written into the result's own string, whose capacity survives Clear() between hosts.
+  // Written into the result's own string, whose capacity is kept from host to host.
   template <typename... Args>
   void Message(const Args&... args) {
+    message_set_ = true;
     std::string* m = out_->mutable_message();
     m->clear();
     absl::StrAppend(m, args...);
@@ -298,23 +408,12 @@ class Verdict {
   const Posture& posture_;
   uint32_t failed_;
   RuleResult* out_;
+  Slots<Evidence> evidence_;
   bool failed_rule_ = false;
   bool error_ = false;
   bool unknown_ = false;
+  bool message_set_ = false;
 };
-
-RuleResult* NewResult(const Rule& r, HostEvaluation* out) {
-  RuleResult* res = out->add_results();
-  res->set_rule_id(r.id);
-  res->set_title(r.title);
-  res->set_severity(r.severity);
-  if (!r.cis.ws2022().empty() || !r.cis.ws2025().empty()) {
-    auto* cis = res->mutable_cis();
-    cis->set_ws2022(r.cis.ws2022());
-    cis->set_ws2025(r.cis.ws2025());
-  }
-  return res;
-}
 
 void ApplyWaivers(const Policy& policy, absl::Span<const smbfleet::v1::Waiver> waivers,
                   const Posture& p, absl::Time now, RuleResult* res) {
@@ -369,10 +468,19 @@ std::vector<char> HostEligibleRules(const Classification& c, const Posture& p) {
   return ok;
 }
 
-// Copies and ASCII-lowercases in one pass, into a buffer whose capacity is reused.
-void LowerInto(absl::string_view s, std::string* out) {
-  out->resize(s.size());
-  for (size_t i = 0; i < s.size(); ++i) (*out)[i] = absl::ascii_tolower(s[i]);
+// Copies and ASCII-lowercases in one pass into a buffer that only grows; returns the lowered
+// text (a view of the buffer) and sets *chars to its CharSet.
+absl::string_view LowerInto(absl::string_view s, std::string* buffer, uint64_t* chars) {
+  if (buffer->size() < s.size()) buffer->resize(s.size());
+  char* out = buffer->data();
+  uint64_t set = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = absl::ascii_tolower(s[i]);
+    out[i] = c;
+    set |= uint64_t{1} << (static_cast<unsigned char>(c) & 63);
+  }
+  *chars = set;
+  return absl::string_view(out, s.size());
 }
 
 ShareClass ClassifyShareWith(const Classification& c, const Posture& p, const Share& share,
@@ -385,14 +493,15 @@ ShareClass ClassifyShareWith(const Classification& c, const Posture& p, const Sh
     }
   }
   // Lowered once: every rule's patterns are matched against the same two strings.
-  thread_local std::string name, path;
-  LowerInto(share.name(), &name);
-  LowerInto(share.path(), &path);
+  thread_local std::string name_buffer, path_buffer;
+  uint64_t name_chars = 0, path_chars = 0;
+  const absl::string_view name = LowerInto(share.name(), &name_buffer, &name_chars);
+  const absl::string_view path = LowerInto(share.path(), &path_buffer, &path_chars);
   for (size_t i = 0; i < c.rules.size(); ++i) {
     const ClassificationRule& r = c.rules[i];
     if (!eligible[i]) continue;
-    if (!r.share_names.empty() && !r.share_names.MatchesLowered(name)) continue;
-    if (!r.paths.empty() && !r.paths.MatchesLowered(path)) continue;
+    if (!r.share_names.empty() && !r.share_names.MatchesLowered(name, name_chars)) continue;
+    if (!r.paths.empty() && !r.paths.MatchesLowered(path, path_chars)) continue;
     return ShareClass{r.class_index, r.name};
   }
   return ShareClass{c.default_class, "default"};
@@ -492,16 +601,42 @@ absl::Status ValidateWaiver(const smbfleet::v1::Waiver& w) {
   return absl::OkStatus();
 }
 
+namespace {
+
+bool SameLabels(const google::protobuf::Map<std::string, std::string>& a,
+                const google::protobuf::Map<std::string, std::string>& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : a) {
+    auto it = b.find(k);
+    if (it == b.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// `out` is not cleared: its messages are reused and every field is set or reset below, so a
+// field added to HostEvaluation, RuleResult, Evidence or ShareClassification must be set here
+// too (EvaluateTest.ReusedEvaluationEqualsAFreshOne checks it).
 void EvaluateHostInto(const Policy& policy, const Posture& p,
                       absl::Span<const smbfleet::v1::Waiver> waivers, absl::Time now,
                       HostEvaluation* out) {
-  out->Clear();
-  out->set_hostname(p.host().hostname());
-  out->set_policy_name(policy.name);
-  out->set_policy_version(policy.version);
+  PUT(out, hostname, p.host().hostname());
+  PUT(out, policy_name, policy.name);
+  PUT(out, policy_version, policy.version);
   SetTimestamp(now, out->mutable_evaluated_at());
-  if (p.has_collected_at()) *out->mutable_posture_collected_at() = p.collected_at();
-  if (!p.host().labels().empty()) *out->mutable_labels() = p.host().labels();
+  if (p.has_collected_at()) {
+    *out->mutable_posture_collected_at() = p.collected_at();
+  } else if (out->has_posture_collected_at()) {
+    out->clear_posture_collected_at();
+  }
+  if (!SameLabels(out->labels(), p.host().labels())) *out->mutable_labels() = p.host().labels();
+  out->set_compliant(0);
+  out->set_non_compliant(0);
+  out->set_unknown(0);
+  out->set_not_applicable(0);
+  out->set_waived(0);
+  out->set_errors(0);
 
   const Classification& cls = policy.classification;
   // Classes per share, computed once for every share rule.
@@ -509,44 +644,39 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
   share_class.assign(static_cast<size_t>(p.shares_size()), 0);
   thread_local std::vector<char> eligible;
   HostEligibleRulesInto(cls, p, &eligible);
+  Slots<smbfleet::v1::ShareClassification> classifications(out->mutable_classifications());
   for (int i = 0; i < p.shares_size(); ++i) {
     ShareClass sc = ClassifyShareWith(cls, p, p.shares(i), eligible);
     share_class[static_cast<size_t>(i)] = sc.class_index;
-    auto* c = out->add_classifications();
-    c->set_share(p.shares(i).name());
-    c->set_classification(cls.classes[static_cast<size_t>(sc.class_index)]);
-    Put(c->mutable_rule(), sc.rule);
+    auto* c = classifications.Next();
+    PUT(c, share, p.shares(i).name());
+    PUT(c, classification, cls.classes[static_cast<size_t>(sc.class_index)]);
+    PUT(c, rule, sc.rule);
   }
+  classifications.Trim();
 
   const uint32_t build = WindowsBuild(p.host());
   const uint32_t failed = FailedProbes(p);
+  Slots<RuleResult> results(out->mutable_results());
   for (const Rule& rule : policy.rules) {
     Applies applies = RuleApplies(rule, p, build);
     if (applies != Applies::kYes) {
-      RuleResult* res = NewResult(rule, out);
+      Verdict v(p, failed, rule, "", "", &results);
       if (applies == Applies::kUnknown) {
-        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN);
-        Evidence* ev = res->add_evidence();
-        Put(ev->mutable_field(), "host.osBuild");
-        Put(ev->mutable_observed(), "(unset)");
-        Put(ev->mutable_note(),
-            "the rule depends on the Windows build, which the posture does not carry");
-        Put(res->mutable_message(), "Windows build unknown");
+        v.UnknownBuild();
       } else {
-        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+        v.Skip(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE, "");
       }
-      res->set_unwaived_status(res->status());
-      Count(res->status(), out);
+      Count(v.result()->status(), out);
       continue;
     }
     if (!rule.share_scoped) {
-      RuleResult* res = NewResult(rule, out);
-      Verdict v(p, failed, res);
+      Verdict v(p, failed, rule, "", "", &results);
       for (const Expectation& e : rule.expect) v.Expect(e, ReadHostField(e.field, p), {});
       if (rule.sessions.active()) v.Sessions(rule.sessions, {});
       v.Finish();
-      ApplyWaivers(policy, waivers, p, now, res);
-      Count(res->status(), out);
+      ApplyWaivers(policy, waivers, p, now, v.result());
+      Count(v.result()->status(), out);
       continue;
     }
     int matched = 0;
@@ -561,31 +691,26 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
       }
       if (!rule.share_names.empty() && !rule.share_names.Matches(share.name())) continue;
       ++matched;
-      RuleResult* res = NewResult(rule, out);
-      res->set_share(share.name());
-      res->set_classification(cls.classes[static_cast<size_t>(ci)]);
-      Verdict v(p, failed, res);
+      Verdict v(p, failed, rule, share.name(), cls.classes[static_cast<size_t>(ci)], &results);
       for (const Expectation& e : rule.expect) {
         v.Expect(e, ReadShareField(e.field, p, share), share.name());
       }
       if (rule.sessions.active()) v.Sessions(rule.sessions, share.name());
       v.Finish();
-      ApplyWaivers(policy, waivers, p, now, res);
-      Count(res->status(), out);
+      ApplyWaivers(policy, waivers, p, now, v.result());
+      Count(v.result()->status(), out);
     }
     if (matched == 0) {
-      RuleResult* res = NewResult(rule, out);
+      Verdict v(p, failed, rule, "", "", &results);
       if ((failed & Bit(ProbeGroup::kShares)) != 0 && p.shares_size() == 0) {
-        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_ERROR);
-        res->set_message(ProbeErrorNote(p, ProbeGroup::kShares));
+        v.Skip(smbfleet::v1::COMPLIANCE_STATUS_ERROR, ProbeErrorNote(p, ProbeGroup::kShares));
       } else {
-        res->set_status(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
-        Put(res->mutable_message(), "no share matches the rule");
+        v.Skip(smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE, "no share matches the rule");
       }
-      res->set_unwaived_status(res->status());
-      Count(res->status(), out);
+      Count(v.result()->status(), out);
     }
   }
+  results.Trim();
 }
 
 HostEvaluation EvaluateHost(const Policy& policy, const Posture& posture,
@@ -606,5 +731,7 @@ absl::string_view StatusName(ComplianceStatus s) {
     default: return "UNSPECIFIED";
   }
 }
+
+#undef PUT
 
 }  // namespace smbfleet::policy

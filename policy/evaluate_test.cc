@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
 
@@ -348,6 +350,90 @@ TEST(EvaluateTest, WindowsBuildFromEitherField) {
   EXPECT_EQ(WindowsBuild(h), 26100u);
   h.set_os_build("20348.2113");
   EXPECT_EQ(WindowsBuild(h), 20348u);
+}
+
+// EvaluateHostInto reuses the messages of the evaluation it is given: whatever the previous
+// host left there (more results, evidence with session fields, a waiver, a message, labels,
+// a collection time) must not leak into the next host's evaluation.
+TEST(EvaluateTest, ReusedEvaluationEqualsAFreshOne) {
+  Policy policy = Baseline();
+  std::vector<Posture> hosts;
+  hosts.push_back(GoodWindows());
+  hosts.push_back(GoodWindows("26100"));
+  {
+    Posture p = GoodWindows();  // failing, with violating sessions, labels and a waiver
+    p.mutable_host()->set_hostname("fs02");
+    (*p.mutable_host()->mutable_labels())["link"] = "wan";
+    p.mutable_server()->set_require_signing(false);
+    p.mutable_server()->set_smb1_enabled(true);
+    *p.mutable_collected_at() = TimeUtil::SecondsToTimestamp(1795990000);
+    for (int i = 0; i < 14; ++i) {
+      auto* s = p.add_sessions();
+      s->set_session_id(absl::StrCat(100 + i));
+      s->set_client_address(absl::StrCat("10.0.0.", i));
+      s->set_client_name(absl::StrCat("PC", i));
+      s->set_user("CORP\\someone");
+      s->set_dialect(i % 2 == 0 ? smbfleet::v1::DIALECT_SMB_2_1 : smbfleet::v1::DIALECT_SMB_3_0);
+      s->set_anonymous(i == 3);
+    }
+    auto* hr = p.add_shares();
+    hr->set_name("HR");
+    hr->set_path("E:\\HR");
+    hosts.push_back(p);
+  }
+  {
+    Posture p = GoodWindows();  // probe failures: ERROR results with notes
+    p.mutable_host()->set_hostname("fs03");
+    p.mutable_client()->Clear();
+    p.clear_shares();
+    auto* err = p.add_probe_errors();
+    err->set_probe("Get-SmbClientConfiguration");
+    err->set_code("TIMEOUT");
+    err = p.add_probe_errors();
+    err->set_probe("Get-SmbShare");
+    err->set_message("access denied");
+    hosts.push_back(p);
+  }
+  {
+    Posture p;  // Samba, few fields
+    p.mutable_host()->set_hostname("nas1");
+    p.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+    p.mutable_server()->set_min_dialect(smbfleet::v1::DIALECT_SMB_2_0_2);
+    p.mutable_server()->set_guest_access_allowed(true);
+    auto* s = p.add_sessions();
+    s->set_session_id("1");
+    s->set_guest(true);
+    hosts.push_back(p);
+  }
+  {
+    Posture p = GoodWindows();  // no build number
+    p.mutable_host()->set_hostname("fs04");
+    p.mutable_host()->clear_os_version();
+    hosts.push_back(p);
+  }
+  std::vector<smbfleet::v1::Waiver> waivers = {
+      MakeWaiver("W-1", "server-signing-required", "fs02", kNow + absl::Hours(24))};
+
+  std::vector<int> order;
+  for (int i = 0; i < static_cast<int>(hosts.size()); ++i) order.push_back(i);
+  std::vector<int> sequence = order;  // forwards, backwards, then each after every other
+  sequence.insert(sequence.end(), order.rbegin(), order.rend());
+  for (int a : order) {
+    for (int b : order) {
+      sequence.push_back(a);
+      sequence.push_back(b);
+    }
+  }
+  HostEvaluation reused;
+  for (int i : sequence) {
+    EvaluateHostInto(policy, hosts[static_cast<size_t>(i)], waivers, kNow, &reused);
+    HostEvaluation fresh = EvaluateHost(policy, hosts[static_cast<size_t>(i)], waivers, kNow);
+    std::string diff;
+    google::protobuf::util::MessageDifferencer d;
+    d.ReportDifferencesToString(&diff);
+    EXPECT_TRUE(d.Compare(fresh, reused))
+        << "host " << hosts[static_cast<size_t>(i)].host().hostname() << ": " << diff;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // `*` any run, `?` one character, `[abc]`, `[a-z]`, `[!x]` a set. Nothing else is special, so a
 // Windows path pattern such as "*\backup\*" means what it says.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 #include "absl/strings/string_view.h"
 
 namespace smbfleet::policy {
+
+// The characters a text holds, as a set of 64 (bit c & 63). A pattern whose literal characters
+// are not all in a text cannot match it: one AND rules most patterns out, before any matching.
+uint64_t CharSet(absl::string_view text);
 
 class Glob {
  public:
@@ -21,22 +26,29 @@ class Glob {
   bool Matches(absl::string_view text) const;
   // Same, for text that is already ASCII-lowercased (cheaper when one text meets many globs).
   bool MatchesLowered(absl::string_view lowered_text) const;
+  // Same, with CharSet(lowered_text) computed once for every pattern.
+  bool MatchesLowered(absl::string_view lowered_text, uint64_t chars) const {
+    return (chars & required_) == required_ && MatchesLowered(lowered_text);
+  }
   const std::string& pattern() const { return pattern_; }
 
  private:
   // Most patterns are "name", "prefix*", "*suffix" or "*part*": matched without backtracking.
   enum class Shape { kLiteral, kPrefix, kSuffix, kContains, kGeneral };
 
-  Glob(std::string pattern, std::string lowered, Shape shape, std::string core)
+  Glob(std::string pattern, std::string lowered, Shape shape, std::string core,
+       uint64_t required)
       : pattern_(std::move(pattern)),
         lowered_(std::move(lowered)),
         shape_(shape),
-        core_(std::move(core)) {}
+        core_(std::move(core)),
+        required_(required) {}
 
   std::string pattern_;  // as written
   std::string lowered_;  // ASCII-lowercased
   Shape shape_;
   std::string core_;  // the literal part for the simple shapes
+  uint64_t required_;  // CharSet of the literal characters outside sets
 };
 
 // Matches when any of its patterns matches; an empty list matches nothing.
@@ -45,6 +57,12 @@ class GlobList {
   void Add(Glob g) { globs_.push_back(std::move(g)); }
   bool Matches(absl::string_view text) const;
   bool MatchesLowered(absl::string_view lowered_text) const;
+  bool MatchesLowered(absl::string_view lowered_text, uint64_t chars) const {
+    for (const Glob& g : globs_) {
+      if (g.MatchesLowered(lowered_text, chars)) return true;
+    }
+    return false;
+  }
   bool empty() const { return globs_.empty(); }
   const std::vector<Glob>& globs() const { return globs_; }
 

@@ -1,5 +1,6 @@
 #include "policy/glob.h"
 
+#include "absl/strings/ascii.h"
 #include "gtest/gtest.h"
 
 namespace smbfleet::policy {
@@ -38,7 +39,26 @@ TEST(GlobTest, MatchesTable) {
     auto g = Glob::Compile(c.pattern);
     ASSERT_TRUE(g.ok()) << c.pattern << ": " << g.status();
     EXPECT_EQ(g->Matches(c.text), c.match) << c.pattern << " vs " << c.text;
+    // The character-set prefilter never changes the answer.
+    std::string lowered = absl::AsciiStrToLower(c.text);
+    EXPECT_EQ(g->MatchesLowered(lowered, CharSet(lowered)), c.match)
+        << c.pattern << " vs " << c.text << " (with CharSet)";
   }
+}
+
+TEST(GlobTest, CharSetRulesOutPatternsWhoseLettersAreMissing) {
+  auto g = Glob::Compile("*confidential*");
+  ASSERT_TRUE(g.ok());
+  // "finance" lacks letters of "confidential" (o, d, t, l): ruled out by the set alone.
+  EXPECT_FALSE(g->MatchesLowered("finance", CharSet("finance")));
+  EXPECT_TRUE(g->MatchesLowered("x-confidential-y", CharSet("x-confidential-y")));
+  // A set of characters ([0-9]) adds nothing to what the text must contain.
+  auto s = Glob::Compile("fs[0-9]");
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->MatchesLowered("fs7", CharSet("fs7")));
+  // A character missing from the given set rules the text out even where the matcher would
+  // accept it: the set is trusted to be the text's.
+  EXPECT_FALSE(s->MatchesLowered("fs7", CharSet("s7")));
 }
 
 TEST(GlobTest, RejectsBadPatterns) {
