@@ -483,9 +483,9 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
     double parallel = std::min(r.channels, r.cores);
     double cpu_seconds_per_io = server_io;
     if (host.client_on_host) {
-      // Client and server on one host: measured to take turns (throughput followed
-      // 1 / (server + client) CPU per byte in the loopback calibration run), not to overlap.
-      cpu_seconds_per_io = server_io + client_io;
+      // Client and server on one host, each on a core of its own (the loopback lab pins
+      // them): reads are pipelined, so the slower side sets the pace.
+      cpu_seconds_per_io = std::max(server_io, client_io);
     }
     double cpu_rate = parallel * io / cpu_seconds_per_io;
     double wire_rate = r.wire_bytes_per_second / wire_overhead;

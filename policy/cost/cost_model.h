@@ -124,7 +124,8 @@ struct HostProfile {
   double rtt_seconds = 0;              // label rtt_ms; 0 = unknown (LAN default, or WAN default)
   bool wan = false;                    // label wan=true|yes|1
   Dialect dialect = ::smbfleet::v1::DIALECT_UNSPECIFIED;
-  // The SMB client runs on the same CPU (loopback lab): its CPU adds to the host's.
+  // The SMB client runs on this host, on a core of its own (the loopback lab): the slower of
+  // the two sets the pace of a large transfer, and the client's CPU adds to the host's.
   bool client_on_host = false;
   std::map<CryptoAlgorithm, CryptoCost> crypto;
   // Everything the profile had to assume, e.g. "link speed unknown: assumed 1 Gbit".

@@ -83,6 +83,43 @@ TEST(BenchSmokeTest, CostModelReportOnRecordedRuns) {
   EXPECT_GT(doc["calibration"]["serverBaseCpuSecondsPerByte"].get<double>(), 0);
 }
 
+// The judged figure is the median of the runs by default and the least disturbed run with
+// --statistic=best. Three runs of "none" at 1.0, 1.0 and 0.5 s, three of GCM at 2.0, 2.0 and
+// 1.0 s: medians give 1.0 / 2.0 = 0.5 of none's throughput, best runs 0.5 / 1.0 = 0.5 as
+// well, but the server CPU medians (1.0 vs 3.0) and minima (0.5 vs 1.0) differ.
+TEST(BenchSmokeTest, CostModelReportJudgesByTheChosenStatistic) {
+  std::string measured;
+  const struct {
+    const char* posture;
+    double seconds, server;
+  } kRuns[] = {{"none", 1.0, 1.0}, {"none", 1.0, 1.0}, {"none", 0.5, 0.5},
+               {"enc-aes-128-gcm", 2.0, 3.0}, {"enc-aes-128-gcm", 2.0, 3.0},
+               {"enc-aes-128-gcm", 1.0, 1.0}};
+  int run = 0;
+  for (const auto& r : kRuns) {
+    measured += std::string("{\"posture\":\"") + r.posture +
+                "\",\"workload\":\"large\",\"run\":" + std::to_string(run++ % 3 + 1) +
+                ",\"bytes\":1073741824,\"files\":0,\"seconds\":" + std::to_string(r.seconds) +
+                ",\"serverCpu\":" + std::to_string(r.server) + ",\"clientCpu\":0.5}\n";
+  }
+  std::string path = WriteTemp("statistic.jsonl", measured);
+  auto gcm = [](const nlohmann::json& doc) {
+    for (const auto& row : doc["rows"]) {
+      if (row["posture"] == "enc-aes-128-gcm") return row;
+    }
+    return nlohmann::json();
+  };
+  nlohmann::json median = RunJson({COST_MODEL_REPORT, "--measured=" + path});
+  ASSERT_TRUE(median.is_object());
+  EXPECT_EQ(median["statistic"], "median");
+  EXPECT_NEAR(gcm(median)["judgedServerCpuVsNone"].get<double>(), 3.0, 1e-6);
+  nlohmann::json best = RunJson({COST_MODEL_REPORT, "--measured=" + path, "--statistic=best"});
+  ASSERT_TRUE(best.is_object());
+  EXPECT_EQ(best["statistic"], "best");
+  EXPECT_NEAR(gcm(best)["judgedServerCpuVsNone"].get<double>(), 2.0, 1e-6);
+  EXPECT_NEAR(gcm(best)["judgedThroughputVsNone"].get<double>(), 0.5, 1e-6);
+}
+
 TEST(BenchSmokeTest, CostModelReportNamesABadLine) {
   std::string path = WriteTemp("bad.jsonl", "{\"posture\":\"none\",\"workload\":\"large\"}\n{oops\n");
   auto runner = smbfleet::agent::NewPosixCommandRunner();

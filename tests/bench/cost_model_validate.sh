@@ -6,15 +6,20 @@
 # CPU seconds, then prints predicted vs measured (cost_model_report).
 #
 #   cost_model_validate.sh --report BIN [--runs N] [--port P] [--large-mib M] [--small-files K]
-#                          [--out DIR] [--nice N] [--calibrate] [--markdown]
+#                          [--out DIR] [--nice N] [--no-pin] [--statistic median|best]
+#                          [--calibrate] [--markdown]
 #
 # BIN is the built tests/bench/cost_model_report. Postures are interleaved run by run, in a new
 # random order each run, so that the load of other work on the machine falls on all of them
-# alike; the report compares the best run of each posture (see docs/cost-model.md) and prints
-# the per-run spread. smbd and smbclient run at nice N (default -10) for the few minutes of the run, so that
-# other work on a shared machine takes less of their CPU; --nice 0 measures without that.
-# Needs root (smbd), the Debian packages samba, smbclient and libnss-wrapper. Bounded:
-# with the defaults (5 runs, 128 MiB, 300 files) three to five minutes. Not part of ctest.
+# alike; the report judges each posture by the median of its runs (or, with --statistic best,
+# by its least disturbed run; see docs/cost-model.md) and prints the per-run spread. smbd and
+# smbclient run at nice N (default -10) for the few minutes of the run, so that other work on
+# a shared machine takes less of their CPU; --nice 0 measures without that. With two or more CPUs, smbd runs on CPU 1 and smbclient on CPU 0 (taskset), so
+# that the server has a core of its own, as it would with the client on another machine, and
+# the two do not migrate between cores from run to run; --no-pin leaves them to the scheduler.
+# Needs root (smbd), the Debian packages samba, smbclient, libnss-wrapper and util-linux.
+# Bounded: with the defaults (5 runs, 1 GiB, 1500 files) about three minutes on an idle
+# machine, more under load. Not part of ctest.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -22,10 +27,11 @@ lab="$here/../../deploy/samba-lab.sh"
 report=""
 runs=5
 port=44710
-large_mib=128
-small_files=300
+large_mib=1024
+small_files=1500
 out=""
 nice_level=-10
+pin=auto
 extra=()
 
 die() {
@@ -42,6 +48,8 @@ while (($#)); do
     --small-files) small_files=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --nice) nice_level=$2; shift 2 ;;
+    --no-pin) pin=no; shift ;;
+    --statistic) extra+=("--statistic=$2"); shift 2 ;;
     --calibrate) extra+=(--calibrate); shift ;;
     --markdown) extra+=(--markdown); shift ;;
     *) die "unknown argument '$1' (see the header of $0)" ;;
@@ -53,6 +61,10 @@ done
 [[ "$small_files" =~ ^[0-9]+$ ]] && ((small_files >= 10 && small_files <= 5000)) || die "--small-files: want 10..5000"
 [[ "$nice_level" =~ ^-?[0-9]+$ ]] && ((nice_level >= -20 && nice_level <= 19)) || die "--nice: want -20..19"
 [[ -x /usr/bin/time ]] || die "needs /usr/bin/time (Debian package 'time')"
+if [[ "$pin" == auto ]]; then
+  pin=no
+  (($(nproc) >= 2)) && command -v taskset >/dev/null && pin=yes
+fi
 
 # tmpfs when there is one: the disk is not what is being measured.
 base=${TMPDIR:-/tmp}
@@ -80,8 +92,15 @@ done
 chmod -R a+rX "$share"
 
 smbd_pid=$(tr -dc '0-9' <"$dir/lab/pid/smbd.pid")
-# Connection children fork from the parent and inherit its nice value.
+# Connection children fork from the parent and inherit its nice value and CPU affinity.
 renice -n "$nice_level" -p "$smbd_pid" $(ps -o pid= --ppid "$smbd_pid") >/dev/null
+client_cpu=()
+if [[ "$pin" == yes ]]; then
+  for pid in "$smbd_pid" $(ps -o pid= --ppid "$smbd_pid"); do
+    taskset -apc 1 "$pid" >/dev/null
+  done
+  client_cpu=(taskset -c 0)
+fi
 # CPU seconds of smbd's reaped children (one child per client connection), from /proc.
 server_cpu() {
   awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($16 + $17) / hz }' "/proc/$smbd_pid/stat"
@@ -116,7 +135,7 @@ apply_posture() {
   env "${labenv[@]}" smbcontrol -s "$conf" smbd reload-config || die "reload-config failed"
 }
 
-client=(nice -n "$nice_level" smbclient -s "$dir/lab/client.conf" -p "$port" //127.0.0.1/demo -A "$dir/lab/smbfleet.auth")
+client=("${client_cpu[@]}" nice -n "$nice_level" smbclient -s "$dir/lab/client.conf" -p "$port" //127.0.0.1/demo -A "$dir/lab/smbfleet.auth")
 # measure POSTURE WORKLOAD RUN BYTES FILES COMMANDS
 measure() {
   local posture=$1 workload=$2 run=$3 bytes=$4 files=$5 cmds=$6 before after t0 t1 times
@@ -166,7 +185,7 @@ for ((run = 1; run <= runs; run++)); do
       "prompt OFF; cd small; lcd $dir/dl; mget *"
   done
 done
-echo "measured $((runs * ${#postures[@]})) runs per workload in $(($(date +%s) - start)) s at nice $nice_level; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "measured $((runs * ${#postures[@]})) runs per workload in $(($(date +%s) - start)) s at nice $nice_level, pinned: $pin; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 "$report" --measured="$out/measured.jsonl" --status_dir="$out/smbstatus" "${extra[@]}"
 echo "measurements: $out/measured.jsonl" >&2
