@@ -48,7 +48,8 @@ struct CellResult {
 
 // Runs every cell whose `threads` is at least `rank + 1`, in order, each until its deadline.
 // Results go to results[cell][rank].
-absl::Status RunWorker(unsigned rank, bool lower_priority, const std::vector<Cell>& cells,
+absl::Status RunWorker(unsigned rank, bool lower_priority, CryptoOp::KeyUse key_use,
+                       const std::vector<Cell>& cells,
                        std::vector<std::vector<CellResult>>& results) {
   if (lower_priority) {
     // A refusal still leaves the benchmark correct, only less polite; nothing to report to.
@@ -77,7 +78,7 @@ absl::Status RunWorker(unsigned rank, bool lower_priority, const std::vector<Cel
       continue;  // left out of the results
     }
     absl::StatusOr<std::unique_ptr<CryptoOp>> op = CryptoOp::Create(
-        cell.algorithm, absl::MakeConstSpan(key, CryptoOp::KeyBytes(cell.algorithm)));
+        cell.algorithm, absl::MakeConstSpan(key, CryptoOp::KeyBytes(cell.algorithm)), key_use);
     if (!op.ok()) {
       return op.status();
     }
@@ -167,7 +168,7 @@ absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
   workers.reserve(threads);
   for (unsigned rank = 0; rank < threads; ++rank) {
     workers.emplace_back([&, rank] {
-      statuses[rank] = RunWorker(rank, options.lowest_priority, cells, results);
+      statuses[rank] = RunWorker(rank, options.lowest_priority, options.key_use, cells, results);
     });
   }
   for (std::thread& worker : workers) {

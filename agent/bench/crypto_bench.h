@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/bench/cpu_features.h"
+#include "agent/bench/crypto_op.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::agent::bench {
@@ -27,6 +28,9 @@ struct BenchOptions {
   bool lowest_priority = true;
   // Empty = every algorithm of BenchmarkedAlgorithms().
   std::vector<smbfleet::v1::CryptoAlgorithm> algorithms;
+  // kPerMessage only to compare with `openssl speed` (see CryptoOp::KeyUse); agents keep the
+  // default, the SMB way.
+  CryptoOp::KeyUse key_use = CryptoOp::KeyUse::kPerSession;
 };
 
 // AES-128-GCM, AES-256-GCM, AES-128-CCM, AES-256-CCM, AES-128-CMAC, AES-128-GMAC, HMAC-SHA256.

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -26,7 +27,9 @@ bool IsCcm(CryptoAlgorithm a) {
 
 class AeadOp : public CryptoOp {
  public:
-  AeadOp(CryptoAlgorithm algorithm, EVP_CIPHER_CTX* ctx) : CryptoOp(algorithm), ctx_(ctx) {}
+  // `rekey` holds the key when it is set with every message (KeyUse::kPerMessage), else empty.
+  AeadOp(CryptoAlgorithm algorithm, EVP_CIPHER_CTX* ctx, std::vector<uint8_t> rekey)
+      : CryptoOp(algorithm), ctx_(ctx), rekey_(std::move(rekey)) {}
   ~AeadOp() override { EVP_CIPHER_CTX_free(ctx_); }
 
   absl::Status Protect(absl::Span<const uint8_t> nonce, absl::Span<const uint8_t> aad,
@@ -39,7 +42,13 @@ class AeadOp : public CryptoOp {
       return absl::InvalidArgumentError("message or aad too large");
     }
     int len = 0;
-    if (EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce.data()) != 1) {
+    if (!rekey_.empty() &&
+        EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_IVLEN, static_cast<int>(nonce.size()),
+                            nullptr) != 1) {
+      return OpenSslError("SET_IVLEN", algorithm());
+    }
+    if (EVP_EncryptInit_ex(ctx_, nullptr, nullptr, rekey_.empty() ? nullptr : rekey_.data(),
+                           nonce.data()) != 1) {
       return OpenSslError("EncryptInit(nonce)", algorithm());
     }
     // CCM needs the payload length before the AAD.
@@ -66,6 +75,7 @@ class AeadOp : public CryptoOp {
 
  private:
   EVP_CIPHER_CTX* ctx_;
+  std::vector<uint8_t> rekey_;
 };
 
 class MacOp : public CryptoOp {
@@ -105,13 +115,16 @@ class MacOp : public CryptoOp {
 };
 
 absl::StatusOr<std::unique_ptr<CryptoOp>> NewAead(CryptoAlgorithm algorithm, const char* name,
-                                                  absl::Span<const uint8_t> key) {
+                                                  absl::Span<const uint8_t> key,
+                                                  CryptoOp::KeyUse key_use) {
   EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, name, nullptr);
   if (cipher == nullptr) {
     return OpenSslError("CIPHER_fetch", algorithm);
   }
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
-  auto op = std::make_unique<AeadOp>(algorithm, ctx);  // owns ctx from here on
+  std::vector<uint8_t> rekey;
+  if (key_use == CryptoOp::KeyUse::kPerMessage) rekey.assign(key.begin(), key.end());
+  auto op = std::make_unique<AeadOp>(algorithm, ctx, std::move(rekey));  // owns ctx
   bool ok = ctx != nullptr && EVP_EncryptInit_ex(ctx, cipher, nullptr, nullptr, nullptr) == 1 &&
             EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN,
                                 static_cast<int>(CryptoOp::NonceBytes(algorithm)), nullptr) == 1 &&
@@ -185,7 +198,8 @@ size_t CryptoOp::NonceBytes(CryptoAlgorithm algorithm) {
 }
 
 absl::StatusOr<std::unique_ptr<CryptoOp>> CryptoOp::Create(CryptoAlgorithm algorithm,
-                                                           absl::Span<const uint8_t> key) {
+                                                           absl::Span<const uint8_t> key,
+                                                           KeyUse key_use) {
   size_t want = KeyBytes(algorithm);
   if (want == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -197,13 +211,13 @@ absl::StatusOr<std::unique_ptr<CryptoOp>> CryptoOp::Create(CryptoAlgorithm algor
   }
   switch (algorithm) {
     case smbfleet::v1::AES_128_CCM:
-      return NewAead(algorithm, "AES-128-CCM", key);
+      return NewAead(algorithm, "AES-128-CCM", key, key_use);
     case smbfleet::v1::AES_256_CCM:
-      return NewAead(algorithm, "AES-256-CCM", key);
+      return NewAead(algorithm, "AES-256-CCM", key, key_use);
     case smbfleet::v1::AES_128_GCM:
-      return NewAead(algorithm, "AES-128-GCM", key);
+      return NewAead(algorithm, "AES-128-GCM", key, key_use);
     case smbfleet::v1::AES_256_GCM:
-      return NewAead(algorithm, "AES-256-GCM", key);
+      return NewAead(algorithm, "AES-256-GCM", key, key_use);
     case smbfleet::v1::AES_128_CMAC:
       return NewMac(algorithm, OSSL_MAC_NAME_CMAC, OSSL_MAC_PARAM_CIPHER, "AES-128-CBC", key);
     case smbfleet::v1::AES_128_GMAC:

@@ -22,11 +22,18 @@ inline constexpr size_t kAadBytes = 32;  // SMB2 TRANSFORM_HEADER after the sign
 
 class CryptoOp {
  public:
+  // kPerSession is what an SMB stack does and what the benchmark measures. kPerMessage sets
+  // the key (and the nonce length) again with every AEAD message, as `openssl speed -evp`
+  // does; it exists to compare with that tool. MACs keep their key either way, as speed's
+  // -hmac and -cmac loops do.
+  enum class KeyUse { kPerSession, kPerMessage };
+
   // Key sizes: 16 bytes for AES-128-* and the MACs in SMB (HMAC-SHA256 keys are 16-byte
   // session keys too), 32 bytes for AES-256-*. InvalidArgument for a wrong key size or an
   // algorithm the benchmark does not cover; Internal when OpenSSL refuses.
-  static absl::StatusOr<std::unique_ptr<CryptoOp>> Create(smbfleet::v1::CryptoAlgorithm algorithm,
-                                                          absl::Span<const uint8_t> key);
+  static absl::StatusOr<std::unique_ptr<CryptoOp>> Create(
+      smbfleet::v1::CryptoAlgorithm algorithm, absl::Span<const uint8_t> key,
+      KeyUse key_use = KeyUse::kPerSession);
   static size_t KeyBytes(smbfleet::v1::CryptoAlgorithm algorithm);    // 0 = not covered
   static size_t NonceBytes(smbfleet::v1::CryptoAlgorithm algorithm);  // 0 = none (CMAC, HMAC)
 
