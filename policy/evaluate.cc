@@ -266,7 +266,20 @@ class Verdict {
       expected_dialect.assign(">= ");
       absl::StrAppend(&expected_dialect, DialectName(*check.dialect_at_least));
     }
-    for (const Session& s : posture_.sessions()) {
+    const auto& sessions = posture_.sessions();
+    const int n = sessions.size();
+    for (int k = 0; k < n; ++k) {
+      // Ahead of the loop: the session four on, and the strings of the one two on (each its
+      // own allocation), which a violation copies into the evidence.
+      if (k + 4 < n) __builtin_prefetch(&sessions.Get(k + 4));
+      if (k + 2 < n) {
+        const Session& next = sessions.Get(k + 2);
+        __builtin_prefetch(&next.session_id());
+        __builtin_prefetch(&next.client_address());
+        __builtin_prefetch(&next.client_name());
+        __builtin_prefetch(&next.user());
+      }
+      const Session& s = sessions.Get(k);
       if (!share.empty() && !UsesShare(s, share)) continue;
       ++seen;
       if (check.dialect_at_least) {
