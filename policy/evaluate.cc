@@ -348,19 +348,20 @@ class Verdict {
     out_->set_unwaived_status(st);
   }
 
+  // Every field of the (possibly reused) evidence slot; the session's when there is one.
   void NewEvidence(absl::string_view field, absl::string_view observed,
-                   absl::string_view expected, absl::string_view share,
-                   absl::string_view note) {
+                   absl::string_view expected, absl::string_view share, absl::string_view note,
+                   const Session* session = nullptr) {
     Evidence* ev = evidence_.Next();
     PUT(ev, field, field);
     PUT(ev, observed, observed);
     PUT(ev, expected, expected);
     PUT(ev, share, share);
     PUT(ev, note, note);
-    PUT(ev, session_id, "");
-    PUT(ev, client_address, "");
-    PUT(ev, client_name, "");
-    PUT(ev, user, "");
+    PUT(ev, session_id, session ? absl::string_view(session->session_id()) : "");
+    PUT(ev, client_address, session ? absl::string_view(session->client_address()) : "");
+    PUT(ev, client_name, session ? absl::string_view(session->client_name()) : "");
+    PUT(ev, user, session ? absl::string_view(session->user()) : "");
   }
 
   static bool UsesShare(const Session& s, absl::string_view share) {
@@ -380,16 +381,7 @@ class Verdict {
   void Violation(const Session& s, absl::string_view share, absl::string_view field,
                  absl::string_view observed, absl::string_view expected, int* bad) {
     if (++*bad > kMaxSessionEvidence) return;
-    Evidence* ev = evidence_.Next();
-    PUT(ev, field, field);
-    PUT(ev, observed, observed);
-    PUT(ev, expected, expected);
-    PUT(ev, share, share);
-    PUT(ev, note, "");
-    PUT(ev, session_id, s.session_id());
-    PUT(ev, client_address, s.client_address());
-    PUT(ev, client_name, s.client_name());
-    PUT(ev, user, s.user());
+    NewEvidence(field, observed, expected, share, "", &s);
   }
 
   // Each returns true when its message becomes the result's message (the first failure wins
@@ -490,7 +482,7 @@ absl::string_view LowerInto(absl::string_view s, std::string* buffer, uint64_t* 
   for (size_t i = 0; i < s.size(); ++i) {
     char c = absl::ascii_tolower(s[i]);
     out[i] = c;
-    set |= uint64_t{1} << (static_cast<unsigned char>(c) & 63);
+    set |= CharBit(c);
   }
   *chars = set;
   return absl::string_view(out, s.size());

@@ -38,7 +38,7 @@ bool MatchSet(absl::string_view p, size_t i, char c, size_t* next) {
 
 uint64_t CharSet(absl::string_view text) {
   uint64_t set = 0;
-  for (char c : text) set |= uint64_t{1} << (static_cast<unsigned char>(c) & 63);
+  for (char c : text) set |= CharBit(c);
   return set;
 }
 
@@ -51,11 +51,11 @@ absl::StatusOr<Glob> Glob::Compile(absl::string_view pattern) {
         absl::StrCat("pattern of ", pattern.size(), " characters, limit 1024"));
   }
   bool literal = true;
-  std::string required;  // the characters every match contains
+  uint64_t required = 0;  // CharSet of the characters every match contains
   for (size_t i = 0; i < pattern.size(); ++i) {
     char c = pattern[i];
     if (c == '*' || c == '?') literal = false;
-    if (c != '*' && c != '?' && c != '[') required.push_back(absl::ascii_tolower(c));
+    if (c != '*' && c != '?' && c != '[') required |= CharBit(absl::ascii_tolower(c));
     if (c == '[') {
       literal = false;
       size_t j = i + 1;
@@ -85,8 +85,7 @@ absl::StatusOr<Glob> Glob::Compile(absl::string_view pattern) {
       shape = lead && trail ? Shape::kContains : lead ? Shape::kSuffix : Shape::kPrefix;
     }
   }
-  return Glob(std::string(pattern), std::move(lowered), shape, std::move(core),
-              CharSet(required));
+  return Glob(std::string(pattern), std::move(lowered), shape, std::move(core), required);
 }
 
 bool Glob::Matches(absl::string_view text) const {

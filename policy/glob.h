@@ -17,6 +17,7 @@ namespace smbfleet::policy {
 // The characters a text holds, as a set of 64 (bit c & 63). A pattern whose literal characters
 // are not all in a text cannot match it: one AND rules most patterns out, before any matching.
 uint64_t CharSet(absl::string_view text);
+inline uint64_t CharBit(char c) { return uint64_t{1} << (static_cast<unsigned char>(c) & 63); }
 
 class Glob {
  public:

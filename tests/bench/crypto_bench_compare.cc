@@ -144,9 +144,8 @@ int main(int argc, char** argv) {
     rekeyed.threads = 1;
     rekeyed.algorithms.clear();
     for (CryptoAlgorithm a : algorithms) {
-      if (SpeedSelection(a).size() == 2 && SpeedSelection(a)[0] == "-evp") {
-        rekeyed.algorithms.push_back(a);
-      }
+      std::vector<std::string> selection = SpeedSelection(a);
+      if (!selection.empty() && selection.front() == "-evp") rekeyed.algorithms.push_back(a);
     }
     if (rekeyed.algorithms.empty()) return true;
     auto again = smbfleet::agent::bench::RunCryptoBenchmark(rekeyed);
