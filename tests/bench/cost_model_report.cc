@@ -195,6 +195,9 @@ int main(int argc, char** argv) {
       best = false;
     } else if (arg == "--statistic=best") {
       best = true;
+    } else if (absl::StartsWith(arg, "--statistic=")) {
+      std::fprintf(stderr, "%s: want --statistic=median or --statistic=best\n", argv[i]);
+      return 2;
     } else if (arg == "--calibrate") {
       calibrate = true;
     } else if (arg == "--markdown") {
