@@ -110,13 +110,13 @@ int Collect(const Flags& flags) {
     std::cout << *json;
   } else {
     const auto& p = report->posture();
-    std::cout << "host " << p.host().hostname() << " (" << smbfleet::v1::Platform_Name(p.host().platform())
-              << "): " << p.shares_size() << " shares, " << p.sessions_size() << " sessions, "
-              << p.connections_size() << " client connections, " << p.events_size()
-              << " events, " << p.probe_errors_size() << " probe errors\n";
+    std::cout << "host " << p.host().hostname() << " ("
+              << smbfleet::v1::Platform_Name(p.host().platform()) << "): " << p.shares_size()
+              << " shares, " << p.sessions_size() << " sessions, " << p.connections_size()
+              << " client connections, " << p.events_size() << " events, " << p.probe_errors_size()
+              << " probe errors\n";
     for (const auto& e : p.probe_errors()) {
-      std::cout << "  probe error " << e.probe() << ": " << e.code() << " " << e.message()
-                << "\n";
+      std::cout << "  probe error " << e.probe() << ": " << e.code() << " " << e.message() << "\n";
     }
     std::cout << "(use --format=json for the whole posture)\n";
   }

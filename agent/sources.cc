@@ -14,8 +14,8 @@ absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spe
     SambaOptions options;
     if (spec.size() > 6) options.smb_conf = spec.substr(6);
     if (!FileExists(options.smb_conf)) {
-      return absl::NotFoundError(absl::StrCat("source ", spec, ": ", options.smb_conf,
-                                              " does not exist"));
+      return absl::NotFoundError(
+          absl::StrCat("source ", spec, ": ", options.smb_conf, " does not exist"));
     }
     options.env = context.tool_env;
     return NewSambaSource(options, context.runner);
@@ -23,8 +23,8 @@ absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spe
   if (absl::StartsWith(spec, "windows-capture:")) {
     std::string dir = spec.substr(16);
     if (dir.empty() || !FileExists(dir)) {
-      return absl::NotFoundError(absl::StrCat("source ", spec, ": capture folder '", dir,
-                                              "' does not exist"));
+      return absl::NotFoundError(
+          absl::StrCat("source ", spec, ": capture folder '", dir, "' does not exist"));
     }
     return windows::NewWindowsCaptureSource(dir);
   }
@@ -34,9 +34,9 @@ absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spe
         "this machine use windows-capture:DIR with a folder written by "
         "deploy/windows/Capture-SmbPosture.ps1");
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown source '", spec,
-      "' (expected samba, samba:SMB_CONF, windows or windows-capture:DIR)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown source '", spec,
+                   "' (expected samba, samba:SMB_CONF, windows or windows-capture:DIR)"));
 }
 
 }  // namespace smbfleet::agent

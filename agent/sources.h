@@ -12,9 +12,9 @@
 namespace smbfleet::agent {
 
 struct SourceContext {
-  CommandRunner* runner = nullptr;               // not owned
-  std::map<std::string, std::string> tool_env;   // for smbstatus/testparm (e.g. nss_wrapper)
-  std::string state_dir;                         // for bookmarks
+  CommandRunner* runner = nullptr;              // not owned
+  std::map<std::string, std::string> tool_env;  // for smbstatus/testparm (e.g. nss_wrapper)
+  std::string state_dir;                        // for bookmarks
 };
 
 // SOURCE as in DESIGN.md: samba, samba:SMB_CONF, windows, windows-capture:DIR.

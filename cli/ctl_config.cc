@@ -18,8 +18,10 @@ absl::StatusOr<CtlConfig> LoadCtlConfig(const std::string& file) {
   YAML::Node tls = (*root)["tls"];
   if (tls.IsDefined()) {
     CheckKeys(tls, {"cert", "key", "ca"}, "tls", &problems);
-    if (ReadString(tls, "cert", "tls", &c.tls.cert, &problems)) c.tls.cert = ResolvePath(file, c.tls.cert);
-    if (ReadString(tls, "key", "tls", &c.tls.key, &problems)) c.tls.key = ResolvePath(file, c.tls.key);
+    if (ReadString(tls, "cert", "tls", &c.tls.cert, &problems))
+      c.tls.cert = ResolvePath(file, c.tls.cert);
+    if (ReadString(tls, "key", "tls", &c.tls.key, &problems))
+      c.tls.key = ResolvePath(file, c.tls.key);
     if (ReadString(tls, "ca", "tls", &c.tls.ca, &problems)) c.tls.ca = ResolvePath(file, c.tls.ca);
   }
   if (!problems.empty()) return problems.ToStatus();

@@ -64,8 +64,8 @@ bool TakeValue(const std::vector<std::string>& argv, size_t* i, const std::strin
 }
 
 int Fail(const grpc::Status& s, const std::string& what) {
-  std::cerr << "smbfleetctl: " << what << ": " << s.error_message() << " ("
-            << s.error_code() << ")\n";
+  std::cerr << "smbfleetctl: " << what << ": " << s.error_message() << " (" << s.error_code()
+            << ")\n";
   return s.error_code() == grpc::StatusCode::NOT_FOUND ? 3 : 1;
 }
 

@@ -53,11 +53,10 @@ int Check(const std::vector<std::string>& files, std::ostream& out, std::ostream
       share_rules += r.share_scoped ? 1 : 0;
       remediable += r.remediation.empty() ? 0 : 1;
     }
-    out << f << ": OK: policy " << p->name << " version " << p->version << ", "
-        << p->rules.size() << " rules (" << share_rules << " share rules, " << remediable
-        << " with remediation), " << p->classification.classes.size() << " classes, "
-        << p->classification.rules.size() << " classification rules, "
-        << p->waivers.size() << " waivers\n";
+    out << f << ": OK: policy " << p->name << " version " << p->version << ", " << p->rules.size()
+        << " rules (" << share_rules << " share rules, " << remediable << " with remediation), "
+        << p->classification.classes.size() << " classes, " << p->classification.rules.size()
+        << " classification rules, " << p->waivers.size() << " waivers\n";
   }
   return rc;
 }
@@ -85,8 +84,8 @@ void PrintText(const smbfleet::v1::PolicyReport& r, std::ostream& out) {
       for (const auto& ev : res.evidence()) {
         if (ev.session_id().empty()) continue;
         out << "      session " << ev.session_id() << " " << ev.client_name() << " "
-            << ev.client_address() << " " << ev.user() << ": " << ev.field() << " "
-            << ev.observed() << " (expected " << ev.expected() << ")\n";
+            << ev.client_address() << " " << ev.user() << ": " << ev.field() << " " << ev.observed()
+            << " (expected " << ev.expected() << ")\n";
       }
     }
   }
@@ -94,12 +93,12 @@ void PrintText(const smbfleet::v1::PolicyReport& r, std::ostream& out) {
   if (plan.steps_size() == 0 && plan.not_remediable_size() == 0) return;
   out << "plan for " << plan.hostname() << ":\n";
   for (const auto& s : plan.steps()) {
-    out << "  " << s.order() << ". [" << smbfleet::v1::PlanPhase_Name(s.phase()).substr(11)
-        << "] " << s.setting() << (s.share().empty() ? "" : absl::StrCat("[", s.share(), "]"))
-        << ": " << (s.expected_current().empty() ? "(unknown)" : s.expected_current()) << " -> "
-        << s.value() << "  (rollback " << (s.rollback_value().empty() ? "(unknown)"
-                                                                      : s.rollback_value())
-        << "; " << absl::StrJoin(s.rule_ids(), ", ") << ")\n";
+    out << "  " << s.order() << ". [" << smbfleet::v1::PlanPhase_Name(s.phase()).substr(11) << "] "
+        << s.setting() << (s.share().empty() ? "" : absl::StrCat("[", s.share(), "]")) << ": "
+        << (s.expected_current().empty() ? "(unknown)" : s.expected_current()) << " -> "
+        << s.value() << "  (rollback "
+        << (s.rollback_value().empty() ? "(unknown)" : s.rollback_value()) << "; "
+        << absl::StrJoin(s.rule_ids(), ", ") << ")\n";
   }
   if (plan.not_remediable_size() > 0) {
     out << "  needs a person: " << absl::StrJoin(plan.not_remediable(), ", ") << "\n";
@@ -108,9 +107,9 @@ void PrintText(const smbfleet::v1::PolicyReport& r, std::ostream& out) {
   out << "  impact: " << impact.refused_clients() << " clients, " << impact.refused_sessions()
       << " sessions\n";
   for (const auto& c : impact.clients()) {
-    out << "    " << c.setting() << ": " << (c.client_name().empty() ? "?" : c.client_name())
-        << " " << c.client_address() << " " << c.user() << ": " << c.reason() << " ["
-        << c.evidence() << "]\n";
+    out << "    " << c.setting() << ": " << (c.client_name().empty() ? "?" : c.client_name()) << " "
+        << c.client_address() << " " << c.user() << ": " << c.reason() << " [" << c.evidence()
+        << "]\n";
   }
   out << "  cost: " << impact.cost().summary() << "\n";
 }
@@ -152,7 +151,8 @@ int Eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
     google::protobuf::Timestamp ts;
     if (!TimeUtil::FromString(now_text, &ts)) {
       return Usage(err, absl::StrCat("--now: expected an RFC 3339 time such as "
-                                     "2026-12-01T00:00:00Z, got '", now_text, "'"));
+                                     "2026-12-01T00:00:00Z, got '",
+                                     now_text, "'"));
     }
     now = absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
   }
@@ -189,8 +189,7 @@ int Eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
       return 1;
     }
   }
-  std::vector<smbfleet::v1::Waiver> waiver_list(waivers.waivers().begin(),
-                                                waivers.waivers().end());
+  std::vector<smbfleet::v1::Waiver> waiver_list(waivers.waivers().begin(), waivers.waivers().end());
   smbfleet::v1::PolicyReports reports;
   for (size_t i = 0; i < loaded.size(); ++i) {
     std::vector<PeerConnection> all;

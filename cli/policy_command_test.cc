@@ -54,9 +54,10 @@ TEST(PolicyCommandTest, CheckAcceptsTheBaseline) {
 }
 
 TEST(PolicyCommandTest, CheckReportsFileLineAndExpectation) {
-  std::string bad = Write("bad.yaml", "apiVersion: smbfleet/policy/v1\nname: b\nversion: '1'\n"
-                                      "rules:\n  - id: x\n    title: X\n"
-                                      "    expect: {server.requireSigning: perhaps}\n");
+  std::string bad = Write("bad.yaml",
+                          "apiVersion: smbfleet/policy/v1\nname: b\nversion: '1'\n"
+                          "rules:\n  - id: x\n    title: X\n"
+                          "    expect: {server.requireSigning: perhaps}\n");
   CallResult r = Call({"check", bad});
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find(bad + ":7: rules[0].expect.server.requireSigning"), std::string::npos)
@@ -70,7 +71,7 @@ TEST(PolicyCommandTest, CheckReportsFileLineAndExpectation) {
 TEST(PolicyCommandTest, EvalJsonIsTheProtobufMapping) {
   std::string posture = Write("fs01.json", kFs01);
   CallResult r = Call({"eval", "--policy", kBaseline, "--posture", posture, "--format=json",
-                "--now", "2026-12-01T00:00:00Z"});
+                       "--now", "2026-12-01T00:00:00Z"});
   ASSERT_EQ(r.rc, 0) << r.err;
   smbfleet::v1::PolicyReport report;
   ASSERT_TRUE(FromJson(r.out, "output", &report).ok()) << r.out;
@@ -99,7 +100,7 @@ TEST(PolicyCommandTest, EvalUsesOtherPosturesAsPeersAndWaivers) {
       "justification": "kiosk replacement in January", "approvedBy": "ciso",
       "expiresAt": "2026-12-15T00:00:00Z"}]})");
   CallResult r = Call({"eval", "--policy", kBaseline, "--posture", fs01, "--posture", ws17,
-                "--format=json", "--now=2026-12-01T00:00:00Z"});
+                       "--format=json", "--now=2026-12-01T00:00:00Z"});
   ASSERT_EQ(r.rc, 0) << r.err;
   smbfleet::v1::PolicyReports reports;
   ASSERT_TRUE(FromJson(r.out, "output", &reports).ok()) << r.out;
@@ -113,12 +114,12 @@ TEST(PolicyCommandTest, EvalUsesOtherPosturesAsPeersAndWaivers) {
   EXPECT_TRUE(peer) << r.out;
 
   CallResult waived = Call({"eval", "--policy", kBaseline, "--posture", fs01, "--waivers", waivers,
-                     "--now", "2026-12-01T00:00:00Z"});
+                            "--now", "2026-12-01T00:00:00Z"});
   ASSERT_EQ(waived.rc, 0) << waived.err;
   EXPECT_NE(waived.out.find("WAIVED         server-signing-required"), std::string::npos)
       << waived.out;
   CallResult expired = Call({"eval", "--policy", kBaseline, "--posture", fs01, "--waivers", waivers,
-                      "--now", "2026-12-16T00:00:00Z"});
+                             "--now", "2026-12-16T00:00:00Z"});
   EXPECT_NE(expired.out.find("NON_COMPLIANT  server-signing-required"), std::string::npos)
       << expired.out;
   EXPECT_NE(expired.out.find("plan for fs01"), std::string::npos) << expired.out;

@@ -56,22 +56,33 @@ std::string Opt(bool has, bool v) { return has ? (v ? "yes" : "no") : "unknown";
 
 std::string DialectText(smbfleet::v1::Dialect d) {
   switch (d) {
-    case smbfleet::v1::DIALECT_SMB1: return "SMB1";
-    case smbfleet::v1::DIALECT_SMB_2_0_2: return "SMB 2.0.2";
-    case smbfleet::v1::DIALECT_SMB_2_1: return "SMB 2.1";
-    case smbfleet::v1::DIALECT_SMB_3_0: return "SMB 3.0";
-    case smbfleet::v1::DIALECT_SMB_3_0_2: return "SMB 3.0.2";
-    case smbfleet::v1::DIALECT_SMB_3_1_1: return "SMB 3.1.1";
-    default: return "unknown";
+    case smbfleet::v1::DIALECT_SMB1:
+      return "SMB1";
+    case smbfleet::v1::DIALECT_SMB_2_0_2:
+      return "SMB 2.0.2";
+    case smbfleet::v1::DIALECT_SMB_2_1:
+      return "SMB 2.1";
+    case smbfleet::v1::DIALECT_SMB_3_0:
+      return "SMB 3.0";
+    case smbfleet::v1::DIALECT_SMB_3_0_2:
+      return "SMB 3.0.2";
+    case smbfleet::v1::DIALECT_SMB_3_1_1:
+      return "SMB 3.1.1";
+    default:
+      return "unknown";
   }
 }
 
 std::string ProtectionText(smbfleet::v1::Protection p) {
   switch (p) {
-    case smbfleet::v1::PROTECTION_NONE: return "none";
-    case smbfleet::v1::PROTECTION_PARTIAL: return "partial";
-    case smbfleet::v1::PROTECTION_FULL: return "full";
-    default: return "unknown";
+    case smbfleet::v1::PROTECTION_NONE:
+      return "none";
+    case smbfleet::v1::PROTECTION_PARTIAL:
+      return "partial";
+    case smbfleet::v1::PROTECTION_FULL:
+      return "full";
+    default:
+      return "unknown";
   }
 }
 
@@ -88,10 +99,10 @@ void RenderHostTable(const smbfleet::v1::ListHostsResponse& hosts, std::ostream&
   for (const auto& h : hosts.hosts()) {
     std::string platform = smbfleet::v1::Platform_Name(h.platform());
     if (platform.rfind("PLATFORM_", 0) == 0) platform = platform.substr(9);
-    rows.push_back({Clean(h.name()), platform, Clean(absl::StrCat(h.os_name(), " ", h.os_version())),
-                    absl::StrCat(h.shares()), absl::StrCat(h.sessions()),
-                    absl::StrCat(h.probe_errors()), h.connected() ? "connected" : "-",
-                    TimeText(h.last_seen())});
+    rows.push_back({Clean(h.name()), platform,
+                    Clean(absl::StrCat(h.os_name(), " ", h.os_version())), absl::StrCat(h.shares()),
+                    absl::StrCat(h.sessions()), absl::StrCat(h.probe_errors()),
+                    h.connected() ? "connected" : "-", TimeText(h.last_seen())});
   }
   Table(rows, out);
   if (hosts.hosts_size() == 0) out << "(no hosts have reported yet)\n";
@@ -119,8 +130,8 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
   Table({{"  SMB1 enabled", Opt(srv.has_smb1_enabled(), srv.smb1_enabled())},
          {"  signing required", Opt(srv.has_require_signing(), srv.require_signing())},
          {"  encrypt data", Opt(srv.has_encrypt_data(), srv.encrypt_data())},
-         {"  reject unencrypted", Opt(srv.has_reject_unencrypted_access(),
-                                      srv.reject_unencrypted_access())},
+         {"  reject unencrypted",
+          Opt(srv.has_reject_unencrypted_access(), srv.reject_unencrypted_access())},
          {"  min dialect", srv.has_min_dialect() ? DialectText(srv.min_dialect()) : "unknown"},
          {"  max dialect", srv.has_max_dialect() ? DialectText(srv.max_dialect()) : "unknown"}},
         out);
@@ -143,12 +154,12 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
                           AlgorithmText(se.cipher())});
     }
     for (const auto& sc : se.shares()) {
-      sessions.push_back({"  " + Clean(se.session_id()), Clean(se.client_address()),
-                          Clean(se.user()), DialectText(se.dialect()), Clean(sc.name()),
-                          ProtectionText(sc.signing()), ProtectionText(sc.encryption()),
-                          AlgorithmText(sc.cipher() != smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED
-                                            ? sc.cipher()
-                                            : se.cipher())});
+      sessions.push_back(
+          {"  " + Clean(se.session_id()), Clean(se.client_address()), Clean(se.user()),
+           DialectText(se.dialect()), Clean(sc.name()), ProtectionText(sc.signing()),
+           ProtectionText(sc.encryption()),
+           AlgorithmText(sc.cipher() != smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED ? sc.cipher()
+                                                                                   : se.cipher())});
     }
   }
   Table(sessions, out);

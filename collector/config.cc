@@ -41,8 +41,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     problems.Add(db, "database", "expected a mapping with dsn");
   } else {
     CheckKeys(db, {"dsn", "pool_size"}, "database", &problems);
-    if (!ReadString(db, "dsn", "database", &c.database_dsn, &problems) &&
-        !db["dsn"].IsDefined()) {
+    if (!ReadString(db, "dsn", "database", &c.database_dsn, &problems) && !db["dsn"].IsDefined()) {
       problems.Add(db, "database.dsn", "required");
     }
     uint64_t pool = c.database_pool_size;
@@ -71,8 +70,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     ReadDuration(watch, "keepalive_interval", "watch", &c.keepalive_interval, &problems);
     ReadDuration(watch, "max_connection_age", "watch", &c.max_connection_age, &problems);
     if (c.keepalive_interval < std::chrono::seconds(1)) {
-      problems.Add(watch["keepalive_interval"], "watch.keepalive_interval",
-                   "must be at least 1s");
+      problems.Add(watch["keepalive_interval"], "watch.keepalive_interval", "must be at least 1s");
     }
   }
 

@@ -13,14 +13,14 @@ namespace smbfleet::collector {
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
-  std::string database_dsn;     // libpq connection string or URI
+  std::string database_dsn;  // libpq connection string or URI
   uint32_t database_pool_size = 4;
   uint64_t max_report_bytes = 4 << 20;
   std::chrono::milliseconds keepalive_interval{60'000};
   std::chrono::milliseconds max_connection_age{6 * 3'600'000};
   uint32_t store_threads = 4;
   std::string log_level = "info";
-  std::string policy_file;      // empty: no evaluation
+  std::string policy_file;  // empty: no evaluation
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

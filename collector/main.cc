@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
   }
   auto config = LoadCollectorConfig(config_file);
   if (!config.ok()) return Fail(config.status());
-  std::string level = absl::GetFlag(FLAGS_log_level).empty() ? config->log_level
-                                                            : absl::GetFlag(FLAGS_log_level);
+  std::string level =
+      absl::GetFlag(FLAGS_log_level).empty() ? config->log_level : absl::GetFlag(FLAGS_log_level);
   if (auto s = SetLogLevel(level); !s.ok()) return Fail(s);
   auto log = Logger("collector");
 
@@ -77,11 +77,10 @@ int main(int argc, char** argv) {
   }
   auto collector = Collector::Start(*config, *tls, *std::move(store), std::move(policy));
   if (!collector.ok()) return Fail(collector.status());
-  log->info("listening on {} (port {}), mutual TLS required", config->listen,
-            (*collector)->port());
+  log->info("listening on {} (port {}), mutual TLS required", config->listen, (*collector)->port());
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
-    auto s = WriteFileAtomic(absl::GetFlag(FLAGS_port_file),
-                             absl::StrCat((*collector)->port(), "\n"));
+    auto s =
+        WriteFileAtomic(absl::GetFlag(FLAGS_port_file), absl::StrCat((*collector)->port(), "\n"));
     if (!s.ok()) return Fail(s);
   }
 

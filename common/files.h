@@ -16,8 +16,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes =
 
 // Writes through a temporary file in the same directory, fsyncs and renames, so that a reader
 // sees the old content or the new one, never a torn file. mode applies to the new file.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view content,
-                             int mode = 0644);
+absl::Status WriteFileAtomic(const std::string& path, absl::string_view content, int mode = 0644);
 
 bool FileExists(const std::string& path);
 

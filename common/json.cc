@@ -12,8 +12,8 @@ absl::StatusOr<std::string> ToJson(const google::protobuf::Message& message, boo
   std::string out;
   auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
   if (!status.ok()) {
-    return absl::InternalError(absl::StrCat("cannot render ", message.GetTypeName(),
-                                            " as JSON: ", status.ToString()));
+    return absl::InternalError(
+        absl::StrCat("cannot render ", message.GetTypeName(), " as JSON: ", status.ToString()));
   }
   if (pretty && (out.empty() || out.back() != '\n')) out.push_back('\n');
   return out;
@@ -25,8 +25,8 @@ absl::Status FromJson(const std::string& json, const std::string& what,
   options.ignore_unknown_fields = ignore_unknown;
   auto status = google::protobuf::util::JsonStringToMessage(json, message, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": not a valid ", message->GetTypeName(), " in JSON: ", status.message().as_string()));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not a valid ", message->GetTypeName(),
+                                                   " in JSON: ", status.message().as_string()));
   }
   return absl::OkStatus();
 }

@@ -21,8 +21,8 @@ std::shared_ptr<spdlog::logger> Logger(const std::string& component) {
 absl::Status SetLogLevel(const std::string& level) {
   auto parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "log level '", level, "' is not one of trace, debug, info, warn, error, off"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("log level '", level, "' is not one of trace, debug, info, warn, error, off"));
   }
   spdlog::set_level(parsed);
   spdlog::apply_all([parsed](std::shared_ptr<spdlog::logger> l) { l->set_level(parsed); });

@@ -27,7 +27,8 @@ struct PkeyDeleter {
 std::unique_ptr<X509, X509Deleter> ParseCert(const std::string& pem) {
   std::unique_ptr<BIO, BioDeleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return nullptr;
-  return std::unique_ptr<X509, X509Deleter>(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  return std::unique_ptr<X509, X509Deleter>(
+      PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
 }
 
 std::vector<std::string> NameEntries(X509_NAME* name, int nid) {
@@ -62,8 +63,7 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files) {
 
   auto x509 = ParseCert(m.cert_pem);
   if (!x509) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(files.cert, ": not a PEM certificate"));
+    return absl::InvalidArgumentError(absl::StrCat(files.cert, ": not a PEM certificate"));
   }
   if (!ParseCert(m.ca_pem)) {
     return absl::InvalidArgumentError(absl::StrCat(files.ca, ": not a PEM CA certificate"));
@@ -77,8 +77,8 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files) {
         absl::StrCat(files.key, ": not an unencrypted PEM private key"));
   }
   if (X509_check_private_key(x509.get(), pkey.get()) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        files.key, ": private key does not match the certificate in ", files.cert));
+    return absl::InvalidArgumentError(
+        absl::StrCat(files.key, ": private key does not match the certificate in ", files.cert));
   }
   return m;
 }

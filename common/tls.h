@@ -15,7 +15,6 @@
 
 namespace smbfleet {
 
-
 struct TlsMaterial {
   std::string cert_pem;
   std::string key_pem;

@@ -48,14 +48,13 @@ absl::StatusOr<YAML::Node> ParseYaml(const std::string& file, const std::string&
     YAML::Node root = YAML::Load(text);
     if (root.IsNull()) return YAML::Node(YAML::NodeType::Map);
     if (!root.IsMap()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ": expected a mapping of settings at the top level, got ",
-                       Quoted(root)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": expected a mapping of settings at the top level, got ", Quoted(root)));
     }
     return root;
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(file, ":", e.mark.line + 1, ":",
-                                                   e.mark.column + 1, ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
 }
 
@@ -74,9 +73,9 @@ void CheckKeys(const YAML::Node& map, std::initializer_list<absl::string_view> a
       if (a == key) known = true;
     }
     if (!known) {
-      problems->Add(kv.first, JoinPath(prefix, key),
-                    absl::StrCat("unknown setting (expected one of: ",
-                                 absl::StrJoin(allowed, ", "), ")"));
+      problems->Add(
+          kv.first, JoinPath(prefix, key),
+          absl::StrCat("unknown setting (expected one of: ", absl::StrJoin(allowed, ", "), ")"));
     }
   }
 }
@@ -110,8 +109,8 @@ bool ReadBool(const YAML::Node& map, absl::string_view key, absl::string_view pr
   return false;
 }
 
-bool ReadUint(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
-              uint64_t min, uint64_t max, uint64_t* out, ConfigProblems* problems) {
+bool ReadUint(const YAML::Node& map, absl::string_view key, absl::string_view prefix, uint64_t min,
+              uint64_t max, uint64_t* out, ConfigProblems* problems) {
   YAML::Node n = map[std::string(key)];
   if (!n.IsDefined() || n.IsNull()) return false;
   uint64_t v = 0;
@@ -140,14 +139,19 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(absl::string_view text) 
   }
   std::string unit = t.substr(i);
   uint64_t ms_per_unit = 0;
-  if (unit == "ms") ms_per_unit = 1;
-  else if (unit == "s") ms_per_unit = 1000;
-  else if (unit == "m") ms_per_unit = 60'000;
-  else if (unit == "h") ms_per_unit = 3'600'000;
-  else if (unit == "d") ms_per_unit = 86'400'000;
+  if (unit == "ms")
+    ms_per_unit = 1;
+  else if (unit == "s")
+    ms_per_unit = 1000;
+  else if (unit == "m")
+    ms_per_unit = 60'000;
+  else if (unit == "h")
+    ms_per_unit = 3'600'000;
+  else if (unit == "d")
+    ms_per_unit = 86'400'000;
   else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown duration unit in '", text, "' (use ms, s, m, h or d)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown duration unit in '", text, "' (use ms, s, m, h or d)"));
   }
   if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ms_per_unit) {
     return absl::InvalidArgumentError(absl::StrCat("duration '", text, "' is too long"));
@@ -183,10 +187,14 @@ absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text) {
   }
   std::string unit = t.substr(i);
   uint64_t mult = 0;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KiB") mult = 1ull << 10;
-  else if (unit == "MiB") mult = 1ull << 20;
-  else if (unit == "GiB") mult = 1ull << 30;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "KiB")
+    mult = 1ull << 10;
+  else if (unit == "MiB")
+    mult = 1ull << 20;
+  else if (unit == "GiB")
+    mult = 1ull << 30;
   else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown size unit in '", text, "' (use B, KiB, MiB or GiB)"));
@@ -263,8 +271,8 @@ void ReadTlsSection(const YAML::Node& root, const std::string& config_file,
                     absl::string_view ca_key, TlsFiles* out, ConfigProblems* problems) {
   YAML::Node tls = root["tls"];
   if (!tls.IsDefined()) {
-    problems->AddNoLine("tls", absl::StrCat("required: cert, key and ", ca_key,
-                                            " files for mutual TLS"));
+    problems->AddNoLine("tls",
+                        absl::StrCat("required: cert, key and ", ca_key, " files for mutual TLS"));
     return;
   }
   if (!tls.IsMap()) {

@@ -54,14 +54,13 @@ bool ReadString(const YAML::Node& map, absl::string_view key, absl::string_view 
                 std::string* out, ConfigProblems* problems);
 bool ReadBool(const YAML::Node& map, absl::string_view key, absl::string_view prefix, bool* out,
               ConfigProblems* problems);
-bool ReadUint(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
-              uint64_t min, uint64_t max, uint64_t* out, ConfigProblems* problems);
+bool ReadUint(const YAML::Node& map, absl::string_view key, absl::string_view prefix, uint64_t min,
+              uint64_t max, uint64_t* out, ConfigProblems* problems);
 // Durations as "90s", "10m", "1h", "1d" or "250ms".
 bool ReadDuration(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
                   std::chrono::milliseconds* out, ConfigProblems* problems);
 bool ReadStringMap(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
-                   std::vector<std::pair<std::string, std::string>>* out,
-                   ConfigProblems* problems);
+                   std::vector<std::pair<std::string, std::string>>* out, ConfigProblems* problems);
 bool ReadStringList(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
                     std::vector<std::string>* out, ConfigProblems* problems);
 

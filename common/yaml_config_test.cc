@@ -49,7 +49,7 @@ struct DurationCase {
 };
 
 TEST(YamlConfigTest, Durations) {
-  const DurationCase cases[] = {{"250ms", 250}, {"90s", 90000}, {"10m", 600000},
+  const DurationCase cases[] = {{"250ms", 250},  {"90s", 90000},   {"10m", 600000},
                                 {"1h", 3600000}, {"1d", 86400000}, {"1 h", -1},
                                 {"h", -1},       {"5y", -1},       {"", -1}};
   for (const auto& c : cases) {

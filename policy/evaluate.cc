@@ -147,8 +147,7 @@ bool LabelsMatch(const std::vector<LabelMatch>& want, const Posture& p) {
 }
 
 bool HostnameMatches(const GlobList& g, const Posture& p) {
-  return g.Matches(p.host().hostname()) ||
-         (!p.host().fqdn().empty() && g.Matches(p.host().fqdn()));
+  return g.Matches(p.host().hostname()) || (!p.host().fqdn().empty() && g.Matches(p.host().fqdn()));
 }
 
 Applies SelectorApplies(const HostSelector& s, const Posture& p, uint32_t build) {
@@ -181,18 +180,21 @@ Applies RuleApplies(const Rule& r, const Posture& p, uint32_t build) {
 
 bool Holds(const Expectation& e, uint32_t v) {
   switch (e.op) {
-    case Op::kEquals: return v == e.value;
-    case Op::kAtLeast: return v >= e.value;
-    case Op::kAtMost: return v <= e.value;
-    case Op::kEmpty: return v == 0;
-    case Op::kNotEmpty: return v != 0;
+    case Op::kEquals:
+      return v == e.value;
+    case Op::kAtLeast:
+      return v >= e.value;
+    case Op::kAtMost:
+      return v <= e.value;
+    case Op::kEmpty:
+      return v == 0;
+    case Op::kNotEmpty:
+      return v != 0;
   }
   return false;
 }
 
-bool IsSpecialShare(const Share& s) {
-  return s.special() || absl::EndsWith(s.name(), "$");
-}
+bool IsSpecialShare(const Share& s) { return s.special() || absl::EndsWith(s.name(), "$"); }
 
 // The outcome of one rule on one subject (the host, or one share) while it is built into a
 // (possibly reused) result: every field of the result and of its evidence is set or reset.
@@ -286,8 +288,7 @@ class Verdict {
         if (s.dialect() == smbfleet::v1::DIALECT_UNSPECIFIED) {
           ++unknown_dialect;
         } else if (s.dialect() < *check.dialect_at_least) {
-          Violation(s, share, "session.dialect", DialectName(s.dialect()), expected_dialect,
-                    &bad);
+          Violation(s, share, "session.dialect", DialectName(s.dialect()), expected_dialect, &bad);
         }
       }
       if (check.no_guest && s.guest()) Violation(s, share, "session.guest", "true", "false", &bad);
@@ -349,8 +350,8 @@ class Verdict {
   }
 
   // Every field of the (possibly reused) evidence slot; the session's when there is one.
-  void NewEvidence(absl::string_view field, absl::string_view observed,
-                   absl::string_view expected, absl::string_view share, absl::string_view note,
+  void NewEvidence(absl::string_view field, absl::string_view observed, absl::string_view expected,
+                   absl::string_view share, absl::string_view note,
                    const Session* session = nullptr) {
     Evidence* ev = evidence_.Next();
     PUT(ev, field, field);
@@ -438,17 +439,26 @@ void ApplyWaivers(const Policy& policy, absl::Span<const smbfleet::v1::Waiver> w
 
 void Count(ComplianceStatus st, HostEvaluation* out) {
   switch (st) {
-    case smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT: out->set_compliant(out->compliant() + 1); break;
+    case smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT:
+      out->set_compliant(out->compliant() + 1);
+      break;
     case smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT:
       out->set_non_compliant(out->non_compliant() + 1);
       break;
-    case smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN: out->set_unknown(out->unknown() + 1); break;
+    case smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN:
+      out->set_unknown(out->unknown() + 1);
+      break;
     case smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE:
       out->set_not_applicable(out->not_applicable() + 1);
       break;
-    case smbfleet::v1::COMPLIANCE_STATUS_WAIVED: out->set_waived(out->waived() + 1); break;
-    case smbfleet::v1::COMPLIANCE_STATUS_ERROR: out->set_errors(out->errors() + 1); break;
-    default: break;
+    case smbfleet::v1::COMPLIANCE_STATUS_WAIVED:
+      out->set_waived(out->waived() + 1);
+      break;
+    case smbfleet::v1::COMPLIANCE_STATUS_ERROR:
+      out->set_errors(out->errors() + 1);
+      break;
+    default:
+      break;
   }
 }
 
@@ -462,8 +472,8 @@ void HostEligibleRulesInto(const Classification& c, const Posture& p, std::vecto
   ok.assign(c.rules.size(), 0);
   for (size_t i = 0; i < c.rules.size(); ++i) {
     const ClassificationRule& r = c.rules[i];
-    ok[i] = (r.hostnames.empty() || HostnameMatches(r.hostnames, p)) &&
-            LabelsMatch(r.host_labels, p);
+    ok[i] =
+        (r.hostnames.empty() || HostnameMatches(r.hostnames, p)) && LabelsMatch(r.host_labels, p);
   }
 }
 
@@ -519,7 +529,7 @@ ShareClass ClassifyShare(const Classification& c, const Posture& p, const Share&
 }
 
 std::vector<smbfleet::v1::ShareClassification> ClassifyShares(const Policy& policy,
-                                                               const Posture& posture) {
+                                                              const Posture& posture) {
   std::vector<smbfleet::v1::ShareClassification> out;
   for (const Share& s : posture.shares()) {
     ShareClass sc = ClassifyShare(policy.classification, posture, s);
@@ -727,13 +737,20 @@ HostEvaluation EvaluateHost(const Policy& policy, const Posture& posture,
 
 absl::string_view StatusName(ComplianceStatus s) {
   switch (s) {
-    case smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT: return "COMPLIANT";
-    case smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT: return "NON_COMPLIANT";
-    case smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN: return "UNKNOWN";
-    case smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE: return "NOT_APPLICABLE";
-    case smbfleet::v1::COMPLIANCE_STATUS_WAIVED: return "WAIVED";
-    case smbfleet::v1::COMPLIANCE_STATUS_ERROR: return "ERROR";
-    default: return "UNSPECIFIED";
+    case smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT:
+      return "COMPLIANT";
+    case smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT:
+      return "NON_COMPLIANT";
+    case smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN:
+      return "UNKNOWN";
+    case smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE:
+      return "NOT_APPLICABLE";
+    case smbfleet::v1::COMPLIANCE_STATUS_WAIVED:
+      return "WAIVED";
+    case smbfleet::v1::COMPLIANCE_STATUS_ERROR:
+      return "ERROR";
+    default:
+      return "UNSPECIFIED";
   }
 }
 

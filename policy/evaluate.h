@@ -26,16 +26,15 @@ ShareClass ClassifyShare(const Classification& c, const smbfleet::v1::Posture& p
                          const smbfleet::v1::Share& share);
 
 // Every share of the posture, in order, with its classification.
-std::vector<smbfleet::v1::ShareClassification> ClassifyShares(
-    const Policy& policy, const smbfleet::v1::Posture& posture);
+std::vector<smbfleet::v1::ShareClassification> ClassifyShares(const Policy& policy,
+                                                              const smbfleet::v1::Posture& posture);
 
 // The Windows build number (20348, 26100) from host.osBuild or host.osVersion; 0 if unknown.
 uint32_t WindowsBuild(const smbfleet::v1::HostInfo& host);
 
 // True when the waiver covers (rule, host, share) and is in force at `now`.
 bool WaiverApplies(const smbfleet::v1::Waiver& waiver, absl::string_view rule_id,
-                   const smbfleet::v1::Posture& posture, absl::string_view share,
-                   absl::Time now);
+                   const smbfleet::v1::Posture& posture, absl::string_view share, absl::Time now);
 
 // InvalidArgument naming what is missing: id, rule, exactly one scope, justification,
 // approver, expiry.

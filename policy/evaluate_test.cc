@@ -96,8 +96,7 @@ TEST(EvaluateTest, CompliantWindows2022HostHasNoFailures) {
   // Server 2022 cannot mandate a dialect; the session rule applies instead.
   EXPECT_EQ(StatusOf(e, "min-dialect-3-1-1"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
   EXPECT_EQ(StatusOf(e, "no-sessions-below-3-0"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
-  EXPECT_EQ(StatusOf(e, "audit-client-no-signing"),
-            smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  EXPECT_EQ(StatusOf(e, "audit-client-no-signing"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
   // Counters add up to the results.
   EXPECT_EQ(e.compliant() + e.non_compliant() + e.unknown() + e.not_applicable() + e.waived() +
                 e.errors(),
@@ -291,15 +290,13 @@ TEST(EvaluateTest, WaiversApplyUntilTheyExpire) {
 
   // A day later the same waiver no longer applies.
   e = EvaluateHost(policy, p, waivers, kNow + absl::Hours(25));
-  EXPECT_EQ(StatusOf(e, "server-signing-required"),
-            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "server-signing-required"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
 
   // Other host, other rule: no effect.
   waivers = {MakeWaiver("W-2", "server-signing-required", "fs02", kNow + absl::Hours(24)),
              MakeWaiver("W-3", "client-signing-required", "fs01", kNow + absl::Hours(24))};
   e = EvaluateHost(policy, p, waivers, kNow);
-  EXPECT_EQ(StatusOf(e, "server-signing-required"),
-            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "server-signing-required"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
 }
 
 TEST(EvaluateTest, LabelAndShareScopedWaivers) {
@@ -335,8 +332,7 @@ TEST(EvaluateTest, IncompleteWaiversNeverApply) {
   EXPECT_FALSE(ValidateWaiver(w).ok());
   EXPECT_NE(ValidateWaiver(w).message().find("approvedBy"), std::string::npos);
   HostEvaluation e = EvaluateHost(Baseline(), p, {w}, kNow);
-  EXPECT_EQ(StatusOf(e, "server-signing-required"),
-            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "server-signing-required"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
   smbfleet::v1::Waiver no_expiry = MakeWaiver("W-2", "*", "fs01", kNow);
   no_expiry.clear_expires_at();
   EXPECT_FALSE(ValidateWaiver(no_expiry).ok());

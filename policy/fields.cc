@@ -63,8 +63,7 @@ Observed ShareRejectsUnencrypted(const Posture& p, const Share& s) {
     }
   }
   if (!enc.known) return Observed{};
-  return Bool(p.server().has_reject_unencrypted_access(),
-              p.server().reject_unencrypted_access());
+  return Bool(p.server().has_reject_unencrypted_access(), p.server().reject_unencrypted_access());
 }
 
 }  // namespace
@@ -87,15 +86,13 @@ const std::vector<FieldInfo>& AllFields() {
       {Field::kServerQuicEnabled, "server.quicEnabled", B, H, PS},
       {Field::kServerAuditClientDoesNotSupportEncryption,
        "server.auditClientDoesNotSupportEncryption", B, H, PS},
-      {Field::kServerAuditClientDoesNotSupportSigning, "server.auditClientDoesNotSupportSigning",
-       B, H, PS},
+      {Field::kServerAuditClientDoesNotSupportSigning, "server.auditClientDoesNotSupportSigning", B,
+       H, PS},
       {Field::kServerAuditInsecureGuestLogon, "server.auditInsecureGuestLogon", B, H, PS},
-      {Field::kServerAuditClientCertificateAccess, "server.auditClientCertificateAccess", B, H,
-       PS},
+      {Field::kServerAuditClientCertificateAccess, "server.auditClientCertificateAccess", B, H, PS},
       {Field::kServerNullSessionShares, "server.nullSessionShares", L, H, PS},
       {Field::kServerEnableAuthRateLimiter, "server.enableAuthRateLimiter", B, H, PS},
-      {Field::kServerInvalidAuthenticationDelayMs, "server.invalidAuthenticationDelayMs", U, H,
-       PS},
+      {Field::kServerInvalidAuthenticationDelayMs, "server.invalidAuthenticationDelayMs", U, H, PS},
       {Field::kServerEnableMailslots, "server.enableMailslots", B, H, PS},
       {Field::kServerGuestAccessAllowed, "server.guestAccessAllowed", B, H, PS},
       {Field::kClientRequireSigning, "client.requireSigning", B, H, PC},
@@ -108,8 +105,8 @@ const std::vector<FieldInfo>& AllFields() {
       {Field::kClientAuditInsecureGuestLogon, "client.auditInsecureGuestLogon", B, H, PC},
       {Field::kClientAuditServerDoesNotSupportEncryption,
        "client.auditServerDoesNotSupportEncryption", B, H, PC},
-      {Field::kClientAuditServerDoesNotSupportSigning, "client.auditServerDoesNotSupportSigning",
-       B, H, PC},
+      {Field::kClientAuditServerDoesNotSupportSigning, "client.auditServerDoesNotSupportSigning", B,
+       H, PC},
       {Field::kClientBlockNtlm, "client.blockNtlm", B, H, PC},
       {Field::kClientCompressionDisabled, "client.compressionDisabled", B, H, PC},
       {Field::kClientRequestCompression, "client.requestCompression", B, H, PC},
@@ -137,11 +134,16 @@ Observed ReadHostField(Field field, const Posture& p) {
   const auto& s = p.server();
   const auto& c = p.client();
   switch (field) {
-    case Field::kServerSmb1Enabled: return Bool(s.has_smb1_enabled(), s.smb1_enabled());
-    case Field::kServerSmb2Enabled: return Bool(s.has_smb2_enabled(), s.smb2_enabled());
-    case Field::kServerRequireSigning: return Bool(s.has_require_signing(), s.require_signing());
-    case Field::kServerEnableSigning: return Bool(s.has_enable_signing(), s.enable_signing());
-    case Field::kServerEncryptData: return Bool(s.has_encrypt_data(), s.encrypt_data());
+    case Field::kServerSmb1Enabled:
+      return Bool(s.has_smb1_enabled(), s.smb1_enabled());
+    case Field::kServerSmb2Enabled:
+      return Bool(s.has_smb2_enabled(), s.smb2_enabled());
+    case Field::kServerRequireSigning:
+      return Bool(s.has_require_signing(), s.require_signing());
+    case Field::kServerEnableSigning:
+      return Bool(s.has_enable_signing(), s.enable_signing());
+    case Field::kServerEncryptData:
+      return Bool(s.has_encrypt_data(), s.encrypt_data());
     case Field::kServerRejectUnencryptedAccess:
       return Bool(s.has_reject_unencrypted_access(), s.reject_unencrypted_access());
     case Field::kServerMultichannelEnabled:
@@ -160,7 +162,8 @@ Observed ReadHostField(Field field, const Posture& p) {
                   static_cast<uint32_t>(s.max_dialect()));
     case Field::kServerNameHardeningLevel:
       return Uint(s.has_name_hardening_level(), s.name_hardening_level());
-    case Field::kServerQuicEnabled: return Bool(s.has_quic_enabled(), s.quic_enabled());
+    case Field::kServerQuicEnabled:
+      return Bool(s.has_quic_enabled(), s.quic_enabled());
     case Field::kServerAuditClientDoesNotSupportEncryption:
       return Bool(s.has_audit_client_does_not_support_encryption(),
                   s.audit_client_does_not_support_encryption());
@@ -184,11 +187,14 @@ Observed ReadHostField(Field field, const Posture& p) {
       return Bool(s.has_enable_mailslots(), s.enable_mailslots());
     case Field::kServerGuestAccessAllowed:
       return Bool(s.has_guest_access_allowed(), s.guest_access_allowed());
-    case Field::kClientRequireSigning: return Bool(c.has_require_signing(), c.require_signing());
-    case Field::kClientEnableSigning: return Bool(c.has_enable_signing(), c.enable_signing());
+    case Field::kClientRequireSigning:
+      return Bool(c.has_require_signing(), c.require_signing());
+    case Field::kClientEnableSigning:
+      return Bool(c.has_enable_signing(), c.enable_signing());
     case Field::kClientEnableInsecureGuestLogons:
       return Bool(c.has_enable_insecure_guest_logons(), c.enable_insecure_guest_logons());
-    case Field::kClientSmb1Enabled: return Bool(c.has_smb1_enabled(), c.smb1_enabled());
+    case Field::kClientSmb1Enabled:
+      return Bool(c.has_smb1_enabled(), c.smb1_enabled());
     case Field::kClientRequireEncryption:
       return Bool(c.has_require_encryption(), c.require_encryption());
     case Field::kClientMinDialect:
@@ -205,7 +211,8 @@ Observed ReadHostField(Field field, const Posture& p) {
     case Field::kClientAuditServerDoesNotSupportSigning:
       return Bool(c.has_audit_server_does_not_support_signing(),
                   c.audit_server_does_not_support_signing());
-    case Field::kClientBlockNtlm: return Bool(c.has_block_ntlm(), c.block_ntlm());
+    case Field::kClientBlockNtlm:
+      return Bool(c.has_block_ntlm(), c.block_ntlm());
     case Field::kClientCompressionDisabled:
       return Bool(c.has_compression_disabled(), c.compression_disabled());
     case Field::kClientRequestCompression:
@@ -217,13 +224,18 @@ Observed ReadHostField(Field field, const Posture& p) {
 
 Observed ReadShareField(Field field, const Posture& p, const Share& sh) {
   switch (field) {
-    case Field::kShareEncryptData: return Bool(sh.has_encrypt_data(), sh.encrypt_data());
-    case Field::kShareCompressData: return Bool(sh.has_compress_data(), sh.compress_data());
-    case Field::kShareGuestOk: return Bool(sh.has_guest_ok(), sh.guest_ok());
+    case Field::kShareEncryptData:
+      return Bool(sh.has_encrypt_data(), sh.encrypt_data());
+    case Field::kShareCompressData:
+      return Bool(sh.has_compress_data(), sh.compress_data());
+    case Field::kShareGuestOk:
+      return Bool(sh.has_guest_ok(), sh.guest_ok());
     case Field::kShareContinuouslyAvailable:
       return Bool(sh.has_continuously_available(), sh.continuously_available());
-    case Field::kShareEncrypted: return ShareEncrypted(p, sh);
-    case Field::kShareRejectsUnencrypted: return ShareRejectsUnencrypted(p, sh);
+    case Field::kShareEncrypted:
+      return ShareEncrypted(p, sh);
+    case Field::kShareRejectsUnencrypted:
+      return ShareRejectsUnencrypted(p, sh);
     case Field::kShareCompressed: {
       const auto& srv = p.server();
       if ((sh.has_compress_data() && sh.compress_data()) ||
@@ -240,13 +252,20 @@ Observed ReadShareField(Field field, const Posture& p, const Share& sh) {
 
 absl::string_view DialectName(Dialect d) {
   switch (d) {
-    case v1::DIALECT_SMB1: return "SMB1";
-    case v1::DIALECT_SMB_2_0_2: return "SMB_2_0_2";
-    case v1::DIALECT_SMB_2_1: return "SMB_2_1";
-    case v1::DIALECT_SMB_3_0: return "SMB_3_0";
-    case v1::DIALECT_SMB_3_0_2: return "SMB_3_0_2";
-    case v1::DIALECT_SMB_3_1_1: return "SMB_3_1_1";
-    default: return "UNSPECIFIED";
+    case v1::DIALECT_SMB1:
+      return "SMB1";
+    case v1::DIALECT_SMB_2_0_2:
+      return "SMB_2_0_2";
+    case v1::DIALECT_SMB_2_1:
+      return "SMB_2_1";
+    case v1::DIALECT_SMB_3_0:
+      return "SMB_3_0";
+    case v1::DIALECT_SMB_3_0_2:
+      return "SMB_3_0_2";
+    case v1::DIALECT_SMB_3_1_1:
+      return "SMB_3_1_1";
+    default:
+      return "UNSPECIFIED";
   }
 }
 
@@ -265,10 +284,13 @@ bool ParseDialectName(absl::string_view name, Dialect* out) {
 
 std::string FormatValue(FieldType type, uint32_t value) {
   switch (type) {
-    case FieldType::kBool: return value != 0 ? "true" : "false";
-    case FieldType::kDialect: return std::string(DialectName(static_cast<Dialect>(value)));
+    case FieldType::kBool:
+      return value != 0 ? "true" : "false";
+    case FieldType::kDialect:
+      return std::string(DialectName(static_cast<Dialect>(value)));
     case FieldType::kUint:
-    case FieldType::kList: return absl::StrCat(value);
+    case FieldType::kList:
+      return absl::StrCat(value);
   }
   return "";
 }

@@ -50,12 +50,9 @@ struct EncCase {
 
 TEST(FieldsTest, ComputedShareEncryptionOnWindows) {
   const EncCase cases[] = {
-      {"share on", 1, 0, 1, 1, 1},
-      {"server-wide on", 0, 1, 1, 1, 1},
-      {"both off", 0, 0, 1, 0, 0},
-      {"on but reject off", 1, 0, 0, 1, 0},
-      {"share unknown", -1, 0, 1, -1, -1},
-      {"reject unknown", 1, 0, -1, 1, -1},
+      {"share on", 1, 0, 1, 1, 1},         {"server-wide on", 0, 1, 1, 1, 1},
+      {"both off", 0, 0, 1, 0, 0},         {"on but reject off", 1, 0, 0, 1, 0},
+      {"share unknown", -1, 0, 1, -1, -1}, {"reject unknown", 1, 0, -1, 1, -1},
   };
   for (const EncCase& c : cases) {
     Posture p;

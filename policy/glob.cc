@@ -63,8 +63,8 @@ absl::StatusOr<Glob> Glob::Compile(absl::string_view pattern) {
       if (j < pattern.size() && pattern[j] == ']') ++j;  // "]" first is a member
       while (j < pattern.size() && pattern[j] != ']') ++j;
       if (j >= pattern.size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "pattern '", pattern, "': '[' at position ", i + 1, " has no closing ']'"));
+        return absl::InvalidArgumentError(absl::StrCat("pattern '", pattern, "': '[' at position ",
+                                                       i + 1, " has no closing ']'"));
       }
       i = j;
     }
@@ -114,15 +114,15 @@ bool Glob::MatchesLowered(absl::string_view text) const {
       const char* t = text.data();
       const char* last = text.data() + (text.size() - n);  // the last possible start
       while (t <= last) {
-        t = static_cast<const char*>(
-            std::memchr(t, core_[0], static_cast<size_t>(last - t) + 1));
+        t = static_cast<const char*>(std::memchr(t, core_[0], static_cast<size_t>(last - t) + 1));
         if (t == nullptr) return false;
         if (std::memcmp(t + 1, core_.data() + 1, n - 1) == 0) return true;
         ++t;
       }
       return false;
     }
-    case Shape::kGeneral: break;
+    case Shape::kGeneral:
+      break;
   }
   absl::string_view p = lowered_;
   size_t pi = 0, ti = 0;

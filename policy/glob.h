@@ -37,8 +37,7 @@ class Glob {
   // Most patterns are "name", "prefix*", "*suffix" or "*part*": matched without backtracking.
   enum class Shape { kLiteral, kPrefix, kSuffix, kContains, kGeneral };
 
-  Glob(std::string pattern, std::string lowered, Shape shape, std::string core,
-       uint64_t required)
+  Glob(std::string pattern, std::string lowered, Shape shape, std::string core, uint64_t required)
       : pattern_(std::move(pattern)),
         lowered_(std::move(lowered)),
         shape_(shape),
@@ -48,7 +47,7 @@ class Glob {
   std::string pattern_;  // as written
   std::string lowered_;  // ASCII-lowercased
   Shape shape_;
-  std::string core_;  // the literal part for the simple shapes
+  std::string core_;   // the literal part for the simple shapes
   uint64_t required_;  // CharSet of the literal characters outside sets
 };
 

@@ -30,8 +30,7 @@ bool IsServerEvent(const Event& e) {
 
 std::string DialectText(Dialect d) { return std::string(DialectName(d)); }
 
-bool SessionUsesShare(const Posture& p, const Session& s, absl::string_view share,
-                      bool* known) {
+bool SessionUsesShare(const Posture& p, const Session& s, absl::string_view share, bool* known) {
   *known = s.shares_size() > 0;
   for (const auto& t : s.shares()) {
     if (absl::EqualsIgnoreCase(t.name(), share)) return true;
@@ -59,13 +58,13 @@ class ImpactBuilder {
     c->set_dialect(s.dialect());
     c->set_session_id(s.session_id());
     c->set_evidence(absl::StrCat("session ", s.session_id(), " from ", s.client_address(),
-                                 " dialect ", DialectName(s.dialect()),
-                                 s.guest() ? " guest" : "", s.anonymous() ? " anonymous" : ""));
+                                 " dialect ", DialectName(s.dialect()), s.guest() ? " guest" : "",
+                                 s.anonymous() ? " anonymous" : ""));
   }
 
   void FromEvent(const Event& e, std::string reason) {
-    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_EVENT, e.client_name(),
-                            e.client_address(), e.user(), absl::StrCat("event:", e.event_id()));
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_EVENT, e.client_name(), e.client_address(),
+                            e.user(), absl::StrCat("event:", e.event_id()));
     if (c == nullptr) return;
     c->set_reason(std::move(reason));
     c->set_share(e.share_name());
@@ -97,10 +96,9 @@ class ImpactBuilder {
     c->set_reason(std::move(reason));
     c->set_share(conn.share_name());
     c->set_dialect(conn.dialect());
-    c->set_evidence(absl::StrCat("this host's connection to \\\\", conn.server_name(), "\\",
-                                 conn.share_name(), " signed=",
-                                 conn.has_signed_() ? (conn.signed_() ? "true" : "false")
-                                                    : "unknown"));
+    c->set_evidence(absl::StrCat(
+        "this host's connection to \\\\", conn.server_name(), "\\", conn.share_name(),
+        " signed=", conn.has_signed_() ? (conn.signed_() ? "true" : "false") : "unknown"));
   }
 
  private:
@@ -173,7 +171,8 @@ void RefusedWithoutEncryption(const Posture& p, absl::string_view share,
   }
   for (const Event& e : p.events()) {
     if (e.kind() != "client_no_encryption") continue;
-    if (!share.empty() && !e.share_name().empty() && !absl::EqualsIgnoreCase(e.share_name(), share)) {
+    if (!share.empty() && !e.share_name().empty() &&
+        !absl::EqualsIgnoreCase(e.share_name(), share)) {
       continue;
     }
     b->FromEvent(e, "audit event: client does not support encryption");
@@ -183,8 +182,8 @@ void RefusedWithoutEncryption(const Posture& p, absl::string_view share,
     if (!share.empty() && !absl::EqualsIgnoreCase(c.share_name(), share)) continue;
     if (c.has_encrypted() && c.encrypted()) continue;
     if (Lt(c.dialect(), smbfleet::v1::DIALECT_SMB_3_0)) {
-      b->FromPeer(pc, absl::StrCat("unencrypted connection with dialect ",
-                                   DialectName(c.dialect()), ": cannot encrypt, refused"));
+      b->FromPeer(pc, absl::StrCat("unencrypted connection with dialect ", DialectName(c.dialect()),
+                                   ": cannot encrypt, refused"));
     } else if (c.dialect() == smbfleet::v1::DIALECT_UNSPECIFIED) {
       b->FromPeer(pc, "unencrypted connection of unknown dialect: refused if below SMB 3.0");
     }
@@ -227,8 +226,9 @@ void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep
     for (const PeerConnection& pc : peers) {
       const auto& c = pc.connection;
       if (c.has_signed_() && !c.signed_() && !(c.has_encrypted() && c.encrypted())) {
-        b.FromPeer(pc, "unsigned connection today: must sign; refused if it cannot (guest, "
-                       "SMB1 or signing disabled)");
+        b.FromPeer(pc,
+                   "unsigned connection today: must sign; refused if it cannot (guest, "
+                   "SMB1 or signing disabled)");
       }
     }
   } else if (setting == "share.encryptData" && step.value() == "true") {
@@ -250,23 +250,24 @@ void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep
     if (ParseDialectName(step.value(), &min)) {
       for (const Session& s : p.sessions()) {
         if (Lt(s.dialect(), min)) {
-          b.FromSession(s, absl::StrCat("dialect ", DialectName(s.dialect()), " below ",
-                                        DialectName(min)));
+          b.FromSession(
+              s, absl::StrCat("dialect ", DialectName(s.dialect()), " below ", DialectName(min)));
         }
       }
       for (const PeerConnection& pc : peers) {
         if (Lt(pc.connection.dialect(), min)) {
-          b.FromPeer(pc, absl::StrCat("connection with dialect ",
-                                      DialectName(pc.connection.dialect()), " below ",
-                                      DialectName(min)));
+          b.FromPeer(pc,
+                     absl::StrCat("connection with dialect ", DialectName(pc.connection.dialect()),
+                                  " below ", DialectName(min)));
         }
       }
     }
   } else if (setting == "client.requireSigning" && step.value() == "true") {
     for (const auto& c : p.connections()) {
       if (c.has_signed_() && !c.signed_() && !(c.has_encrypted() && c.encrypted())) {
-        b.FromOwnConnection(c, "unsigned connection to this server: refused if the server "
-                               "cannot sign (guest access, SMB1, old NAS)");
+        b.FromOwnConnection(c,
+                            "unsigned connection to this server: refused if the server "
+                            "cannot sign (guest access, SMB1, old NAS)");
       }
     }
   } else if (setting == "client.enableInsecureGuestLogons" && step.value() == "false") {
@@ -351,9 +352,8 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Postur
     }
     bool contributed = false;
     for (const RemediationStep& rs : rule->remediation) {
-      if (!rs.platforms.empty() &&
-          std::find(rs.platforms.begin(), rs.platforms.end(), p.host().platform()) ==
-              rs.platforms.end()) {
+      if (!rs.platforms.empty() && std::find(rs.platforms.begin(), rs.platforms.end(),
+                                             p.host().platform()) == rs.platforms.end()) {
         continue;
       }
       const SettingInfo& info = InfoOf(rs.setting);
@@ -395,10 +395,10 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Postur
       step.set_rollback_value(current);
       step.set_phase(rs.phase);
       step.add_rule_ids(rule->id);
-      step.set_reason(current.empty()
-                          ? absl::StrCat(rule->title, " (current value unknown: rollback uses "
-                                                      "the value the agent journals)")
-                          : rule->title);
+      step.set_reason(current.empty() ? absl::StrCat(rule->title,
+                                                     " (current value unknown: rollback uses "
+                                                     "the value the agent journals)")
+                                      : rule->title);
       steps.push_back(std::move(step));
       contributed = true;
     }
@@ -410,9 +410,8 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Postur
   }
   // Audit first, then protect (e.g. encrypt a share), then require (reject unencrypted,
   // require signing), then switch legacy off. Stable: rule order within a phase.
-  std::stable_sort(steps.begin(), steps.end(), [](const PlanStep& a, const PlanStep& b) {
-    return a.phase() < b.phase();
-  });
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const PlanStep& a, const PlanStep& b) { return a.phase() < b.phase(); });
   Impact* impact = plan.mutable_impact();
   for (size_t i = 0; i < steps.size(); ++i) {
     steps[i].set_order(static_cast<uint32_t>(i + 1));

@@ -35,8 +35,8 @@ class Problems {
   absl::Status ToStatus() const {
     if (list_.empty()) return absl::OkStatus();
     return absl::InvalidArgumentError(
-        absl::StrCat(list_.size(), list_.size() == 1 ? " problem" : " problems",
-                     " in policy:\n  ", absl::StrJoin(list_, "\n  ")));
+        absl::StrCat(list_.size(), list_.size() == 1 ? " problem" : " problems", " in policy:\n  ",
+                     absl::StrJoin(list_, "\n  ")));
   }
 
  private:
@@ -82,8 +82,8 @@ YAML::Node Get(const YAML::Node& map, absl::string_view key) {
 
 bool Present(const YAML::Node& n) { return n.IsDefined() && !n.IsNull(); }
 
-bool ReadStr(const YAML::Node& map, absl::string_view key, absl::string_view path,
-             std::string* out, Problems* p, bool required = false) {
+bool ReadStr(const YAML::Node& map, absl::string_view key, absl::string_view path, std::string* out,
+             Problems* p, bool required = false) {
   YAML::Node n = Get(map, key);
   if (!Present(n)) {
     if (required) p->Add(map, Sub(path, key), "required (expected a string)");
@@ -139,8 +139,7 @@ bool ReadUintNode(const YAML::Node& n, absl::string_view path, uint32_t* out, Pr
 // A list of strings; a single string is accepted as a list of one.
 std::vector<std::pair<std::string, YAML::Node>> ReadStrList(const YAML::Node& map,
                                                             absl::string_view key,
-                                                            absl::string_view path,
-                                                            Problems* p) {
+                                                            absl::string_view path, Problems* p) {
   std::vector<std::pair<std::string, YAML::Node>> out;
   YAML::Node n = Get(map, key);
   if (!Present(n)) return out;
@@ -154,8 +153,8 @@ std::vector<std::pair<std::string, YAML::Node>> ReadStrList(const YAML::Node& ma
   }
   for (size_t i = 0; i < n.size(); ++i) {
     if (!n[i].IsScalar()) {
-      p->Add(n[i], Index(Sub(path, key), i), absl::StrCat("expected a string, got ",
-                                                          Describe(n[i])));
+      p->Add(n[i], Index(Sub(path, key), i),
+             absl::StrCat("expected a string, got ", Describe(n[i])));
       continue;
     }
     out.emplace_back(n[i].Scalar(), n[i]);
@@ -163,8 +162,8 @@ std::vector<std::pair<std::string, YAML::Node>> ReadStrList(const YAML::Node& ma
   return out;
 }
 
-void ReadGlobs(const YAML::Node& map, absl::string_view key, absl::string_view path,
-               GlobList* out, Problems* p) {
+void ReadGlobs(const YAML::Node& map, absl::string_view key, absl::string_view path, GlobList* out,
+               Problems* p) {
   auto items = ReadStrList(map, key, path, p);
   for (size_t i = 0; i < items.size(); ++i) {
     auto g = Glob::Compile(items[i].first);
@@ -183,8 +182,8 @@ void ReadLabels(const YAML::Node& map, absl::string_view key, absl::string_view 
   if (!Present(n)) return;
   std::string lpath = Sub(path, key);
   if (!n.IsMap()) {
-    p->Add(n, lpath, absl::StrCat("expected a mapping of label names to value patterns, got ",
-                                  Describe(n)));
+    p->Add(n, lpath,
+           absl::StrCat("expected a mapping of label names to value patterns, got ", Describe(n)));
     return;
   }
   for (const auto& kv : n) {
@@ -220,8 +219,7 @@ bool ParsePlatform(absl::string_view s, smbfleet::v1::Platform* out) {
   return false;
 }
 
-void ReadHostSelector(const YAML::Node& n, absl::string_view path, HostSelector* sel,
-                      Problems* p) {
+void ReadHostSelector(const YAML::Node& n, absl::string_view path, HostSelector* sel, Problems* p) {
   if (!CheckMap(n, {"platforms", "windowsBuild", "hostLabels", "hostnames"}, path, p)) return;
   for (const auto& [name, node] : ReadStrList(n, "platforms", path, p)) {
     smbfleet::v1::Platform pl;
@@ -285,8 +283,8 @@ bool ParseExpectedValue(const FieldInfo& info, const YAML::Node& n, absl::string
     case FieldType::kBool: {
       bool b = false;
       if (!ParseBoolScalar(n, &b)) {
-        p->Add(n, path, absl::StrCat(info.name, " is a boolean: expected true or false, got ",
-                                     Describe(n)));
+        p->Add(n, path,
+               absl::StrCat(info.name, " is a boolean: expected true or false, got ", Describe(n)));
         return false;
       }
       *out = b ? 1 : 0;
@@ -296,8 +294,9 @@ bool ParseExpectedValue(const FieldInfo& info, const YAML::Node& n, absl::string
       smbfleet::v1::Dialect d;
       if (!n.IsScalar() || !ParseDialectName(n.Scalar(), &d)) {
         p->Add(n, path,
-               absl::StrCat(info.name, " is a dialect: expected one of SMB1, SMB_2_0_2, "
-                                       "SMB_2_1, SMB_3_0, SMB_3_0_2, SMB_3_1_1, got ",
+               absl::StrCat(info.name,
+                            " is a dialect: expected one of SMB1, SMB_2_0_2, "
+                            "SMB_2_1, SMB_3_0, SMB_3_0_2, SMB_3_1_1, got ",
                             Describe(n)));
         return false;
       }
@@ -307,8 +306,10 @@ bool ParseExpectedValue(const FieldInfo& info, const YAML::Node& n, absl::string
     case FieldType::kUint:
       return ReadUintNode(n, path, out, p);
     case FieldType::kList:
-      p->Add(n, path, absl::StrCat(info.name, " is a list: expected {empty: true} or "
-                                              "{empty: false}"));
+      p->Add(n, path,
+             absl::StrCat(info.name,
+                          " is a list: expected {empty: true} or "
+                          "{empty: false}"));
       return false;
   }
   return false;
@@ -317,8 +318,8 @@ bool ParseExpectedValue(const FieldInfo& info, const YAML::Node& n, absl::string
 void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
                 std::vector<Expectation>* out, Problems* p) {
   if (!n.IsMap()) {
-    p->Add(n, path, absl::StrCat("expected a mapping of field names to expected values, got ",
-                                 Describe(n)));
+    p->Add(n, path,
+           absl::StrCat("expected a mapping of field names to expected values, got ", Describe(n)));
     return;
   }
   for (const auto& kv : n) {
@@ -374,11 +375,21 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
       continue;
     }
     switch (e.op) {
-      case Op::kEquals: e.expected = FormatValue(info->type, e.value); break;
-      case Op::kAtLeast: e.expected = absl::StrCat(">= ", FormatValue(info->type, e.value)); break;
-      case Op::kAtMost: e.expected = absl::StrCat("<= ", FormatValue(info->type, e.value)); break;
-      case Op::kEmpty: e.expected = "empty"; break;
-      case Op::kNotEmpty: e.expected = "not empty"; break;
+      case Op::kEquals:
+        e.expected = FormatValue(info->type, e.value);
+        break;
+      case Op::kAtLeast:
+        e.expected = absl::StrCat(">= ", FormatValue(info->type, e.value));
+        break;
+      case Op::kAtMost:
+        e.expected = absl::StrCat("<= ", FormatValue(info->type, e.value));
+        break;
+      case Op::kEmpty:
+        e.expected = "empty";
+        break;
+      case Op::kNotEmpty:
+        e.expected = "not empty";
+        break;
     }
     out->push_back(std::move(e));
   }
@@ -404,36 +415,46 @@ void ReadSessions(const YAML::Node& n, absl::string_view path, SessionCheck* out
   if (ReadBoolKey(n, "guest", path, &allowed, p)) out->no_guest = !allowed;
   allowed = true;
   if (ReadBoolKey(n, "anonymous", path, &allowed, p)) out->no_anonymous = !allowed;
-  if (!out->active() && Present(Get(n, "guest")) == false && Present(Get(n, "anonymous")) == false &&
-      !Present(d)) {
+  if (!out->active() && Present(Get(n, "guest")) == false &&
+      Present(Get(n, "anonymous")) == false && !Present(d)) {
     p->Add(n, path, "expected dialect, guest: false or anonymous: false");
   }
 }
 
 bool ParsePhase(absl::string_view s, PlanPhase* out) {
-  if (s == "audit") *out = smbfleet::v1::PLAN_PHASE_AUDIT;
-  else if (s == "protect") *out = smbfleet::v1::PLAN_PHASE_PROTECT;
-  else if (s == "require") *out = smbfleet::v1::PLAN_PHASE_REQUIRE;
-  else if (s == "disable") *out = smbfleet::v1::PLAN_PHASE_DISABLE;
-  else return false;
+  if (s == "audit")
+    *out = smbfleet::v1::PLAN_PHASE_AUDIT;
+  else if (s == "protect")
+    *out = smbfleet::v1::PLAN_PHASE_PROTECT;
+  else if (s == "require")
+    *out = smbfleet::v1::PLAN_PHASE_REQUIRE;
+  else if (s == "disable")
+    *out = smbfleet::v1::PLAN_PHASE_DISABLE;
+  else
+    return false;
   return true;
 }
 
 bool ParseSeverity(absl::string_view s, Severity* out) {
-  if (s == "info") *out = smbfleet::v1::SEVERITY_INFO;
-  else if (s == "low") *out = smbfleet::v1::SEVERITY_LOW;
-  else if (s == "medium") *out = smbfleet::v1::SEVERITY_MEDIUM;
-  else if (s == "high") *out = smbfleet::v1::SEVERITY_HIGH;
-  else if (s == "critical") *out = smbfleet::v1::SEVERITY_CRITICAL;
-  else return false;
+  if (s == "info")
+    *out = smbfleet::v1::SEVERITY_INFO;
+  else if (s == "low")
+    *out = smbfleet::v1::SEVERITY_LOW;
+  else if (s == "medium")
+    *out = smbfleet::v1::SEVERITY_MEDIUM;
+  else if (s == "high")
+    *out = smbfleet::v1::SEVERITY_HIGH;
+  else if (s == "critical")
+    *out = smbfleet::v1::SEVERITY_CRITICAL;
+  else
+    return false;
   return true;
 }
 
 void ReadRemediation(const YAML::Node& n, absl::string_view path, bool share_scoped,
                      std::vector<RemediationStep>* out, Problems* p) {
   if (!n.IsSequence()) {
-    p->Add(n, path, absl::StrCat("expected a list of {setting, value, phase}, got ",
-                                 Describe(n)));
+    p->Add(n, path, absl::StrCat("expected a list of {setting, value, phase}, got ", Describe(n)));
     return;
   }
   for (size_t i = 0; i < n.size(); ++i) {
@@ -460,8 +481,8 @@ void ReadRemediation(const YAML::Node& n, absl::string_view path, bool share_sco
       std::vector<absl::string_view> names;
       for (const SettingInfo& si : AllSettings()) names.push_back(si.name);
       p->Add(Get(s, "setting"), Sub(spath, "setting"),
-             absl::StrCat(info.status().message(), " (expected one of: ",
-                          absl::StrJoin(names, ", "), ")"));
+             absl::StrCat(info.status().message(),
+                          " (expected one of: ", absl::StrJoin(names, ", "), ")"));
       continue;
     }
     if (info->scope == SettingScope::kShare && !share_scoped) {
@@ -488,8 +509,7 @@ void ReadRemediation(const YAML::Node& n, absl::string_view path, bool share_sco
 bool ValidRuleId(absl::string_view id) {
   if (id.empty() || id.size() > 100) return false;
   for (char c : id) {
-    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
-          c == '.')) {
+    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
       return false;
     }
   }
@@ -499,8 +519,8 @@ bool ValidRuleId(absl::string_view id) {
 void ReadRule(const YAML::Node& n, absl::string_view path, const Classification& cls, Rule* r,
               Problems* p) {
   if (!CheckMap(n,
-                {"id", "title", "description", "severity", "cis", "appliesTo", "shares",
-                 "expect", "sessions", "remediation"},
+                {"id", "title", "description", "severity", "cis", "appliesTo", "shares", "expect",
+                 "sessions", "remediation"},
                 path, p)) {
     return;
   }
@@ -534,8 +554,8 @@ void ReadRule(const YAML::Node& n, absl::string_view path, const Classification&
         int idx = cls.IndexOf(name);
         if (idx < 0) {
           p->Add(node, Sub(spath, "classifications"),
-                 absl::StrCat("unknown classification '", name, "' (expected one of: ",
-                              absl::StrJoin(cls.classes, ", "), ")"));
+                 absl::StrCat("unknown classification '", name,
+                              "' (expected one of: ", absl::StrJoin(cls.classes, ", "), ")"));
           continue;
         }
         r->share_classes.push_back(idx);
@@ -584,8 +604,8 @@ void ReadClassification(const YAML::Node& n, absl::string_view path, Classificat
     int idx = c->IndexOf(v);
     if (idx < 0) {
       p->Add(Get(map, key), Sub(kpath, key),
-             absl::StrCat("unknown classification '", v, "' (expected one of: ",
-                          absl::StrJoin(c->classes, ", "), ")"));
+             absl::StrCat("unknown classification '", v,
+                          "' (expected one of: ", absl::StrJoin(c->classes, ", "), ")"));
       return false;
     }
     *out = idx;
@@ -602,8 +622,8 @@ void ReadClassification(const YAML::Node& n, absl::string_view path, Classificat
       for (size_t i = 0; i < rules.size(); ++i) {
         std::string ipath = Index(rpath, i);
         const YAML::Node& r = rules[i];
-        if (!CheckMap(r, {"name", "classification", "shareNames", "paths", "hostLabels",
-                          "hostnames"},
+        if (!CheckMap(r,
+                      {"name", "classification", "shareNames", "paths", "hostLabels", "hostnames"},
                       ipath, p)) {
           continue;
         }
@@ -642,12 +662,12 @@ void ReadClassification(const YAML::Node& n, absl::string_view path, Classificat
         auto hg = Glob::Compile(host);
         auto sg = Glob::Compile(share);
         if (!hg.ok()) {
-          p->Add(Get(o, "host"), Sub(ipath, "host"), absl::StrCat("bad pattern: ",
-                                                                 hg.status().message()));
+          p->Add(Get(o, "host"), Sub(ipath, "host"),
+                 absl::StrCat("bad pattern: ", hg.status().message()));
         }
         if (!sg.ok()) {
-          p->Add(Get(o, "share"), Sub(ipath, "share"), absl::StrCat("bad pattern: ",
-                                                                   sg.status().message()));
+          p->Add(Get(o, "share"), Sub(ipath, "share"),
+                 absl::StrCat("bad pattern: ", sg.status().message()));
         }
         if (!hg.ok() || !sg.ok()) continue;
         c->overrides.push_back(ClassificationOverride{name, *std::move(hg), *std::move(sg), idx});
@@ -677,8 +697,9 @@ void ReadWaivers(const YAML::Node& n, absl::string_view path, std::vector<v1::Wa
   for (size_t i = 0; i < n.size(); ++i) {
     std::string ipath = Index(path, i);
     const YAML::Node& w = n[i];
-    if (!CheckMap(w, {"id", "rule", "host", "label", "share", "justification", "approvedBy",
-                      "expires", "created", "createdBy"},
+    if (!CheckMap(w,
+                  {"id", "rule", "host", "label", "share", "justification", "approvedBy", "expires",
+                   "created", "createdBy"},
                   ipath, p)) {
       continue;
     }
@@ -735,20 +756,17 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& file, const std::string& t
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ":", e.mark.line + 1, ":", e.mark.column + 1,
-                     ": not valid YAML: ", e.msg));
+    return absl::InvalidArgumentError(absl::StrCat(file, ":", e.mark.line + 1, ":",
+                                                   e.mark.column + 1, ": not valid YAML: ", e.msg));
   }
   Problems p(file);
   Policy policy;
   if (!root.IsMap()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ": expected a policy (a mapping) at the top level, got ",
-                     Describe(root)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": expected a policy (a mapping) at the top level, got ", Describe(root)));
   }
   CheckMap(root,
-           {"apiVersion", "name", "version", "description", "classification", "rules",
-            "waivers"},
+           {"apiVersion", "name", "version", "description", "classification", "rules", "waivers"},
            "", &p);
   std::string api;
   if (ReadStr(root, "apiVersion", "", &api, &p, true) && api != kPolicyApiVersion) {
@@ -777,8 +795,8 @@ absl::StatusOr<Policy> ParsePolicy(const std::string& file, const std::string& t
       std::string rpath = Index("rules", i);
       ReadRule(rules[i], rpath, policy.classification, &r, &p);
       if (!r.id.empty() && !ids.insert(r.id).second) {
-        p.Add(Get(rules[i], "id"), Sub(rpath, "id"), absl::StrCat("duplicate rule id '", r.id,
-                                                                  "'"));
+        p.Add(Get(rules[i], "id"), Sub(rpath, "id"),
+              absl::StrCat("duplicate rule id '", r.id, "'"));
       }
       policy.rules.push_back(std::move(r));
     }

@@ -31,10 +31,9 @@ TEST(PolicyParserTest, BaselineParsesAndCoversTheIssue) {
   for (const char* id :
        {"smb1-server-disabled", "smb1-client-disabled", "server-signing-required",
         "client-signing-required", "client-insecure-guest-logons-disabled",
-        "classified-shares-encrypted", "classified-shares-reject-unencrypted",
-        "min-dialect-3-1-1", "no-sessions-below-3-0", "audit-client-no-encryption",
-        "audit-client-no-signing", "spn-name-hardening", "no-null-session-shares",
-        "wan-compression"}) {
+        "classified-shares-encrypted", "classified-shares-reject-unencrypted", "min-dialect-3-1-1",
+        "no-sessions-below-3-0", "audit-client-no-encryption", "audit-client-no-signing",
+        "spn-name-hardening", "no-null-session-shares", "wan-compression"}) {
     EXPECT_TRUE(ids.count(id)) << id;
   }
   for (const Rule& r : p->rules) {
@@ -65,8 +64,7 @@ TEST(PolicyParserTest, ReportsProblemsWithLineAndExpectation) {
        "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: true}\n"
        "    sevrity: high\n",
        "t.yaml:8: rules[0].sevrity: unknown key (expected one of: id, title"},
-      {"wrong type",
-       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: 3}\n",
+      {"wrong type", "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: 3}\n",
        "t.yaml:7: rules[0].expect.server.requireSigning: server.requireSigning is a boolean"},
       {"unknown field",
        "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigninq: true}\n",
@@ -147,8 +145,9 @@ TEST(PolicyParserTest, SyntaxErrorNamesLine) {
 }
 
 TEST(PolicyParserTest, RejectsWrongApiVersionAndNonMapping) {
-  auto p = ParsePolicy("t.yaml", "apiVersion: v0\nname: t\nversion: '1'\nrules:\n"
-                                 "  - {id: a, title: A, expect: {server.requireSigning: true}}\n");
+  auto p = ParsePolicy("t.yaml",
+                       "apiVersion: v0\nname: t\nversion: '1'\nrules:\n"
+                       "  - {id: a, title: A, expect: {server.requireSigning: true}}\n");
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("unsupported 'v0'"), std::string::npos) << p.status();
   auto q = ParsePolicy("t.yaml", "- just\n- a list\n");

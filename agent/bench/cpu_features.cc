@@ -50,7 +50,7 @@ smbfleet::v1::CpuFeatures FromCpuid() {
   features.set_pclmulqdq((ecx & (1u << 1)) != 0);
   bool osxsave = (ecx & (1u << 27)) != 0;
   uint64_t xcr0 = osxsave ? ReadXcr0() : 0;
-  bool os_avx = (xcr0 & 0x6) == 0x6;             // XMM and YMM state
+  bool os_avx = (xcr0 & 0x6) == 0x6;                 // XMM and YMM state
   bool os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;  // opmask, ZMM_Hi256, Hi16_ZMM
   unsigned int max_leaf = __get_cpuid_max(0, nullptr);
   if (max_leaf >= 7) {

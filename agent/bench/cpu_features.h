@@ -2,7 +2,6 @@
 #define SMBFLEET_AGENT_BENCH_CPU_FEATURES_H_
 
 #include "absl/strings/string_view.h"
-
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::agent::bench {

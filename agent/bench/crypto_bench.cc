@@ -108,8 +108,8 @@ absl::Status RunWorker(unsigned rank, bool lower_priority, CryptoOp::KeyUse key_
 }  // namespace
 
 std::vector<CryptoAlgorithm> BenchmarkedAlgorithms() {
-  return {smbfleet::v1::AES_128_GCM,  smbfleet::v1::AES_256_GCM,  smbfleet::v1::AES_128_CCM,
-          smbfleet::v1::AES_256_CCM,  smbfleet::v1::AES_128_CMAC, smbfleet::v1::AES_128_GMAC,
+  return {smbfleet::v1::AES_128_GCM, smbfleet::v1::AES_256_GCM,  smbfleet::v1::AES_128_CCM,
+          smbfleet::v1::AES_256_CCM, smbfleet::v1::AES_128_CMAC, smbfleet::v1::AES_128_GMAC,
           smbfleet::v1::HMAC_SHA256};
 }
 
@@ -120,8 +120,8 @@ absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
   }
   for (size_t size : options.buffer_sizes) {
     if (size == 0 || size > kMaxBufferBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("bench buffer_sizes: ", size,
-                                                     " bytes, want 1..", kMaxBufferBytes));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bench buffer_sizes: ", size, " bytes, want 1..", kMaxBufferBytes));
     }
   }
   if (options.budget < std::chrono::milliseconds(10)) {
@@ -132,9 +132,9 @@ absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
       options.algorithms.empty() ? BenchmarkedAlgorithms() : options.algorithms;
   for (CryptoAlgorithm algorithm : algorithms) {
     if (CryptoOp::KeyBytes(algorithm) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "bench algorithms: ", smbfleet::v1::CryptoAlgorithm_Name(algorithm),
-          " is not benchmarked"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bench algorithms: ", smbfleet::v1::CryptoAlgorithm_Name(algorithm),
+                       " is not benchmarked"));
     }
   }
   unsigned threads = options.threads;
@@ -203,9 +203,9 @@ absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
     *row.mutable_measured_at() = now;
   }
   if (rows.empty()) {
-    return absl::UnavailableError(absl::StrCat(
-        "crypto benchmark: no cell got CPU time within twice the ", options.budget.count(),
-        " ms budget (host busy)"));
+    return absl::UnavailableError(
+        absl::StrCat("crypto benchmark: no cell got CPU time within twice the ",
+                     options.budget.count(), " ms budget (host busy)"));
   }
   return rows;
 }

@@ -95,9 +95,9 @@ TEST(CryptoBenchTest, RejectsBadOptions) {
   tiny_budget.budget = std::chrono::milliseconds(1);
   BenchOptions md5;
   md5.algorithms = {smbfleet::v1::HMAC_MD5};
-  for (const Case& c : {Case{"empty sizes", empty_sizes}, Case{"zero size", zero_size},
-                        Case{"huge size", huge_size}, Case{"tiny budget", tiny_budget},
-                        Case{"md5", md5}}) {
+  for (const Case& c :
+       {Case{"empty sizes", empty_sizes}, Case{"zero size", zero_size},
+        Case{"huge size", huge_size}, Case{"tiny budget", tiny_budget}, Case{"md5", md5}}) {
     SCOPED_TRACE(c.name);
     auto rows = RunCryptoBenchmark(c.options);
     EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument) << rows.status();

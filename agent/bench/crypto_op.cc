@@ -35,16 +35,15 @@ class AeadOp : public CryptoOp {
   absl::Status Protect(absl::Span<const uint8_t> nonce, absl::Span<const uint8_t> aad,
                        absl::Span<uint8_t> message, uint8_t* tag) override {
     if (nonce.size() != NonceBytes(algorithm())) {
-      return absl::InvalidArgumentError(absl::StrCat("nonce: ", nonce.size(), " bytes, want ",
-                                                     NonceBytes(algorithm())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("nonce: ", nonce.size(), " bytes, want ", NonceBytes(algorithm())));
     }
     if (message.size() > static_cast<size_t>(INT_MAX) || aad.size() > 1024) {
       return absl::InvalidArgumentError("message or aad too large");
     }
     int len = 0;
-    if (!rekey_.empty() &&
-        EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_IVLEN, static_cast<int>(nonce.size()),
-                            nullptr) != 1) {
+    if (!rekey_.empty() && EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_AEAD_SET_IVLEN,
+                                               static_cast<int>(nonce.size()), nullptr) != 1) {
       return OpenSslError("SET_IVLEN", algorithm());
     }
     if (EVP_EncryptInit_ex(ctx_, nullptr, nullptr, rekey_.empty() ? nullptr : rekey_.data(),
@@ -86,8 +85,8 @@ class MacOp : public CryptoOp {
   absl::Status Protect(absl::Span<const uint8_t> nonce, absl::Span<const uint8_t> aad,
                        absl::Span<uint8_t> message, uint8_t* tag) override {
     if (nonce.size() != NonceBytes(algorithm())) {
-      return absl::InvalidArgumentError(absl::StrCat("nonce: ", nonce.size(), " bytes, want ",
-                                                     NonceBytes(algorithm())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("nonce: ", nonce.size(), " bytes, want ", NonceBytes(algorithm())));
     }
     // A NULL key restarts the MAC with the key set at creation.
     OSSL_PARAM params[2] = {OSSL_PARAM_END, OSSL_PARAM_END};
@@ -152,9 +151,8 @@ absl::StatusOr<std::unique_ptr<CryptoOp>> NewMac(CryptoAlgorithm algorithm, cons
   }
   auto op = std::make_unique<MacOp>(algorithm, ctx);
   std::string value = param_value;
-  OSSL_PARAM params[3] = {
-      OSSL_PARAM_construct_utf8_string(param_name, value.data(), 0), OSSL_PARAM_END,
-      OSSL_PARAM_END};
+  OSSL_PARAM params[3] = {OSSL_PARAM_construct_utf8_string(param_name, value.data(), 0),
+                          OSSL_PARAM_END, OSSL_PARAM_END};
   uint8_t zero_iv[12] = {0};
   if (algorithm == smbfleet::v1::AES_128_GMAC) {
     params[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, zero_iv, sizeof(zero_iv));

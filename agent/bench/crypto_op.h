@@ -31,9 +31,9 @@ class CryptoOp {
   // Key sizes: 16 bytes for AES-128-* and the MACs in SMB (HMAC-SHA256 keys are 16-byte
   // session keys too), 32 bytes for AES-256-*. InvalidArgument for a wrong key size or an
   // algorithm the benchmark does not cover; Internal when OpenSSL refuses.
-  static absl::StatusOr<std::unique_ptr<CryptoOp>> Create(
-      smbfleet::v1::CryptoAlgorithm algorithm, absl::Span<const uint8_t> key,
-      KeyUse key_use = KeyUse::kPerSession);
+  static absl::StatusOr<std::unique_ptr<CryptoOp>> Create(smbfleet::v1::CryptoAlgorithm algorithm,
+                                                          absl::Span<const uint8_t> key,
+                                                          KeyUse key_use = KeyUse::kPerSession);
   static size_t KeyBytes(smbfleet::v1::CryptoAlgorithm algorithm);    // 0 = not covered
   static size_t NonceBytes(smbfleet::v1::CryptoAlgorithm algorithm);  // 0 = none (CMAC, HMAC)
 

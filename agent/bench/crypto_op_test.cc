@@ -69,8 +69,7 @@ TEST(CryptoOpTest, HmacSha256IsTruncatedRfc4231Value) {
   unsigned char expected[EVP_MAX_MD_SIZE];
   size_t expected_len = 0;
   ASSERT_NE(EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, key.data(), key.size(),
-                      message.data(), message.size(), expected, sizeof(expected),
-                      &expected_len),
+                      message.data(), message.size(), expected, sizeof(expected), &expected_len),
             nullptr);
   auto op = CryptoOp::Create(smbfleet::v1::HMAC_SHA256, key);
   ASSERT_TRUE(op.ok()) << op.status();
@@ -140,9 +139,9 @@ TEST(CryptoOpTest, AeadOutputDecryptsAndAuthenticates) {
 // Setting the key with every message (to compare with openssl speed) changes the cost, never
 // the result: three messages in a row come out the same either way.
 TEST(CryptoOpTest, KeyPerMessageGivesTheSameOutput) {
-  for (CryptoAlgorithm algorithm : {smbfleet::v1::AES_128_CCM, smbfleet::v1::AES_256_CCM,
-                                    smbfleet::v1::AES_128_GCM, smbfleet::v1::AES_256_GCM,
-                                    smbfleet::v1::AES_128_CMAC}) {
+  for (CryptoAlgorithm algorithm :
+       {smbfleet::v1::AES_128_CCM, smbfleet::v1::AES_256_CCM, smbfleet::v1::AES_128_GCM,
+        smbfleet::v1::AES_256_GCM, smbfleet::v1::AES_128_CMAC}) {
     SCOPED_TRACE(smbfleet::v1::CryptoAlgorithm_Name(algorithm));
     std::vector<uint8_t> key(CryptoOp::KeyBytes(algorithm), 0x5a);
     auto session = CryptoOp::Create(algorithm, key);

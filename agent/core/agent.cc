@@ -101,8 +101,7 @@ absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
   if (!FitReport(&report, config.max_report_bytes)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("posture of ", host->hostname(), " is ", report.ByteSizeLong(),
-                     " bytes even without events and open files; limit ",
-                     config.max_report_bytes));
+                     " bytes even without events and open files; limit ", config.max_report_bytes));
   }
   return report;
 }
@@ -128,8 +127,8 @@ void Agent::RefreshBenchmark() {
     smbfleet::v1::Posture cached;
     auto bytes = ReadFile(cache, 1 << 20);
     if (bytes.ok() && cached.ParseFromString(*bytes) && cached.benchmarks_size() > 0) {
-      auto measured = std::chrono::system_clock::time_point(std::chrono::seconds(
-          cached.benchmarks(0).measured_at().seconds()));
+      auto measured = std::chrono::system_clock::time_point(
+          std::chrono::seconds(cached.benchmarks(0).measured_at().seconds()));
       auto age = std::chrono::system_clock::now() - measured;
       if (age >= std::chrono::seconds(0) && age < config_.benchmark_interval) {
         last_benchmark_.assign(cached.benchmarks().begin(), cached.benchmarks().end());
@@ -246,9 +245,8 @@ void Agent::Run(const std::atomic<bool>* stop) {
   std::string reason = "startup";
   bool pending_delivery = !spool_->List().value_or(std::vector<std::string>{}).empty();
   while (!*stop) {
-    auto deadline = pending_delivery
-                        ? std::min(next, std::chrono::steady_clock::now() + retry.Next())
-                        : next;
+    auto deadline =
+        pending_delivery ? std::min(next, std::chrono::steady_clock::now() + retry.Next()) : next;
     std::string nudged = WaitUntil(deadline, stop);
     if (*stop) break;
     bool scheduled = std::chrono::steady_clock::now() >= next;

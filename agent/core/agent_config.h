@@ -12,10 +12,10 @@
 namespace smbfleet::agent {
 
 struct AgentConfig {
-  std::string collector_address;       // host:port
-  std::string collector_server_name;   // TLS name to verify; empty = host part of the address
+  std::string collector_address;      // host:port
+  std::string collector_server_name;  // TLS name to verify; empty = host part of the address
   TlsFiles tls;
-  std::string source = "samba";        // see DESIGN.md: samba[:SMB_CONF], windows, windows-capture:DIR
+  std::string source = "samba";  // see DESIGN.md: samba[:SMB_CONF], windows, windows-capture:DIR
   std::map<std::string, std::string> labels;
   std::chrono::milliseconds interval{3'600'000};
   std::chrono::milliseconds splay{600'000};

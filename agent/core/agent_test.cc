@@ -41,9 +41,8 @@ TEST(BuildReportTest, FillsIdentityLabelsAndBenchmark) {
   smbfleet::v1::Benchmark b;
   b.set_algorithm(smbfleet::v1::AES_128_GCM);
   b.set_bytes_per_second(1e9);
-  auto report = BuildReport(source, config, "schedule", {b}, [](smbfleet::v1::HostInfo* h) {
-    h->mutable_cpu()->set_aes_ni(true);
-  });
+  auto report = BuildReport(source, config, "schedule", {b},
+                            [](smbfleet::v1::HostInfo* h) { h->mutable_cpu()->set_aes_ni(true); });
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->reason(), "schedule");
   EXPECT_FALSE(report->posture().host().hostname().empty());

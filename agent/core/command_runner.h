@@ -21,11 +21,11 @@ struct Command {
   std::map<std::string, std::string> env;  // added to (or replacing in) the agent's environment
   std::string stdin_data;
   std::chrono::milliseconds timeout{30'000};
-  size_t max_output_bytes = 16 << 20;      // stdout and stderr each
+  size_t max_output_bytes = 16 << 20;  // stdout and stderr each
 };
 
 struct CommandResult {
-  int exit_code = 0;         // -1 when killed by a signal
+  int exit_code = 0;  // -1 when killed by a signal
   std::string stdout_data;
   std::string stderr_data;
 };

@@ -79,7 +79,8 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     ::waitpid(pid, nullptr, 0);
-    std::string message = absl::StrCat(command.argv[0], ": cannot run: ", std::strerror(exec_errno));
+    std::string message =
+        absl::StrCat(command.argv[0], ": cannot run: ", std::strerror(exec_errno));
     if (exec_errno == ENOENT) return absl::NotFoundError(message);
     return absl::FailedPreconditionError(message);
   }
@@ -98,20 +99,22 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
   auto deadline = std::chrono::steady_clock::now() + command.timeout;
   absl::Status failure;
   // SIGPIPE from a child that exits without reading stdin must not kill the agent.
-  struct sigaction ignore_pipe {}, old_pipe {};
+  struct sigaction ignore_pipe {
+  }, old_pipe{};
   ignore_pipe.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore_pipe, &old_pipe);
 
   while (out_fd >= 0 || err_fd >= 0) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
-      failure = absl::DeadlineExceededError(
-          absl::StrCat(DescribeCommand(command), ": timed out after ", command.timeout.count(),
-                       " ms"));
+      failure = absl::DeadlineExceededError(absl::StrCat(
+          DescribeCommand(command), ": timed out after ", command.timeout.count(), " ms"));
       break;
     }
-    int wait_ms = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    int wait_ms =
+        static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) +
+        1;
     pollfd fds[3];
     int nfds = 0;
     if (out_fd >= 0) fds[nfds++] = {out_fd, POLLIN, 0};
@@ -141,14 +144,16 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
       if (r > 0) {
         sink->append(buf, static_cast<size_t>(r));
         if (sink->size() > command.max_output_bytes) {
-          failure = absl::ResourceExhaustedError(
-              absl::StrCat(DescribeCommand(command), ": output larger than the limit of ",
-                           command.max_output_bytes, " bytes"));
+          failure = absl::ResourceExhaustedError(absl::StrCat(DescribeCommand(command),
+                                                              ": output larger than the limit of ",
+                                                              command.max_output_bytes, " bytes"));
         }
       } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
         ::close(fds[i].fd);
-        if (fds[i].fd == out_fd) out_fd = -1;
-        else err_fd = -1;
+        if (fds[i].fd == out_fd)
+          out_fd = -1;
+        else
+          err_fd = -1;
       }
     }
     if (!failure.ok()) break;

@@ -23,8 +23,8 @@ absl::StatusOr<std::unique_ptr<CollectorClient>> CollectorClient::Create(
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(config.max_backoff.count()));
   args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, absl::StrCat("smbfleet-agent/", kVersion));
-  auto channel = grpc::CreateCustomChannel(config.collector_address,
-                                           MutualTlsChannelCredentials(*tls), args);
+  auto channel =
+      grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(*tls), args);
   return std::unique_ptr<CollectorClient>(new CollectorClient(channel, config.report_timeout));
 }
 

@@ -26,9 +26,8 @@ class Problems {
   }
   absl::Status ToStatus() const {
     if (count_ == 0) return absl::OkStatus();
-    std::string more = count_ > problems_.size()
-                           ? absl::StrCat("; and ", count_ - problems_.size(), " more")
-                           : "";
+    std::string more =
+        count_ > problems_.size() ? absl::StrCat("; and ", count_ - problems_.size(), " more") : "";
     return absl::InvalidArgumentError(
         absl::StrCat("report rejected: ", absl::StrJoin(problems_, "; "), more));
   }

@@ -4,8 +4,8 @@
 // The agents' open Watch streams on this collector, by host name. The push dispatcher (change
 // management) and RequestReport send through it.
 
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>

@@ -20,9 +20,9 @@ absl::StatusOr<PeerIdentity> Authorize(const grpc::CallbackServerContext& contex
   auto id = PeerIdentityOf(context);
   if (!id.ok()) return id.status();
   if (id->kind != kind) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "certificate of '", id->common_name, "' is for '", id->kind, "', this call needs '",
-        kind, "'"));
+    return absl::PermissionDeniedError(absl::StrCat("certificate of '", id->common_name,
+                                                    "' is for '", id->kind, "', this call needs '",
+                                                    kind, "'"));
   }
   return id;
 }
@@ -129,8 +129,7 @@ class RejectedWatch final : public grpc::ServerWriteReactor<WatchResponse> {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 AgentServiceImpl::AgentServiceImpl(Store* store, StreamRegistry* registry, WorkQueue* work,
@@ -187,8 +186,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
       return;
     }
     response->set_host(host);
-    *response->mutable_received_at() = google::protobuf::util::TimeUtil::TimeTToTimestamp(
-        absl::ToTimeT(incoming.received_at));
+    *response->mutable_received_at() =
+        google::protobuf::util::TimeUtil::TimeTToTimestamp(absl::ToTimeT(incoming.received_at));
     switch (*outcome) {
       case SaveOutcome::kStored:
         response->set_outcome(smbfleet::v1::ReportResponse::OUTCOME_STORED);
@@ -217,24 +216,24 @@ grpc::ServerWriteReactor<WatchResponse>* AgentServiceImpl::Watch(
   return new WatchReactor(registry_, id->common_name);
 }
 
-grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(
-    grpc::CallbackServerContext* context, const smbfleet::v1::AckChangeRequest* request,
-    smbfleet::v1::AckChangeResponse* response) {
+grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
+                                                      const smbfleet::v1::AckChangeRequest* request,
+                                                      smbfleet::v1::AckChangeResponse* response) {
   auto id = Authorize(*context, "agent");
   if (!id.ok()) return FinishNow(context, ToGrpcStatus(id.status()));
   // No change order has been issued by this collector version, so none can be acknowledged.
-  return FinishNow(context, grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                         absl::StrCat("no change order '",
-                                                      request->change_id().substr(0, 64),
-                                                      "' was sent to ", id->common_name)));
+  return FinishNow(
+      context, grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            absl::StrCat("no change order '", request->change_id().substr(0, 64),
+                                         "' was sent to ", id->common_name)));
 }
 
 AdminServiceImpl::AdminServiceImpl(Store* store, StreamRegistry* registry, WorkQueue* work)
     : store_(store), registry_(registry), work_(work) {}
 
-grpc::ServerUnaryReactor* AdminServiceImpl::ListHosts(
-    grpc::CallbackServerContext* context, const smbfleet::v1::ListHostsRequest* request,
-    smbfleet::v1::ListHostsResponse* response) {
+grpc::ServerUnaryReactor* AdminServiceImpl::ListHosts(grpc::CallbackServerContext* context,
+                                                      const smbfleet::v1::ListHostsRequest* request,
+                                                      smbfleet::v1::ListHostsResponse* response) {
   auto id = Authorize(*context, "operator");
   if (!id.ok()) return FinishNow(context, ToGrpcStatus(id.status()));
   auto* reactor = context->DefaultReactor();
@@ -295,9 +294,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RequestReport(
   auto id = Authorize(*context, "operator");
   if (!id.ok()) return FinishNow(context, ToGrpcStatus(id.status()));
   WatchResponse nudge;
-  nudge.mutable_report_now()->set_reason(
-      request->reason().empty() ? absl::StrCat("requested by ", id->common_name)
-                                : request->reason().substr(0, 200));
+  nudge.mutable_report_now()->set_reason(request->reason().empty()
+                                             ? absl::StrCat("requested by ", id->common_name)
+                                             : request->reason().substr(0, 200));
   bool delivered = registry_->Send(request->name(), nudge);
   response->set_delivered(delivered);
   if (!delivered) {
@@ -348,10 +347,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListFindings(
   return reactor;
 }
 
-absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfig& config,
-                                                            const TlsMaterial& tls,
-                                                            std::unique_ptr<Store> store,
-                                                            std::unique_ptr<policy::Policy> policy) {
+absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(
+    const CollectorConfig& config, const TlsMaterial& tls, std::unique_ptr<Store> store,
+    std::unique_ptr<policy::Policy> policy) {
   std::unique_ptr<Collector> c(new Collector());
   c->store_ = std::move(store);
   c->policy_ = std::move(policy);

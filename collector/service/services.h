@@ -76,11 +76,9 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
 class Collector {
  public:
   // Starts listening. config.listen may use port 0; port() tells the one chosen.
-  static absl::StatusOr<std::unique_ptr<Collector>> Start(const CollectorConfig& config,
-                                                          const TlsMaterial& tls,
-                                                          std::unique_ptr<Store> store,
-                                                          std::unique_ptr<policy::Policy> policy =
-                                                              nullptr);
+  static absl::StatusOr<std::unique_ptr<Collector>> Start(
+      const CollectorConfig& config, const TlsMaterial& tls, std::unique_ptr<Store> store,
+      std::unique_ptr<policy::Policy> policy = nullptr);
   ~Collector();
 
   int port() const { return port_; }

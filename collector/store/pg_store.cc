@@ -48,8 +48,8 @@ absl::Status MapException(const std::string& dsn, absl::string_view what) {
   try {
     throw;
   } catch (const pqxx::broken_connection& e) {
-    return absl::UnavailableError(absl::StrCat(what, ": PostgreSQL at ", RedactDsn(dsn),
-                                               " is not reachable: ", e.what()));
+    return absl::UnavailableError(
+        absl::StrCat(what, ": PostgreSQL at ", RedactDsn(dsn), " is not reachable: ", e.what()));
   } catch (const pqxx::sql_error& e) {
     return absl::InternalError(absl::StrCat(what, ": database error: ", e.what()));
   } catch (const std::exception& e) {
@@ -179,8 +179,8 @@ class PgStore : public Store {
                                         const smbfleet::v1::HostEvaluation& eval) override;
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override;
   absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
-                                                                 const std::string& rule_id,
-                                                                 uint32_t limit) override;
+                                                                  const std::string& rule_id,
+                                                                  uint32_t limit) override;
 
  private:
   std::string dsn_;
@@ -253,20 +253,20 @@ absl::StatusOr<SaveOutcome> PgStore::SaveReport(const IncomingReport& report) {
 
     tx.exec_params("DELETE FROM host_sessions WHERE host_id = $1", host_id);
     if (posture.sessions_size() > 0) {
-      pqxx::stream_to sessions(tx, "host_sessions",
-                               std::vector<std::string>{
-                                   "host_id", "session_id", "client_address", "client_name",
+      pqxx::stream_to sessions(
+          tx, "host_sessions",
+          std::vector<std::string>{"host_id", "session_id", "client_address", "client_name",
                                    "user_name", "dialect", "signing", "encryption",
                                    "signing_algorithm", "cipher", "shares"});
       for (const auto& s : posture.sessions()) {
         nlohmann::json shares = nlohmann::json::array();
         for (const auto& sc : s.shares()) shares.push_back(sc.name());
-        sessions << std::make_tuple(
-            host_id, s.session_id(), s.client_address(), s.client_name(), s.user(),
-            smbfleet::v1::Dialect_Name(s.dialect()), smbfleet::v1::Protection_Name(s.signing()),
-            smbfleet::v1::Protection_Name(s.encryption()),
-            smbfleet::v1::CryptoAlgorithm_Name(s.signing_algorithm()),
-            smbfleet::v1::CryptoAlgorithm_Name(s.cipher()), shares.dump());
+        sessions << std::make_tuple(host_id, s.session_id(), s.client_address(), s.client_name(),
+                                    s.user(), smbfleet::v1::Dialect_Name(s.dialect()),
+                                    smbfleet::v1::Protection_Name(s.signing()),
+                                    smbfleet::v1::Protection_Name(s.encryption()),
+                                    smbfleet::v1::CryptoAlgorithm_Name(s.signing_algorithm()),
+                                    smbfleet::v1::CryptoAlgorithm_Name(s.cipher()), shares.dump());
       }
       sessions.complete();
     }
@@ -285,8 +285,8 @@ absl::StatusOr<SaveOutcome> PgStore::SaveReport(const IncomingReport& report) {
     tx.commit();
     return SaveOutcome::kStored;
   } catch (...) {
-    return MapException(dsn_, absl::StrCat("storing report ", report.report_id, " of ",
-                                           report.host));
+    return MapException(dsn_,
+                        absl::StrCat("storing report ", report.report_id, " of ", report.host));
   }
 }
 
@@ -403,7 +403,8 @@ absl::StatusOr<std::vector<smbfleet::v1::Waiver>> PgStore::ActiveWaivers() {
     pqxx::result rows = tx.exec(
         "SELECT id, rule_id, COALESCE(host_name, ''), COALESCE(label_key, ''), "
         "COALESCE(label_value, ''), COALESCE(share_name, ''), justification, approved_by, "
-        "created_by, EXTRACT(EPOCH FROM created_at)::float8, EXTRACT(EPOCH FROM expires_at)::float8 "
+        "created_by, EXTRACT(EPOCH FROM created_at)::float8, EXTRACT(EPOCH FROM "
+        "expires_at)::float8 "
         "FROM waivers_active ORDER BY id");
     std::vector<smbfleet::v1::Waiver> out;
     for (const auto& r : rows) {
@@ -443,8 +444,8 @@ absl::StatusOr<size_t> PgStore::SaveEvaluation(const std::string& host,
         host_id, eval.policy_name());
     std::vector<policy::StoredResult> previous;
     for (const auto& r : prev) {
-      previous.push_back({r[0].as<std::string>(), r[1].as<std::string>(),
-                          r[2].as<std::string>(), StatusFromText(r[3].as<std::string>())});
+      previous.push_back({r[0].as<std::string>(), r[1].as<std::string>(), r[2].as<std::string>(),
+                          StatusFromText(r[3].as<std::string>())});
     }
     const std::string at = TimestampText(eval.evaluated_at());
     auto transitions = policy::ComputeTransitions(previous, eval);
@@ -454,8 +455,7 @@ absl::StatusOr<size_t> PgStore::SaveEvaluation(const std::string& host,
           "share_name, classification, from_status, to_status, at, labels) VALUES ($1, $2, $3, "
           "$4, $5, $6, $7, $8, $9::timestamptz, $10::jsonb)",
           host_id, eval.policy_name(), t.policy_version(), t.rule_id(), t.share(),
-          t.classification(), StatusText(t.from_status()), StatusText(t.to_status()), at,
-          labels);
+          t.classification(), StatusText(t.from_status()), StatusText(t.to_status()), at, labels);
     }
     tx.exec_params("DELETE FROM compliance_results WHERE host_id = $1 AND policy_name = $2",
                    host_id, eval.policy_name());
@@ -511,8 +511,9 @@ absl::StatusOr<smbfleet::v1::GetComplianceResponse> PgStore::GetCompliance() {
   }
 }
 
-absl::StatusOr<std::vector<smbfleet::v1::Finding>> PgStore::ListFindings(
-    const std::string& host, const std::string& rule_id, uint32_t limit) {
+absl::StatusOr<std::vector<smbfleet::v1::Finding>> PgStore::ListFindings(const std::string& host,
+                                                                         const std::string& rule_id,
+                                                                         uint32_t limit) {
   try {
     auto conn = pool_.Acquire();
     pqxx::read_transaction tx(*conn);
@@ -534,8 +535,8 @@ absl::StatusOr<std::vector<smbfleet::v1::Finding>> PgStore::ListFindings(
       f.set_severity(severity);
       f.set_message(r[5].as<std::string>());
       smbfleet::v1::HostEvaluation holder;  // parse the evidence array through a message
-      std::string wrapped = absl::StrCat("{\"results\": [{\"evidence\": ", r[6].as<std::string>(),
-                                         "}]}");
+      std::string wrapped =
+          absl::StrCat("{\"results\": [{\"evidence\": ", r[6].as<std::string>(), "}]}");
       if (FromJson(wrapped, "stored evidence", &holder, true).ok() && holder.results_size() == 1) {
         *f.mutable_evidence() = holder.results(0).evidence();
       }
@@ -563,8 +564,8 @@ std::string RedactDsn(const std::string& dsn) {
     if (o->val == nullptr || o->val[0] == '\0') continue;
     std::string key = o->keyword;
     if (key == "password" || key == "sslpassword") continue;
-    if (key == "host" || key == "hostaddr" || key == "port" || key == "dbname" ||
-        key == "user" || key == "sslmode") {
+    if (key == "host" || key == "hostaddr" || key == "port" || key == "dbname" || key == "user" ||
+        key == "sslmode") {
       parts.push_back(absl::StrCat(key, "=", o->val));
     }
   }
@@ -592,16 +593,16 @@ absl::Status ApplyMigrations(const std::string& dsn, const std::vector<Migration
         unsigned char digest[EVP_MAX_MD_SIZE];
         unsigned int len = 0;
         EVP_Digest(m.sql.data(), m.sql.size(), digest, &len, EVP_sha256(), nullptr);
-        std::string checksum = absl::BytesToHexString(
-            absl::string_view(reinterpret_cast<const char*>(digest), len));
+        std::string checksum =
+            absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), len));
         pqxx::work tx(conn);
         pqxx::result existing =
             tx.exec_params("SELECT checksum FROM schema_migrations WHERE version = $1", m.version);
         if (!existing.empty()) {
           if (existing[0][0].as<std::string>() != checksum) {
-            result = absl::FailedPreconditionError(absl::StrCat(
-                "migration ", m.version,
-                " was changed after it was applied; add a new migration instead"));
+            result = absl::FailedPreconditionError(
+                absl::StrCat("migration ", m.version,
+                             " was changed after it was applied; add a new migration instead"));
             break;
           }
           continue;

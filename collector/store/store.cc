@@ -28,8 +28,7 @@ std::string PostureDigest(const smbfleet::v1::Posture& posture) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), len));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), len));
 }
 
 }  // namespace smbfleet::collector

@@ -196,15 +196,24 @@ std::vector<ProtectionLevel> StandardLevels() {
 
 std::string AlgorithmName(CryptoAlgorithm algorithm) {
   switch (algorithm) {
-    case v1::AES_128_CCM: return "AES-128-CCM";
-    case v1::AES_128_GCM: return "AES-128-GCM";
-    case v1::AES_256_CCM: return "AES-256-CCM";
-    case v1::AES_256_GCM: return "AES-256-GCM";
-    case v1::AES_128_CMAC: return "AES-128-CMAC";
-    case v1::AES_128_GMAC: return "AES-128-GMAC";
-    case v1::HMAC_SHA256: return "HMAC-SHA256";
-    case v1::HMAC_MD5: return "HMAC-MD5";
-    default: return "unspecified";
+    case v1::AES_128_CCM:
+      return "AES-128-CCM";
+    case v1::AES_128_GCM:
+      return "AES-128-GCM";
+    case v1::AES_256_CCM:
+      return "AES-256-CCM";
+    case v1::AES_256_GCM:
+      return "AES-256-GCM";
+    case v1::AES_128_CMAC:
+      return "AES-128-CMAC";
+    case v1::AES_128_GMAC:
+      return "AES-128-GMAC";
+    case v1::HMAC_SHA256:
+      return "HMAC-SHA256";
+    case v1::HMAC_MD5:
+      return "HMAC-MD5";
+    default:
+      return "unspecified";
   }
 }
 
@@ -222,8 +231,7 @@ CryptoAlgorithm SigningAlgorithmFor(Dialect dialect, const v1::Posture& posture)
           return static_cast<CryptoAlgorithm>(a);
         }
       }
-      return posture.host().platform() == v1::PLATFORM_SAMBA ? v1::AES_128_GMAC
-                                                             : v1::AES_128_CMAC;
+      return posture.host().platform() == v1::PLATFORM_SAMBA ? v1::AES_128_GMAC : v1::AES_128_CMAC;
     default:
       return v1::CRYPTO_ALGORITHM_UNSPECIFIED;
   }
@@ -352,10 +360,10 @@ std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
         per_call.push_back(std::max(0.0, seconds - cost.seconds_per_byte * size));
       }
       std::sort(per_call.begin(), per_call.end());
-      cost.seconds_per_call = per_call.size() % 2
-                                  ? per_call[per_call.size() / 2]
-                                  : (per_call[per_call.size() / 2 - 1] +
-                                     per_call[per_call.size() / 2]) / 2;
+      cost.seconds_per_call =
+          per_call.size() % 2
+              ? per_call[per_call.size() / 2]
+              : (per_call[per_call.size() / 2 - 1] + per_call[per_call.size() / 2]) / 2;
     }
     if (auto m = multi.find(alg); m != multi.end()) {
       auto mr = m->second.second.find(large.first);
@@ -415,8 +423,8 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
     }
   }
   if (host.link_bits_per_second == 0) {
-    host.assumptions.push_back(absl::StrCat("link speed unknown: assumed ",
-                                            FormatLink(p.default_link_bits_per_second)));
+    host.assumptions.push_back(
+        absl::StrCat("link speed unknown: assumed ", FormatLink(p.default_link_bits_per_second)));
   }
 
   if (auto it = labels.find("wan"); it != labels.end()) {
@@ -434,8 +442,8 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
   }
   if (host.rtt_seconds == 0) {
     double rtt = host.wan ? p.default_wan_rtt_seconds : p.default_lan_rtt_seconds;
-    host.assumptions.push_back(absl::StrFormat("RTT unknown: assumed %g ms (%s)", rtt * 1000,
-                                               host.wan ? "WAN" : "LAN"));
+    host.assumptions.push_back(
+        absl::StrFormat("RTT unknown: assumed %g ms (%s)", rtt * 1000, host.wan ? "WAN" : "LAN"));
   }
 
   host.dialect = TypicalDialect(posture);
@@ -457,8 +465,8 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
 
 // ---------------------------------------------------------------------------------------------
 
-Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
-                   const Workload& workload, const ModelParameters& p) {
+Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const Workload& workload,
+                   const ModelParameters& p) {
   const Resolved r = Resolve(host, p);
   Prediction out;
   const double io = std::max<double>(1, static_cast<double>(workload.io_bytes));
@@ -471,10 +479,10 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
       return MessageCryptoSeconds(host, level, io, p, client_side) +
              MessageCryptoSeconds(host, level, kControlMessageBytes, p, client_side);
     };
-    double server_io = p.server_base_cpu_seconds_per_byte * io + p.server_cpu_seconds_per_op +
-                       crypto(false);
-    double client_io = p.client_base_cpu_seconds_per_byte * io + p.client_cpu_seconds_per_op +
-                       crypto(true);
+    double server_io =
+        p.server_base_cpu_seconds_per_byte * io + p.server_cpu_seconds_per_op + crypto(false);
+    double client_io =
+        p.client_base_cpu_seconds_per_byte * io + p.client_cpu_seconds_per_op + crypto(true);
     out.server_cpu_seconds_per_byte = server_io / io;
     out.client_cpu_seconds_per_byte = client_io / io;
 
@@ -529,10 +537,9 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
                     : (rtt_part >= wire ? Prediction::Limit::kLatency : Prediction::Limit::kLink);
   }
 
-  double host_cpu_per_byte = out.server_cpu_seconds_per_byte +
-                             (host.client_on_host ? out.client_cpu_seconds_per_byte : 0);
-  out.cpu_fraction =
-      std::min(1.0, out.throughput_bytes_per_second * host_cpu_per_byte / r.cores);
+  double host_cpu_per_byte =
+      out.server_cpu_seconds_per_byte + (host.client_on_host ? out.client_cpu_seconds_per_byte : 0);
+  out.cpu_fraction = std::min(1.0, out.throughput_bytes_per_second * host_cpu_per_byte / r.cores);
   return out;
 }
 
@@ -554,8 +561,7 @@ ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& be
     wc.after = Predict(host, after, w, p);
     if (wc.before.throughput_bytes_per_second > 0) {
       wc.throughput_change_percent =
-          (wc.after.throughput_bytes_per_second / wc.before.throughput_bytes_per_second - 1) *
-          100;
+          (wc.after.throughput_bytes_per_second / wc.before.throughput_bytes_per_second - 1) * 100;
     }
     wc.cpu_change_points = (wc.after.cpu_fraction - wc.before.cpu_fraction) * 100;
     cost.workloads.push_back(wc);
@@ -576,11 +582,11 @@ ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& be
   }
   const WorkloadCost& large = cost.workloads[0];
   const WorkloadCost& small = cost.workloads[1];
-  cost.summary = absl::StrCat(
-      what, host.hostname.empty() ? "" : absl::StrCat(" on ", host.hostname), ": ",
-      FormatPercent(large.throughput_change_percent), " throughput on large files, ",
-      FormatPercent(large.cpu_change_points), " CPU at ", where, "; small files ",
-      FormatPercent(small.throughput_change_percent));
+  cost.summary =
+      absl::StrCat(what, host.hostname.empty() ? "" : absl::StrCat(" on ", host.hostname), ": ",
+                   FormatPercent(large.throughput_change_percent), " throughput on large files, ",
+                   FormatPercent(large.cpu_change_points), " CPU at ", where, "; small files ",
+                   FormatPercent(small.throughput_change_percent));
   return cost;
 }
 

@@ -19,10 +19,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::policy::cost {
@@ -118,11 +118,11 @@ struct CryptoCost {
 struct HostProfile {
   std::string hostname;
   ::smbfleet::v1::Platform platform = ::smbfleet::v1::PLATFORM_UNSPECIFIED;
-  uint32_t logical_cores = 0;          // host.logical_cores; 0 = unknown (model assumes 4)
-  double link_bits_per_second = 0;     // label link_speed, else the fastest NIC; 0 = unknown
-  uint32_t channels = 1;               // multichannel: usable channels (NICs or current_channels)
-  double rtt_seconds = 0;              // label rtt_ms; 0 = unknown (LAN default, or WAN default)
-  bool wan = false;                    // label wan=true|yes|1
+  uint32_t logical_cores = 0;       // host.logical_cores; 0 = unknown (model assumes 4)
+  double link_bits_per_second = 0;  // label link_speed, else the fastest NIC; 0 = unknown
+  uint32_t channels = 1;            // multichannel: usable channels (NICs or current_channels)
+  double rtt_seconds = 0;           // label rtt_ms; 0 = unknown (LAN default, or WAN default)
+  bool wan = false;                 // label wan=true|yes|1
   Dialect dialect = ::smbfleet::v1::DIALECT_UNSPECIFIED;
   // The SMB client runs on this host, on a core of its own (the loopback lab): the slower of
   // the two sets the pace of a large transfer, and the client's CPU adds to the host's.
@@ -199,8 +199,7 @@ struct Prediction {
   Limit limit = Limit::kLink;
 };
 
-Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
-                   const Workload& workload,
+Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const Workload& workload,
                    const ModelParameters& parameters = DefaultParameters());
 
 // One workload's change from `before` to `after`.
@@ -222,8 +221,8 @@ struct ChangeCost {
   std::string summary;
 };
 
-ChangeCost EstimateChangeCost(const ::smbfleet::v1::Posture& posture,
-                              const ProtectionLevel& before, const ProtectionLevel& after);
+ChangeCost EstimateChangeCost(const ::smbfleet::v1::Posture& posture, const ProtectionLevel& before,
+                              const ProtectionLevel& after);
 ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
                               const ProtectionLevel& after,
                               const ModelParameters& parameters = DefaultParameters());

@@ -51,9 +51,8 @@ TEST(ParseLinkSpeedTest, Table) {
   struct Case {
     const char* text;
     double bps;
-  } cases[] = {{"1Gbit", 1e9},     {"2.5Gbps", 2.5e9},       {"100Mbit", 1e8},
-               {"10G", 1e10},      {"1000000000", 1e9},      {" 40 gbit/s ", 4e10},
-               {"25GBit", 2.5e10}, {"100 Mb/s", 1e8}};
+  } cases[] = {{"1Gbit", 1e9},      {"2.5Gbps", 2.5e9},    {"100Mbit", 1e8},   {"10G", 1e10},
+               {"1000000000", 1e9}, {" 40 gbit/s ", 4e10}, {"25GBit", 2.5e10}, {"100 Mb/s", 1e8}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
     auto bps = ParseLinkSpeed(c.text);
@@ -257,8 +256,8 @@ TEST(PredictTest, LatencyBoundReproducesPublishedWanFigure) {
   v1::Posture posture = BenchedPosture();
   (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
   (*posture.mutable_host()->mutable_labels())["rtt_ms"] = "30";
-  Prediction p = Predict(ProfileFromPosture(posture), ProtectionLevel::None(),
-                         Workload::LargeSequential());
+  Prediction p =
+      Predict(ProfileFromPosture(posture), ProtectionLevel::None(), Workload::LargeSequential());
   EXPECT_EQ(p.limit, Prediction::Limit::kLatency);
   EXPECT_NEAR(p.throughput_bytes_per_second / 1e6, 31, 31 * 0.1);
 }
@@ -338,10 +337,10 @@ TEST(EstimateChangeCostTest, SummaryAndPercentagesAgree) {
   EXPECT_EQ(cost.workloads[0].workload.kind, Workload::Kind::kLargeSequential);
   EXPECT_EQ(cost.workloads[1].workload.kind, Workload::Kind::kSmallFiles);
   for (const WorkloadCost& w : cost.workloads) {
-    EXPECT_NEAR(w.throughput_change_percent,
-                (w.after.throughput_bytes_per_second / w.before.throughput_bytes_per_second - 1) *
-                    100,
-                1e-9);
+    EXPECT_NEAR(
+        w.throughput_change_percent,
+        (w.after.throughput_bytes_per_second / w.before.throughput_bytes_per_second - 1) * 100,
+        1e-9);
     EXPECT_NEAR(w.cpu_change_points, (w.after.cpu_fraction - w.before.cpu_fraction) * 100, 1e-9);
     EXPECT_GT(w.cpu_change_points, 0);
     EXPECT_LE(w.throughput_change_percent, 0);

@@ -16,7 +16,7 @@ const ModelParameters& DefaultParameters() {
     // posture. docs/cost-model.md has the run, and run F that validates it.
     p->server_base_cpu_seconds_per_byte = 0.302e-9;  // smbd, READ path
     p->client_base_cpu_seconds_per_byte = 0.180e-9;  // smbclient get to /dev/null
-    p->server_cpu_seconds_per_op = 83.4e-6;           // per request: CREATE/QUERY_INFO/READ/CLOSE
+    p->server_cpu_seconds_per_op = 83.4e-6;          // per request: CREATE/QUERY_INFO/READ/CLOSE
     p->client_cpu_seconds_per_op = 45.8e-6;
     // Extra CPU per 1 MiB READ over "none" divided by the EVP cost of the same two messages.
     // Samba's encryption costs about 3x the OpenSSL cipher for CCM and 1-2.5x for GCM (GnuTLS

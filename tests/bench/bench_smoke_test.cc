@@ -92,8 +92,11 @@ TEST(BenchSmokeTest, CostModelReportJudgesByTheChosenStatistic) {
   const struct {
     const char* posture;
     double seconds, server;
-  } kRuns[] = {{"none", 1.0, 1.0}, {"none", 1.0, 1.0}, {"none", 0.5, 0.5},
-               {"enc-aes-128-gcm", 2.0, 3.0}, {"enc-aes-128-gcm", 2.0, 3.0},
+  } kRuns[] = {{"none", 1.0, 1.0},
+               {"none", 1.0, 1.0},
+               {"none", 0.5, 0.5},
+               {"enc-aes-128-gcm", 2.0, 3.0},
+               {"enc-aes-128-gcm", 2.0, 3.0},
                {"enc-aes-128-gcm", 1.0, 1.0}};
   int run = 0;
   for (const auto& r : kRuns) {
@@ -121,7 +124,8 @@ TEST(BenchSmokeTest, CostModelReportJudgesByTheChosenStatistic) {
 }
 
 TEST(BenchSmokeTest, CostModelReportNamesABadLine) {
-  std::string path = WriteTemp("bad.jsonl", "{\"posture\":\"none\",\"workload\":\"large\"}\n{oops\n");
+  std::string path =
+      WriteTemp("bad.jsonl", "{\"posture\":\"none\",\"workload\":\"large\"}\n{oops\n");
   auto runner = smbfleet::agent::NewPosixCommandRunner();
   smbfleet::agent::Command command;
   command.argv = {COST_MODEL_REPORT, "--measured=" + path};

@@ -58,18 +58,12 @@ const std::vector<Posture>& Postures() {
   static const auto* postures = new std::vector<Posture>{
       {"none", cost::ProtectionLevel::None(), "-", "-"},
       {"sign-hmac-sha256", cost::ProtectionLevel::Signing(v1::HMAC_SHA256), "HMAC-SHA256", "-"},
-      {"sign-aes-128-cmac", cost::ProtectionLevel::Signing(v1::AES_128_CMAC), "AES-128-CMAC",
-       "-"},
-      {"sign-aes-128-gmac", cost::ProtectionLevel::Signing(v1::AES_128_GMAC), "AES-128-GMAC",
-       "-"},
-      {"enc-aes-128-ccm", cost::ProtectionLevel::Encryption(v1::AES_128_CCM), "",
-       "AES-128-CCM"},
-      {"enc-aes-128-gcm", cost::ProtectionLevel::Encryption(v1::AES_128_GCM), "",
-       "AES-128-GCM"},
-      {"enc-aes-256-gcm", cost::ProtectionLevel::Encryption(v1::AES_256_GCM), "",
-       "AES-256-GCM"},
-      {"enc-aes-256-ccm", cost::ProtectionLevel::Encryption(v1::AES_256_CCM), "",
-       "AES-256-CCM"},
+      {"sign-aes-128-cmac", cost::ProtectionLevel::Signing(v1::AES_128_CMAC), "AES-128-CMAC", "-"},
+      {"sign-aes-128-gmac", cost::ProtectionLevel::Signing(v1::AES_128_GMAC), "AES-128-GMAC", "-"},
+      {"enc-aes-128-ccm", cost::ProtectionLevel::Encryption(v1::AES_128_CCM), "", "AES-128-CCM"},
+      {"enc-aes-128-gcm", cost::ProtectionLevel::Encryption(v1::AES_128_GCM), "", "AES-128-GCM"},
+      {"enc-aes-256-gcm", cost::ProtectionLevel::Encryption(v1::AES_256_GCM), "", "AES-256-GCM"},
+      {"enc-aes-256-ccm", cost::ProtectionLevel::Encryption(v1::AES_256_CCM), "", "AES-256-CCM"},
   };
   return *postures;
 }
@@ -129,8 +123,7 @@ double LoopbackRttSeconds() {
     for (int i = 0; i < kTrips; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       if (write(s, &b, 1) != 1 || read(s, &b, 1) != 1) break;
-      trips.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
   if (s >= 0) close(s);
@@ -208,8 +201,9 @@ int main(int argc, char** argv) {
     }
   }
   if (measured_path.empty()) {
-    std::fprintf(stderr, "usage: cost_model_report --measured=FILE [--status_dir=DIR] "
-                         "[--statistic=median|best] [--calibrate] [--markdown]\n");
+    std::fprintf(stderr,
+                 "usage: cost_model_report --measured=FILE [--status_dir=DIR] "
+                 "[--statistic=median|best] [--calibrate] [--markdown]\n");
     return 2;
   }
 
@@ -226,16 +220,16 @@ int main(int argc, char** argv) {
     ++line_no;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("posture") ||
-        !j.contains("workload") || !j["posture"].is_string() || !j["workload"].is_string()) {
+    if (j.is_discarded() || !j.is_object() || !j.contains("posture") || !j.contains("workload") ||
+        !j["posture"].is_string() || !j["workload"].is_string()) {
       std::fprintf(stderr, "%s:%d: not a measurement line\n", measured_path.c_str(), line_no);
       return 1;
     }
     Run r;
-    for (auto [key, field] : {std::pair{"bytes", &r.bytes}, std::pair{"files", &r.files},
-                              std::pair{"seconds", &r.seconds},
-                              std::pair{"serverCpu", &r.server_cpu},
-                              std::pair{"clientCpu", &r.client_cpu}}) {
+    for (auto [key, field] :
+         {std::pair{"bytes", &r.bytes}, std::pair{"files", &r.files},
+          std::pair{"seconds", &r.seconds}, std::pair{"serverCpu", &r.server_cpu},
+          std::pair{"clientCpu", &r.client_cpu}}) {
       if (j.contains(key)) {
         if (!j[key].is_number() || j[key].get<double>() < 0) {
           std::fprintf(stderr, "%s:%d: %s: want a number >= 0\n", measured_path.c_str(), line_no,
@@ -306,8 +300,8 @@ int main(int argc, char** argv) {
     std::string posture, workload, observed;
     size_t n = 0;
     double predicted_tput = 0, predicted_server = 0;
-    Stats tput, server;                   // absolute: bytes/s, CPU s/byte
-    Stats rel_tput, rel_server;           // relative to "none" in the same run
+    Stats tput, server;          // absolute: bytes/s, CPU s/byte
+    Stats rel_tput, rel_server;  // relative to "none" in the same run
     double predicted_rel_tput = 1, predicted_rel_server = 1;
   };
   std::vector<Row> table;
@@ -322,8 +316,8 @@ int main(int argc, char** argv) {
         observed = "no smbstatus capture";
       } else {
         observed = absl::StrCat("signing ", ciphers->first, ", encryption ", ciphers->second);
-        bool sign_ok = *posture.smbstatus_signing == '\0' ||
-                       ciphers->first == posture.smbstatus_signing;
+        bool sign_ok =
+            *posture.smbstatus_signing == '\0' || ciphers->first == posture.smbstatus_signing;
         bool enc_ok = ciphers->second == posture.smbstatus_encryption ||
                       ciphers->second == absl::StrCat(posture.smbstatus_encryption, " (session)");
         if (!sign_ok || !enc_ok) absl::StrAppend(&observed, " (MISMATCH)");
@@ -392,8 +386,9 @@ int main(int argc, char** argv) {
       if (a.workload != b.workload) continue;
       ++pairs;
       bool separated = a.rel_tput.min > b.rel_tput.max || b.rel_tput.min > a.rel_tput.max;
-      bool same = (a.predicted_rel_tput - b.predicted_rel_tput) *
-                      (a.rel_tput.median - b.rel_tput.median) >= 0;
+      bool same =
+          (a.predicted_rel_tput - b.predicted_rel_tput) * (a.rel_tput.median - b.rel_tput.median) >=
+          0;
       if (!separated) continue;
       ++decided;
       if (same) {
@@ -449,17 +444,17 @@ int main(int argc, char** argv) {
         statistic, statistic);
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const Row& r : table) {
-      std::printf("| %s | %s | %s | %.2f | %.2f | %+.0f%% | %.2f (%.2f-%.2f) | %.2f | %.2f | "
-                  "%+.0f%% | %.2f (%.2f-%.2f) | %.0f | %.0f, %.0f (%.0f) | %.2f | %.2f, %.2f "
-                  "(%.2f) |\n",
-                  r.posture.c_str(), r.workload.c_str(), r.observed.c_str(), r.predicted_rel_tput,
-                  best_rel_tput(r), ErrorPercent(r.predicted_rel_tput, best_rel_tput(r)),
-                  r.rel_tput.median, r.rel_tput.min, r.rel_tput.max, r.predicted_rel_server,
-                  best_rel_server(r), ErrorPercent(r.predicted_rel_server, best_rel_server(r)),
-                  r.rel_server.median, r.rel_server.min, r.rel_server.max,
-                  r.predicted_tput / 1e6, r.tput.max / 1e6, r.tput.median / 1e6,
-                  r.tput.min / 1e6, r.predicted_server * 1e9, r.server.min * 1e9,
-                  r.server.median * 1e9, r.server.max * 1e9);
+      std::printf(
+          "| %s | %s | %s | %.2f | %.2f | %+.0f%% | %.2f (%.2f-%.2f) | %.2f | %.2f | "
+          "%+.0f%% | %.2f (%.2f-%.2f) | %.0f | %.0f, %.0f (%.0f) | %.2f | %.2f, %.2f "
+          "(%.2f) |\n",
+          r.posture.c_str(), r.workload.c_str(), r.observed.c_str(), r.predicted_rel_tput,
+          best_rel_tput(r), ErrorPercent(r.predicted_rel_tput, best_rel_tput(r)), r.rel_tput.median,
+          r.rel_tput.min, r.rel_tput.max, r.predicted_rel_server, best_rel_server(r),
+          ErrorPercent(r.predicted_rel_server, best_rel_server(r)), r.rel_server.median,
+          r.rel_server.min, r.rel_server.max, r.predicted_tput / 1e6, r.tput.max / 1e6,
+          r.tput.median / 1e6, r.tput.min / 1e6, r.predicted_server * 1e9, r.server.min * 1e9,
+          r.server.median * 1e9, r.server.max * 1e9);
     }
     std::printf("\n");
   }
@@ -540,8 +535,9 @@ int main(int argc, char** argv) {
       double evp = it->second.seconds_per_byte * (io + 150 + 2 * extra_bytes);
       nlohmann::json f;
       for (int side = 0; side < 2; ++side) {
-        double extra = (best_abs(posture.name, "large", side == 1) -
-                        best_abs("none", "large", side == 1)) * io;
+        double extra =
+            (best_abs(posture.name, "large", side == 1) - best_abs("none", "large", side == 1)) *
+            io;
         f[side == 0 ? "server" : "client"] = (extra - per_call) / evp;
       }
       factors[cost::AlgorithmName(alg)] = f;

@@ -12,15 +12,16 @@
 // session: the agent's benchmark is run both ways, its own (smbfleetBytesPerSecond, ratio) and
 // with the key per message (sameSequenceBytesPerSecond, sameSequenceRatio). The goal is judged
 // on the same sequence (judgedRatio); the difference between the two is the cost of the key
-// setup, which SMB does not pay per message and which weighs most at 4 KiB. openssl speed 3.0 has no GMAC: those rows carry the agent's figure and
-// ratio null. All-core rows are compared with `openssl speed -multi N`, which divides by
-// wall-clock time: on a machine that others are using those ratios mostly measure the others
-// (the load average is printed); they are reported, not part of the goal.
+// setup, which SMB does not pay per message and which weighs most at 4 KiB. openssl speed 3.0 has
+// no GMAC: those rows carry the agent's figure and ratio null. All-core rows are compared with
+// `openssl speed -multi N`, which divides by wall-clock time: on a machine that others are using
+// those ratios mostly measure the others (the load average is printed); they are reported, not part
+// of the goal.
 // --quick (for the ctest smoke) runs one algorithm at one size.
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -46,13 +47,20 @@ using Key = std::tuple<CryptoAlgorithm, uint64_t, uint32_t>;  // algorithm, size
 // The openssl speed selection for an algorithm, or empty when speed cannot measure it.
 std::vector<std::string> SpeedSelection(CryptoAlgorithm algorithm) {
   switch (algorithm) {
-    case smbfleet::v1::AES_128_GCM: return {"-evp", "aes-128-gcm"};
-    case smbfleet::v1::AES_256_GCM: return {"-evp", "aes-256-gcm"};
-    case smbfleet::v1::AES_128_CCM: return {"-evp", "aes-128-ccm"};
-    case smbfleet::v1::AES_256_CCM: return {"-evp", "aes-256-ccm"};
-    case smbfleet::v1::AES_128_CMAC: return {"-cmac", "aes-128-cbc"};
-    case smbfleet::v1::HMAC_SHA256: return {"-hmac", "sha256"};
-    default: return {};
+    case smbfleet::v1::AES_128_GCM:
+      return {"-evp", "aes-128-gcm"};
+    case smbfleet::v1::AES_256_GCM:
+      return {"-evp", "aes-256-gcm"};
+    case smbfleet::v1::AES_128_CCM:
+      return {"-evp", "aes-128-ccm"};
+    case smbfleet::v1::AES_256_CCM:
+      return {"-evp", "aes-256-ccm"};
+    case smbfleet::v1::AES_128_CMAC:
+      return {"-cmac", "aes-128-cbc"};
+    case smbfleet::v1::HMAC_SHA256:
+      return {"-hmac", "sha256"};
+    default:
+      return {};
   }
 }
 
@@ -98,8 +106,7 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (absl::ConsumePrefix(&arg, "--openssl_seconds=")) {
-      if (!absl::SimpleAtoi(arg, &openssl_seconds) || openssl_seconds < 1 ||
-          openssl_seconds > 10) {
+      if (!absl::SimpleAtoi(arg, &openssl_seconds) || openssl_seconds < 1 || openssl_seconds > 10) {
         std::fprintf(stderr, "--openssl_seconds: want 1..10, got %s\n", argv[i]);
         return 2;
       }
@@ -135,8 +142,7 @@ int main(int argc, char** argv) {
       return false;
     }
     for (const auto& row : *rows) {
-      ours[{row.algorithm(), row.buffer_bytes(), row.threads()}].push_back(
-          row.bytes_per_second());
+      ours[{row.algorithm(), row.buffer_bytes(), row.threads()}].push_back(row.bytes_per_second());
     }
     // openssl speed's sequence: the key set with every AEAD message (one thread is enough).
     smbfleet::agent::bench::BenchOptions rekeyed = options;
@@ -169,8 +175,9 @@ int main(int argc, char** argv) {
       if (selection.empty()) continue;
       for (size_t size : options.buffer_sizes) {
         smbfleet::agent::Command command;
-        command.argv = {"openssl", "speed", "-mr", "-seconds", absl::StrCat(openssl_seconds),
-                        "-bytes", absl::StrCat(size)};
+        command.argv = {
+            "openssl", "speed",           "-mr", "-seconds", absl::StrCat(openssl_seconds),
+            "-bytes",  absl::StrCat(size)};
         if (n > 1) {
           command.argv.insert(command.argv.end(), {"-multi", absl::StrCat(n)});
         }
@@ -180,9 +187,9 @@ int main(int argc, char** argv) {
         std::optional<double> rate;
         if (result.ok() && result->exit_code == 0) rate = ParseSpeed(result->stdout_data);
         if (!rate) {
-          std::fprintf(stderr, "%s: %s\n", smbfleet::agent::DescribeCommand(command).c_str(),
-                       result.ok() ? result->stderr_data.c_str()
-                                   : result.status().ToString().c_str());
+          std::fprintf(
+              stderr, "%s: %s\n", smbfleet::agent::DescribeCommand(command).c_str(),
+              result.ok() ? result->stderr_data.c_str() : result.status().ToString().c_str());
           return false;
         }
         theirs[{algorithm, size, n}].push_back(*rate);
@@ -238,9 +245,15 @@ int main(int argc, char** argv) {
   smbfleet::v1::CpuFeatures cpu = smbfleet::agent::bench::DetectCpuFeatures();
   nlohmann::json out = {
       {"benchmark", "crypto_bench_compare"},
-      {"cpu", {{"model", cpu.model()}, {"aesNi", cpu.aes_ni()}, {"pclmulqdq", cpu.pclmulqdq()},
-               {"vaes", cpu.vaes()}, {"vpclmulqdq", cpu.vpclmulqdq()}, {"shaNi", cpu.sha_ni()},
-               {"avx2", cpu.avx2()}, {"avx512f", cpu.avx512f()}}},
+      {"cpu",
+       {{"model", cpu.model()},
+        {"aesNi", cpu.aes_ni()},
+        {"pclmulqdq", cpu.pclmulqdq()},
+        {"vaes", cpu.vaes()},
+        {"vpclmulqdq", cpu.vpclmulqdq()},
+        {"shaNi", cpu.sha_ni()},
+        {"avx2", cpu.avx2()},
+        {"avx512f", cpu.avx512f()}}},
       {"hardwareThreads", threads},
       {"loadAverage1m", LoadAverage()},
       {"budgetMs", options.budget.count()},

@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/match.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "policy/evaluate.h"
@@ -44,8 +44,8 @@ double ThreadCpuSeconds() {
 }
 
 Posture MakeHost(int i, int shares, int sessions, std::mt19937* rng) {
-  static const char* kNames[] = {"Finance", "HR",      "backup-01", "Projects", "Public",
-                                 "Legal",   "Scans",   "Users",     "Software", "Archive",
+  static const char* kNames[] = {"Finance", "HR",      "backup-01",   "Projects",  "Public",
+                                 "Legal",   "Scans",   "Users",       "Software",  "Archive",
                                  "payroll", "veeam01", "Engineering", "Marketing", "Data"};
   static const smbfleet::v1::Dialect kDialects[] = {
       smbfleet::v1::DIALECT_SMB_3_1_1, smbfleet::v1::DIALECT_SMB_3_1_1,
@@ -145,14 +145,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
     bool ok = true;
-    if (Flag(a, "--hosts", &v)) ok = absl::SimpleAtoi(v, &hosts) && hosts > 0;
-    else if (Flag(a, "--shares", &v)) ok = absl::SimpleAtoi(v, &shares) && shares > 0;
-    else if (Flag(a, "--sessions", &v)) ok = absl::SimpleAtoi(v, &sessions) && sessions >= 0;
-    else if (Flag(a, "--distinct", &v)) ok = absl::SimpleAtoi(v, &distinct) && distinct > 0;
-    else if (Flag(a, "--policy", &v)) policy_file = v;
-    else if (a == "--plans") plans = true;
-    else if (a == "--arrival") arrival = true;
-    else ok = false;
+    if (Flag(a, "--hosts", &v))
+      ok = absl::SimpleAtoi(v, &hosts) && hosts > 0;
+    else if (Flag(a, "--shares", &v))
+      ok = absl::SimpleAtoi(v, &shares) && shares > 0;
+    else if (Flag(a, "--sessions", &v))
+      ok = absl::SimpleAtoi(v, &sessions) && sessions >= 0;
+    else if (Flag(a, "--distinct", &v))
+      ok = absl::SimpleAtoi(v, &distinct) && distinct > 0;
+    else if (Flag(a, "--policy", &v))
+      policy_file = v;
+    else if (a == "--plans")
+      plans = true;
+    else if (a == "--arrival")
+      arrival = true;
+    else
+      ok = false;
     if (!ok) {
       std::fprintf(stderr, "policy_eval_bench: bad argument '%s'\n", a.c_str());
       return 2;
@@ -206,8 +214,7 @@ int main(int argc, char** argv) {
   }
   double cpu = ThreadCpuSeconds() - cpu0 - parse_cpu;
   double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count() -
-      parse_cpu;
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count() - parse_cpu;
   const uint64_t digest = ResultsDigest(*policy, pool, now);
   std::printf(
       "{\"benchmark\": \"policy_eval\", \"policy\": \"%s\", \"policy_version\": \"%s\", "
@@ -218,12 +225,11 @@ int main(int argc, char** argv) {
       "\"hosts_per_second\": %.1f, \"goal_seconds_per_100k_hosts\": 1.0, "
       "\"seconds_per_100k_hosts\": %.4f, \"parse_cpu_seconds\": %.4f, "
       "\"results_digest\": \"%016llx\"}\n",
-      policy->name.c_str(), policy->version.c_str(), policy->rules.size(), hosts, shares,
-      sessions, distinct, arrival ? "arrival" : "pool", plans ? "true" : "false",
-      static_cast<unsigned long long>(results),
-      static_cast<unsigned long long>(non_compliant),
-      static_cast<unsigned long long>(plan_steps), static_cast<unsigned long long>(affected),
-      wall, cpu, cpu / hosts * 1e6, hosts / cpu, cpu / hosts * 100000.0, parse_cpu,
+      policy->name.c_str(), policy->version.c_str(), policy->rules.size(), hosts, shares, sessions,
+      distinct, arrival ? "arrival" : "pool", plans ? "true" : "false",
+      static_cast<unsigned long long>(results), static_cast<unsigned long long>(non_compliant),
+      static_cast<unsigned long long>(plan_steps), static_cast<unsigned long long>(affected), wall,
+      cpu, cpu / hosts * 1e6, hosts / cpu, cpu / hosts * 100000.0, parse_cpu,
       static_cast<unsigned long long>(digest));
   return 0;
 }

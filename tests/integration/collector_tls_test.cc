@@ -126,8 +126,8 @@ TEST_F(CollectorTlsTest, ClientWithoutCertificateIsRefused) {
 
 TEST_F(CollectorTlsTest, CertificateFromAnotherCaIsRefused) {
   // A certificate for fs01 signed by a different CA, trusting our collector's CA.
-  auto m = LoadTls({other_pki_ + "/agent-fs01.pem", other_pki_ + "/agent-fs01.key",
-                    pki_ + "/ca.pem"});
+  auto m =
+      LoadTls({other_pki_ + "/agent-fs01.pem", other_pki_ + "/agent-fs01.key", pki_ + "/ca.pem"});
   ASSERT_TRUE(m.ok()) << m.status();
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride("localhost");
@@ -151,8 +151,8 @@ TEST_F(CollectorTlsTest, AgentCertificateCannotUseAdminCalls) {
 
 TEST_F(CollectorTlsTest, OperatorCertificateCannotReport) {
   smbfleet::v1::ReportResponse resp;
-  auto s = Send(Channel(pki_, "operator-admin"), Report("00000000-0000-4000-8000-000000000006", "x"),
-                &resp);
+  auto s = Send(Channel(pki_, "operator-admin"),
+                Report("00000000-0000-4000-8000-000000000006", "x"), &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 

@@ -3,10 +3,10 @@
 
 #include "absl/time/clock.h"
 #include "collector/store/pg_store.h"
-#include "policy/evaluate.h"
-#include "policy/policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/evaluate.h"
+#include "policy/policy.h"
 #include "tests/testing/pg_fixture.h"
 
 namespace smbfleet::collector {
@@ -245,8 +245,9 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
   // Same state an hour later: no new transitions, still failing since t0.
   auto again = smbfleet::policy::EvaluateHost(policy, p, {}, t0 + absl::Hours(1));
   EXPECT_EQ(*store_->SaveEvaluation("fs01", again), 0u);
-  EXPECT_EQ((*store_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
-            1'800'000'000);
+  EXPECT_EQ(
+      (*store_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
+      1'800'000'000);
 
   // A waiver approved by someone else makes it WAIVED while it lasts.
   smbfleet::testing::QueryValue(
@@ -261,9 +262,10 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
   auto waived = smbfleet::policy::EvaluateHost(policy, p, *waivers, absl::Now());
   ASSERT_TRUE(store_->SaveEvaluation("fs01", waived).ok());
   EXPECT_TRUE(store_->ListFindings("fs01", "smb1-server-disabled", 10)->empty());
-  EXPECT_EQ(smbfleet::testing::QueryValue(
-                dsn_, "SELECT status FROM compliance_results WHERE rule_id = 'smb1-server-disabled'"),
-            "WAIVED");
+  EXPECT_EQ(
+      smbfleet::testing::QueryValue(
+          dsn_, "SELECT status FROM compliance_results WHERE rule_id = 'smb1-server-disabled'"),
+      "WAIVED");
 
   auto compliance = store_->GetCompliance();
   ASSERT_TRUE(compliance.ok()) << compliance.status();
@@ -277,10 +279,11 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
     }
   }
   EXPECT_TRUE(seen);
-  EXPECT_EQ(smbfleet::testing::QueryValue(
-                dsn_, "SELECT count(*) FROM compliance_transitions WHERE rule_id = "
-                      "'smb1-server-disabled'"),
-            "2");  // first NON_COMPLIANT, then WAIVED
+  EXPECT_EQ(
+      smbfleet::testing::QueryValue(dsn_,
+                                    "SELECT count(*) FROM compliance_transitions WHERE rule_id = "
+                                    "'smb1-server-disabled'"),
+      "2");  // first NON_COMPLIANT, then WAIVED
 }
 
 TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {

@@ -62,9 +62,9 @@ std::vector<StoredResult> Store(const std::string& dsn, int64_t host_id,
         "INSERT INTO compliance_transitions (host_id, policy_name, policy_version, rule_id, "
         "share_name, classification, from_status, to_status, at, labels) VALUES (",
         host_id, ", ", tx.quote(e.policy_name()), ", ", tx.quote(t.policy_version()), ", ",
-        tx.quote(t.rule_id()), ", ", tx.quote(t.share()), ", ", tx.quote(t.classification()),
-        ", ", StatusSql(tx, t.from_status()), ", ", StatusSql(tx, t.to_status()), ", ", at,
-        ", ", tx.quote(labels_json), "::jsonb)"));
+        tx.quote(t.rule_id()), ", ", tx.quote(t.share()), ", ", tx.quote(t.classification()), ", ",
+        StatusSql(tx, t.from_status()), ", ", StatusSql(tx, t.to_status()), ", ", at, ", ",
+        tx.quote(labels_json), "::jsonb)"));
   }
   tx.exec(absl::StrCat("DELETE FROM compliance_results WHERE host_id = ", host_id));
   std::vector<StoredResult> stored;
@@ -74,10 +74,10 @@ std::vector<StoredResult> Store(const std::string& dsn, int64_t host_id,
         "share_name, classification, status, severity, message, waiver_id, evaluated_at) "
         "VALUES (",
         host_id, ", ", tx.quote(e.policy_name()), ", ", tx.quote(e.policy_version()), ", ",
-        tx.quote(r.rule_id()), ", ", tx.quote(r.share()), ", ", tx.quote(r.classification()),
-        ", ", StatusSql(tx, r.status()), ", ",
-        tx.quote(smbfleet::v1::Severity_Name(r.severity())), ", ", tx.quote(r.message()), ", ",
-        r.waiver_id().empty() ? "NULL" : tx.quote(r.waiver_id()), ", ", at, ")"));
+        tx.quote(r.rule_id()), ", ", tx.quote(r.share()), ", ", tx.quote(r.classification()), ", ",
+        StatusSql(tx, r.status()), ", ", tx.quote(smbfleet::v1::Severity_Name(r.severity())), ", ",
+        tx.quote(r.message()), ", ", r.waiver_id().empty() ? "NULL" : tx.quote(r.waiver_id()), ", ",
+        at, ")"));
     stored.push_back({r.rule_id(), r.share(), e.policy_version(), r.status()});
   }
   tx.commit();
@@ -108,10 +108,12 @@ TEST(ComplianceStoreTest, HistoryGivesFailingSinceAndCompliancePerDay) {
   {
     pqxx::connection c(dsn);
     pqxx::work tx(c);
-    tx.exec("INSERT INTO hosts (name, labels, first_seen, last_seen) VALUES "
-            "('fs01', '{\"site\": \"hq\"}', now(), now())");
-    tx.exec("INSERT INTO policy_versions (policy_name, version, active) VALUES "
-            "('baseline', '6', false), ('baseline', '7', true)");
+    tx.exec(
+        "INSERT INTO hosts (name, labels, first_seen, last_seen) VALUES "
+        "('fs01', '{\"site\": \"hq\"}', now(), now())");
+    tx.exec(
+        "INSERT INTO policy_versions (policy_name, version, active) VALUES "
+        "('baseline', '6', false), ('baseline', '7', true)");
     tx.commit();
   }
   int64_t host_id = std::stoll(smbfleet::testing::QueryValue(dsn, "SELECT id FROM hosts"));
@@ -139,15 +141,15 @@ TEST(ComplianceStoreTest, HistoryGivesFailingSinceAndCompliancePerDay) {
   EXPECT_EQ(smbfleet::testing::QueryValue(dsn, "SELECT count(*) FROM compliance_transitions"),
             "3");  // two first results, one change; the unchanged third evaluation adds none
   std::string since = smbfleet::testing::QueryValue(
-      dsn, "SELECT to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
-           "FROM compliance_failing_since WHERE rule_id = 'server-signing-required'");
+      dsn,
+      "SELECT to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+      "FROM compliance_failing_since WHERE rule_id = 'server-signing-required'");
   EXPECT_EQ(since, absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", d2, absl::UTCTimeZone()));
 
   auto pct = [&](const std::string& view, const std::string& where, absl::Time day) {
     return smbfleet::testing::QueryValue(
-        dsn, absl::StrCat("SELECT compliant_pct FROM ", view, " WHERE ", where,
-                          " AND day = '", absl::FormatTime("%Y-%m-%d", day, absl::UTCTimeZone()),
-                          "T00:00:00Z'"));
+        dsn, absl::StrCat("SELECT compliant_pct FROM ", view, " WHERE ", where, " AND day = '",
+                          absl::FormatTime("%Y-%m-%d", day, absl::UTCTimeZone()), "T00:00:00Z'"));
   };
   EXPECT_EQ(pct("compliance_daily_by_rule", "rule_id = 'server-signing-required'", d3), "100.00");
   EXPECT_EQ(pct("compliance_daily_by_rule", "rule_id = 'server-signing-required'", d2), "0.00");
@@ -178,27 +180,35 @@ TEST(ComplianceStoreTest, WaiversNeedApproverExpiryAndFourEyes) {
     try {
       pqxx::connection c(dsn);
       pqxx::work tx(c);
-      tx.exec(absl::StrCat("INSERT INTO waivers (id, rule_id, host_name, label_key, label_value, "
-                           "share_name, justification, approved_by, created_by, created_at, "
-                           "expires_at) VALUES (", values, ")"));
+      tx.exec(
+          absl::StrCat("INSERT INTO waivers (id, rule_id, host_name, label_key, label_value, "
+                       "share_name, justification, approved_by, created_by, created_at, "
+                       "expires_at) VALUES (",
+                       values, ")"));
       tx.commit();
       return true;
     } catch (const pqxx::sql_error&) {
       return false;
     }
   };
-  EXPECT_TRUE(insert("'W-1', 'server-signing-required', 'fs01', NULL, NULL, NULL, 'scanner', "
-                     "'ciso', 'ops', now() - interval '1 day', now() + interval '7 days'"));
-  EXPECT_TRUE(insert("'W-2', '*', NULL, 'site', 'lab', NULL, 'lab network', 'ciso', '', "
-                     "now() - interval '10 days', now() - interval '1 day'"));
-  EXPECT_FALSE(insert("'W-3', '*', 'fs01', NULL, NULL, NULL, ' ', 'ciso', '', now(), "
-                      "now() + interval '1 day'"));  // no justification
-  EXPECT_FALSE(insert("'W-4', '*', 'fs01', NULL, NULL, NULL, 'x', 'ops', 'ops', now(), "
-                      "now() + interval '1 day'"));  // approved by its requester
-  EXPECT_FALSE(insert("'W-5', '*', NULL, NULL, NULL, NULL, 'x', 'ciso', '', now(), "
-                      "now() + interval '1 day'"));  // no scope
-  EXPECT_FALSE(insert("'W-6', '*', 'fs01', 'site', 'hq', NULL, 'x', 'ciso', '', now(), "
-                      "now() + interval '1 day'"));  // two scopes
+  EXPECT_TRUE(
+      insert("'W-1', 'server-signing-required', 'fs01', NULL, NULL, NULL, 'scanner', "
+             "'ciso', 'ops', now() - interval '1 day', now() + interval '7 days'"));
+  EXPECT_TRUE(
+      insert("'W-2', '*', NULL, 'site', 'lab', NULL, 'lab network', 'ciso', '', "
+             "now() - interval '10 days', now() - interval '1 day'"));
+  EXPECT_FALSE(
+      insert("'W-3', '*', 'fs01', NULL, NULL, NULL, ' ', 'ciso', '', now(), "
+             "now() + interval '1 day'"));  // no justification
+  EXPECT_FALSE(
+      insert("'W-4', '*', 'fs01', NULL, NULL, NULL, 'x', 'ops', 'ops', now(), "
+             "now() + interval '1 day'"));  // approved by its requester
+  EXPECT_FALSE(
+      insert("'W-5', '*', NULL, NULL, NULL, NULL, 'x', 'ciso', '', now(), "
+             "now() + interval '1 day'"));  // no scope
+  EXPECT_FALSE(
+      insert("'W-6', '*', 'fs01', 'site', 'hq', NULL, 'x', 'ciso', '', now(), "
+             "now() + interval '1 day'"));  // two scopes
   // The expired waiver drops out of the active view by itself.
   EXPECT_EQ(smbfleet::testing::QueryValue(dsn, "SELECT string_agg(id, ',') FROM waivers_active"),
             "W-1");

@@ -83,8 +83,7 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
   EXPECT_FALSE(refused[0]->user().empty());
 
   // Apply the planned step as the agent would.
-  agent::samba::SambaApplier applier({(*lab)->Options(), (*lab)->managed_dir()},
-                                     (*lab)->runner());
+  agent::samba::SambaApplier applier({(*lab)->Options(), (*lab)->managed_dir()}, (*lab)->runner());
   smbfleet::v1::SettingChange change;
   change.set_setting(step->setting());
   change.set_share(step->share());

@@ -26,12 +26,12 @@ std::string MakeTempDir(const std::string& prefix);
 
 }  // namespace smbfleet::testing
 
-#define SMBFLEET_REQUIRE_PG()                                                         \
-  do {                                                                                \
-    if (::smbfleet::testing::AdminDsn().empty()) {                                    \
-      if (std::getenv("CI") != nullptr) FAIL() << "SMBFLEET_TEST_PG_DSN is not set";  \
+#define SMBFLEET_REQUIRE_PG()                                                        \
+  do {                                                                               \
+    if (::smbfleet::testing::AdminDsn().empty()) {                                   \
+      if (std::getenv("CI") != nullptr) FAIL() << "SMBFLEET_TEST_PG_DSN is not set"; \
       GTEST_SKIP() << "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh"; \
-    }                                                                                 \
+    }                                                                                \
   } while (0)
 
 #endif  // SMBFLEET_TESTS_TESTING_PG_FIXTURE_H_
