@@ -26,6 +26,8 @@ wait_for_file() {
 
 build_tree() {  # build_tree SOURCE_DIR BUILD_DIR [extra cmake args...]
   local src=$1 build=$2; shift 2
+  # ccache keys on paths relative to the checkout, so every clone (CI's among them) shares hits.
+  export CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=1
   cmake -S "$src" -B "$build" -G Ninja "$@" >/dev/null
   cmake --build "$build" -j2
 }
