@@ -1,0 +1,248 @@
+// An independent load client for the collector's report path: many hosts, each with its own
+// agent certificate and its own mutual TLS connection, sending AgentService.Report as fast as
+// the collector answers. It speaks only the public gRPC contract, so it measures a collector
+// from the outside. Prints one JSON line per phase:
+//
+//   first      every host reports once (stored)
+//   unchanged  the same posture again under new report ids (the agents' hourly case)
+//   changed    a posture that differs each time (a session comes and goes)
+//
+//   report_load_bench --target 127.0.0.1:PORT --pki DIR --posture FILE.json
+//                     [--hosts 200] [--reports 2000] [--concurrency 16] [--label TEXT]
+//
+// DIR holds ca.pem and agent-<host>.pem/.key for hosts named load-0000, load-0001, ...
+// (deploy/ca.sh dev DIR load-0000 ...). Bounded by --reports per phase; a phase gives up after
+// two minutes.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/files.h"
+#include "common/json.h"
+#include "common/tls.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+#include "smbfleet/v1/agent.grpc.pb.h"
+
+namespace smbfleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string target;
+  std::string pki;
+  std::string posture_file;
+  std::string label;
+  int hosts = 200;
+  int reports = 2000;
+  int concurrency = 16;
+  size_t posture_json_bytes = 0;  // the posture as the agent prints it (--format=json)
+};
+
+std::string HostName(int i) { return absl::StrFormat("load-%04d", i); }
+
+// A v4-shaped UUID that is unique per (phase, sequence) and per run.
+std::string ReportId(uint32_t run, uint32_t phase, uint64_t seq) {
+  return absl::StrFormat("%08x-%04x-4%03x-8%03x-%012x", run, phase & 0xffff,
+                         static_cast<uint32_t>((seq >> 48) & 0xfff),
+                         static_cast<uint32_t>((seq >> 36) & 0xfff), seq & 0xffffffffffffULL);
+}
+
+struct PhaseResult {
+  std::string phase;
+  int reports = 0;
+  int errors = 0;
+  std::map<std::string, int> outcomes;
+  std::map<std::string, int> error_codes;
+  double seconds = 0;
+  std::vector<double> latencies_ms;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+class LoadClient {
+ public:
+  LoadClient(Options options, v1::Posture posture)
+      : options_(std::move(options)), posture_(std::move(posture)) {}
+
+  absl::Status Connect() {
+    for (int i = 0; i < options_.hosts; ++i) {
+      const std::string host = HostName(i);
+      auto tls = LoadTls({absl::StrCat(options_.pki, "/agent-", host, ".pem"),
+                          absl::StrCat(options_.pki, "/agent-", host, ".key"),
+                          absl::StrCat(options_.pki, "/ca.pem")});
+      if (!tls.ok()) return tls.status();
+      grpc::ChannelArguments args;
+      args.SetSslTargetNameOverride("localhost");
+      args.SetMaxSendMessageSize(64 << 20);
+      // One connection per host, as real agents have.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      auto channel =
+          grpc::CreateCustomChannel(options_.target, MutualTlsChannelCredentials(*tls), args);
+      stubs_.push_back(v1::AgentService::NewStub(channel));
+    }
+    return absl::OkStatus();
+  }
+
+  // Sends `count` reports spread over the hosts round-robin; `vary` makes each posture differ.
+  PhaseResult Run(const std::string& phase, uint32_t phase_no, int count, bool vary) {
+    PhaseResult result;
+    result.phase = phase;
+    std::atomic<int> next{0};
+    std::mutex mu;
+    const auto give_up = Clock::now() + std::chrono::minutes(2);
+    const auto start = Clock::now();
+    std::vector<std::thread> workers;
+    for (int w = 0; w < options_.concurrency; ++w) {
+      workers.emplace_back([&] {
+        v1::ReportRequest request;
+        *request.mutable_posture() = posture_;
+        request.set_reason("load");
+        for (int seq = next++; seq < count && Clock::now() < give_up; seq = next++) {
+          const int host = seq % options_.hosts;
+          request.set_report_id(ReportId(run_, phase_no, static_cast<uint64_t>(seq)));
+          request.mutable_posture()->mutable_host()->set_hostname(HostName(host));
+          if (vary) {
+            // A session that exists in this report only: the content digest changes.
+            request.mutable_posture()->clear_sessions();
+            *request.mutable_posture()->mutable_sessions() = posture_.sessions();
+            auto* s = request.mutable_posture()->add_sessions();
+            s->set_session_id(absl::StrCat(1000000 + seq));
+            s->set_client_address(absl::StrCat("192.0.2.", seq % 250 + 1));
+            s->set_dialect(v1::DIALECT_SMB_3_1_1);
+          }
+          grpc::ClientContext context;
+          context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+          v1::ReportResponse response;
+          const auto sent = Clock::now();
+          grpc::Status status = stubs_[host]->Report(&context, request, &response);
+          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+          std::lock_guard<std::mutex> lock(mu);
+          result.latencies_ms.push_back(ms);
+          if (status.ok()) {
+            ++result.reports;
+            ++result.outcomes[v1::ReportResponse::Outcome_Name(response.outcome())];
+          } else {
+            ++result.errors;
+            ++result.error_codes[absl::StrCat(status.error_code())];
+          }
+        }
+      });
+    }
+    for (auto& t : workers) t.join();
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  }
+
+  nlohmann::json ToJsonLine(const PhaseResult& r) const {
+    nlohmann::json j;
+    j["bench"] = "report_load";
+    j["label"] = options_.label;
+    j["phase"] = r.phase;
+    j["hosts"] = options_.hosts;
+    j["concurrency"] = options_.concurrency;
+    j["postureBytes"] = posture_.ByteSizeLong();
+    j["postureJsonBytes"] = options_.posture_json_bytes;
+    j["reports"] = r.reports;
+    j["errors"] = r.errors;
+    j["errorCodes"] = r.error_codes;
+    j["outcomes"] = r.outcomes;
+    j["seconds"] = r.seconds;
+    j["reportsPerSecond"] = r.seconds > 0 ? r.reports / r.seconds : 0;
+    j["p50Ms"] = Percentile(r.latencies_ms, 0.50);
+    j["p99Ms"] = Percentile(r.latencies_ms, 0.99);
+    return j;
+  }
+
+ private:
+  Options options_;
+  v1::Posture posture_;
+  uint32_t run_ = static_cast<uint32_t>(std::chrono::system_clock::now().time_since_epoch() /
+                                        std::chrono::milliseconds(1));
+  std::vector<std::unique_ptr<v1::AgentService::Stub>> stubs_;
+};
+
+int Usage(const std::string& problem) {
+  std::cerr << "report_load_bench: " << problem << "\n"
+            << "usage: report_load_bench --target HOST:PORT --pki DIR --posture FILE.json "
+               "[--hosts N] [--reports N] [--concurrency N] [--label TEXT]\n";
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto take = [&](const char* name) -> const char* {
+      if (a != name) return nullptr;
+      if (i + 1 >= argc) return nullptr;
+      return argv[++i];
+    };
+    auto number = [&](const char* text, int* out) {
+      return text != nullptr && absl::SimpleAtoi(text, out) && *out > 0;
+    };
+    if (const char* v = take("--target")) {
+      o.target = v;
+    } else if (const char* v = take("--pki")) {
+      o.pki = v;
+    } else if (const char* v = take("--posture")) {
+      o.posture_file = v;
+    } else if (const char* v = take("--label")) {
+      o.label = v;
+    } else if (a == "--hosts") {
+      if (!number(take("--hosts"), &o.hosts)) return Usage("--hosts needs a positive number");
+    } else if (a == "--reports") {
+      if (!number(take("--reports"), &o.reports)) return Usage("--reports needs a positive number");
+    } else if (a == "--concurrency") {
+      if (!number(take("--concurrency"), &o.concurrency)) {
+        return Usage("--concurrency needs a positive number");
+      }
+    } else {
+      return Usage(absl::StrCat("unknown argument '", a, "'"));
+    }
+  }
+  if (o.target.empty() || o.pki.empty() || o.posture_file.empty()) {
+    return Usage("--target, --pki and --posture are required");
+  }
+  auto text = ReadFile(o.posture_file, 64 << 20);
+  if (!text.ok()) return Usage(std::string(text.status().message()));
+  o.posture_json_bytes = text->size();
+  v1::Posture posture;
+  if (auto s = FromJson(*text, o.posture_file, &posture, /*ignore_unknown=*/true); !s.ok()) {
+    return Usage(std::string(s.message()));
+  }
+  LoadClient client(o, std::move(posture));
+  if (auto s = client.Connect(); !s.ok()) return Usage(std::string(s.message()));
+
+  bool failed = false;
+  auto phase = [&](const std::string& name, uint32_t no, int count, bool vary) {
+    PhaseResult r = client.Run(name, no, count, vary);
+    std::cout << client.ToJsonLine(r).dump() << std::endl;
+    if (r.errors > 0 || r.reports != count) failed = true;
+  };
+  phase("first", 1, o.hosts, /*vary=*/false);
+  phase("unchanged", 2, o.reports, /*vary=*/false);
+  phase("changed", 3, o.reports, /*vary=*/true);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace smbfleet
+
+int main(int argc, char** argv) { return smbfleet::Main(argc, argv); }
