@@ -63,11 +63,12 @@ void HaltBy(Rollout& rollout, std::string reason, std::vector<Action>& actions) 
   actions.push_back(std::move(halt));
 }
 
-void SendRollback(HostRollout& host, std::vector<Action>& actions) {
+void SendRollback(HostRollout& host, std::string reason, std::vector<Action>& actions) {
   host.rollback_sent = true;
   Action rollback;
   rollback.kind = Action::Kind::kSendRollback;
   rollback.hosts = {host.host};
+  rollback.reason = std::move(reason);
   actions.push_back(std::move(rollback));
 }
 
@@ -180,7 +181,7 @@ absl::Status OnAck(Rollout& rollout, const Event& event, absl::Time now,
 
   if (rollout.state == smbfleet::v1::CHANGE_STATE_ROLLED_BACK && event.result == kApplied &&
       !host->rollback_sent) {
-    SendRollback(*host, actions);
+    SendRollback(*host, "the change was rolled back before this host acked", actions);
   }
   if (rollout.state != kRollingOut) return absl::OkStatus();
   std::string detail = event.reason.empty() ? "" : absl::StrCat(": ", event.reason);
@@ -327,7 +328,7 @@ absl::StatusOr<Transition> Step(Rollout rollout, const Event& event, absl::Time 
       RETURN_IF_ERROR(CheckState(ChangeAction::kRollback, id, rollout.state));
       rollout.state = smbfleet::v1::CHANGE_STATE_ROLLED_BACK;
       for (HostRollout& h : rollout.hosts) {
-        if (h.state == kApplied && !h.rollback_sent) SendRollback(h, actions);
+        if (h.state == kApplied && !h.rollback_sent) SendRollback(h, event.reason, actions);
       }
       break;
     case Event::Kind::kExpire: {

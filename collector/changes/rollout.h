@@ -105,9 +105,9 @@ struct Action {
 
   Kind kind = Kind::kDispatch;
   std::vector<std::string> hosts;  // kDispatch: hosts of the wave now; kSendRollback: one
-  int wave = -1;                   // kDispatch
+  int wave = -1;                   // kDispatch: 0 = the first wave
   absl::Time not_after = absl::InfiniteFuture();  // kDispatch: the orders' not-after time
-  std::string reason;                             // kHalt, kExpire
+  std::string reason;                             // kHalt, kExpire, kSendRollback
 };
 
 struct Transition {

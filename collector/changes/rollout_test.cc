@@ -340,11 +340,15 @@ TEST(RolloutTest, ResumeContinuesAndWatchesAgain) {
 }
 
 TEST(RolloutTest, ResumeForgivesThePreconditionFailuresItSaw) {
-  Driver d = Approved({Host("a"), Host("b"), Host("c")}, Spec({}, {100}, 0));
-  EXPECT_TRUE(Has(d.Do(Event::Ack("a", kPreconditionFailed), At(1)), Action::Kind::kHalt));
-  d.Do(Event::Resume(), At(2));
-  EXPECT_FALSE(Has(d.Do(Event::Ack("b", kApplied), At(3)), Action::Kind::kHalt));
-  EXPECT_TRUE(Has(d.Do(Event::Ack("c", kPreconditionFailed), At(4)), Action::Kind::kHalt));
+  RolloutSpec spec = Spec({}, {100}, 0);
+  spec.max_precondition_failed = 1;
+  Driver d = Approved({Host("a"), Host("b"), Host("c"), Host("d")}, spec);
+  EXPECT_FALSE(Has(d.Do(Event::Ack("a", kPreconditionFailed), At(1)), Action::Kind::kHalt));
+  EXPECT_TRUE(Has(d.Do(Event::Ack("b", kPreconditionFailed), At(2)), Action::Kind::kHalt));
+  d.Do(Event::Resume(), At(3));
+  // Counted since the resume: one more is within the allowance, the second is not.
+  EXPECT_FALSE(Has(d.Do(Event::Ack("c", kPreconditionFailed), At(4)), Action::Kind::kHalt));
+  EXPECT_TRUE(Has(d.Do(Event::Ack("d", kPreconditionFailed), At(5)), Action::Kind::kHalt));
 }
 
 TEST(RolloutTest, RefusalsBeforeAResumeDoNotHaltAgain) {
@@ -371,6 +375,7 @@ TEST(RolloutTest, RollbackTargetsEachAppliedHostOnce) {
   d.Do(Event::Ack("b", kPreconditionFailed), At(1));  // halts; b changed nothing
   const std::vector<Action>& actions = d.Do(Event::Rollback("ann: clients broke"), At(5));
   EXPECT_THAT(RolledBack(actions), ElementsAre("a"));
+  EXPECT_EQ(actions.back().reason, "ann: clients broke");
   EXPECT_EQ(d.state(), smbfleet::v1::CHANGE_STATE_ROLLED_BACK);
   // c applies after all: it gets its rollback as soon as its ack arrives.
   EXPECT_THAT(RolledBack(d.Do(Event::Ack("c", kApplied), At(6))), ElementsAre("c"));

@@ -53,6 +53,9 @@ TEST(FindStaleSettingTest, NamesTheFirstHostAndSettingThatMovedOn) {
        [](Posture& p) { p.mutable_server()->set_smb1_enabled(true); }, std::nullopt},
       {"a setting the plan did not know is now known",
        [](Posture& p) { p.mutable_server()->set_audit_smb1_access(true); }, std::nullopt},
+      // The plan compares the share's own flag, not whether the share ends up encrypted.
+      {"server-wide encryption leaves the share's own flag as planned",
+       [](Posture& p) { p.mutable_server()->set_encrypt_data(true); }, std::nullopt},
       {"signing was turned on by hand",
        [](Posture& p) { p.mutable_server()->set_require_signing(true); },
        StaleSetting{"fs2", "server.requireSigning", "", "false", "true"}},
