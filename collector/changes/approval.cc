@@ -127,10 +127,9 @@ absl::Status CheckState(ChangeAction action, absl::string_view change_id, Change
   }
   std::vector<std::string> allowed;
   for (ChangeState s : rule.states) allowed.push_back(ChangeStateName(s));
-  return Refuse(
-      Refusal::kWrongState,
-      absl::StrCat("change ", change_id, ": cannot ", ActionName(action), " a ",
-                   ChangeStateName(state), " change (only ", absl::StrJoin(allowed, ", "), ")"));
+  return Refuse(Refusal::kWrongState,
+                absl::StrCat("change ", change_id, ": cannot ", ActionName(action), ": it is ",
+                             ChangeStateName(state), " (only ", absl::StrJoin(allowed, ", "), ")"));
 }
 
 absl::Status CheckAction(ChangeAction action, const ChangeFacts& change, const Actor& actor) {

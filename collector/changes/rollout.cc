@@ -335,8 +335,8 @@ absl::StatusOr<Transition> Step(Rollout rollout, const Event& event, absl::Time 
       bool live = rollout.state == kProposed || rollout.state == kApproved ||
                   rollout.state == kRollingOut || rollout.state == kHalted;
       if (!live) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "change ", id, ": cannot expire a ", ChangeStateName(rollout.state), " change"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("change ", id, ": cannot expire: it is ", ChangeStateName(rollout.state)));
       }
       rollout.not_after = std::min(rollout.not_after, now);
       break;
