@@ -30,6 +30,11 @@ bool IsAckResult(HostChangeState result) {
          result == smbfleet::v1::HOST_CHANGE_STATE_ROLLED_BACK;
 }
 
+// A change that may still dispatch (or be approved and then dispatch).
+bool Live(ChangeState state) {
+  return state == kProposed || state == kApproved || state == kRollingOut || state == kHalted;
+}
+
 bool Waiting(const HostRollout& host) {
   return host.state == kPending || host.state == kDispatched;
 }
@@ -93,9 +98,7 @@ void DispatchOpenHosts(Rollout& rollout, absl::Time now, std::vector<Action>& ac
 // What time alone decides: expiry, ack timeouts, the end of a wave and its watch period, and
 // dispatching the hosts whose windows are open.
 void Advance(Rollout& rollout, absl::Time now, std::vector<Action>& actions) {
-  bool live = rollout.state == kProposed || rollout.state == kApproved ||
-              rollout.state == kRollingOut || rollout.state == kHalted;
-  if (!live) return;
+  if (!Live(rollout.state)) return;
   if (now >= rollout.not_after) {
     rollout.state = smbfleet::v1::CHANGE_STATE_EXPIRED;
     Action expire;
@@ -332,9 +335,7 @@ absl::StatusOr<Transition> Step(Rollout rollout, const Event& event, absl::Time 
       }
       break;
     case Event::Kind::kExpire: {
-      bool live = rollout.state == kProposed || rollout.state == kApproved ||
-                  rollout.state == kRollingOut || rollout.state == kHalted;
-      if (!live) {
+      if (!Live(rollout.state)) {
         return absl::FailedPreconditionError(
             absl::StrCat("change ", id, ": cannot expire: it is ", ChangeStateName(rollout.state)));
       }
@@ -348,9 +349,7 @@ absl::StatusOr<Transition> Step(Rollout rollout, const Event& event, absl::Time 
 }
 
 absl::Time NextDeadline(const Rollout& rollout) {
-  bool live = rollout.state == kProposed || rollout.state == kApproved ||
-              rollout.state == kRollingOut || rollout.state == kHalted;
-  if (!live) return absl::InfiniteFuture();
+  if (!Live(rollout.state)) return absl::InfiniteFuture();
   absl::Time next = rollout.not_after;
   for (const HostRollout& h : rollout.hosts) {
     if (h.state == kDispatched) next = std::min(next, h.dispatched_at + rollout.spec.ack_timeout);
