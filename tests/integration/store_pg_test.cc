@@ -2,7 +2,9 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "collector/store/pg_store.h"
+#include "collector/ingest/digest.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/store/postgres/pg_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
@@ -40,6 +42,7 @@ IncomingReport Incoming(const smbfleet::v1::Posture& p, const std::string& id) {
   r.report_id = id;
   r.reason = "test";
   r.posture = &p;
+  r.digest = PostureDigest(p);
   r.size_bytes = p.ByteSizeLong();
   r.received_at = absl::Now();
   return r;
@@ -94,12 +97,16 @@ class PgStoreTest : public ::testing::Test {
     SMBFLEET_REQUIRE_PG();
     dsn_ = CreateTestDatabase();
     ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
-    auto store = NewPgStore(dsn_, 2);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    auto stores = NewPgStore(dsn_, 2);
+    ASSERT_TRUE(stores.ok()) << stores.status();
+    stores_ = *std::move(stores);
+    store_ = stores_.hosts.get();
+    compliance_ = stores_.compliance.get();
   }
   std::string dsn_;
-  std::unique_ptr<Store> store_;
+  Stores stores_;
+  HostStore* store_ = nullptr;
+  ComplianceStore* compliance_ = nullptr;
 };
 
 TEST_F(PgStoreTest, ResentReportIsStoredOnce) {
@@ -224,18 +231,18 @@ smbfleet::policy::Policy Baseline() {
 
 TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
   auto policy = Baseline();
-  ASSERT_TRUE(store_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
   auto p = SamplePosture();
   p.mutable_server()->set_smb1_enabled(true);
   ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000c1")),
             SaveOutcome::kStored);
   auto t0 = absl::FromUnixSeconds(1'800'000'000);
   auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, t0);
-  auto n = store_->SaveEvaluation("fs01", eval);
+  auto n = RecordEvaluation(*compliance_, "fs01", eval);
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, static_cast<size_t>(eval.results_size()));  // first results: one each
 
-  auto findings = store_->ListFindings("fs01", "smb1-server-disabled", 10);
+  auto findings = compliance_->ListFindings("fs01", "smb1-server-disabled", 10);
   ASSERT_TRUE(findings.ok()) << findings.status();
   ASSERT_EQ(findings->size(), 1u);
   EXPECT_EQ((*findings)[0].failing_since().seconds(), 1'800'000'000);
@@ -244,9 +251,9 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
 
   // Same state an hour later: no new transitions, still failing since t0.
   auto again = smbfleet::policy::EvaluateHost(policy, p, {}, t0 + absl::Hours(1));
-  EXPECT_EQ(*store_->SaveEvaluation("fs01", again), 0u);
+  EXPECT_EQ(*RecordEvaluation(*compliance_, "fs01", again), 0u);
   EXPECT_EQ(
-      (*store_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
+      (*compliance_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
       1'800'000'000);
 
   // A waiver approved by someone else makes it WAIVED while it lasts.
@@ -256,18 +263,18 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
       "created_at, expires_at) VALUES ('w1', 'smb1-server-disabled', 'fs01', 'legacy scanner "
       "until March', 'carol', 'bob', now() - interval '1 hour', now() + interval '1 day') "
       "RETURNING id");
-  auto waivers = store_->ActiveWaivers();
+  auto waivers = compliance_->ActiveWaivers();
   ASSERT_TRUE(waivers.ok()) << waivers.status();
   ASSERT_EQ(waivers->size(), 1u);
   auto waived = smbfleet::policy::EvaluateHost(policy, p, *waivers, absl::Now());
-  ASSERT_TRUE(store_->SaveEvaluation("fs01", waived).ok());
-  EXPECT_TRUE(store_->ListFindings("fs01", "smb1-server-disabled", 10)->empty());
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", waived).ok());
+  EXPECT_TRUE(compliance_->ListFindings("fs01", "smb1-server-disabled", 10)->empty());
   EXPECT_EQ(
       smbfleet::testing::QueryValue(
           dsn_, "SELECT status FROM compliance_results WHERE rule_id = 'smb1-server-disabled'"),
       "WAIVED");
 
-  auto compliance = store_->GetCompliance();
+  auto compliance = compliance_->GetCompliance();
   ASSERT_TRUE(compliance.ok()) << compliance.status();
   EXPECT_EQ(compliance->policy_name(), "baseline");
   bool seen = false;
@@ -289,7 +296,7 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
 TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {
   smbfleet::v1::HostEvaluation e;
   e.set_policy_name("baseline");
-  EXPECT_TRUE(absl::IsNotFound(store_->SaveEvaluation("ghost", e).status()));
+  EXPECT_TRUE(absl::IsNotFound(RecordEvaluation(*compliance_, "ghost", e).status()));
 }
 
 }  // namespace
