@@ -293,6 +293,53 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
       "2");  // first NON_COMPLIANT, then WAIVED
 }
 
+TEST_F(PgStoreTest, GetHostShowsTheClassificationOfTheLatestEvaluation) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto p = SamplePosture();
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000d1")),
+            SaveOutcome::kStored);
+  auto before = store_->GetHost("fs01");
+  ASSERT_TRUE(before.ok() && before->has_value());
+  EXPECT_EQ((**before).posture.shares(0).classification(), "");  // not evaluated yet
+
+  auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, absl::Now());
+  ASSERT_EQ(eval.classifications_size(), 1);
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", eval).ok());
+  auto host = store_->GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value()) << host.status();
+  EXPECT_EQ((**host).posture.shares(0).classification(), eval.classifications(0).classification());
+  EXPECT_EQ((**host).posture.shares(0).classification_rule(), eval.classifications(0).rule());
+  EXPECT_FALSE((**host).posture.shares(0).classification().empty());
+}
+
+TEST_F(PgStoreTest, UnchangedHostIsNotEvaluatedAgainEvenAfterARestart) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id("00000000-0000-4000-8000-0000000000e1");
+  *r.mutable_posture() = SamplePosture();
+  ReportPipeline pipeline(store_, compliance_, &policy);
+  auto first = pipeline.Ingest("fs01", r);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->evaluated);
+  EXPECT_GT(first->transitions, 0u);
+  const std::string results = QueryValue(dsn_, "SELECT count(*) FROM compliance_results");
+
+  // A new collector process (or another replica) over the same database.
+  auto restarted = NewPgStore(dsn_, 1);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  ReportPipeline again(restarted->hosts.get(), restarted->compliance.get(), &policy);
+  r.set_report_id("00000000-0000-4000-8000-0000000000e2");
+  auto second = again.Ingest("fs01", r);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->outcome, SaveOutcome::kUnchanged);
+  EXPECT_FALSE(second->evaluated);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_results"), results);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_transitions"),
+            std::to_string(first->transitions));
+}
+
 TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {
   smbfleet::v1::HostEvaluation e;
   e.set_policy_name("baseline");
