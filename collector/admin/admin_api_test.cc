@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/store/memory/memory_store.h"
+#include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -92,18 +93,8 @@ TEST_F(AdminApiTest, UnknownHostIsNotFound) {
 }
 
 TEST_F(AdminApiTest, GetHostShowsTheClassificationOfEachShare) {
-  auto policy = policy::ParsePolicy("t.yaml", R"(apiVersion: smbfleet/policy/v1
-name: baseline
-version: "1"
-classification:
-  classes: [general, pii]
-  default: general
-  rules: [{name: hr, classification: pii, shareNames: ["hr"]}]
-rules:
-  - {id: server-signing-required, title: S, expect: {server.requireSigning: true}}
-)");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  pipeline_ = ReportPipeline(&hosts_, &compliance_, &*policy);
+  auto policy = testing::TinyPolicy();
+  pipeline_ = ReportPipeline(&hosts_, &compliance_, &policy);
   Report("fs01", 1);
   smbfleet::v1::GetHostRequest get;
   get.set_name("fs01");

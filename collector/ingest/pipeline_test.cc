@@ -3,6 +3,7 @@
 #include "collector/ingest/pipeline.h"
 
 #include "collector/store/memory/memory_store.h"
+#include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -12,23 +13,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 using ::testing::HasSubstr;
-
-policy::Policy TinyPolicy() {
-  auto p = policy::ParsePolicy("t.yaml", R"(apiVersion: smbfleet/policy/v1
-name: baseline
-version: "7"
-classification:
-  classes: [general, pii]
-  default: general
-  rules: [{name: hr, classification: pii, shareNames: ["hr"]}]
-rules:
-  - {id: server-signing-required, title: S, expect: {server.requireSigning: true}}
-  - {id: pii-encrypted, title: E, shares: {classifications: [pii]},
-     expect: {share.encrypted: true}}
-)");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *p;
-}
 
 smbfleet::v1::ReportRequest Report(const std::string& id, bool require_signing = false) {
   smbfleet::v1::ReportRequest r;
@@ -64,7 +48,7 @@ class PipelineTest : public ::testing::Test {
   }
 
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
-  policy::Policy policy_ = TinyPolicy();
+  policy::Policy policy_ = testing::TinyPolicy();
   MemoryHostStore hosts_;
   MemoryComplianceStore compliance_{&hosts_};
 };

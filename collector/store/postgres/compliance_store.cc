@@ -123,150 +123,137 @@ class PgComplianceStore : public ComplianceStore {
 
   absl::Status ActivatePolicy(const std::string& name, const std::string& version,
                               const std::string& source) override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::work tx(*conn);
-      tx.exec_params("UPDATE policy_versions SET active = false WHERE policy_name = $1 AND active",
-                     name);
-      tx.exec_params(
-          "INSERT INTO policy_versions (policy_name, version, active, source) VALUES ($1, $2, "
-          "true, $3) ON CONFLICT (policy_name, version) DO UPDATE SET active = true, source = "
-          "EXCLUDED.source",
-          name, version, source);
-      tx.commit();
-      return absl::OkStatus();
-    } catch (...) {
-      return MapPgException(pool_->dsn(), absl::StrCat("activating policy ", name, " ", version));
-    }
+    return pool_->Run<pqxx::work>(
+        absl::StrCat("activating policy ", name, " ", version),
+        [&](pqxx::work& tx) -> absl::Status {
+          tx.exec_params(
+              "UPDATE policy_versions SET active = false WHERE policy_name = $1 AND active", name);
+          tx.exec_params(
+              "INSERT INTO policy_versions (policy_name, version, active, source) VALUES ($1, $2, "
+              "true, $3) ON CONFLICT (policy_name, version) DO UPDATE SET active = true, source = "
+              "EXCLUDED.source",
+              name, version, source);
+          tx.commit();
+          return absl::OkStatus();
+        });
   }
 
   absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::read_transaction tx(*conn);
-      pqxx::result rows = tx.exec(
-          "SELECT id, rule_id, COALESCE(host_name, '') AS host_name, "
-          "COALESCE(label_key, '') AS label_key, COALESCE(label_value, '') AS label_value, "
-          "COALESCE(share_name, '') AS share_name, justification, approved_by, created_by, "
-          "EXTRACT(EPOCH FROM created_at)::float8 AS created_at, "
-          "EXTRACT(EPOCH FROM expires_at)::float8 AS expires_at "
-          "FROM waivers_active ORDER BY id");
-      std::vector<smbfleet::v1::Waiver> out;
-      out.reserve(rows.size());
-      for (const auto& r : rows) out.push_back(WaiverFromRow(r));
-      return out;
-    } catch (...) {
-      return MapPgException(pool_->dsn(), "reading waivers");
-    }
+    return pool_->Run<pqxx::read_transaction>(
+        "reading waivers",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Waiver>> {
+          pqxx::result rows = tx.exec(
+              "SELECT id, rule_id, COALESCE(host_name, '') AS host_name, "
+              "COALESCE(label_key, '') AS label_key, COALESCE(label_value, '') AS label_value, "
+              "COALESCE(share_name, '') AS share_name, justification, approved_by, created_by, "
+              "EXTRACT(EPOCH FROM created_at)::float8 AS created_at, "
+              "EXTRACT(EPOCH FROM expires_at)::float8 AS expires_at "
+              "FROM waivers_active ORDER BY id");
+          std::vector<smbfleet::v1::Waiver> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) out.push_back(WaiverFromRow(r));
+          return out;
+        });
   }
 
   absl::StatusOr<std::string> EvaluationKey(const std::string& host) override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::read_transaction tx(*conn);
-      pqxx::result rows = tx.exec_params("SELECT evaluation_key FROM hosts WHERE name = $1", host);
-      if (rows.empty()) return std::string();
-      return rows[0]["evaluation_key"].as<std::string>();
-    } catch (...) {
-      return MapPgException(pool_->dsn(), absl::StrCat("reading the evaluation key of ", host));
-    }
+    return pool_->Run<pqxx::read_transaction>(
+        absl::StrCat("reading the evaluation key of ", host),
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::string> {
+          pqxx::result rows =
+              tx.exec_params("SELECT evaluation_key FROM hosts WHERE name = $1", host);
+          if (rows.empty()) return std::string();
+          return rows[0]["evaluation_key"].as<std::string>();
+        });
   }
 
   absl::StatusOr<std::vector<ResultStatus>> CurrentResults(
       const std::string& host, const std::string& policy_name) override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::read_transaction tx(*conn);
-      pqxx::result rows = tx.exec_params(
-          "SELECT r.rule_id, r.share_name, r.policy_version, r.status FROM compliance_results r "
-          "JOIN hosts h ON h.id = r.host_id WHERE h.name = $1 AND r.policy_name = $2",
-          host, policy_name);
-      std::vector<ResultStatus> out;
-      out.reserve(rows.size());
-      for (const auto& r : rows) {
-        out.push_back({r["rule_id"].as<std::string>(), r["share_name"].as<std::string>(),
-                       r["policy_version"].as<std::string>(),
-                       pg::StatusFromText(r["status"].as<std::string>())});
-      }
-      return out;
-    } catch (...) {
-      return MapPgException(pool_->dsn(), absl::StrCat("reading the results of ", host));
-    }
+    return pool_->Run<pqxx::read_transaction>(
+        absl::StrCat("reading the results of ", host),
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<ResultStatus>> {
+          pqxx::result rows = tx.exec_params(
+              "SELECT r.rule_id, r.share_name, r.policy_version, r.status FROM compliance_results "
+              "r "
+              "JOIN hosts h ON h.id = r.host_id WHERE h.name = $1 AND r.policy_name = $2",
+              host, policy_name);
+          std::vector<ResultStatus> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) {
+            out.push_back({r["rule_id"].as<std::string>(), r["share_name"].as<std::string>(),
+                           r["policy_version"].as<std::string>(),
+                           pg::StatusFromText(r["status"].as<std::string>())});
+          }
+          return out;
+        });
   }
 
   absl::Status SaveEvaluation(const EvaluationWrite& w) override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::work tx(*conn);
-      pqxx::result h = tx.exec_params(
-          "SELECT id, labels::text AS labels FROM hosts WHERE name = $1 FOR UPDATE", w.host);
-      if (h.empty()) return absl::NotFoundError(absl::StrCat("no host named '", w.host, "'"));
-      const int64_t host_id = h[0]["id"].as<int64_t>();
-      InsertTransitions(tx, host_id, h[0]["labels"].as<std::string>(), w);
-      ReplaceResults(tx, host_id, *w.evaluation);
-      UpdateShareClassifications(tx, host_id, *w.evaluation);
-      tx.exec_params("UPDATE hosts SET evaluation_key = $2 WHERE id = $1", host_id,
-                     w.evaluation_key);
-      tx.commit();
-      return absl::OkStatus();
-    } catch (...) {
-      return MapPgException(pool_->dsn(), absl::StrCat("storing the evaluation of ", w.host));
-    }
+    return pool_->Run<pqxx::work>(
+        absl::StrCat("storing the evaluation of ", w.host), [&](pqxx::work& tx) -> absl::Status {
+          pqxx::result h = tx.exec_params(
+              "SELECT id, labels::text AS labels FROM hosts WHERE name = $1 FOR UPDATE", w.host);
+          if (h.empty()) return absl::NotFoundError(absl::StrCat("no host named '", w.host, "'"));
+          const int64_t host_id = h[0]["id"].as<int64_t>();
+          InsertTransitions(tx, host_id, h[0]["labels"].as<std::string>(), w);
+          ReplaceResults(tx, host_id, *w.evaluation);
+          UpdateShareClassifications(tx, host_id, *w.evaluation);
+          tx.exec_params("UPDATE hosts SET evaluation_key = $2 WHERE id = $1", host_id,
+                         w.evaluation_key);
+          tx.commit();
+          return absl::OkStatus();
+        });
   }
 
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::read_transaction tx(*conn);
-      smbfleet::v1::GetComplianceResponse out;
-      pqxx::result active = tx.exec(
-          "SELECT policy_name, version FROM policy_versions WHERE active ORDER BY 1 LIMIT 1");
-      if (!active.empty()) {
-        out.set_policy_name(active[0]["policy_name"].as<std::string>());
-        out.set_policy_version(active[0]["version"].as<std::string>());
-      }
-      pqxx::result rows = tx.exec(
-          "SELECT policy_name, rule_id, compliant, non_compliant, waived, unknown, errors, "
-          "not_applicable, COALESCE(compliant_pct, -1)::float8 AS compliant_pct "
-          "FROM compliance_now_by_rule ORDER BY policy_name, rule_id");
-      for (const auto& r : rows) {
-        auto* rc = out.add_rules();
-        rc->set_policy_name(r["policy_name"].as<std::string>());
-        rc->set_rule_id(r["rule_id"].as<std::string>());
-        rc->set_compliant(r["compliant"].as<uint32_t>());
-        rc->set_non_compliant(r["non_compliant"].as<uint32_t>());
-        rc->set_waived(r["waived"].as<uint32_t>());
-        rc->set_unknown(r["unknown"].as<uint32_t>());
-        rc->set_errors(r["errors"].as<uint32_t>());
-        rc->set_not_applicable(r["not_applicable"].as<uint32_t>());
-        rc->set_compliant_pct(r["compliant_pct"].as<double>());
-      }
-      return out;
-    } catch (...) {
-      return MapPgException(pool_->dsn(), "reading compliance");
-    }
+    return pool_->Run<pqxx::read_transaction>(
+        "reading compliance",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<smbfleet::v1::GetComplianceResponse> {
+          smbfleet::v1::GetComplianceResponse out;
+          pqxx::result active = tx.exec(
+              "SELECT policy_name, version FROM policy_versions WHERE active ORDER BY 1 LIMIT 1");
+          if (!active.empty()) {
+            out.set_policy_name(active[0]["policy_name"].as<std::string>());
+            out.set_policy_version(active[0]["version"].as<std::string>());
+          }
+          pqxx::result rows = tx.exec(
+              "SELECT policy_name, rule_id, compliant, non_compliant, waived, unknown, errors, "
+              "not_applicable, COALESCE(compliant_pct, -1)::float8 AS compliant_pct "
+              "FROM compliance_now_by_rule ORDER BY policy_name, rule_id");
+          for (const auto& r : rows) {
+            auto* rc = out.add_rules();
+            rc->set_policy_name(r["policy_name"].as<std::string>());
+            rc->set_rule_id(r["rule_id"].as<std::string>());
+            rc->set_compliant(r["compliant"].as<uint32_t>());
+            rc->set_non_compliant(r["non_compliant"].as<uint32_t>());
+            rc->set_waived(r["waived"].as<uint32_t>());
+            rc->set_unknown(r["unknown"].as<uint32_t>());
+            rc->set_errors(r["errors"].as<uint32_t>());
+            rc->set_not_applicable(r["not_applicable"].as<uint32_t>());
+            rc->set_compliant_pct(r["compliant_pct"].as<double>());
+          }
+          return out;
+        });
   }
 
   absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
                                                                   const std::string& rule_id,
                                                                   uint32_t limit) override {
-    try {
-      auto conn = pool_->Acquire();
-      pqxx::read_transaction tx(*conn);
-      pqxx::result rows = tx.exec_params(
-          "SELECT host, rule_id, share_name, classification, severity, message, "
-          "evidence::text AS evidence, EXTRACT(EPOCH FROM failing_since)::float8 AS "
-          "failing_since, policy_version FROM compliance_failing_since "
-          "WHERE ($1 = '' OR host = $1) AND ($2 = '' OR rule_id = $2) "
-          "ORDER BY failing_since, host, rule_id, share_name LIMIT $3",
-          host, rule_id, static_cast<int64_t>(limit));
-      std::vector<smbfleet::v1::Finding> out;
-      out.reserve(rows.size());
-      for (const auto& r : rows) out.push_back(FindingFromRow(r));
-      return out;
-    } catch (...) {
-      return MapPgException(pool_->dsn(), "listing findings");
-    }
+    return pool_->Run<pqxx::read_transaction>(
+        "listing findings",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Finding>> {
+          pqxx::result rows = tx.exec_params(
+              "SELECT host, rule_id, share_name, classification, severity, message, "
+              "evidence::text AS evidence, EXTRACT(EPOCH FROM failing_since)::float8 AS "
+              "failing_since, policy_version FROM compliance_failing_since "
+              "WHERE ($1 = '' OR host = $1) AND ($2 = '' OR rule_id = $2) "
+              "ORDER BY failing_since, host, rule_id, share_name LIMIT $3",
+              host, rule_id, static_cast<int64_t>(limit));
+          std::vector<smbfleet::v1::Finding> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) out.push_back(FindingFromRow(r));
+          return out;
+        });
   }
 
  private:

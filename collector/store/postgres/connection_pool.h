@@ -5,9 +5,12 @@
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "collector/store/postgres/dsn.h"
 
 namespace smbfleet::collector {
 
@@ -35,6 +38,20 @@ class ConnectionPool {
   // Blocks while every connection is leased. Throws what pqxx throws when a new connection
   // cannot be opened.
   Lease Acquire();
+
+  // Runs fn(tx) in a new Tx (pqxx::work, pqxx::read_transaction) on a leased connection and
+  // returns what it returns (a Status or StatusOr); a database exception becomes a Status that
+  // names `what`. A writing fn commits itself; an uncommitted work is rolled back.
+  template <typename Tx, typename Fn>
+  auto Run(absl::string_view what, Fn fn) -> decltype(fn(std::declval<Tx&>())) {
+    try {
+      Lease conn = Acquire();
+      Tx tx(*conn);
+      return fn(tx);
+    } catch (...) {
+      return MapPgException(dsn_, what);
+    }
+  }
   const std::string& dsn() const { return dsn_; }
 
  private:

@@ -77,20 +77,17 @@ class PgHostStore : public HostStore {
 };
 
 absl::StatusOr<SaveOutcome> PgHostStore::SaveReport(const IncomingReport& report) {
-  try {
-    auto conn = pool_->Acquire();
-    pqxx::work tx(*conn);
-    ASSIGN_OR_RETURN(SaveOutcome outcome, SaveReportIn(tx, report));
-    if (outcome == SaveOutcome::kDuplicate) {
-      tx.abort();
-    } else {
-      tx.commit();
-    }
-    return outcome;
-  } catch (...) {
-    return MapPgException(pool_->dsn(),
-                          absl::StrCat("storing report ", report.report_id, " of ", report.host));
-  }
+  return pool_->Run<pqxx::work>(
+      absl::StrCat("storing report ", report.report_id, " of ", report.host),
+      [&](pqxx::work& tx) -> absl::StatusOr<SaveOutcome> {
+        ASSIGN_OR_RETURN(SaveOutcome outcome, SaveReportIn(tx, report));
+        if (outcome == SaveOutcome::kDuplicate) {
+          tx.abort();
+        } else {
+          tx.commit();
+        }
+        return outcome;
+      });
 }
 
 absl::StatusOr<SaveOutcome> PgHostStore::SaveReportIn(pqxx::work& tx,
@@ -161,20 +158,17 @@ absl::Status PgHostStore::StoreChangedPosture(pqxx::work& tx, int64_t host_id,
 }
 
 absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery& query) {
-  try {
-    auto conn = pool_->Acquire();
-    pqxx::read_transaction tx(*conn);
-    pqxx::result rows = tx.exec_params(
-        absl::StrCat("SELECT ", kSummaryColumns, kLatestPosture,
-                     "WHERE h.name > $1 AND starts_with(h.name, $2) ORDER BY h.name LIMIT $3"),
-        query.after_name, query.name_prefix, static_cast<int64_t>(query.limit));
-    std::vector<HostSummary> out;
-    out.reserve(rows.size());
-    for (const auto& r : rows) out.push_back(SummaryFromRow(r));
-    return out;
-  } catch (...) {
-    return MapPgException(pool_->dsn(), "listing hosts");
-  }
+  return pool_->Run<pqxx::read_transaction>(
+      "listing hosts", [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<HostSummary>> {
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", kSummaryColumns, kLatestPosture,
+                         "WHERE h.name > $1 AND starts_with(h.name, $2) ORDER BY h.name LIMIT $3"),
+            query.after_name, query.name_prefix, static_cast<int64_t>(query.limit));
+        std::vector<HostSummary> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) out.push_back(SummaryFromRow(r));
+        return out;
+      });
 }
 
 // The latest benchmark run, which may be newer than the latest changed posture.
@@ -243,13 +237,11 @@ absl::StatusOr<std::optional<HostRecord>> PgHostStore::ReadHost(pqxx::transactio
 }
 
 absl::StatusOr<std::optional<HostRecord>> PgHostStore::GetHost(const std::string& name) {
-  try {
-    auto conn = pool_->Acquire();
-    pqxx::read_transaction tx(*conn);
-    return ReadHost(tx, name);
-  } catch (...) {
-    return MapPgException(pool_->dsn(), absl::StrCat("reading host ", name));
-  }
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading host ", name),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::optional<HostRecord>> {
+        return ReadHost(tx, name);
+      });
 }
 
 }  // namespace
