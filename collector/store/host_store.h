@@ -22,7 +22,7 @@ struct IncomingReport {
   std::string report_id;  // validated UUID
   std::string reason;
   const smbfleet::v1::Posture* posture = nullptr;
-  std::string digest;  // PostureDigest(*posture): equal digests mean an unchanged host
+  std::string digest;  // PostureDigest(*posture), required: equal digests mean an unchanged host
   size_t size_bytes = 0;
   absl::Time received_at;
 };

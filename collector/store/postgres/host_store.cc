@@ -77,6 +77,10 @@ class PgHostStore : public HostStore {
 };
 
 absl::StatusOr<SaveOutcome> PgHostStore::SaveReport(const IncomingReport& report) {
+  if (report.digest.empty()) {  // every host would look unchanged
+    return absl::InvalidArgumentError(
+        absl::StrCat("report ", report.report_id, " of ", report.host, " has no posture digest"));
+  }
   return pool_->Run<pqxx::work>(
       absl::StrCat("storing report ", report.report_id, " of ", report.host),
       [&](pqxx::work& tx) -> absl::StatusOr<SaveOutcome> {
