@@ -95,9 +95,18 @@ absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string
   return std::optional<size_t>(transitions);
 }
 
-absl::StatusOr<size_t> RecordEvaluation(ComplianceStore& store, const std::string& host,
-                                        const smbfleet::v1::HostEvaluation& eval,
-                                        const std::string& evaluation_key) {
+namespace {
+
+// One attempt: transitions against the results stored now, saved only if no other evaluation
+// of the host was saved in between.
+absl::StatusOr<size_t> TryRecordEvaluation(ComplianceStore& store, const std::string& host,
+                                           const smbfleet::v1::HostEvaluation& eval,
+                                           const std::string& evaluation_key) {
+  EvaluationWrite write;
+  ASSIGN_OR_RETURN(write.expected_key, store.EvaluationKey(host));
+  if (!evaluation_key.empty() && write.expected_key == evaluation_key) {
+    return 0;  // a concurrent report of the same state has just stored this evaluation
+  }
   ASSIGN_OR_RETURN(std::vector<ResultStatus> stored,
                    store.CurrentResults(host, eval.policy_name()));
   std::vector<policy::StoredResult> previous;
@@ -106,13 +115,26 @@ absl::StatusOr<size_t> RecordEvaluation(ComplianceStore& store, const std::strin
     previous.push_back(
         {std::move(r.rule_id), std::move(r.share), std::move(r.policy_version), r.status});
   }
-  EvaluationWrite write;
   write.host = host;
   write.evaluation = &eval;
   write.transitions = policy::ComputeTransitions(previous, eval);
   write.evaluation_key = evaluation_key;
   RETURN_IF_ERROR(store.SaveEvaluation(write));
   return write.transitions.size();
+}
+
+}  // namespace
+
+absl::StatusOr<size_t> RecordEvaluation(ComplianceStore& store, const std::string& host,
+                                        const smbfleet::v1::HostEvaluation& eval,
+                                        const std::string& evaluation_key) {
+  constexpr int kAttempts = 3;
+  absl::StatusOr<size_t> result;
+  for (int i = 0; i < kAttempts; ++i) {
+    result = TryRecordEvaluation(store, host, eval, evaluation_key);
+    if (!absl::IsAborted(result.status())) break;
+  }
+  return result;
 }
 
 }  // namespace smbfleet::collector

@@ -55,7 +55,9 @@ class ReportPipeline {
 };
 
 // Computes the transitions of `eval` against the host's stored results and saves both, with
-// the evaluation key. Returns the number of transitions.
+// the evaluation key. Two evaluations of one host at once (two collectors, a nudge during a
+// report) are serialised by the stored key: the later one computes its transitions again.
+// Returns the number of transitions.
 absl::StatusOr<size_t> RecordEvaluation(ComplianceStore& store, const std::string& host,
                                         const smbfleet::v1::HostEvaluation& eval,
                                         const std::string& evaluation_key = "");

@@ -2,6 +2,9 @@
 // skipping evaluation when nothing it depends on changed, and failures that keep the report.
 #include "collector/ingest/pipeline.h"
 
+#include <functional>
+#include <utility>
+
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
@@ -168,6 +171,66 @@ TEST_F(PipelineTest, EvaluationFailureKeepsTheReportAndRetriesNextTime) {
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->outcome, SaveOutcome::kUnchanged);
   EXPECT_TRUE(next->evaluated);  // no key was stored, so the unchanged host is evaluated now
+}
+
+// Forwards to a memory store; lets another evaluation of the host happen right after the
+// pipeline has read the host's current results, as a second collector could.
+class RacingComplianceStore : public ComplianceStore {
+ public:
+  RacingComplianceStore(ComplianceStore* inner, std::function<void()> race)
+      : inner_(inner), race_(std::move(race)) {}
+
+  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                              const std::string& source) override {
+    return inner_->ActivatePolicy(name, version, source);
+  }
+  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
+    return inner_->ActiveWaivers();
+  }
+  absl::StatusOr<std::string> EvaluationKey(const std::string& host) override {
+    return inner_->EvaluationKey(host);
+  }
+  absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
+                                                           const std::string& policy) override {
+    auto results = inner_->CurrentResults(host, policy);
+    if (race_) std::exchange(race_, nullptr)();
+    return results;
+  }
+  absl::Status SaveEvaluation(const EvaluationWrite& write) override {
+    return inner_->SaveEvaluation(write);
+  }
+  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
+    return inner_->GetCompliance();
+  }
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
+                                                                  const std::string& rule_id,
+                                                                  uint32_t limit) override {
+    return inner_->ListFindings(host, rule_id, limit);
+  }
+
+ private:
+  ComplianceStore* inner_;
+  std::function<void()> race_;
+};
+
+TEST_F(PipelineTest, ConcurrentEvaluationsRecordEachTransitionOnce) {
+  ASSERT_TRUE(
+      Pipeline(&policy_).Ingest("fs01", Report("00000000-0000-4000-8000-000000000001")).ok());
+  ASSERT_EQ(compliance_.transitions("fs01").size(), 2u);
+
+  // Signing is switched on; two reports of the new state are evaluated at once.
+  RacingComplianceStore racing(&compliance_, [this] {
+    auto other =
+        Pipeline(&policy_).Ingest("fs01", Report("00000000-0000-4000-8000-000000000003", true));
+    ASSERT_TRUE(other.ok());
+    EXPECT_EQ(other->transitions, 1u);
+  });
+  ReportPipeline pipeline(&hosts_, &racing, &policy_, [this] { return now_; });
+  auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002", true));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->evaluation.ok()) << result->evaluation;
+  EXPECT_EQ(result->transitions, 0u);  // the other one recorded NON_COMPLIANT -> COMPLIANT
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 3u);
 }
 
 class BrokenHostStore : public HostStore {

@@ -31,6 +31,9 @@ struct EvaluationWrite {
   // What the evaluation was computed from (see ingest/pipeline.h); stored with the host so
   // that an identical next report skips evaluation, on any replica and after a restart.
   std::string evaluation_key;
+  // The key stored when the previous results were read. Another evaluation saved since (the
+  // stored key differs) makes SaveEvaluation ABORTED: transitions must be computed again.
+  std::string expected_key;
 };
 
 class ComplianceStore {
@@ -49,7 +52,8 @@ class ComplianceStore {
   virtual absl::StatusOr<std::vector<ResultStatus>> CurrentResults(
       const std::string& host, const std::string& policy_name) = 0;
   // In one transaction: appends the transitions, replaces the host's results of that policy,
-  // records each share's classification and the evaluation key. NotFound for an unknown host.
+  // records each share's classification and the evaluation key. NOT_FOUND for an unknown host,
+  // ABORTED when write.expected_key is no longer the stored key.
   virtual absl::Status SaveEvaluation(const EvaluationWrite& write) = 0;
 
   virtual absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() = 0;

@@ -340,6 +340,27 @@ TEST_F(PgStoreTest, UnchangedHostIsNotEvaluatedAgainEvenAfterARestart) {
             std::to_string(first->transitions));
 }
 
+TEST_F(PgStoreTest, EvaluationSavedAfterAnotherIsAborted) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto p = SamplePosture();
+  ASSERT_TRUE(store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000f1")).ok());
+  auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, absl::Now());
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", eval, "key-1").ok());
+  EXPECT_EQ(*compliance_->EvaluationKey("fs01"), "key-1");
+
+  EvaluationWrite stale;
+  stale.host = "fs01";
+  stale.evaluation = &eval;
+  stale.evaluation_key = "key-2";
+  stale.expected_key = "";  // read before key-1 was saved
+  EXPECT_TRUE(absl::IsAborted(compliance_->SaveEvaluation(stale)));
+  EXPECT_EQ(*compliance_->EvaluationKey("fs01"), "key-1");
+  stale.expected_key = "key-1";
+  EXPECT_TRUE(compliance_->SaveEvaluation(stale).ok());
+  EXPECT_EQ(*compliance_->EvaluationKey("fs01"), "key-2");
+}
+
 TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {
   smbfleet::v1::HostEvaluation e;
   e.set_policy_name("baseline");

@@ -133,6 +133,10 @@ absl::Status MemoryComplianceStore::SaveEvaluation(const EvaluationWrite& w) {
   {
     absl::MutexLock lock(&mu_);
     if (!fail_evaluations_.ok()) return fail_evaluations_;
+    if (keys_[w.host] != w.expected_key) {
+      return absl::AbortedError(
+          absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
+    }
     auto& t = transitions_[w.host];
     t.insert(t.end(), w.transitions.begin(), w.transitions.end());
     results_[w.host][w.evaluation->policy_name()] = *w.evaluation;

@@ -192,8 +192,14 @@ class PgComplianceStore : public ComplianceStore {
     return pool_->Run<pqxx::work>(
         absl::StrCat("storing the evaluation of ", w.host), [&](pqxx::work& tx) -> absl::Status {
           pqxx::result h = tx.exec_params(
-              "SELECT id, labels::text AS labels FROM hosts WHERE name = $1 FOR UPDATE", w.host);
+              "SELECT id, labels::text AS labels, evaluation_key FROM hosts WHERE name = $1 "
+              "FOR UPDATE",
+              w.host);
           if (h.empty()) return absl::NotFoundError(absl::StrCat("no host named '", w.host, "'"));
+          if (h[0]["evaluation_key"].as<std::string>() != w.expected_key) {
+            return absl::AbortedError(
+                absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
+          }
           const int64_t host_id = h[0]["id"].as<int64_t>();
           InsertTransitions(tx, host_id, h[0]["labels"].as<std::string>(), w);
           ReplaceResults(tx, host_id, *w.evaluation);
