@@ -31,6 +31,21 @@ TEST(RenderTest, HostShowsSessionsPerShareWithDialect) {
   EXPECT_THAT(out.str(), HasSubstr("signing required    unknown"));
 }
 
+TEST(RenderTest, HostShowsEachSharesClassification) {
+  smbfleet::v1::GetHostResponse h;
+  auto* hr = h.mutable_posture()->add_shares();
+  hr->set_name("HR");
+  hr->set_path("/srv/hr");
+  hr->set_classification("pii");
+  auto* pub = h.mutable_posture()->add_shares();
+  pub->set_name("public");
+  pub->set_path("/srv/public");
+  std::ostringstream out;
+  RenderHost(h, out);
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("HR +/srv/hr +unknown +pii"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("public +/srv/public +unknown +-"));
+}
+
 TEST(RenderTest, ControlCharactersAreEscaped) {
   smbfleet::v1::ListHostsResponse hosts;
   hosts.add_hosts()->set_name("evil\x1b[2Jname");

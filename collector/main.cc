@@ -11,11 +11,9 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "collector/config.h"
-#include "collector/service/services.h"
-#include "collector/store/pg_store.h"
+#include "collector/server/startup.h"
 #include "common/files.h"
 #include "common/logging.h"
-#include "common/version.h"
 
 ABSL_FLAG(std::string, config, "", "collector configuration file (YAML)");
 ABSL_FLAG(std::string, log_level, "", "overrides log_level of the configuration");
@@ -51,31 +49,7 @@ int main(int argc, char** argv) {
   if (auto s = SetLogLevel(level); !s.ok()) return Fail(s);
   auto log = Logger("collector");
 
-  auto tls = LoadTls(config->tls);
-  if (!tls.ok()) return Fail(tls.status());
-
-  log->info("smbfleet-collector {} starting; database {}", kVersion,
-            RedactDsn(config->database_dsn));
-  if (auto s = ApplyMigrations(config->database_dsn, BuiltinMigrations()); !s.ok()) {
-    return Fail(s);
-  }
-  auto store = NewPgStore(config->database_dsn, static_cast<int>(config->database_pool_size));
-  if (!store.ok()) return Fail(store.status());
-
-  std::unique_ptr<policy::Policy> policy;
-  if (!config->policy_file.empty()) {
-    auto text = ReadFile(config->policy_file, 4 << 20);
-    if (!text.ok()) return Fail(text.status());
-    auto parsed = policy::ParsePolicy(config->policy_file, *text);
-    if (!parsed.ok()) return Fail(parsed.status());
-    policy = std::make_unique<policy::Policy>(*std::move(parsed));
-    if (auto s = (*store)->ActivatePolicy(policy->name, policy->version, *text); !s.ok()) {
-      return Fail(s);
-    }
-    log->info("evaluating policy {} version {} ({} rules)", policy->name, policy->version,
-              policy->rules.size());
-  }
-  auto collector = Collector::Start(*config, *tls, *std::move(store), std::move(policy));
+  auto collector = StartFromConfig(*config);
   if (!collector.ok()) return Fail(collector.status());
   log->info("listening on {} (port {}), mutual TLS required", config->listen, (*collector)->port());
   if (!absl::GetFlag(FLAGS_port_file).empty()) {

@@ -1,17 +1,16 @@
 #ifndef SMBFLEET_COLLECTOR_PUSH_STREAM_REGISTRY_H_
 #define SMBFLEET_COLLECTOR_PUSH_STREAM_REGISTRY_H_
 
-// The agents' open Watch streams on this collector, by host name. The push dispatcher (change
-// management) and RequestReport send through it.
+// The agents' open Watch streams on this collector, by host name: the local PushRouter.
 
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "collector/push/push_router.h"
 #include "smbfleet/v1/agent.pb.h"
 
 namespace smbfleet::collector {
@@ -25,18 +24,19 @@ class AgentStream {
   virtual void Close(const std::string& why) = 0;
 };
 
-class StreamRegistry {
+class StreamRegistry : public PushRouter {
  public:
+  // Every stream gets a keepalive message at this interval.
   explicit StreamRegistry(std::chrono::milliseconds keepalive_interval);
-  ~StreamRegistry();
+  ~StreamRegistry() override;
 
   // A newer stream of the same host replaces (and closes) the older one.
   void Register(const std::string& host, AgentStream* stream);
   // Only removes the entry when it is still this stream.
   void Unregister(const std::string& host, AgentStream* stream);
 
-  bool Send(const std::string& host, const smbfleet::v1::WatchResponse& message);
-  bool Connected(const std::string& host) const;
+  bool Send(const std::string& host, const smbfleet::v1::WatchResponse& message) override;
+  bool Connected(const std::string& host) const override;
   size_t size() const;
   // Closes every stream (at shutdown).
   void CloseAll();
@@ -45,10 +45,9 @@ class StreamRegistry {
   void KeepaliveLoop();
 
   const std::chrono::milliseconds keepalive_interval_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::map<std::string, AgentStream*> streams_;
+  mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
   std::thread keepalive_thread_;
 };
 

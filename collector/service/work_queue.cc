@@ -8,20 +8,16 @@ WorkQueue::WorkQueue(size_t threads, size_t max_pending) : max_pending_(max_pend
 
 WorkQueue::~WorkQueue() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
 bool WorkQueue::TrySubmit(std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || tasks_.size() >= max_pending_) return false;
-    tasks_.push_back(std::move(task));
-  }
-  cv_.notify_one();
+  absl::MutexLock lock(&mu_);
+  if (stopping_ || tasks_.size() >= max_pending_) return false;
+  tasks_.push_back(std::move(task));
   return true;
 }
 
@@ -29,8 +25,8 @@ void WorkQueue::Loop() {
   while (true) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(this, &WorkQueue::HasWorkOrStopping));
       if (tasks_.empty()) return;  // stopping, and everything queued has run
       task = std::move(tasks_.front());
       tasks_.pop_front();

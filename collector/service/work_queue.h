@@ -4,18 +4,20 @@
 // Blocking work (database calls) runs here, off gRPC's callback threads. The queue is bounded:
 // when it is full the caller tells the agent to come back later instead of piling up memory.
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace smbfleet::collector {
 
 class WorkQueue {
  public:
   WorkQueue(size_t threads, size_t max_pending);
+  // Runs what is queued, then joins the threads.
   ~WorkQueue();
 
   // False when the queue is full or shutting down; the task is then not run.
@@ -23,12 +25,14 @@ class WorkQueue {
 
  private:
   void Loop();
+  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !tasks_.empty();
+  }
 
   const size_t max_pending_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "collector/service/services.h"
-#include "collector/store/pg_store.h"
+#include "collector/server/collector.h"
+#include "collector/store/postgres/pg_store.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"

@@ -2,7 +2,9 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "collector/store/pg_store.h"
+#include "collector/ingest/digest.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/store/postgres/pg_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
@@ -40,6 +42,7 @@ IncomingReport Incoming(const smbfleet::v1::Posture& p, const std::string& id) {
   r.report_id = id;
   r.reason = "test";
   r.posture = &p;
+  r.digest = PostureDigest(p);
   r.size_bytes = p.ByteSizeLong();
   r.received_at = absl::Now();
   return r;
@@ -94,12 +97,16 @@ class PgStoreTest : public ::testing::Test {
     SMBFLEET_REQUIRE_PG();
     dsn_ = CreateTestDatabase();
     ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
-    auto store = NewPgStore(dsn_, 2);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = *std::move(store);
+    auto stores = NewPgStore(dsn_, 2);
+    ASSERT_TRUE(stores.ok()) << stores.status();
+    stores_ = *std::move(stores);
+    store_ = stores_.hosts.get();
+    compliance_ = stores_.compliance.get();
   }
   std::string dsn_;
-  std::unique_ptr<Store> store_;
+  Stores stores_;
+  HostStore* store_ = nullptr;
+  ComplianceStore* compliance_ = nullptr;
 };
 
 TEST_F(PgStoreTest, ResentReportIsStoredOnce) {
@@ -224,18 +231,18 @@ smbfleet::policy::Policy Baseline() {
 
 TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
   auto policy = Baseline();
-  ASSERT_TRUE(store_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
   auto p = SamplePosture();
   p.mutable_server()->set_smb1_enabled(true);
   ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000c1")),
             SaveOutcome::kStored);
   auto t0 = absl::FromUnixSeconds(1'800'000'000);
   auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, t0);
-  auto n = store_->SaveEvaluation("fs01", eval);
+  auto n = RecordEvaluation(*compliance_, "fs01", eval);
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, static_cast<size_t>(eval.results_size()));  // first results: one each
 
-  auto findings = store_->ListFindings("fs01", "smb1-server-disabled", 10);
+  auto findings = compliance_->ListFindings("fs01", "smb1-server-disabled", 10);
   ASSERT_TRUE(findings.ok()) << findings.status();
   ASSERT_EQ(findings->size(), 1u);
   EXPECT_EQ((*findings)[0].failing_since().seconds(), 1'800'000'000);
@@ -244,9 +251,9 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
 
   // Same state an hour later: no new transitions, still failing since t0.
   auto again = smbfleet::policy::EvaluateHost(policy, p, {}, t0 + absl::Hours(1));
-  EXPECT_EQ(*store_->SaveEvaluation("fs01", again), 0u);
+  EXPECT_EQ(*RecordEvaluation(*compliance_, "fs01", again), 0u);
   EXPECT_EQ(
-      (*store_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
+      (*compliance_->ListFindings("fs01", "smb1-server-disabled", 10))[0].failing_since().seconds(),
       1'800'000'000);
 
   // A waiver approved by someone else makes it WAIVED while it lasts.
@@ -256,18 +263,18 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
       "created_at, expires_at) VALUES ('w1', 'smb1-server-disabled', 'fs01', 'legacy scanner "
       "until March', 'carol', 'bob', now() - interval '1 hour', now() + interval '1 day') "
       "RETURNING id");
-  auto waivers = store_->ActiveWaivers();
+  auto waivers = compliance_->ActiveWaivers();
   ASSERT_TRUE(waivers.ok()) << waivers.status();
   ASSERT_EQ(waivers->size(), 1u);
   auto waived = smbfleet::policy::EvaluateHost(policy, p, *waivers, absl::Now());
-  ASSERT_TRUE(store_->SaveEvaluation("fs01", waived).ok());
-  EXPECT_TRUE(store_->ListFindings("fs01", "smb1-server-disabled", 10)->empty());
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", waived).ok());
+  EXPECT_TRUE(compliance_->ListFindings("fs01", "smb1-server-disabled", 10)->empty());
   EXPECT_EQ(
       smbfleet::testing::QueryValue(
           dsn_, "SELECT status FROM compliance_results WHERE rule_id = 'smb1-server-disabled'"),
       "WAIVED");
 
-  auto compliance = store_->GetCompliance();
+  auto compliance = compliance_->GetCompliance();
   ASSERT_TRUE(compliance.ok()) << compliance.status();
   EXPECT_EQ(compliance->policy_name(), "baseline");
   bool seen = false;
@@ -286,10 +293,78 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
       "2");  // first NON_COMPLIANT, then WAIVED
 }
 
+TEST_F(PgStoreTest, GetHostShowsTheClassificationOfTheLatestEvaluation) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto p = SamplePosture();
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000d1")),
+            SaveOutcome::kStored);
+  auto before = store_->GetHost("fs01");
+  ASSERT_TRUE(before.ok() && before->has_value());
+  EXPECT_EQ((**before).posture.shares(0).classification(), "");  // not evaluated yet
+
+  auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, absl::Now());
+  ASSERT_EQ(eval.classifications_size(), 1);
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", eval).ok());
+  auto host = store_->GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value()) << host.status();
+  EXPECT_EQ((**host).posture.shares(0).classification(), eval.classifications(0).classification());
+  EXPECT_EQ((**host).posture.shares(0).classification_rule(), eval.classifications(0).rule());
+  EXPECT_FALSE((**host).posture.shares(0).classification().empty());
+}
+
+TEST_F(PgStoreTest, UnchangedHostIsNotEvaluatedAgainEvenAfterARestart) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id("00000000-0000-4000-8000-0000000000e1");
+  *r.mutable_posture() = SamplePosture();
+  ReportPipeline pipeline(store_, compliance_, &policy);
+  auto first = pipeline.Ingest("fs01", r);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->evaluated);
+  EXPECT_GT(first->transitions, 0u);
+  const std::string results = QueryValue(dsn_, "SELECT count(*) FROM compliance_results");
+
+  // A new collector process (or another replica) over the same database.
+  auto restarted = NewPgStore(dsn_, 1);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  ReportPipeline again(restarted->hosts.get(), restarted->compliance.get(), &policy);
+  r.set_report_id("00000000-0000-4000-8000-0000000000e2");
+  auto second = again.Ingest("fs01", r);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->outcome, SaveOutcome::kUnchanged);
+  EXPECT_FALSE(second->evaluated);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_results"), results);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_transitions"),
+            std::to_string(first->transitions));
+}
+
+TEST_F(PgStoreTest, EvaluationSavedAfterAnotherIsAborted) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto p = SamplePosture();
+  ASSERT_TRUE(store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000f1")).ok());
+  auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, absl::Now());
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", eval, "key-1").ok());
+  EXPECT_EQ(*compliance_->EvaluationKey("fs01"), "key-1");
+
+  EvaluationWrite stale;
+  stale.host = "fs01";
+  stale.evaluation = &eval;
+  stale.evaluation_key = "key-2";
+  stale.expected_key = "";  // read before key-1 was saved
+  EXPECT_TRUE(absl::IsAborted(compliance_->SaveEvaluation(stale)));
+  EXPECT_EQ(*compliance_->EvaluationKey("fs01"), "key-1");
+  stale.expected_key = "key-1";
+  EXPECT_TRUE(compliance_->SaveEvaluation(stale).ok());
+  EXPECT_EQ(*compliance_->EvaluationKey("fs01"), "key-2");
+}
+
 TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {
   smbfleet::v1::HostEvaluation e;
   e.set_policy_name("baseline");
-  EXPECT_TRUE(absl::IsNotFound(store_->SaveEvaluation("ghost", e).status()));
+  EXPECT_TRUE(absl::IsNotFound(RecordEvaluation(*compliance_, "ghost", e).status()));
 }
 
 }  // namespace

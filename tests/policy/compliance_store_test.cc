@@ -1,104 +1,32 @@
 // The compliance history schema (collector/store/migrations/0002_compliance.sql) in a real
-// PostgreSQL, fed the way the collector feeds it: evaluate, ComputeTransitions against the
-// stored results, store transitions and results; then read "failing since" and compliance %
-// over time from the views Grafana reads.
+// PostgreSQL, fed by the collector's own code: evaluate, ComputeTransitions against the stored
+// results, store transitions and results (collector::RecordEvaluation); then read "failing
+// since" and compliance % over time from the views Grafana reads.
 
-#include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <pqxx/pqxx>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/time_util.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/store/postgres/pg_store.h"
+#include "collector/testing/test_policy.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
-#include "policy/transitions.h"
 #include "tests/testing/pg_fixture.h"
 
 namespace smbfleet::policy {
 namespace {
 
-using google::protobuf::util::TimeUtil;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
+// The schema as the collector creates it.
 void Migrate(const std::string& dsn) {
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(SMBFLEET_SOURCE_DIR) +
-                                                           "/collector/store/migrations")) {
-    if (e.path().extension() == ".sql") files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  pqxx::connection c(dsn);
-  for (const auto& f : files) {
-    pqxx::work tx(c);
-    tx.exec(Slurp(f));
-    tx.commit();
-  }
+  auto s = collector::ApplyMigrations(dsn, collector::BuiltinMigrations());
+  ASSERT_TRUE(s.ok()) << s;
 }
 
-// NULL for UNSPECIFIED, else the short status name.
-std::string StatusSql(pqxx::work& tx, smbfleet::v1::ComplianceStatus s) {
-  if (s == smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED) return "NULL";
-  return tx.quote(std::string(StatusName(s)));
-}
-
-// What the collector does after evaluating one host.
-std::vector<StoredResult> Store(const std::string& dsn, int64_t host_id,
-                                const std::vector<StoredResult>& previous,
-                                const smbfleet::v1::HostEvaluation& e,
-                                const std::string& labels_json) {
-  pqxx::connection c(dsn);
-  pqxx::work tx(c);
-  std::string at = tx.quote(TimeUtil::ToString(e.evaluated_at()));
-  for (const auto& t : ComputeTransitions(previous, e)) {
-    tx.exec(absl::StrCat(
-        "INSERT INTO compliance_transitions (host_id, policy_name, policy_version, rule_id, "
-        "share_name, classification, from_status, to_status, at, labels) VALUES (",
-        host_id, ", ", tx.quote(e.policy_name()), ", ", tx.quote(t.policy_version()), ", ",
-        tx.quote(t.rule_id()), ", ", tx.quote(t.share()), ", ", tx.quote(t.classification()), ", ",
-        StatusSql(tx, t.from_status()), ", ", StatusSql(tx, t.to_status()), ", ", at, ", ",
-        tx.quote(labels_json), "::jsonb)"));
-  }
-  tx.exec(absl::StrCat("DELETE FROM compliance_results WHERE host_id = ", host_id));
-  std::vector<StoredResult> stored;
-  for (const auto& r : e.results()) {
-    tx.exec(absl::StrCat(
-        "INSERT INTO compliance_results (host_id, policy_name, policy_version, rule_id, "
-        "share_name, classification, status, severity, message, waiver_id, evaluated_at) "
-        "VALUES (",
-        host_id, ", ", tx.quote(e.policy_name()), ", ", tx.quote(e.policy_version()), ", ",
-        tx.quote(r.rule_id()), ", ", tx.quote(r.share()), ", ", tx.quote(r.classification()), ", ",
-        StatusSql(tx, r.status()), ", ", tx.quote(smbfleet::v1::Severity_Name(r.severity())), ", ",
-        tx.quote(r.message()), ", ", r.waiver_id().empty() ? "NULL" : tx.quote(r.waiver_id()), ", ",
-        at, ")"));
-    stored.push_back({r.rule_id(), r.share(), e.policy_version(), r.status()});
-  }
-  tx.commit();
-  return stored;
-}
-
-Policy TinyPolicy() {
-  auto p = ParsePolicy("t.yaml", R"(apiVersion: smbfleet/policy/v1
-name: baseline
-version: "7"
-classification:
-  classes: [general, pii]
-  default: general
-  rules: [{name: hr, classification: pii, shareNames: ["hr"]}]
-rules:
-  - {id: server-signing-required, title: S, expect: {server.requireSigning: true}}
-  - {id: pii-encrypted, title: E, shares: {classifications: [pii]},
-     expect: {share.encrypted: true}}
-)");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *p;
+// What the collector does after evaluating one host: transitions against the stored results,
+// then the results, through its compliance store.
+void Store(collector::ComplianceStore& store, const smbfleet::v1::HostEvaluation& e) {
+  auto transitions = collector::RecordEvaluation(store, "fs01", e);
+  ASSERT_TRUE(transitions.ok()) << transitions.status();
 }
 
 TEST(ComplianceStoreTest, HistoryGivesFailingSinceAndCompliancePerDay) {
@@ -116,8 +44,9 @@ TEST(ComplianceStoreTest, HistoryGivesFailingSinceAndCompliancePerDay) {
         "('baseline', '6', false), ('baseline', '7', true)");
     tx.commit();
   }
-  int64_t host_id = std::stoll(smbfleet::testing::QueryValue(dsn, "SELECT id FROM hosts"));
-  Policy policy = TinyPolicy();
+  auto stores = collector::NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
+  Policy policy = collector::testing::TinyPolicy();
   smbfleet::v1::Posture p;
   p.mutable_host()->set_hostname("fs01");
   (*p.mutable_host()->mutable_labels())["site"] = "hq";
@@ -132,11 +61,10 @@ TEST(ComplianceStoreTest, HistoryGivesFailingSinceAndCompliancePerDay) {
   absl::Time d3 = today - absl::Hours(72) + absl::Hours(10);
   absl::Time d2 = today - absl::Hours(48) + absl::Hours(10);
   absl::Time d1 = today - absl::Hours(24) + absl::Hours(10);
-  std::vector<StoredResult> stored;
-  stored = Store(dsn, host_id, stored, EvaluateHost(policy, p, {}, d3), "{\"site\": \"hq\"}");
+  Store(*stores->compliance, EvaluateHost(policy, p, {}, d3));
   p.mutable_server()->set_require_signing(false);
-  stored = Store(dsn, host_id, stored, EvaluateHost(policy, p, {}, d2), "{\"site\": \"hq\"}");
-  stored = Store(dsn, host_id, stored, EvaluateHost(policy, p, {}, d1), "{\"site\": \"hq\"}");
+  Store(*stores->compliance, EvaluateHost(policy, p, {}, d2));
+  Store(*stores->compliance, EvaluateHost(policy, p, {}, d1));
 
   EXPECT_EQ(smbfleet::testing::QueryValue(dsn, "SELECT count(*) FROM compliance_transitions"),
             "3");  // two first results, one change; the unchanged third evaluation adds none

@@ -1,4 +1,4 @@
-#include "collector/store/store.h"
+#include "collector/ingest/digest.h"
 
 #include "gtest/gtest.h"
 

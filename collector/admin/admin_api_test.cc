@@ -1,0 +1,139 @@
+// The admin API over the in-memory stores and a fake push router.
+#include "collector/admin/admin_api.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/store/memory/memory_store.h"
+#include "collector/testing/test_policy.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using ::testing::HasSubstr;
+
+class FakeRouter : public PushRouter {
+ public:
+  bool Send(const std::string& host, const smbfleet::v1::WatchResponse& message) override {
+    if (!Connected(host)) return false;
+    sent[host].push_back(message);
+    return true;
+  }
+  bool Connected(const std::string& host) const override { return connected.count(host) > 0; }
+
+  std::set<std::string> connected;
+  std::map<std::string, std::vector<smbfleet::v1::WatchResponse>> sent;
+};
+
+class AdminApiTest : public ::testing::Test {
+ protected:
+  void Report(const std::string& host, int n) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(n, absl::kZeroPad12)));
+    r.mutable_posture()->mutable_server()->set_require_signing(true);
+    auto* share = r.mutable_posture()->add_shares();
+    share->set_name("HR");
+    share->set_path("/srv/hr");
+    auto result = pipeline_.Ingest(host, r);
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
+
+  Principal operator_ = PrincipalFromIdentity({"alice", "operator", "viewer"});
+  Principal agent_ = PrincipalFromIdentity({"fs01", "agent", ""});
+  MemoryHostStore hosts_;
+  MemoryComplianceStore compliance_{&hosts_};
+  FakeRouter router_;
+  ReportPipeline pipeline_{&hosts_, &compliance_, nullptr};
+  AdminApi api_{&hosts_, &compliance_, &router_};
+};
+
+TEST_F(AdminApiTest, ListHostsPagesByName) {
+  for (int i = 1; i <= 5; ++i) Report(absl::StrCat("fs0", i), i);
+  Report("dc01", 6);
+  smbfleet::v1::ListHostsRequest req;
+  req.set_name_prefix("fs");
+  req.set_page_size(2);
+  std::vector<std::string> seen;
+  for (int page = 0; page < 10; ++page) {
+    auto resp = api_.ListHosts(operator_, req);
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    for (const auto& h : resp->hosts()) seen.push_back(h.name());
+    if (resp->next_page_token().empty()) break;
+    req.set_page_token(resp->next_page_token());
+  }
+  EXPECT_THAT(seen, ::testing::ElementsAre("fs01", "fs02", "fs03", "fs04", "fs05"));
+}
+
+TEST_F(AdminApiTest, ConnectedComesFromTheRouter) {
+  Report("fs01", 1);
+  Report("fs02", 2);
+  router_.connected = {"fs02"};
+  auto list = api_.ListHosts(operator_, {});
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->hosts_size(), 2);
+  EXPECT_FALSE(list->hosts(0).connected());
+  EXPECT_TRUE(list->hosts(1).connected());
+  EXPECT_TRUE(list->next_page_token().empty());
+
+  smbfleet::v1::GetHostRequest get;
+  get.set_name("fs02");
+  EXPECT_TRUE(api_.GetHost(operator_, get)->summary().connected());
+}
+
+TEST_F(AdminApiTest, UnknownHostIsNotFound) {
+  smbfleet::v1::GetHostRequest get;
+  get.set_name("ghost");
+  auto resp = api_.GetHost(operator_, get);
+  EXPECT_TRUE(absl::IsNotFound(resp.status())) << resp.status();
+  EXPECT_THAT(std::string(resp.status().message()), HasSubstr("'ghost'"));
+}
+
+TEST_F(AdminApiTest, GetHostShowsTheClassificationOfEachShare) {
+  auto policy = testing::TinyPolicy();
+  pipeline_ = ReportPipeline(&hosts_, &compliance_, &policy);
+  Report("fs01", 1);
+  smbfleet::v1::GetHostRequest get;
+  get.set_name("fs01");
+  auto resp = api_.GetHost(operator_, get);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  ASSERT_EQ(resp->posture().shares_size(), 1);
+  EXPECT_EQ(resp->posture().shares(0).classification(), "pii");
+}
+
+TEST_F(AdminApiTest, RequestReportGoesThroughTheRouter) {
+  router_.connected = {"fs01"};
+  smbfleet::v1::RequestReportRequest req;
+  req.set_name("fs01");
+  auto resp = api_.RequestReport(operator_, req);
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  EXPECT_TRUE(resp->delivered());
+  ASSERT_EQ(router_.sent["fs01"].size(), 1u);
+  EXPECT_THAT(router_.sent["fs01"][0].report_now().reason(), HasSubstr("alice"));
+
+  req.set_name("fs02");
+  EXPECT_TRUE(absl::IsFailedPrecondition(api_.RequestReport(operator_, req).status()));
+}
+
+TEST_F(AdminApiTest, AgentCertificateCannotUseAdminCalls) {
+  Report("fs01", 1);
+  router_.connected = {"fs01"};
+  smbfleet::v1::GetHostRequest get;
+  get.set_name("fs01");
+  smbfleet::v1::RequestReportRequest nudge;
+  nudge.set_name("fs01");
+  for (const absl::Status& s :
+       {api_.ListHosts(agent_, {}).status(), api_.GetHost(agent_, get).status(),
+        api_.RequestReport(agent_, nudge).status(), api_.GetCompliance(agent_, {}).status(),
+        api_.ListFindings(agent_, {}).status()}) {
+    EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("operator"));
+  }
+  EXPECT_TRUE(router_.sent.empty());
+}
+
+}  // namespace
+}  // namespace smbfleet::collector

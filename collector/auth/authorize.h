@@ -1,0 +1,47 @@
+#ifndef SMBFLEET_COLLECTOR_AUTH_AUTHORIZE_H_
+#define SMBFLEET_COLLECTOR_AUTH_AUTHORIZE_H_
+
+// Who is calling and what they may do. Every call of every adapter (gRPC today, the web
+// console later) asks Authorize(); the table in authorize.cc is the one place that says who may
+// do what.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/tls.h"
+
+namespace smbfleet::collector {
+
+enum class PrincipalKind { kUnknown, kAgent, kOperator };
+
+struct Principal {
+  std::string name;  // an agent's host name, an operator's user name
+  PrincipalKind kind = PrincipalKind::kUnknown;
+  std::string kind_text;           // as the credential says it, for messages ("collector")
+  std::vector<std::string> roles;  // operators: "viewer", "proposer", "approver", "admin"
+};
+
+enum class Permission {
+  kReport,         // AgentService.Report
+  kWatch,          // AgentService.Watch
+  kAckChange,      // AgentService.AckChange
+  kReadFleet,      // hosts, compliance, findings
+  kRequestReport,  // nudge an agent over its stream
+};
+
+absl::string_view PermissionName(Permission p);  // "read-fleet"
+
+// From a verified client certificate: CN, first OU as kind, a further OU as role.
+Principal PrincipalFromIdentity(const PeerIdentity& id);
+// UNAUTHENTICATED when the peer presented no usable certificate.
+absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context);
+
+// OK or PERMISSION_DENIED naming the principal, what it is and what the call needs.
+absl::Status Authorize(const Principal& principal, Permission permission);
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_AUTH_AUTHORIZE_H_

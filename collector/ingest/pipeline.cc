@@ -1,0 +1,140 @@
+#include "collector/ingest/pipeline.h"
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collector/ingest/digest.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "policy/evaluate.h"
+#include "policy/transitions.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+std::shared_ptr<spdlog::logger> Log() { return Logger("collector"); }
+
+absl::Time ToTime(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(ts));
+}
+
+// The same test policy::WaiverApplies makes of time: created and not yet expired.
+bool InForce(const smbfleet::v1::Waiver& w, absl::Time now) {
+  if (!w.has_expires_at() || ToTime(w.expires_at()) <= now) return false;
+  return !w.has_created_at() || ToTime(w.created_at()) <= now;
+}
+
+}  // namespace
+
+ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
+                               const policy::Policy* policy, Clock clock, IngestLimits limits)
+    : hosts_(hosts),
+      compliance_(compliance),
+      policy_(policy),
+      clock_(std::move(clock)),
+      limits_(limits) {}
+
+absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
+                                                    const smbfleet::v1::ReportRequest& request) {
+  RETURN_IF_ERROR(ValidateReport(request, limits_));
+  IncomingReport incoming;
+  incoming.host = host;
+  incoming.report_id = request.report_id();
+  incoming.reason = request.reason();
+  incoming.posture = &request.posture();
+  incoming.digest = PostureDigest(request.posture());
+  incoming.size_bytes = request.ByteSizeLong();
+  incoming.received_at = clock_();
+  auto outcome = hosts_->SaveReport(incoming);
+  if (!outcome.ok()) {
+    Log()->error("{}", std::string(outcome.status().message()));
+    return absl::UnavailableError("report not stored; keep it and retry later");
+  }
+  IngestResult result;
+  result.outcome = *outcome;
+  result.received_at = incoming.received_at;
+  if (*outcome == SaveOutcome::kDuplicate || policy_ == nullptr) return result;
+
+  auto transitions = Evaluate(host, request.posture(), incoming.digest, incoming.received_at);
+  if (!transitions.ok()) {
+    result.evaluation = transitions.status();
+    Log()->error("not evaluating {}: {}", host, std::string(transitions.status().message()));
+  } else if (transitions->has_value()) {
+    result.evaluated = true;
+    result.transitions = **transitions;
+  }
+  return result;
+}
+
+absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string& host,
+                                                               const smbfleet::v1::Posture& posture,
+                                                               const std::string& digest,
+                                                               absl::Time now) {
+  ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
+  for (const auto& w : policy_->waivers) {
+    if (InForce(w, now)) waivers.push_back(w);
+  }
+  // The key lives with the host in the store (hosts.evaluation_key, one column read), so a
+  // restart or another replica skips as well; after a failed save the key is unchanged and the
+  // next report evaluates again.
+  const std::string key = EvaluationKey(digest, policy_->name, policy_->version, waivers);
+  ASSIGN_OR_RETURN(std::string last_key, compliance_->EvaluationKey(host));
+  if (key == last_key) return std::optional<size_t>();
+
+  // Policies match on the host's identity, which is its certificate's, not what it says.
+  smbfleet::v1::Posture subject = posture;
+  subject.mutable_host()->set_hostname(host);
+  const auto eval = policy::EvaluateHost(*policy_, subject, waivers, now);
+  ASSIGN_OR_RETURN(size_t transitions, RecordEvaluation(*compliance_, host, eval, key));
+  Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", host, eval.compliant(),
+               eval.non_compliant(), transitions);
+  return std::optional<size_t>(transitions);
+}
+
+namespace {
+
+// One attempt: transitions against the results stored now, saved only if no other evaluation
+// of the host was saved in between.
+absl::StatusOr<size_t> TryRecordEvaluation(ComplianceStore& store, const std::string& host,
+                                           const smbfleet::v1::HostEvaluation& eval,
+                                           const std::string& evaluation_key) {
+  EvaluationWrite write;
+  ASSIGN_OR_RETURN(write.expected_key, store.EvaluationKey(host));
+  if (!evaluation_key.empty() && write.expected_key == evaluation_key) {
+    return 0;  // a concurrent report of the same state has just stored this evaluation
+  }
+  ASSIGN_OR_RETURN(std::vector<ResultStatus> stored,
+                   store.CurrentResults(host, eval.policy_name()));
+  std::vector<policy::StoredResult> previous;
+  previous.reserve(stored.size());
+  for (auto& r : stored) {
+    previous.push_back(
+        {std::move(r.rule_id), std::move(r.share), std::move(r.policy_version), r.status});
+  }
+  write.host = host;
+  write.evaluation = &eval;
+  write.transitions = policy::ComputeTransitions(previous, eval);
+  write.evaluation_key = evaluation_key;
+  RETURN_IF_ERROR(store.SaveEvaluation(write));
+  return write.transitions.size();
+}
+
+}  // namespace
+
+absl::StatusOr<size_t> RecordEvaluation(ComplianceStore& store, const std::string& host,
+                                        const smbfleet::v1::HostEvaluation& eval,
+                                        const std::string& evaluation_key) {
+  constexpr int kAttempts = 3;
+  absl::StatusOr<size_t> result;
+  for (int i = 0; i < kAttempts; ++i) {
+    result = TryRecordEvaluation(store, host, eval, evaluation_key);
+    if (!absl::IsAborted(result.status())) break;
+  }
+  return result;
+}
+
+}  // namespace smbfleet::collector

@@ -1,0 +1,67 @@
+#ifndef SMBFLEET_COLLECTOR_INGEST_PIPELINE_H_
+#define SMBFLEET_COLLECTOR_INGEST_PIPELINE_H_
+
+// The report pipeline: validate -> digest -> save -> evaluate -> compute transitions -> save
+// results. Plain absl::Status: the gRPC adapter (service/) maps it to the wire.
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "collector/ingest/validate.h"
+#include "collector/store/compliance_store.h"
+#include "collector/store/host_store.h"
+#include "policy/policy.h"
+#include "smbfleet/v1/agent.pb.h"
+
+namespace smbfleet::collector {
+
+struct IngestResult {
+  SaveOutcome outcome = SaveOutcome::kStored;
+  absl::Time received_at;
+  // Evaluation runs after the report is stored; its failure is logged and reported here but
+  // does not fail the report (the agent would only send it again).
+  bool evaluated = false;  // false: no policy, a duplicate, or nothing changed since last time
+  size_t transitions = 0;
+  absl::Status evaluation;
+};
+
+class ReportPipeline {
+ public:
+  using Clock = std::function<absl::Time()>;
+
+  // policy may be null: then nothing is evaluated.
+  ReportPipeline(HostStore* hosts, ComplianceStore* compliance, const policy::Policy* policy,
+                 Clock clock = absl::Now, IngestLimits limits = {});
+
+  // host is the certificate's name, never the posture's. Errors: INVALID_ARGUMENT naming the
+  // field (do not resend), UNAVAILABLE when the report was not stored (keep it, retry later).
+  absl::StatusOr<IngestResult> Ingest(const std::string& host,
+                                      const smbfleet::v1::ReportRequest& request);
+
+ private:
+  // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
+  absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
+                                                 const smbfleet::v1::Posture& posture,
+                                                 const std::string& digest, absl::Time now);
+
+  HostStore* hosts_;
+  ComplianceStore* compliance_;
+  const policy::Policy* policy_;
+  Clock clock_;
+  IngestLimits limits_;
+};
+
+// Computes the transitions of `eval` against the host's stored results and saves both, with
+// the evaluation key. Two evaluations of one host at once (two collectors, a nudge during a
+// report) are serialised by the stored key: the later one computes its transitions again.
+// Returns the number of transitions.
+absl::StatusOr<size_t> RecordEvaluation(ComplianceStore& store, const std::string& host,
+                                        const smbfleet::v1::HostEvaluation& eval,
+                                        const std::string& evaluation_key = "");
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_INGEST_PIPELINE_H_

@@ -1,0 +1,258 @@
+// The report pipeline against the in-memory stores: outcomes, evaluation and its transitions,
+// skipping evaluation when nothing it depends on changed, and failures that keep the report.
+#include "collector/ingest/pipeline.h"
+
+#include <functional>
+#include <utility>
+
+#include "collector/store/memory/memory_store.h"
+#include "collector/testing/test_policy.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+using ::testing::HasSubstr;
+
+smbfleet::v1::ReportRequest Report(const std::string& id, bool require_signing = false) {
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id(id);
+  auto* p = r.mutable_posture();
+  p->mutable_host()->set_hostname("claims-to-be-dc01");
+  p->mutable_server()->set_require_signing(require_signing);
+  p->mutable_server()->set_encrypt_data(false);
+  auto* hr = p->add_shares();
+  hr->set_name("HR");
+  hr->set_path("/srv/hr");
+  hr->set_encrypt_data(true);
+  p->add_shares()->set_name("public");
+  return r;
+}
+
+smbfleet::v1::Waiver Waiver(const std::string& id, absl::Time expires) {
+  smbfleet::v1::Waiver w;
+  w.set_id(id);
+  w.set_rule_id("server-signing-required");
+  w.set_host("fs01");
+  w.set_justification("legacy scanner");
+  w.set_approved_by("carol");
+  *w.mutable_created_at() = TimeUtil::SecondsToTimestamp(0);
+  *w.mutable_expires_at() = TimeUtil::SecondsToTimestamp(absl::ToUnixSeconds(expires));
+  return w;
+}
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  ReportPipeline Pipeline(const policy::Policy* p) {
+    return ReportPipeline(&hosts_, &compliance_, p, [this] { return now_; });
+  }
+
+  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+  policy::Policy policy_ = testing::TinyPolicy();
+  MemoryHostStore hosts_;
+  MemoryComplianceStore compliance_{&hosts_};
+};
+
+TEST_F(PipelineTest, StoredUnchangedAndDuplicate) {
+  auto pipeline = Pipeline(nullptr);
+  auto first = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->outcome, SaveOutcome::kStored);
+  EXPECT_EQ(first->received_at, now_);
+
+  auto later = Report("00000000-0000-4000-8000-000000000002");
+  later.mutable_posture()->mutable_collected_at()->set_seconds(42);  // same state, later
+  EXPECT_EQ(pipeline.Ingest("fs01", later)->outcome, SaveOutcome::kUnchanged);
+  EXPECT_EQ(pipeline.Ingest("fs01", later)->outcome, SaveOutcome::kDuplicate);
+  EXPECT_EQ(hosts_.postures_stored(), 1u);
+
+  auto host = hosts_.GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).last_report_id, "00000000-0000-4000-8000-000000000002");
+  EXPECT_FALSE(first->evaluated);  // no policy
+  EXPECT_EQ(compliance_.evaluations_saved(), 0u);
+}
+
+TEST_F(PipelineTest, InvalidReportIsRefusedAndNotStored) {
+  auto pipeline = Pipeline(&policy_);
+  auto result = pipeline.Ingest("fs01", Report("not-a-uuid"));
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("reportId"));
+  EXPECT_FALSE(hosts_.Exists("fs01"));
+}
+
+TEST_F(PipelineTest, EvaluationWritesResultsTransitionsAndClassifications) {
+  auto pipeline = Pipeline(&policy_);
+  auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->evaluated);
+  EXPECT_TRUE(result->evaluation.ok());
+  EXPECT_EQ(result->transitions, 2u);  // first results: signing (host) and encryption (HR)
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+
+  auto findings = compliance_.ListFindings("fs01", "", 10);
+  ASSERT_TRUE(findings.ok());
+  ASSERT_EQ(findings->size(), 1u);
+  EXPECT_EQ((*findings)[0].rule_id(), "server-signing-required");
+
+  // Classification is policy's, shown with the stored posture.
+  auto host = hosts_.GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).posture.shares(0).classification(), "pii");
+  EXPECT_EQ((**host).posture.shares(0).classification_rule(), "hr");
+  EXPECT_EQ((**host).posture.shares(1).classification(), "general");
+
+  // A fix changes one status: one transition.
+  auto fixed = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002", true));
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->outcome, SaveOutcome::kStored);
+  EXPECT_EQ(fixed->transitions, 1u);
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());
+}
+
+TEST_F(PipelineTest, UnchangedReportIsNotEvaluatedAgain) {
+  auto pipeline = Pipeline(&policy_);
+  ASSERT_TRUE(pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001")).ok());
+  now_ += absl::Hours(1);
+  auto again = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, SaveOutcome::kUnchanged);
+  EXPECT_FALSE(again->evaluated);
+  EXPECT_EQ(compliance_.evaluations_saved(), 1u);
+
+  // A duplicate is never evaluated; a new policy version is.
+  EXPECT_FALSE(pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"))->evaluated);
+  policy::Policy next = policy_;
+  next.version = "8";
+  auto updated = Pipeline(&next).Ingest("fs01", Report("00000000-0000-4000-8000-000000000003"));
+  EXPECT_TRUE(updated->evaluated);
+  EXPECT_EQ(updated->transitions, 0u);  // same statuses across versions: nothing new
+}
+
+TEST_F(PipelineTest, WaiverChangesReEvaluateAnUnchangedHost) {
+  auto pipeline = Pipeline(&policy_);
+  ASSERT_TRUE(pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001")).ok());
+  compliance_.SetActiveWaivers({Waiver("w1", now_ + absl::Hours(24))});
+  auto waived = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
+  ASSERT_TRUE(waived.ok());
+  EXPECT_TRUE(waived->evaluated);
+  EXPECT_EQ(waived->transitions, 1u);  // NON_COMPLIANT -> WAIVED
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());
+
+  // A waiver written in the policy counts while it is in force and stops by itself.
+  compliance_.SetActiveWaivers({});
+  policy_.waivers.push_back(Waiver("p1", now_ + absl::Hours(2)));
+  auto by_policy = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000003"));
+  EXPECT_TRUE(by_policy->evaluated);
+  EXPECT_EQ(by_policy->transitions, 0u);  // still WAIVED, now by p1
+  EXPECT_FALSE(pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000004"))->evaluated);
+  now_ += absl::Hours(3);
+  auto expired = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000005"));
+  EXPECT_TRUE(expired->evaluated);
+  EXPECT_EQ(expired->transitions, 1u);  // WAIVED -> NON_COMPLIANT
+  EXPECT_EQ(compliance_.ListFindings("fs01", "", 10)->size(), 1u);
+}
+
+TEST_F(PipelineTest, EvaluationFailureKeepsTheReportAndRetriesNextTime) {
+  auto pipeline = Pipeline(&policy_);
+  compliance_.FailEvaluations(absl::UnavailableError("database went away"));
+  auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->outcome, SaveOutcome::kStored);
+  EXPECT_FALSE(result->evaluated);
+  EXPECT_TRUE(absl::IsUnavailable(result->evaluation));
+  EXPECT_TRUE(hosts_.Exists("fs01"));
+
+  compliance_.FailEvaluations(absl::OkStatus());
+  auto next = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(next->evaluated);  // no key was stored, so the unchanged host is evaluated now
+}
+
+// Forwards to a memory store; lets another evaluation of the host happen right after the
+// pipeline has read the host's current results, as a second collector could.
+class RacingComplianceStore : public ComplianceStore {
+ public:
+  RacingComplianceStore(ComplianceStore* inner, std::function<void()> race)
+      : inner_(inner), race_(std::move(race)) {}
+
+  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                              const std::string& source) override {
+    return inner_->ActivatePolicy(name, version, source);
+  }
+  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
+    return inner_->ActiveWaivers();
+  }
+  absl::StatusOr<std::string> EvaluationKey(const std::string& host) override {
+    return inner_->EvaluationKey(host);
+  }
+  absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
+                                                           const std::string& policy) override {
+    auto results = inner_->CurrentResults(host, policy);
+    if (race_) std::exchange(race_, nullptr)();
+    return results;
+  }
+  absl::Status SaveEvaluation(const EvaluationWrite& write) override {
+    return inner_->SaveEvaluation(write);
+  }
+  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
+    return inner_->GetCompliance();
+  }
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
+                                                                  const std::string& rule_id,
+                                                                  uint32_t limit) override {
+    return inner_->ListFindings(host, rule_id, limit);
+  }
+
+ private:
+  ComplianceStore* inner_;
+  std::function<void()> race_;
+};
+
+TEST_F(PipelineTest, ConcurrentEvaluationsRecordEachTransitionOnce) {
+  ASSERT_TRUE(
+      Pipeline(&policy_).Ingest("fs01", Report("00000000-0000-4000-8000-000000000001")).ok());
+  ASSERT_EQ(compliance_.transitions("fs01").size(), 2u);
+
+  // Signing is switched on; two reports of the new state are evaluated at once.
+  RacingComplianceStore racing(&compliance_, [this] {
+    auto other =
+        Pipeline(&policy_).Ingest("fs01", Report("00000000-0000-4000-8000-000000000003", true));
+    ASSERT_TRUE(other.ok());
+    EXPECT_EQ(other->transitions, 1u);
+  });
+  ReportPipeline pipeline(&hosts_, &racing, &policy_, [this] { return now_; });
+  auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002", true));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->evaluation.ok()) << result->evaluation;
+  EXPECT_EQ(result->transitions, 0u);  // the other one recorded NON_COMPLIANT -> COMPLIANT
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 3u);
+}
+
+class BrokenHostStore : public HostStore {
+ public:
+  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport&) override {
+    return absl::InternalError("database error: disk full");
+  }
+  absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery&) override {
+    return absl::InternalError("unused");
+  }
+  absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string&) override {
+    return absl::InternalError("unused");
+  }
+};
+
+TEST_F(PipelineTest, StoreFailureAsksTheAgentToRetry) {
+  BrokenHostStore broken;
+  ReportPipeline pipeline(&broken, &compliance_, &policy_);
+  auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
+  EXPECT_TRUE(absl::IsUnavailable(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("retry"));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector

@@ -1,0 +1,97 @@
+// The local push router: one stream per host, the newest wins, and sends reach only open
+// streams.
+#include <thread>
+#include <vector>
+
+#include "collector/push/stream_registry.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::collector {
+namespace {
+
+class FakeStream : public AgentStream {
+ public:
+  void Send(const smbfleet::v1::WatchResponse& message) override { sent.push_back(message); }
+  void Close(const std::string& why) override { closed_because = why; }
+
+  std::vector<smbfleet::v1::WatchResponse> sent;
+  std::string closed_because;
+};
+
+smbfleet::v1::WatchResponse Nudge(const std::string& reason) {
+  smbfleet::v1::WatchResponse m;
+  m.mutable_report_now()->set_reason(reason);
+  return m;
+}
+
+class PushTest : public ::testing::Test {
+ protected:
+  // No keepalive during a test.
+  StreamRegistry registry_{std::chrono::hours(1)};
+};
+
+TEST_F(PushTest, RegisteredStreamReceivesWhatIsSentToItsHost) {
+  FakeStream fs01;
+  registry_.Register("fs01", &fs01);
+  EXPECT_TRUE(registry_.Connected("fs01"));
+  EXPECT_FALSE(registry_.Connected("fs02"));
+  PushRouter& router = registry_;
+  ASSERT_TRUE(router.Send("fs01", Nudge("now")));
+  ASSERT_EQ(fs01.sent.size(), 1u);
+  EXPECT_EQ(fs01.sent[0].report_now().reason(), "now");
+}
+
+TEST_F(PushTest, SendToUnknownHostIsNotDelivered) {
+  FakeStream fs01;
+  registry_.Register("fs01", &fs01);
+  EXPECT_FALSE(registry_.Send("fs02", Nudge("now")));
+  EXPECT_TRUE(fs01.sent.empty());
+}
+
+TEST_F(PushTest, NewerStreamReplacesAndClosesTheOlder) {
+  FakeStream older, newer;
+  registry_.Register("fs01", &older);
+  registry_.Register("fs01", &newer);
+  EXPECT_NE(older.closed_because.find("replaced"), std::string::npos);
+  EXPECT_TRUE(newer.closed_because.empty());
+  EXPECT_EQ(registry_.size(), 1u);
+  ASSERT_TRUE(registry_.Send("fs01", Nudge("now")));
+  EXPECT_TRUE(older.sent.empty());
+  EXPECT_EQ(newer.sent.size(), 1u);
+}
+
+TEST_F(PushTest, UnregisterRemovesOnlyItsOwnStream) {
+  FakeStream older, newer;
+  registry_.Register("fs01", &older);
+  registry_.Register("fs01", &newer);
+  registry_.Unregister("fs01", &older);  // the replaced stream ends late
+  EXPECT_TRUE(registry_.Connected("fs01"));
+  registry_.Unregister("fs01", &newer);
+  EXPECT_FALSE(registry_.Connected("fs01"));
+  EXPECT_FALSE(registry_.Send("fs01", Nudge("now")));
+}
+
+TEST_F(PushTest, CloseAllClosesEveryStream) {
+  FakeStream a, b;
+  registry_.Register("fs01", &a);
+  registry_.Register("fs02", &b);
+  registry_.CloseAll();
+  EXPECT_FALSE(a.closed_because.empty());
+  EXPECT_FALSE(b.closed_because.empty());
+}
+
+TEST(PushKeepaliveTest, StreamsGetKeepalives) {
+  FakeStream fs01;
+  StreamRegistry registry(std::chrono::milliseconds(5));
+  // Unregistering takes the registry's lock: after it, the stream is ours alone to read.
+  for (int i = 0; i < 500 && fs01.sent.empty(); ++i) {
+    registry.Register("fs01", &fs01);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    registry.Unregister("fs01", &fs01);
+  }
+  ASSERT_FALSE(fs01.sent.empty());
+  EXPECT_TRUE(fs01.sent[0].has_keepalive());
+}
+
+}  // namespace
+}  // namespace smbfleet::collector

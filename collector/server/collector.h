@@ -1,0 +1,57 @@
+#ifndef SMBFLEET_COLLECTOR_SERVER_COLLECTOR_H_
+#define SMBFLEET_COLLECTOR_SERVER_COLLECTOR_H_
+
+// The whole collector wired together: stores, policy, pipeline, push registry, work queue,
+// services and the gRPC server.
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "collector/admin/admin_api.h"
+#include "collector/config.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/push/stream_registry.h"
+#include "collector/service/admin_service.h"
+#include "collector/service/agent_service.h"
+#include "collector/service/work_queue.h"
+#include "collector/store/stores.h"
+#include "common/tls.h"
+#include "grpcpp/grpcpp.h"
+#include "policy/policy.h"
+
+namespace smbfleet::collector {
+
+class Collector {
+ public:
+  // Starts listening. config.listen may use port 0; port() tells the one chosen. policy may be
+  // null: then nothing is evaluated.
+  static absl::StatusOr<std::unique_ptr<Collector>> Start(
+      const CollectorConfig& config, const TlsMaterial& tls, Stores stores,
+      std::unique_ptr<policy::Policy> policy = nullptr);
+  ~Collector();
+
+  int port() const { return port_; }
+  StreamRegistry* registry() { return registry_.get(); }
+  void Shutdown();
+  void Wait();
+
+ private:
+  Collector() = default;
+
+  // Declared in dependency order: destroyed in reverse, users before what they use.
+  Stores stores_;
+  std::unique_ptr<policy::Policy> policy_;
+  std::unique_ptr<StreamRegistry> registry_;
+  std::unique_ptr<ReportPipeline> pipeline_;
+  std::unique_ptr<AdminApi> admin_api_;
+  std::unique_ptr<WorkQueue> work_;
+  std::unique_ptr<AgentServiceImpl> agent_service_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_SERVER_COLLECTOR_H_

@@ -1,0 +1,43 @@
+#include "collector/server/startup.h"
+
+#include "collector/store/postgres/pg_store.h"
+#include "common/files.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/version.h"
+
+namespace smbfleet::collector {
+namespace {
+
+constexpr size_t kMaxPolicyBytes = 4 << 20;
+
+// Null when no policy is configured: then nothing is evaluated.
+absl::StatusOr<std::unique_ptr<policy::Policy>> LoadPolicy(const std::string& file,
+                                                           ComplianceStore& compliance) {
+  if (file.empty()) return std::unique_ptr<policy::Policy>();
+  ASSIGN_OR_RETURN(std::string text, ReadFile(file, kMaxPolicyBytes));
+  ASSIGN_OR_RETURN(policy::Policy parsed, policy::ParsePolicy(file, text));
+  auto policy = std::make_unique<policy::Policy>(std::move(parsed));
+  RETURN_IF_ERROR(compliance.ActivatePolicy(policy->name, policy->version, text));
+  Logger("collector")
+      ->info("evaluating policy {} version {} ({} rules)", policy->name, policy->version,
+             policy->rules.size());
+  return policy;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig& config) {
+  ASSIGN_OR_RETURN(TlsMaterial tls, LoadTls(config.tls));
+  Logger("collector")
+      ->info("smbfleet-collector {} starting; database {}", kVersion,
+             RedactDsn(config.database_dsn));
+  RETURN_IF_ERROR(ApplyMigrations(config.database_dsn, BuiltinMigrations()));
+  ASSIGN_OR_RETURN(Stores stores,
+                   NewPgStore(config.database_dsn, static_cast<int>(config.database_pool_size)));
+  ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
+                   LoadPolicy(config.policy_file, *stores.compliance));
+  return Collector::Start(config, tls, std::move(stores), std::move(policy));
+}
+
+}  // namespace smbfleet::collector

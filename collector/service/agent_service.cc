@@ -1,0 +1,79 @@
+#include "collector/service/agent_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "collector/push/watch_reactor.h"
+#include "collector/service/grpc_status.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace smbfleet::collector {
+namespace {
+
+namespace v1 = smbfleet::v1;
+
+std::shared_ptr<spdlog::logger> Log() { return Logger("collector"); }
+
+v1::ReportResponse::Outcome ToProto(SaveOutcome outcome) {
+  switch (outcome) {
+    case SaveOutcome::kStored:
+      return v1::ReportResponse::OUTCOME_STORED;
+    case SaveOutcome::kUnchanged:
+      return v1::ReportResponse::OUTCOME_UNCHANGED;
+    case SaveOutcome::kDuplicate:
+      return v1::ReportResponse::OUTCOME_DUPLICATE;
+  }
+  return v1::ReportResponse::OUTCOME_UNSPECIFIED;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
+    const Principal& agent, const v1::ReportRequest& request) {
+  RETURN_IF_ERROR(Authorize(agent, Permission::kReport));
+  auto result = pipeline_->Ingest(agent.name, request);
+  if (absl::IsInvalidArgument(result.status())) {
+    Log()->warn("report from {} refused: {}", agent.name, std::string(result.status().message()));
+  }
+  RETURN_IF_ERROR(result);
+  v1::ReportResponse response;
+  response.set_host(agent.name);
+  *response.mutable_received_at() =
+      google::protobuf::util::TimeUtil::TimeTToTimestamp(absl::ToTimeT(result->received_at));
+  response.set_outcome(ToProto(result->outcome));
+  Log()->debug("report {} from {}: {}", request.report_id(), agent.name,
+               v1::ReportResponse::Outcome_Name(response.outcome()));
+  return response;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* context,
+                                                   const v1::ReportRequest* request,
+                                                   v1::ReportResponse* response) {
+  return SubmitUnary(context, work_, response,
+                     [this, request](const Principal& p) { return HandleReport(p, *request); });
+}
+
+grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
+    grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
+  auto agent = PrincipalOf(*context);
+  absl::Status allowed = agent.ok() ? Authorize(*agent, Permission::kWatch) : agent.status();
+  if (!allowed.ok()) return RejectWatch(ToGrpcStatus(allowed));
+  Log()->info("watch stream of {} opened (agent {})", agent->name, request->agent_version());
+  return new WatchReactor(registry_, agent->name);
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
+                                                      const v1::AckChangeRequest* request,
+                                                      v1::AckChangeResponse* response) {
+  return SubmitUnary(
+      context, work_, response,
+      [request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {
+        RETURN_IF_ERROR(Authorize(agent, Permission::kAckChange));
+        // No change order has been issued by this collector version, so none can be
+        // acknowledged.
+        return absl::NotFoundError(absl::StrCat(
+            "no change order '", request->change_id().substr(0, 64), "' was sent to ", agent.name));
+      });
+}
+
+}  // namespace smbfleet::collector

@@ -1,0 +1,39 @@
+#ifndef SMBFLEET_COLLECTOR_SERVICE_AGENT_SERVICE_H_
+#define SMBFLEET_COLLECTOR_SERVICE_AGENT_SERVICE_H_
+
+#include "collector/auth/authorize.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/push/stream_registry.h"
+#include "collector/service/work_queue.h"
+#include "smbfleet/v1/agent.grpc.pb.h"
+
+namespace smbfleet::collector {
+
+// AgentService over gRPC: reports go through the pipeline on the work queue, Watch streams
+// into the registry. The host is always the certificate's.
+class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackService {
+ public:
+  AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry, WorkQueue* work)
+      : pipeline_(pipeline), registry_(registry), work_(work) {}
+
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
+                                   const smbfleet::v1::ReportRequest* request,
+                                   smbfleet::v1::ReportResponse* response) override;
+  grpc::ServerWriteReactor<smbfleet::v1::WatchResponse>* Watch(
+      grpc::CallbackServerContext* context, const smbfleet::v1::WatchRequest* request) override;
+  grpc::ServerUnaryReactor* AckChange(grpc::CallbackServerContext* context,
+                                      const smbfleet::v1::AckChangeRequest* request,
+                                      smbfleet::v1::AckChangeResponse* response) override;
+
+ private:
+  absl::StatusOr<smbfleet::v1::ReportResponse> HandleReport(
+      const Principal& agent, const smbfleet::v1::ReportRequest& request);
+
+  ReportPipeline* pipeline_;
+  StreamRegistry* registry_;
+  WorkQueue* work_;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_SERVICE_AGENT_SERVICE_H_

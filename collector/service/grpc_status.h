@@ -1,0 +1,45 @@
+#ifndef SMBFLEET_COLLECTOR_SERVICE_GRPC_STATUS_H_
+#define SMBFLEET_COLLECTOR_SERVICE_GRPC_STATUS_H_
+
+// The RPC edge: absl::Status to grpc::Status, and the one shape of every queued unary call.
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/auth/authorize.h"
+#include "collector/service/work_queue.h"
+#include "grpcpp/grpcpp.h"
+
+namespace smbfleet::collector {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The work queue is full. UNAVAILABLE, so that an agent tells "retry later" from "never
+// retry" by the code alone (RESOURCE_EXHAUSTED only means a message was too large).
+grpc::Status Busy();
+
+// Takes the caller from its certificate, runs `call(principal)` on the work queue (database
+// work stays off gRPC's threads) and finishes with its result, moved into *response.
+template <typename Response, typename Call>
+grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context, WorkQueue* work,
+                                      Response* response, Call call) {
+  auto* reactor = context->DefaultReactor();
+  absl::StatusOr<Principal> caller = PrincipalOf(*context);
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  bool queued = work->TrySubmit(
+      [reactor, response, call = std::move(call), caller = *std::move(caller)]() mutable {
+        absl::StatusOr<Response> result = call(caller);
+        if (result.ok()) *response = *std::move(result);
+        reactor->Finish(ToGrpcStatus(result.status()));
+      });
+  if (!queued) reactor->Finish(Busy());
+  return reactor;
+}
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_SERVICE_GRPC_STATUS_H_

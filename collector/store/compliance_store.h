@@ -1,0 +1,66 @@
+#ifndef SMBFLEET_COLLECTOR_STORE_COMPLIANCE_STORE_H_
+#define SMBFLEET_COLLECTOR_STORE_COMPLIANCE_STORE_H_
+
+// Compliance history (migration 0002): policy versions, each host's current results, the
+// status transitions behind "failing since", and waivers. The store only writes what it is
+// given; transitions are computed by the report pipeline (collector/ingest/).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "smbfleet/v1/admin.pb.h"
+#include "smbfleet/v1/policy.pb.h"
+
+namespace smbfleet::collector {
+
+// One stored current result of a host: what transitions are computed against.
+struct ResultStatus {
+  std::string rule_id;
+  std::string share;  // "" for host rules
+  std::string policy_version;
+  smbfleet::v1::ComplianceStatus status = smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED;
+};
+
+struct EvaluationWrite {
+  std::string host;
+  const smbfleet::v1::HostEvaluation* evaluation = nullptr;
+  std::vector<smbfleet::v1::StatusTransition> transitions;
+  // What the evaluation was computed from (see ingest/pipeline.h); stored with the host so
+  // that an identical next report skips evaluation, on any replica and after a restart.
+  std::string evaluation_key;
+  // The key stored when the previous results were read. Another evaluation saved since (the
+  // stored key differs) makes SaveEvaluation ABORTED: transitions must be computed again.
+  std::string expected_key;
+};
+
+class ComplianceStore {
+ public:
+  virtual ~ComplianceStore() = default;
+
+  // A policy version is registered and made the active one at collector start; results of
+  // any other version stop counting.
+  virtual absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                                      const std::string& source) = 0;
+  // Waivers in force now.
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() = 0;
+
+  // The evaluation key stored by the host's last SaveEvaluation; "" when there is none.
+  virtual absl::StatusOr<std::string> EvaluationKey(const std::string& host) = 0;
+  virtual absl::StatusOr<std::vector<ResultStatus>> CurrentResults(
+      const std::string& host, const std::string& policy_name) = 0;
+  // In one transaction: appends the transitions, replaces the host's results of that policy,
+  // records each share's classification and the evaluation key. NOT_FOUND for an unknown host,
+  // ABORTED when write.expected_key is no longer the stored key.
+  virtual absl::Status SaveEvaluation(const EvaluationWrite& write) = 0;
+
+  virtual absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() = 0;
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(
+      const std::string& host, const std::string& rule_id, uint32_t limit) = 0;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_STORE_COMPLIANCE_STORE_H_

@@ -1,0 +1,59 @@
+#ifndef SMBFLEET_COLLECTOR_STORE_HOST_STORE_H_
+#define SMBFLEET_COLLECTOR_STORE_HOST_STORE_H_
+
+// Hosts, their reports and their latest posture.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "smbfleet/v1/admin.pb.h"
+#include "smbfleet/v1/posture.pb.h"
+
+namespace smbfleet::collector {
+
+enum class SaveOutcome { kStored, kUnchanged, kDuplicate };
+
+struct IncomingReport {
+  std::string host;       // from the client certificate
+  std::string report_id;  // validated UUID
+  std::string reason;
+  const smbfleet::v1::Posture* posture = nullptr;
+  std::string digest;  // PostureDigest(*posture), required: equal digests mean an unchanged host
+  size_t size_bytes = 0;
+  absl::Time received_at;
+};
+
+struct HostRecord {
+  smbfleet::v1::HostSummary summary;
+  // The latest stored posture; each share carries the classification of the host's latest
+  // evaluation (the agent does not classify).
+  smbfleet::v1::Posture posture;
+  std::string last_report_id;
+};
+
+struct HostQuery {
+  std::string name_prefix;
+  std::string after_name;  // page token: names strictly greater
+  uint32_t limit = 100;
+};
+
+// Every failure is an absl::Status naming what failed; no database exception crosses this
+// interface.
+class HostStore {
+ public:
+  virtual ~HostStore() = default;
+  // Same report_id again: kDuplicate, nothing written. Same digest as the host's latest
+  // posture: kUnchanged, only last_seen (and benchmarks) move.
+  virtual absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) = 0;
+  virtual absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(
+      const HostQuery& query) = 0;
+  virtual absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) = 0;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_STORE_HOST_STORE_H_

@@ -1,0 +1,88 @@
+#ifndef SMBFLEET_COLLECTOR_STORE_MEMORY_MEMORY_STORE_H_
+#define SMBFLEET_COLLECTOR_STORE_MEMORY_MEMORY_STORE_H_
+
+// In-memory stores for unit tests of the services, the pipeline and push. They keep the
+// contracts of the interfaces (dedupe by report id and digest, NotFound for unknown hosts,
+// classifications on GetHost) without SQL; what only SQL views compute (compliance over time)
+// is not modelled.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "collector/store/compliance_store.h"
+#include "collector/store/host_store.h"
+
+namespace smbfleet::collector {
+
+class MemoryHostStore : public HostStore {
+ public:
+  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
+  absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery& query) override;
+  absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
+
+  // For MemoryComplianceStore, which shares the hosts as the SQL tables do.
+  bool Exists(const std::string& host) const;
+  void SetClassifications(const std::string& host, const smbfleet::v1::HostEvaluation& eval);
+  size_t postures_stored() const;
+
+ private:
+  struct Host {
+    smbfleet::v1::HostSummary summary;
+    smbfleet::v1::Posture posture;
+    std::string digest;
+    std::string last_report_id;
+    std::map<std::string, smbfleet::v1::ShareClassification> classifications;
+  };
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Host> hosts_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> report_ids_ ABSL_GUARDED_BY(mu_);
+  size_t postures_stored_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Shares the hosts of a MemoryHostStore, as the SQL tables do; keep that store alive.
+class MemoryComplianceStore : public ComplianceStore {
+ public:
+  explicit MemoryComplianceStore(MemoryHostStore* hosts) : hosts_(hosts) {}
+
+  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                              const std::string& source) override;
+  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override;
+  absl::StatusOr<std::string> EvaluationKey(const std::string& host) override;
+  absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
+                                                           const std::string& policy_name) override;
+  absl::Status SaveEvaluation(const EvaluationWrite& write) override;
+  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override;
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
+                                                                  const std::string& rule_id,
+                                                                  uint32_t limit) override;
+
+  // Test controls and observations.
+  void SetActiveWaivers(std::vector<smbfleet::v1::Waiver> waivers);
+  // Every SaveEvaluation fails with this status until it is set back to OK.
+  void FailEvaluations(absl::Status status);
+  size_t evaluations_saved() const;
+  std::vector<smbfleet::v1::StatusTransition> transitions(const std::string& host) const;
+
+ private:
+  MemoryHostStore* const hosts_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::string> active_versions_ ABSL_GUARDED_BY(mu_);  // by policy name
+  std::vector<smbfleet::v1::Waiver> waivers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> keys_ ABSL_GUARDED_BY(mu_);  // by host
+  // host -> policy name -> its latest evaluation.
+  std::map<std::string, std::map<std::string, smbfleet::v1::HostEvaluation>> results_
+      ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<smbfleet::v1::StatusTransition>> transitions_
+      ABSL_GUARDED_BY(mu_);
+  absl::Status fail_evaluations_ ABSL_GUARDED_BY(mu_);
+  size_t evaluations_saved_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_STORE_MEMORY_MEMORY_STORE_H_

@@ -1,0 +1,275 @@
+#include "collector/store/postgres/compliance_store.h"
+
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "collector/store/postgres/dsn.h"
+#include "collector/store/postgres/sql.h"
+#include "common/json.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using pg::Literal;
+using smbfleet::v1::HostEvaluation;
+
+std::string EvidenceJson(const google::protobuf::RepeatedPtrField<smbfleet::v1::Evidence>& ev) {
+  std::string out = "[";
+  for (int i = 0; i < ev.size(); ++i) {
+    auto json = ToJson(ev[i], /*pretty=*/false);
+    if (!json.ok()) continue;
+    if (out.size() > 1) out += ",";
+    out += *json;
+  }
+  return out + "]";
+}
+
+smbfleet::v1::Waiver WaiverFromRow(const pqxx::row& r) {
+  smbfleet::v1::Waiver w;
+  w.set_id(r["id"].as<std::string>());
+  w.set_rule_id(r["rule_id"].as<std::string>());
+  w.set_host(r["host_name"].as<std::string>());
+  w.set_label_key(r["label_key"].as<std::string>());
+  w.set_label_value(r["label_value"].as<std::string>());
+  w.set_share(r["share_name"].as<std::string>());
+  w.set_justification(r["justification"].as<std::string>());
+  w.set_approved_by(r["approved_by"].as<std::string>());
+  w.set_created_by(r["created_by"].as<std::string>());
+  pg::SetTimestamp(r["created_at"], w.mutable_created_at());
+  pg::SetTimestamp(r["expires_at"], w.mutable_expires_at());
+  return w;
+}
+
+smbfleet::v1::Finding FindingFromRow(const pqxx::row& r) {
+  smbfleet::v1::Finding f;
+  f.set_host(r["host"].as<std::string>());
+  f.set_rule_id(r["rule_id"].as<std::string>());
+  f.set_share(r["share_name"].as<std::string>());
+  f.set_classification(r["classification"].as<std::string>());
+  smbfleet::v1::Severity severity = smbfleet::v1::SEVERITY_UNSPECIFIED;
+  smbfleet::v1::Severity_Parse(r["severity"].as<std::string>(), &severity);
+  f.set_severity(severity);
+  f.set_message(r["message"].as<std::string>());
+  HostEvaluation holder;  // parses the evidence array through a message
+  std::string wrapped =
+      absl::StrCat("{\"results\": [{\"evidence\": ", r["evidence"].as<std::string>(), "}]}");
+  if (FromJson(wrapped, "stored evidence", &holder, true).ok() && holder.results_size() == 1) {
+    *f.mutable_evidence() = holder.results(0).evidence();
+  }
+  pg::SetTimestamp(r["failing_since"], f.mutable_failing_since());
+  f.set_policy_version(r["policy_version"].as<std::string>());
+  return f;
+}
+
+void InsertTransitions(pqxx::work& tx, int64_t host_id, const std::string& labels,
+                       const EvaluationWrite& w) {
+  const HostEvaluation& eval = *w.evaluation;
+  const std::string at = Literal(tx, pg::TimestampText(eval.evaluated_at())) + "::timestamptz";
+  pg::InsertBatch rows(tx,
+                       "INSERT INTO compliance_transitions (host_id, policy_name, "
+                       "policy_version, rule_id, share_name, classification, from_status, "
+                       "to_status, at, labels)",
+                       "");
+  for (const auto& t : w.transitions) {
+    rows.Add({Literal(host_id), Literal(tx, eval.policy_name()), Literal(tx, t.policy_version()),
+              Literal(tx, t.rule_id()), Literal(tx, t.share()), Literal(tx, t.classification()),
+              Literal(tx, pg::StatusText(t.from_status())),
+              Literal(tx, pg::StatusText(t.to_status())), at, Literal(tx, labels) + "::jsonb"});
+  }
+  rows.Flush();
+}
+
+void ReplaceResults(pqxx::work& tx, int64_t host_id, const HostEvaluation& eval) {
+  tx.exec_params("DELETE FROM compliance_results WHERE host_id = $1 AND policy_name = $2", host_id,
+                 eval.policy_name());
+  const std::string at = Literal(tx, pg::TimestampText(eval.evaluated_at())) + "::timestamptz";
+  pg::InsertBatch rows(tx,
+                       "INSERT INTO compliance_results (host_id, policy_name, policy_version, "
+                       "rule_id, share_name, classification, status, severity, message, "
+                       "evidence, waiver_id, cis_ws2022, cis_ws2025, evaluated_at)",
+                       "ON CONFLICT (host_id, policy_name, rule_id, share_name) DO NOTHING");
+  for (const auto& r : eval.results()) {
+    rows.Add({Literal(host_id), Literal(tx, eval.policy_name()), Literal(tx, eval.policy_version()),
+              Literal(tx, r.rule_id()), Literal(tx, r.share()), Literal(tx, r.classification()),
+              Literal(tx, pg::StatusText(r.status())),
+              Literal(tx, smbfleet::v1::Severity_Name(r.severity())), Literal(tx, r.message()),
+              Literal(tx, EvidenceJson(r.evidence())) + "::jsonb",
+              r.waiver_id().empty() ? "NULL" : Literal(tx, r.waiver_id()),
+              Literal(tx, r.cis().ws2022()), Literal(tx, r.cis().ws2025()), at});
+  }
+  rows.Flush();
+}
+
+void UpdateShareClassifications(pqxx::work& tx, int64_t host_id, const HostEvaluation& eval) {
+  if (eval.classifications_size() == 0) return;
+  std::vector<std::string> values;
+  values.reserve(eval.classifications_size());
+  for (const auto& c : eval.classifications()) {
+    values.push_back(absl::StrCat("(", Literal(tx, c.share()), ", ",
+                                  Literal(tx, c.classification()), ", ", Literal(tx, c.rule()),
+                                  ")"));
+  }
+  tx.exec(absl::StrCat(
+      "UPDATE host_shares s SET classification = c.classification, classification_rule = "
+      "c.rule FROM (VALUES ",
+      absl::StrJoin(values, ", "),
+      ") AS c (name, classification, rule) WHERE s.host_id = ", host_id, " AND s.name = c.name"));
+}
+
+class PgComplianceStore : public ComplianceStore {
+ public:
+  explicit PgComplianceStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
+
+  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
+                              const std::string& source) override {
+    return pool_->Run<pqxx::work>(
+        absl::StrCat("activating policy ", name, " ", version),
+        [&](pqxx::work& tx) -> absl::Status {
+          tx.exec_params(
+              "UPDATE policy_versions SET active = false WHERE policy_name = $1 AND active", name);
+          tx.exec_params(
+              "INSERT INTO policy_versions (policy_name, version, active, source) VALUES ($1, $2, "
+              "true, $3) ON CONFLICT (policy_name, version) DO UPDATE SET active = true, source = "
+              "EXCLUDED.source",
+              name, version, source);
+          tx.commit();
+          return absl::OkStatus();
+        });
+  }
+
+  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
+    return pool_->Run<pqxx::read_transaction>(
+        "reading waivers",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Waiver>> {
+          pqxx::result rows = tx.exec(
+              "SELECT id, rule_id, COALESCE(host_name, '') AS host_name, "
+              "COALESCE(label_key, '') AS label_key, COALESCE(label_value, '') AS label_value, "
+              "COALESCE(share_name, '') AS share_name, justification, approved_by, created_by, "
+              "EXTRACT(EPOCH FROM created_at)::float8 AS created_at, "
+              "EXTRACT(EPOCH FROM expires_at)::float8 AS expires_at "
+              "FROM waivers_active ORDER BY id");
+          std::vector<smbfleet::v1::Waiver> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) out.push_back(WaiverFromRow(r));
+          return out;
+        });
+  }
+
+  absl::StatusOr<std::string> EvaluationKey(const std::string& host) override {
+    return pool_->Run<pqxx::read_transaction>(
+        absl::StrCat("reading the evaluation key of ", host),
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::string> {
+          pqxx::result rows =
+              tx.exec_params("SELECT evaluation_key FROM hosts WHERE name = $1", host);
+          if (rows.empty()) return std::string();
+          return rows[0]["evaluation_key"].as<std::string>();
+        });
+  }
+
+  absl::StatusOr<std::vector<ResultStatus>> CurrentResults(
+      const std::string& host, const std::string& policy_name) override {
+    return pool_->Run<pqxx::read_transaction>(
+        absl::StrCat("reading the results of ", host),
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<ResultStatus>> {
+          pqxx::result rows = tx.exec_params(
+              "SELECT r.rule_id, r.share_name, r.policy_version, r.status FROM compliance_results "
+              "r "
+              "JOIN hosts h ON h.id = r.host_id WHERE h.name = $1 AND r.policy_name = $2",
+              host, policy_name);
+          std::vector<ResultStatus> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) {
+            out.push_back({r["rule_id"].as<std::string>(), r["share_name"].as<std::string>(),
+                           r["policy_version"].as<std::string>(),
+                           pg::StatusFromText(r["status"].as<std::string>())});
+          }
+          return out;
+        });
+  }
+
+  absl::Status SaveEvaluation(const EvaluationWrite& w) override {
+    return pool_->Run<pqxx::work>(
+        absl::StrCat("storing the evaluation of ", w.host), [&](pqxx::work& tx) -> absl::Status {
+          pqxx::result h = tx.exec_params(
+              "SELECT id, labels::text AS labels, evaluation_key FROM hosts WHERE name = $1 "
+              "FOR UPDATE",
+              w.host);
+          if (h.empty()) return absl::NotFoundError(absl::StrCat("no host named '", w.host, "'"));
+          if (h[0]["evaluation_key"].as<std::string>() != w.expected_key) {
+            return absl::AbortedError(
+                absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
+          }
+          const int64_t host_id = h[0]["id"].as<int64_t>();
+          InsertTransitions(tx, host_id, h[0]["labels"].as<std::string>(), w);
+          ReplaceResults(tx, host_id, *w.evaluation);
+          UpdateShareClassifications(tx, host_id, *w.evaluation);
+          tx.exec_params("UPDATE hosts SET evaluation_key = $2 WHERE id = $1", host_id,
+                         w.evaluation_key);
+          tx.commit();
+          return absl::OkStatus();
+        });
+  }
+
+  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
+    return pool_->Run<pqxx::read_transaction>(
+        "reading compliance",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<smbfleet::v1::GetComplianceResponse> {
+          smbfleet::v1::GetComplianceResponse out;
+          pqxx::result active = tx.exec(
+              "SELECT policy_name, version FROM policy_versions WHERE active ORDER BY 1 LIMIT 1");
+          if (!active.empty()) {
+            out.set_policy_name(active[0]["policy_name"].as<std::string>());
+            out.set_policy_version(active[0]["version"].as<std::string>());
+          }
+          pqxx::result rows = tx.exec(
+              "SELECT policy_name, rule_id, compliant, non_compliant, waived, unknown, errors, "
+              "not_applicable, COALESCE(compliant_pct, -1)::float8 AS compliant_pct "
+              "FROM compliance_now_by_rule ORDER BY policy_name, rule_id");
+          for (const auto& r : rows) {
+            auto* rc = out.add_rules();
+            rc->set_policy_name(r["policy_name"].as<std::string>());
+            rc->set_rule_id(r["rule_id"].as<std::string>());
+            rc->set_compliant(r["compliant"].as<uint32_t>());
+            rc->set_non_compliant(r["non_compliant"].as<uint32_t>());
+            rc->set_waived(r["waived"].as<uint32_t>());
+            rc->set_unknown(r["unknown"].as<uint32_t>());
+            rc->set_errors(r["errors"].as<uint32_t>());
+            rc->set_not_applicable(r["not_applicable"].as<uint32_t>());
+            rc->set_compliant_pct(r["compliant_pct"].as<double>());
+          }
+          return out;
+        });
+  }
+
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
+                                                                  const std::string& rule_id,
+                                                                  uint32_t limit) override {
+    return pool_->Run<pqxx::read_transaction>(
+        "listing findings",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Finding>> {
+          pqxx::result rows = tx.exec_params(
+              "SELECT host, rule_id, share_name, classification, severity, message, "
+              "evidence::text AS evidence, EXTRACT(EPOCH FROM failing_since)::float8 AS "
+              "failing_since, policy_version FROM compliance_failing_since "
+              "WHERE ($1 = '' OR host = $1) AND ($2 = '' OR rule_id = $2) "
+              "ORDER BY failing_since, host, rule_id, share_name LIMIT $3",
+              host, rule_id, static_cast<int64_t>(limit));
+          std::vector<smbfleet::v1::Finding> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) out.push_back(FindingFromRow(r));
+          return out;
+        });
+  }
+
+ private:
+  std::shared_ptr<ConnectionPool> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<ComplianceStore> NewPgComplianceStore(std::shared_ptr<ConnectionPool> pool) {
+  return std::make_unique<PgComplianceStore>(std::move(pool));
+}
+
+}  // namespace smbfleet::collector

@@ -1,0 +1,257 @@
+#include "collector/store/postgres/host_store.h"
+
+#include <map>
+#include <pqxx/pqxx>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "collector/store/postgres/dsn.h"
+#include "collector/store/postgres/posture_rows.h"
+#include "collector/store/postgres/sql.h"
+#include "common/json.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace smbfleet::collector {
+namespace {
+
+using pg::Literal;
+using smbfleet::v1::HostSummary;
+using smbfleet::v1::Posture;
+
+constexpr char kSummaryColumns[] = R"sql(
+  h.name, h.platform, h.os_name, h.os_version, h.agent_version,
+  EXTRACT(EPOCH FROM h.first_seen)::float8 AS first_seen,
+  EXTRACT(EPOCH FROM h.last_seen)::float8 AS last_seen,
+  EXTRACT(EPOCH FROM h.last_changed)::float8 AS last_changed,
+  h.labels::text AS labels,
+  (SELECT count(*) FROM host_shares s WHERE s.host_id = h.id) AS shares,
+  (SELECT count(*) FROM host_sessions s WHERE s.host_id = h.id) AS sessions,
+  COALESCE(jsonb_array_length(p.posture_json -> 'probeErrors'), 0) AS probe_errors
+)sql";
+
+constexpr char kLatestPosture[] =
+    " FROM hosts h LEFT JOIN host_state st ON st.host_id = h.id "
+    "LEFT JOIN postures p ON p.id = st.posture_id ";
+
+HostSummary SummaryFromRow(const pqxx::row& r) {
+  HostSummary s;
+  s.set_name(r["name"].as<std::string>());
+  smbfleet::v1::Platform platform = smbfleet::v1::PLATFORM_UNSPECIFIED;
+  smbfleet::v1::Platform_Parse(r["platform"].as<std::string>(), &platform);
+  s.set_platform(platform);
+  s.set_os_name(r["os_name"].as<std::string>());
+  s.set_os_version(r["os_version"].as<std::string>());
+  s.set_agent_version(r["agent_version"].as<std::string>());
+  pg::SetTimestamp(r["first_seen"], s.mutable_first_seen());
+  pg::SetTimestamp(r["last_seen"], s.mutable_last_seen());
+  pg::SetTimestamp(r["last_changed"], s.mutable_last_changed());
+  auto labels = nlohmann::json::parse(r["labels"].as<std::string>(), nullptr, false);
+  if (labels.is_object()) {
+    for (auto& [k, v] : labels.items()) {
+      if (v.is_string()) (*s.mutable_labels())[k] = v.get<std::string>();
+    }
+  }
+  s.set_shares(r["shares"].as<uint32_t>());
+  s.set_sessions(r["sessions"].as<uint32_t>());
+  s.set_probe_errors(r["probe_errors"].as<uint32_t>());
+  return s;
+}
+
+class PgHostStore : public HostStore {
+ public:
+  explicit PgHostStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
+
+  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
+  absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
+  absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
+
+ private:
+  absl::StatusOr<SaveOutcome> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
+  // The changed posture: history row, latest state, host columns, sessions and shares.
+  absl::Status StoreChangedPosture(pqxx::work& tx, int64_t host_id, const IncomingReport& report);
+  absl::StatusOr<std::optional<HostRecord>> ReadHost(pqxx::transaction_base& tx,
+                                                     const std::string& name);
+
+  std::shared_ptr<ConnectionPool> pool_;
+};
+
+absl::StatusOr<SaveOutcome> PgHostStore::SaveReport(const IncomingReport& report) {
+  if (report.digest.empty()) {  // every host would look unchanged
+    return absl::InvalidArgumentError(
+        absl::StrCat("report ", report.report_id, " of ", report.host, " has no posture digest"));
+  }
+  return pool_->Run<pqxx::work>(
+      absl::StrCat("storing report ", report.report_id, " of ", report.host),
+      [&](pqxx::work& tx) -> absl::StatusOr<SaveOutcome> {
+        ASSIGN_OR_RETURN(SaveOutcome outcome, SaveReportIn(tx, report));
+        if (outcome == SaveOutcome::kDuplicate) {
+          tx.abort();
+        } else {
+          tx.commit();
+        }
+        return outcome;
+      });
+}
+
+absl::StatusOr<SaveOutcome> PgHostStore::SaveReportIn(pqxx::work& tx,
+                                                      const IncomingReport& report) {
+  const std::string received = pg::Rfc3339(report.received_at);
+  pqxx::row host = tx.exec_params1(
+      "INSERT INTO hosts (name, first_seen, last_seen) VALUES ($1, $2::timestamptz, "
+      "$2::timestamptz) ON CONFLICT (name) DO UPDATE SET last_seen = "
+      "GREATEST(hosts.last_seen, EXCLUDED.last_seen) RETURNING id, "
+      "COALESCE(encode(posture_hash, 'hex'), '') AS posture_hash",
+      report.host, received);
+  const int64_t host_id = host["id"].as<int64_t>();
+  const bool changed = host["posture_hash"].as<std::string>() != report.digest;
+
+  pqxx::result inserted = tx.exec_params(
+      "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
+      "posture_hash, changed, size_bytes) VALUES ($1::uuid, $2, $3::timestamptz, "
+      "NULLIF($4, '')::timestamptz, $5, decode($6, 'hex'), $7, $8) "
+      "ON CONFLICT (report_id) DO NOTHING",
+      report.report_id, host_id, received, pg::TimestampText(report.posture->collected_at()),
+      report.reason, report.digest, changed, static_cast<int64_t>(report.size_bytes));
+  if (inserted.affected_rows() == 0) return SaveOutcome::kDuplicate;
+  if (changed) {
+    RETURN_IF_ERROR(StoreChangedPosture(tx, host_id, report));
+  } else {
+    tx.exec_params("UPDATE hosts SET last_report_id = $2::uuid WHERE id = $1", host_id,
+                   report.report_id);
+  }
+  pg::SaveBenchmarks(tx, host_id, *report.posture, received);
+  return changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
+}
+
+absl::Status PgHostStore::StoreChangedPosture(pqxx::work& tx, int64_t host_id,
+                                              const IncomingReport& report) {
+  const Posture& posture = *report.posture;
+  const std::string received = pg::Rfc3339(report.received_at);
+  ASSIGN_OR_RETURN(std::string json, ToJson(posture, /*pretty=*/false));
+  std::string bytes;
+  if (!posture.SerializeToString(&bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("posture of report ", report.report_id, " cannot be serialised"));
+  }
+  pqxx::row stored = tx.exec_params1(
+      "INSERT INTO postures (host_id, report_id, stored_at, collected_at, posture_hash, "
+      "posture, posture_json) VALUES ($1, $2::uuid, $3::timestamptz, "
+      "NULLIF($4, '')::timestamptz, decode($5, 'hex'), decode($6, 'hex'), $7::jsonb) "
+      "RETURNING id",
+      host_id, report.report_id, received, pg::TimestampText(posture.collected_at()), report.digest,
+      absl::BytesToHexString(bytes), json);
+  tx.exec_params(
+      "INSERT INTO host_state (host_id, posture_id, updated_at) VALUES ($1, $2, "
+      "$3::timestamptz) ON CONFLICT (host_id) DO UPDATE SET posture_id = EXCLUDED.posture_id, "
+      "updated_at = EXCLUDED.updated_at",
+      host_id, stored["id"].as<int64_t>(), received);
+
+  nlohmann::json labels = nlohmann::json::object();
+  for (const auto& [k, v] : posture.host().labels()) labels[k] = v;
+  tx.exec_params(
+      "UPDATE hosts SET platform = $2, os_name = $3, os_version = $4, agent_version = $5, "
+      "labels = $6::jsonb, last_changed = $7::timestamptz, last_report_id = $8::uuid, "
+      "posture_hash = decode($9, 'hex') WHERE id = $1",
+      host_id, smbfleet::v1::Platform_Name(posture.host().platform()), posture.host().os_name(),
+      posture.host().os_version(), posture.host().agent_version(), labels.dump(), received,
+      report.report_id, report.digest);
+  pg::ReplaceSessions(tx, host_id, posture);
+  pg::ReplaceShares(tx, host_id, posture);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery& query) {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing hosts", [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<HostSummary>> {
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", kSummaryColumns, kLatestPosture,
+                         "WHERE h.name > $1 AND starts_with(h.name, $2) ORDER BY h.name LIMIT $3"),
+            query.after_name, query.name_prefix, static_cast<int64_t>(query.limit));
+        std::vector<HostSummary> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) out.push_back(SummaryFromRow(r));
+        return out;
+      });
+}
+
+// The latest benchmark run, which may be newer than the latest changed posture.
+void ReadLatestBenchmarks(pqxx::transaction_base& tx, const std::string& name, Posture* posture) {
+  pqxx::result bench = tx.exec_params(
+      "SELECT algorithm, buffer_bytes, threads, bytes_per_second, "
+      "EXTRACT(EPOCH FROM measured_at)::float8 AS measured_at FROM host_benchmarks b JOIN "
+      "hosts h ON h.id = b.host_id WHERE h.name = $1 AND b.measured_at = (SELECT "
+      "max(measured_at) FROM host_benchmarks WHERE host_id = h.id) "
+      "ORDER BY threads, algorithm, buffer_bytes",
+      name);
+  if (bench.empty()) return;
+  posture->clear_benchmarks();
+  for (const auto& r : bench) {
+    auto* b = posture->add_benchmarks();
+    smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+    smbfleet::v1::CryptoAlgorithm_Parse(r["algorithm"].as<std::string>(), &algorithm);
+    b->set_algorithm(algorithm);
+    b->set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
+    b->set_threads(r["threads"].as<uint32_t>());
+    b->set_bytes_per_second(r["bytes_per_second"].as<double>());
+    pg::SetTimestamp(r["measured_at"], b->mutable_measured_at());
+  }
+}
+
+// Classifications are written by evaluation (ComplianceStore::SaveEvaluation), after the
+// posture was stored.
+void ReadShareClassifications(pqxx::transaction_base& tx, const std::string& name,
+                              Posture* posture) {
+  pqxx::result rows = tx.exec_params(
+      "SELECT s.name, s.classification, s.classification_rule FROM host_shares s JOIN hosts h "
+      "ON h.id = s.host_id WHERE h.name = $1",
+      name);
+  std::map<std::string, std::pair<std::string, std::string>> by_share;
+  for (const auto& r : rows) {
+    by_share[r["name"].as<std::string>()] = {r["classification"].as<std::string>(),
+                                             r["classification_rule"].as<std::string>()};
+  }
+  for (auto& share : *posture->mutable_shares()) {
+    auto it = by_share.find(share.name());
+    if (it == by_share.end() || it->second.first.empty()) continue;
+    share.set_classification(it->second.first);
+    share.set_classification_rule(it->second.second);
+  }
+}
+
+absl::StatusOr<std::optional<HostRecord>> PgHostStore::ReadHost(pqxx::transaction_base& tx,
+                                                                const std::string& name) {
+  pqxx::result rows =
+      tx.exec_params(absl::StrCat("SELECT ", kSummaryColumns,
+                                  ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
+                                  "COALESCE(h.last_report_id::text, '') AS last_report_id",
+                                  kLatestPosture, "WHERE h.name = $1"),
+                     name);
+  if (rows.empty()) return std::optional<HostRecord>();
+  HostRecord record;
+  record.summary = SummaryFromRow(rows[0]);
+  std::string bytes = absl::HexStringToBytes(rows[0]["posture"].as<std::string>());
+  if (!bytes.empty() && !record.posture.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
+  }
+  record.last_report_id = rows[0]["last_report_id"].as<std::string>();
+  ReadLatestBenchmarks(tx, name, &record.posture);
+  ReadShareClassifications(tx, name, &record.posture);
+  return std::optional<HostRecord>(std::move(record));
+}
+
+absl::StatusOr<std::optional<HostRecord>> PgHostStore::GetHost(const std::string& name) {
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading host ", name),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::optional<HostRecord>> {
+        return ReadHost(tx, name);
+      });
+}
+
+}  // namespace
+
+std::unique_ptr<HostStore> NewPgHostStore(std::shared_ptr<ConnectionPool> pool) {
+  return std::make_unique<PgHostStore>(std::move(pool));
+}
+
+}  // namespace smbfleet::collector

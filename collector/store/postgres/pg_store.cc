@@ -1,0 +1,29 @@
+#include "collector/store/postgres/pg_store.h"
+
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "collector/store/postgres/compliance_store.h"
+#include "collector/store/postgres/connection_pool.h"
+#include "collector/store/postgres/host_store.h"
+
+namespace smbfleet::collector {
+
+absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size) {
+  try {
+    pqxx::connection probe(dsn);
+    if (!probe.is_open()) {
+      return absl::UnavailableError(
+          absl::StrCat("PostgreSQL at ", RedactDsn(dsn), " is not reachable"));
+    }
+  } catch (...) {
+    return MapPgException(dsn, "connecting to the database");
+  }
+  auto pool = std::make_shared<ConnectionPool>(dsn, pool_size);
+  Stores stores;
+  stores.hosts = NewPgHostStore(pool);
+  stores.compliance = NewPgComplianceStore(pool);
+  return stores;
+}
+
+}  // namespace smbfleet::collector

@@ -1,0 +1,20 @@
+#ifndef SMBFLEET_COLLECTOR_STORE_STORES_H_
+#define SMBFLEET_COLLECTOR_STORE_STORES_H_
+
+// The collector's stores, one per concern, as a backend (PostgreSQL or memory) hands them out.
+
+#include <memory>
+
+#include "collector/store/compliance_store.h"
+#include "collector/store/host_store.h"
+
+namespace smbfleet::collector {
+
+struct Stores {
+  std::unique_ptr<HostStore> hosts;
+  std::unique_ptr<ComplianceStore> compliance;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_STORE_STORES_H_
