@@ -107,6 +107,10 @@ struct Policy {
   Classification classification;
   std::vector<Rule> rules;
   std::vector<smbfleet::v1::Waiver> waivers;  // waivers written in the policy file
+  // A digest of the policy's text, filled by whoever read the file (policy/ does no hashing).
+  // The collector keys skipped evaluations on it, so an edited policy takes effect on unchanged
+  // hosts even when its author did not change `version`.
+  std::string source_digest;
 };
 
 // `file` names the input in errors; `text` is the YAML.

@@ -11,14 +11,15 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace smbfleet::collector {
-namespace {
 
-std::string Sha256Hex(const std::string& bytes) {
+std::string Sha256Hex(absl::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), len));
 }
+
+namespace {
 
 std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
   std::string bytes;
@@ -47,7 +48,7 @@ std::string PostureDigest(const smbfleet::v1::Posture& posture) {
 }
 
 std::string EvaluationKey(absl::string_view posture_digest, absl::string_view policy_name,
-                          absl::string_view policy_version,
+                          absl::string_view policy_version, absl::string_view policy_source_digest,
                           absl::Span<const smbfleet::v1::Waiver> waivers_in_force) {
   std::vector<const smbfleet::v1::Waiver*> waivers;
   for (const auto& w : waivers_in_force) waivers.push_back(&w);
@@ -55,7 +56,8 @@ std::string EvaluationKey(absl::string_view posture_digest, absl::string_view po
             [](const auto* a, const auto* b) { return a->id() < b->id(); });
   // Length-prefixed parts, so that no two different inputs concatenate alike.
   std::string input;
-  for (absl::string_view part : {posture_digest, policy_name, policy_version}) {
+  for (absl::string_view part :
+       {posture_digest, policy_name, policy_version, policy_source_digest}) {
     absl::StrAppend(&input, part.size(), ":", part);
   }
   for (const auto* w : waivers) {

@@ -10,16 +10,20 @@
 
 namespace smbfleet::collector {
 
+// SHA-256 of the bytes, in hex.
+std::string Sha256Hex(absl::string_view bytes);
+
 // A stable digest (SHA-256, hex) of what a posture says, ignoring when it was collected and
 // counters that move on their own (session ages), so that an unchanged host is recognised.
 std::string PostureDigest(const smbfleet::v1::Posture& posture);
 
 // A digest of everything a host's evaluation depends on: its posture (by PostureDigest), the
-// policy version and the waivers in force (in any order). policy::EvaluateHost reads the clock
-// only to decide which waivers are in force (no rule looks at event ages, session ages or
-// collection time), so an equal key means equal results and evaluation can be skipped.
+// policy (name, version and the digest of its text) and the waivers in force (in any order).
+// policy::EvaluateHost reads the clock only to decide which waivers are in force (no rule looks at
+// event ages, session ages or collection time), so an equal key means equal results and evaluation
+// can be skipped.
 std::string EvaluationKey(absl::string_view posture_digest, absl::string_view policy_name,
-                          absl::string_view policy_version,
+                          absl::string_view policy_version, absl::string_view policy_source_digest,
                           absl::Span<const smbfleet::v1::Waiver> waivers_in_force);
 
 }  // namespace smbfleet::collector

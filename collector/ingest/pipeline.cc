@@ -81,7 +81,8 @@ absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string
   // The key lives with the host in the store (hosts.evaluation_key, one column read), so a
   // restart or another replica skips as well; after a failed save the key is unchanged and the
   // next report evaluates again.
-  const std::string key = EvaluationKey(digest, policy_->name, policy_->version, waivers);
+  const std::string key =
+      EvaluationKey(digest, policy_->name, policy_->version, policy_->source_digest, waivers);
   ASSIGN_OR_RETURN(std::string last_key, compliance_->EvaluationKey(host));
   if (key == last_key) return std::optional<size_t>();
 

@@ -130,6 +130,12 @@ TEST_F(PipelineTest, UnchangedReportIsNotEvaluatedAgain) {
   auto updated = Pipeline(&next).Ingest("fs01", Report("00000000-0000-4000-8000-000000000003"));
   EXPECT_TRUE(updated->evaluated);
   EXPECT_EQ(updated->transitions, 0u);  // same statuses across versions: nothing new
+
+  // An edited policy whose author kept the version is evaluated too.
+  policy::Policy edited = next;
+  edited.source_digest = "digest of the edited text";
+  auto reread = Pipeline(&edited).Ingest("fs01", Report("00000000-0000-4000-8000-000000000004"));
+  EXPECT_TRUE(reread->evaluated);
 }
 
 TEST_F(PipelineTest, WaiverChangesReEvaluateAnUnchangedHost) {

@@ -1,5 +1,6 @@
 #include "collector/server/startup.h"
 
+#include "collector/ingest/digest.h"
 #include "collector/store/postgres/pg_store.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -18,6 +19,7 @@ absl::StatusOr<std::unique_ptr<policy::Policy>> LoadPolicy(const std::string& fi
   ASSIGN_OR_RETURN(std::string text, ReadFile(file, kMaxPolicyBytes));
   ASSIGN_OR_RETURN(policy::Policy parsed, policy::ParsePolicy(file, text));
   auto policy = std::make_unique<policy::Policy>(std::move(parsed));
+  policy->source_digest = Sha256Hex(text);
   RETURN_IF_ERROR(compliance.ActivatePolicy(policy->name, policy->version, text));
   Logger("collector")
       ->info("evaluating policy {} version {} ({} rules)", policy->name, policy->version,

@@ -30,6 +30,7 @@ while [[ $# -gt 0 ]]; do
 done
 collector_bin=${collector_bin:-$build/collector/smbfleet-collector}
 [[ -x $collector_bin ]] || { echo "report_load.sh: $collector_bin is not built" >&2; exit 2; }
+collector_bin=$(realpath "$collector_bin")
 for b in agent/smbfleet-agent tests/bench/report_load_bench; do
   [[ -x "$build/$b" ]] || { echo "report_load.sh: $build/$b is not built" >&2; exit 2; }
 done
