@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -33,7 +34,8 @@ Probe ProbeNamed(absl::string_view name) {
   for (const ProbeSpec& spec : WindowsProbes()) {
     if (spec.probe == name) return spec.id();
   }
-  if (name == kEventsProbe.name) return kEventsProbe;
+  // The capture script names event failures "events:<channel>".
+  if (absl::StartsWith(name, kEventsProbe.name)) return Probe{name, kEventsProbe.sections};
   return Probe{name, {}};
 }
 
