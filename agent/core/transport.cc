@@ -1,6 +1,7 @@
 #include "agent/core/transport.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 
 namespace smbfleet::agent {
@@ -17,8 +18,7 @@ bool IsPermanentReportError(const absl::Status& status) {
 
 absl::StatusOr<std::unique_ptr<GrpcCollectorClient>> GrpcCollectorClient::Create(
     const AgentConfig& config) {
-  auto tls = LoadTls(config.tls);
-  if (!tls.ok()) return tls.status();
+  ASSIGN_OR_RETURN(auto tls, LoadTls(config.tls));
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride(config.collector_server_name);
   args.SetMaxSendMessageSize(static_cast<int>(config.max_report_bytes) + (64 << 10));
@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<GrpcCollectorClient>> GrpcCollectorClient::Create
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(config.max_backoff.count()));
   args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, absl::StrCat("smbfleet-agent/", kVersion));
   auto channel =
-      grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(*tls), args);
+      grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(tls), args);
   return std::unique_ptr<GrpcCollectorClient>(
       new GrpcCollectorClient(channel, config.report_timeout));
 }

@@ -256,25 +256,20 @@ SambaApplier::SambaApplier(SambaApplierOptions options, CommandRunner* runner)
 
 absl::StatusOr<std::vector<SettingChange>> SambaApplier::Read(
     const std::vector<SettingChange>& settings) {
-  absl::StatusOr<std::vector<Requested>> reqs;
-  {
-    // Values are irrelevant for a read; validate names and shares only.
-    std::vector<SettingChange> probe = settings;
-    for (auto& s : probe) {
-      absl::StatusOr<SettingInfo> info = policy::LookupSetting(s.setting());
-      if (info.ok()) s.set_value(info->type == policy::SettingType::kBool ? "false" : "SMB_3_1_1");
-    }
-    reqs = ValidateChanges(probe);
+  // Values are irrelevant for a read; validate names and shares only.
+  std::vector<SettingChange> probe = settings;
+  for (auto& s : probe) {
+    absl::StatusOr<SettingInfo> info = policy::LookupSetting(s.setting());
+    if (info.ok()) s.set_value(info->type == policy::SettingType::kBool ? "false" : "SMB_3_1_1");
   }
-  if (!reqs.ok()) return reqs.status();
-  absl::StatusOr<TestparmConfig> config = writer_.ReadConfig();
-  if (!config.ok()) return config.status();
+  ASSIGN_OR_RETURN(std::vector<Requested> reqs, ValidateChanges(probe));
+  ASSIGN_OR_RETURN(TestparmConfig config, writer_.ReadConfig());
   Posture current;
-  FillConfig(*config, &current);
+  FillConfig(config, &current);
   std::vector<SettingChange> out;
-  for (Requested& r : *reqs) {
+  for (Requested& r : reqs) {
     if (!r.share.empty()) {
-      const TestparmSection* section = config->FindShare(r.share);
+      const TestparmSection* section = config.FindShare(r.share);
       if (section == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat("share '", r.share, "' does not exist"));
       }

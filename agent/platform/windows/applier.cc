@@ -158,15 +158,12 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingCh
   std::vector<nlohmann::json> params;
   for (size_t i = 0; i < changes.size(); ++i) {
     const v1::SettingChange& c = changes[i];
-    auto info = policy::LookupSetting(c.setting());
-    if (!info.ok()) return info.status();
-    auto value = policy::NormalizeSettingValue(*info, c.value());
-    if (!value.ok()) return value.status();
-    Target t = TargetOf(info->key);
+    ASSIGN_OR_RETURN(policy::SettingInfo info, policy::LookupSetting(c.setting()));
+    ASSIGN_OR_RETURN(std::string value, policy::NormalizeSettingValue(info, c.value()));
+    Target t = TargetOf(info.key);
     std::string key = t.target;
-    if (info->scope == policy::SettingScope::kShare) {
-      absl::Status ok = CheckShareName(c.setting(), c.share());
-      if (!ok.ok()) return ok;
+    if (info.scope == policy::SettingScope::kShare) {
+      RETURN_IF_ERROR(CheckShareName(c.setting(), c.share()));
       key = absl::StrCat("share:", absl::AsciiStrToLower(c.share()));
     } else if (!c.share().empty()) {
       return absl::InvalidArgumentError(
@@ -176,7 +173,7 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingCh
     if (inserted) {
       ApplyCall call;
       call.target = t.target;
-      if (info->scope == policy::SettingScope::kShare) call.share = c.share();
+      if (info.scope == policy::SettingScope::kShare) call.share = c.share();
       calls.push_back(call);
       params.push_back(nlohmann::json::object());
     }
@@ -184,10 +181,10 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingCh
     if (p.contains(t.parameter)) {
       return absl::InvalidArgumentError(absl::StrCat(c.setting(), ": given twice"));
     }
-    if (info->type == policy::SettingType::kBool) {
-      p[t.parameter] = (*value == "true");
+    if (info.type == policy::SettingType::kBool) {
+      p[t.parameter] = (value == "true");
     } else {
-      p[t.parameter] = CmdletDialect(*value);
+      p[t.parameter] = CmdletDialect(value);
     }
     calls[it->second].settings.push_back(c.setting());
   }
