@@ -201,5 +201,31 @@ TEST(WindowsApplierTest, FailedCmdletAndSettingThatDoesNotStick) {
   }
 }
 
+TEST(WindowsApplierTest, ReadReportsCurrentValuesWithoutApplying) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  WindowsApplier applier({}, &runner);
+  auto r = applier.Read({Change("server.requireSigning", ""), Change("server.minDialect", ""),
+                         Change("share.encryptData", "", "NoSuchShare")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_THAT(*r, SizeIs(3));
+  EXPECT_EQ((*r)[0].value(), "false");
+  EXPECT_EQ((*r)[1].value(), "SMB_3_1_1");
+  EXPECT_EQ((*r)[2].value(), "");  // unknown: no such share
+  EXPECT_EQ((*r)[2].share(), "NoSuchShare");
+  EXPECT_THAT(runner.CallsOf("apply"), SizeIs(0));
+
+  auto refused = applier.Read({Change("server.enableCompression", "")});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST(WindowsApplierTest, OptionsAreRefusedBeforeAnythingRuns) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  ApplyResult r =
+      WindowsApplier({}, &runner).Apply({Change("server.requireSigning", "true")}, {"close-share"});
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_FAILED);
+  EXPECT_THAT(r.message(), HasSubstr("unknown option 'close-share'"));
+  EXPECT_THAT(runner.calls(), SizeIs(0));
+}
+
 }  // namespace
 }  // namespace smbfleet::agent::windows
