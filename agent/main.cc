@@ -4,9 +4,6 @@
 //   smbfleet-agent collect --once --source=SOURCE [--format=json|text]
 //   smbfleet-agent bench [--format=json|text]
 //   smbfleet-agent version
-#include <signal.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -21,6 +18,7 @@
 #include "agent/core/command_runner.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
+#include "agent/platform/platform.h"
 #include "agent/sources.h"
 #include "common/json.h"
 #include "common/logging.h"
@@ -36,9 +34,6 @@ constexpr char kUsage[] =
     "      SOURCE: samba, samba:SMB_CONF, windows, windows-capture:DIR\n"
     "  smbfleet-agent bench [--format=json|text]\n"
     "  smbfleet-agent version\n";
-
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
 
 struct Flags {
   std::string config, source, format = "text";
@@ -95,7 +90,7 @@ void HostInfo(smbfleet::v1::HostInfo* host) {
 int Collect(const Flags& flags) {
   if (!flags.once) return Usage("collect needs --once");
   if (flags.source.empty()) return Usage("collect needs --source=SOURCE");
-  auto runner = NewPosixCommandRunner();
+  auto runner = platform::NewCommandRunner();
   SourceContext context;
   context.runner = runner.get();
   auto source = MakeSource(flags.source, context);
@@ -147,7 +142,7 @@ int RunService(const Flags& flags) {
   if (!config.ok()) return Fail(config.status());
   if (auto s = SetLogLevel(config->log_level); !s.ok()) return Fail(s);
   auto log = Logger("agent");
-  auto runner = NewPosixCommandRunner();
+  auto runner = platform::NewCommandRunner();
   SourceContext context;
   context.runner = runner.get();
   context.tool_env = config->tool_env;
@@ -156,7 +151,7 @@ int RunService(const Flags& flags) {
   if (!source.ok()) return Fail(source.status());
   Spool spool(config->spool_dir, config->spool_max_reports);
   if (auto s = spool.Open(); !s.ok()) return Fail(s);
-  auto client = CollectorClient::Create(*config);
+  auto client = GrpcCollectorClient::Create(*config);
   if (!client.ok()) return Fail(client.status());
   Agent agent(*config, source->get(), client->get(), &spool, Benchmark, HostInfo);
   log->info("smbfleet-agent {} reporting {} to {}", kVersion, (*source)->Describe(),
@@ -166,13 +161,14 @@ int RunService(const Flags& flags) {
     if (!s.ok()) return Fail(s);
     return 0;
   }
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  agent.Run(&g_stop);
+  int code = platform::RunUntilStopped(
+      [&agent] {
+        agent.Run();
+        return 0;
+      },
+      [&agent] { agent.Stop(); });
   log->info("stopped");
-  return 0;
+  return code;
 }
 
 }  // namespace

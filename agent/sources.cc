@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/platform/platform.h"
 #include "agent/platform/samba/samba_source.h"
 #include "agent/platform/windows/windows_source.h"
 #include "common/files.h"
@@ -28,12 +29,7 @@ absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spe
     }
     return windows::NewWindowsCaptureSource(dir);
   }
-  if (spec == "windows") {
-    return absl::FailedPreconditionError(
-        "source windows: live Windows collection needs the Windows build of the agent; on "
-        "this machine use windows-capture:DIR with a folder written by "
-        "deploy/windows/Capture-SmbPosture.ps1");
-  }
+  if (spec == "windows") return platform::NewLiveWindowsSource(context);
   return absl::InvalidArgumentError(
       absl::StrCat("unknown source '", spec,
                    "' (expected samba, samba:SMB_CONF, windows or windows-capture:DIR)"));

@@ -1,7 +1,6 @@
 #ifndef SMBFLEET_AGENT_SOURCES_H_
 #define SMBFLEET_AGENT_SOURCES_H_
 
-#include <map>
 #include <memory>
 #include <string>
 
@@ -10,12 +9,6 @@
 #include "agent/core/source.h"
 
 namespace smbfleet::agent {
-
-struct SourceContext {
-  CommandRunner* runner = nullptr;              // not owned
-  std::map<std::string, std::string> tool_env;  // for smbstatus/testparm (e.g. nss_wrapper)
-  std::string state_dir;                        // for bookmarks
-};
 
 // SOURCE as in DESIGN.md: samba, samba:SMB_CONF, windows, windows-capture:DIR.
 absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spec,

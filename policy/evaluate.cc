@@ -95,8 +95,31 @@ class Slots {
 
 uint32_t Bit(ProbeGroup g) { return 1u << static_cast<uint32_t>(g); }
 
-// Which probe groups a failed probe feeds; probe names as the agents write them.
+// Which probe groups a failed probe feeds: its typed sections, or for reports from older agents
+// (no sections) the probe name as they wrote it.
 uint32_t GroupsOf(const smbfleet::v1::ProbeError& e) {
+  if (e.sections_size() > 0) {
+    uint32_t mask = 0;
+    for (int s : e.sections()) {
+      switch (static_cast<smbfleet::v1::PostureSection>(s)) {
+        case smbfleet::v1::POSTURE_SECTION_SERVER:
+          mask |= Bit(ProbeGroup::kServer);
+          break;
+        case smbfleet::v1::POSTURE_SECTION_CLIENT:
+          mask |= Bit(ProbeGroup::kClient);
+          break;
+        case smbfleet::v1::POSTURE_SECTION_SHARES:
+          mask |= Bit(ProbeGroup::kShares);
+          break;
+        case smbfleet::v1::POSTURE_SECTION_SESSIONS:
+          mask |= Bit(ProbeGroup::kSessions);
+          break;
+        default:
+          break;
+      }
+    }
+    return mask;
+  }
   absl::string_view n = e.probe();
   if (absl::StartsWithIgnoreCase(n, "Get-SmbServerConfiguration") ||
       absl::StartsWithIgnoreCase(n, "server")) {

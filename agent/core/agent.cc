@@ -5,12 +5,13 @@
 
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/core/backoff.h"
+#include "agent/core/probe_errors.h"
 #include "common/files.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -25,11 +26,8 @@ std::string LocalHostname() {
   return buf;
 }
 
-// Errors after which resending the same report cannot succeed.
-bool Permanent(const absl::Status& s) {
-  return absl::IsInvalidArgument(s) ||
-         (absl::IsResourceExhausted(s) && absl::StrContains(s.message(), "larger than max"));
-}
+constexpr Probe kReportProbe{
+    "report", {smbfleet::v1::POSTURE_SECTION_EVENTS, smbfleet::v1::POSTURE_SECTION_OPEN_FILES}};
 
 }  // namespace
 
@@ -58,18 +56,14 @@ bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
   size_t dropped = events_before - static_cast<size_t>(posture->events_size());
   if (dropped > 0) {
     posture->set_events_dropped(posture->events_dropped() + dropped);
-    auto* e = posture->add_probe_errors();
-    e->set_probe("report");
-    e->set_code("TRUNCATED");
-    e->set_message(absl::StrCat(dropped, " events left out to stay under ", max_bytes, " bytes"));
+    AddProbeError(posture, kReportProbe, "TRUNCATED",
+                  absl::StrCat(dropped, " events left out to stay under ", max_bytes, " bytes"));
   }
   if (report->ByteSizeLong() > max_bytes && posture->open_files_size() > 0) {
     size_t n = static_cast<size_t>(posture->open_files_size());
     posture->clear_open_files();
-    auto* e = posture->add_probe_errors();
-    e->set_probe("report");
-    e->set_code("TRUNCATED");
-    e->set_message(absl::StrCat(n, " open files left out to stay under ", max_bytes, " bytes"));
+    AddProbeError(posture, kReportProbe, "TRUNCATED",
+                  absl::StrCat(n, " open files left out to stay under ", max_bytes, " bytes"));
   }
   return report->ByteSizeLong() <= max_bytes;
 }
@@ -77,12 +71,11 @@ bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
 absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
     PostureSource& source, const AgentConfig& config, const std::string& reason,
     const std::vector<smbfleet::v1::Benchmark>& benchmarks, const HostInfoFn& host_info) {
-  auto posture = source.Collect();
-  if (!posture.ok()) return posture.status();
+  ASSIGN_OR_RETURN(smbfleet::v1::Posture posture, source.Collect());
   smbfleet::v1::ReportRequest report;
   report.set_report_id(NewReportId());
   report.set_reason(reason);
-  *report.mutable_posture() = *std::move(posture);
+  *report.mutable_posture() = std::move(posture);
   auto* p = report.mutable_posture();
   auto* host = p->mutable_host();
   if (host->hostname().empty()) host->set_hostname(LocalHostname());
@@ -107,18 +100,19 @@ absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
 }
 
 Agent::Agent(AgentConfig config, PostureSource* source, CollectorClient* client, Spool* spool,
-             BenchmarkFn benchmark, HostInfoFn host_info)
+             BenchmarkFn benchmark, HostInfoFn host_info, Clock* clock, uint64_t seed)
     : config_(std::move(config)),
       source_(source),
       client_(client),
       spool_(spool),
       benchmark_(std::move(benchmark)),
       host_info_(std::move(host_info)),
-      rng_(std::random_device{}()) {}
+      clock_(clock),
+      rng_(seed) {}
 
 void Agent::RefreshBenchmark() {
   if (!benchmark_ || config_.benchmark_interval.count() == 0) return;
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock_->Now();
   if (!last_benchmark_.empty() && now < next_benchmark_) return;
   // The last run survives restarts, so that an agent restarted every hour still benchmarks
   // once per benchmark_interval.
@@ -155,18 +149,17 @@ void Agent::RefreshBenchmark() {
 
 absl::Status Agent::CollectAndSpool(const std::string& reason) {
   RefreshBenchmark();
-  auto report = BuildReport(*source_, config_, reason, last_benchmark_, host_info_);
-  if (!report.ok()) return report.status();
+  ASSIGN_OR_RETURN(smbfleet::v1::ReportRequest report,
+                   BuildReport(*source_, config_, reason, last_benchmark_, host_info_));
   Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
-              source_->Describe(), report->posture().shares_size(),
-              report->posture().sessions_size(), report->posture().probe_errors_size());
-  return spool_->Put(*report);
+              source_->Describe(), report.posture().shares_size(), report.posture().sessions_size(),
+              report.posture().probe_errors_size());
+  return spool_->Put(report);
 }
 
 absl::Status Agent::Flush() {
-  auto ids = spool_->List();
-  if (!ids.ok()) return ids.status();
-  for (const auto& id : *ids) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, spool_->List());
+  for (const auto& id : ids) {
     auto report = spool_->Get(id);
     if (!report.ok()) {
       Log()->error("{}; moving it aside", std::string(report.status().message()));
@@ -175,7 +168,7 @@ absl::Status Agent::Flush() {
     }
     auto response = client_->Report(*report);
     if (!response.ok()) {
-      if (Permanent(response.status())) {
+      if (IsPermanentReportError(response.status())) {
         Log()->error("collector refused report {} for good: {}; kept in {}/rejected", id,
                      std::string(response.status().message()), config_.spool_dir);
         spool_->Reject(id).IgnoreError();
@@ -185,13 +178,13 @@ absl::Status Agent::Flush() {
     }
     Log()->info("report {} delivered as {}: {}", id, response->host(),
                 smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
-    if (auto s = spool_->Remove(id); !s.ok()) return s;
+    RETURN_IF_ERROR(spool_->Remove(id));
   }
   return absl::OkStatus();
 }
 
 absl::Status Agent::RunOnce(const std::string& reason) {
-  if (auto s = CollectAndSpool(reason); !s.ok()) return s;
+  RETURN_IF_ERROR(CollectAndSpool(reason));
   return Flush();
 }
 
@@ -203,59 +196,69 @@ void Agent::Nudge(const std::string& reason) {
   cv_.notify_all();
 }
 
-std::string Agent::WaitUntil(std::chrono::steady_clock::time_point deadline,
-                             const std::atomic<bool>* stop) {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!*stop && nudge_reason_.empty() && std::chrono::steady_clock::now() < deadline) {
-    cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() +
-                                                std::chrono::milliseconds(200)));
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
   }
-  std::string reason;
-  std::swap(reason, nudge_reason_);
-  return reason;
+  cv_.notify_all();
 }
 
-void Agent::WatchLoop(const std::atomic<bool>* stop) {
-  Backoff backoff(std::chrono::seconds(1), config_.max_backoff, rng_());
-  while (!*stop) {
-    auto started = std::chrono::steady_clock::now();
+bool Agent::Stopped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
+}
+
+bool Agent::WaitUntil(Clock::TimePoint deadline, std::string* nudge) {
+  std::unique_lock<std::mutex> lock(mu_);
+  clock_->WaitUntil(lock, cv_, deadline, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return stopped_ || !nudge_reason_.empty();
+  });
+  if (stopped_) return false;
+  nudge->clear();
+  std::swap(*nudge, nudge_reason_);
+  return true;
+}
+
+void Agent::WatchLoop(uint64_t seed) {
+  Backoff backoff(std::chrono::seconds(1), config_.max_backoff, seed);
+  while (!Stopped()) {
+    auto started = clock_->Now();
     absl::Status s = client_->Watch([this](const smbfleet::v1::WatchResponse& m) {
       if (m.has_report_now()) {
         Log()->info("collector asks for a report: {}", m.report_now().reason());
         Nudge("nudge");
       }
     });
-    if (*stop) break;
-    if (std::chrono::steady_clock::now() - started > std::chrono::minutes(1)) backoff.Reset();
+    if (Stopped()) break;
+    // A stream that stayed up a while was healthy: start the backoff over.
+    if (clock_->Now() - started > std::chrono::minutes(1)) backoff.Reset();
     auto wait = backoff.Next();
     Log()->info("watch stream ended ({}); reconnecting in {} ms", std::string(s.message()),
                 wait.count());
-    auto until = std::chrono::steady_clock::now() + wait;
-    while (!*stop && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    clock_->WaitUntil(lock, cv_, clock_->Now() + wait,
+                      [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return stopped_; });
   }
 }
 
-void Agent::Run(const std::atomic<bool>* stop) {
-  std::thread watch([this, stop] { WatchLoop(stop); });
+void Agent::Run() {
+  std::thread watch([this, seed = rng_()] { WatchLoop(seed); });
   Backoff retry(std::chrono::seconds(2), config_.max_backoff, rng_());
   std::uniform_int_distribution<int64_t> first(0, std::max<int64_t>(0, config_.splay.count()));
-  auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(first(rng_));
+  auto next = clock_->Now() + std::chrono::milliseconds(first(rng_));
   std::string reason = "startup";
   bool pending_delivery = !spool_->List().value_or(std::vector<std::string>{}).empty();
-  while (!*stop) {
-    auto deadline =
-        pending_delivery ? std::min(next, std::chrono::steady_clock::now() + retry.Next()) : next;
-    std::string nudged = WaitUntil(deadline, stop);
-    if (*stop) break;
-    bool scheduled = std::chrono::steady_clock::now() >= next;
+  while (true) {
+    auto deadline = pending_delivery ? std::min(next, clock_->Now() + retry.Next()) : next;
+    std::string nudged;
+    if (!WaitUntil(deadline, &nudged)) break;
+    bool scheduled = clock_->Now() >= next;
     if (!nudged.empty() || scheduled) {
       absl::Status s = CollectAndSpool(nudged.empty() ? reason : nudged);
       if (!s.ok()) Log()->error("collection failed: {}", std::string(s.message()));
       if (scheduled) {
-        next = std::chrono::steady_clock::now() +
-               SplayedInterval(config_.interval, config_.splay, rng_);
+        next = clock_->Now() + SplayedInterval(config_.interval, config_.splay, rng_);
         reason = "schedule";
       }
     }

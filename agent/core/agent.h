@@ -1,7 +1,6 @@
 #ifndef SMBFLEET_AGENT_CORE_AGENT_H_
 #define SMBFLEET_AGENT_CORE_AGENT_H_
 
-#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -9,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "agent/core/agent_config.h"
+#include "agent/core/clock.h"
 #include "agent/core/source.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
@@ -37,26 +38,36 @@ bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes);
 
 class Agent {
  public:
+  // `clock` and `seed` (splay and backoff jitter) are for tests; not owned.
   Agent(AgentConfig config, PostureSource* source, CollectorClient* client, Spool* spool,
-        BenchmarkFn benchmark, HostInfoFn host_info);
+        BenchmarkFn benchmark, HostInfoFn host_info, Clock* clock = RealClock(),
+        uint64_t seed = std::random_device{}());
 
   // Collect, spool and deliver everything spooled; an error when something is left undelivered.
   absl::Status RunOnce(const std::string& reason);
 
   // The service loop: report at start (after a random part of the splay), then every interval
-  // with splay, at once on a ReportNow nudge; keeps the Watch stream open. Returns when *stop.
-  void Run(const std::atomic<bool>* stop);
+  // with splay, at once on a ReportNow nudge; retries undelivered reports with backoff; keeps the
+  // Watch stream open. Returns after Stop().
+  void Run();
 
+  // Makes Run() return soon; safe from any thread, before or during Run().
+  void Stop();
   void Nudge(const std::string& reason);
 
- private:
+  // Delivers everything spooled, oldest first: a report leaves the spool only once the collector
+  // acknowledged it; a permanent refusal (IsPermanentReportError) moves it aside; any other
+  // error stops the flush and is returned, the report kept.
   absl::Status Flush();
+
+ private:
   absl::Status CollectAndSpool(const std::string& reason);
   void RefreshBenchmark();
-  void WatchLoop(const std::atomic<bool>* stop);
-  // Waits until the deadline, a nudge or stop; returns the nudge reason if nudged.
-  std::string WaitUntil(std::chrono::steady_clock::time_point deadline,
-                        const std::atomic<bool>* stop);
+  void WatchLoop(uint64_t seed);
+  // Waits until the deadline, a nudge or Stop(). False when stopped; else *nudge is the nudge
+  // reason, empty when the deadline passed.
+  bool WaitUntil(Clock::TimePoint deadline, std::string* nudge);
+  bool Stopped();
 
   AgentConfig config_;
   PostureSource* source_;
@@ -64,13 +75,16 @@ class Agent {
   Spool* spool_;
   BenchmarkFn benchmark_;
   HostInfoFn host_info_;
+  Clock* clock_;
+  // Used by the Run() thread only (the watch thread gets its own seed).
   std::vector<smbfleet::v1::Benchmark> last_benchmark_;
-  std::chrono::steady_clock::time_point next_benchmark_{};
+  Clock::TimePoint next_benchmark_{};
   std::mt19937_64 rng_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::string nudge_reason_;
+  std::condition_variable cv_;  // nudge_reason_ or stopped_ changed
+  std::string nudge_reason_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace smbfleet::agent

@@ -40,7 +40,8 @@ class CommandRunner {
   virtual absl::StatusOr<CommandResult> Run(const Command& command) = 0;
 };
 
-// fork/exec with pipes; kills the whole process group on timeout.
+// fork/exec with pipes; kills the whole process group on timeout. POSIX builds only
+// (agent/platform/posix/); the agent itself gets its runner from platform::NewCommandRunner().
 std::unique_ptr<CommandRunner> NewPosixCommandRunner();
 
 // "smbstatus --json" style rendering of argv for logs and errors (not for execution).

@@ -1,9 +1,11 @@
 #ifndef SMBFLEET_AGENT_CORE_SOURCE_H_
 #define SMBFLEET_AGENT_CORE_SOURCE_H_
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/core/command_runner.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::agent {
@@ -20,6 +22,13 @@ class PostureSource {
 
   // "samba:/etc/samba/smb.conf", "windows-capture:/tmp/cap", ...
   virtual std::string Describe() const = 0;
+};
+
+// What a live source needs from the agent.
+struct SourceContext {
+  CommandRunner* runner = nullptr;              // not owned
+  std::map<std::string, std::string> tool_env;  // for smbstatus/testparm (e.g. nss_wrapper)
+  std::string state_dir;                        // for bookmarks
 };
 
 }  // namespace smbfleet::agent

@@ -1,6 +1,7 @@
 #include "agent/core/transport.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/version.h"
 
 namespace smbfleet::agent {
@@ -11,10 +12,13 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view what) 
                       absl::StrCat(what, ": ", status.error_message()));
 }
 
-absl::StatusOr<std::unique_ptr<CollectorClient>> CollectorClient::Create(
+bool IsPermanentReportError(const absl::Status& status) {
+  return absl::IsInvalidArgument(status) || absl::IsResourceExhausted(status);
+}
+
+absl::StatusOr<std::unique_ptr<GrpcCollectorClient>> GrpcCollectorClient::Create(
     const AgentConfig& config) {
-  auto tls = LoadTls(config.tls);
-  if (!tls.ok()) return tls.status();
+  ASSIGN_OR_RETURN(auto tls, LoadTls(config.tls));
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride(config.collector_server_name);
   args.SetMaxSendMessageSize(static_cast<int>(config.max_report_bytes) + (64 << 10));
@@ -24,17 +28,18 @@ absl::StatusOr<std::unique_ptr<CollectorClient>> CollectorClient::Create(
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(config.max_backoff.count()));
   args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, absl::StrCat("smbfleet-agent/", kVersion));
   auto channel =
-      grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(*tls), args);
-  return std::unique_ptr<CollectorClient>(new CollectorClient(channel, config.report_timeout));
+      grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(tls), args);
+  return std::unique_ptr<GrpcCollectorClient>(
+      new GrpcCollectorClient(channel, config.report_timeout));
 }
 
-CollectorClient::CollectorClient(std::shared_ptr<grpc::Channel> channel,
-                                 std::chrono::milliseconds timeout)
+GrpcCollectorClient::GrpcCollectorClient(std::shared_ptr<grpc::Channel> channel,
+                                         std::chrono::milliseconds timeout)
     : channel_(std::move(channel)),
       stub_(smbfleet::v1::AgentService::NewStub(channel_)),
       timeout_(timeout) {}
 
-absl::StatusOr<smbfleet::v1::ReportResponse> CollectorClient::Report(
+absl::StatusOr<smbfleet::v1::ReportResponse> GrpcCollectorClient::Report(
     const smbfleet::v1::ReportRequest& request) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
@@ -46,8 +51,7 @@ absl::StatusOr<smbfleet::v1::ReportResponse> CollectorClient::Report(
   return response;
 }
 
-absl::Status CollectorClient::Watch(
-    const std::function<void(const smbfleet::v1::WatchResponse&)>& on_message) {
+absl::Status GrpcCollectorClient::Watch(const WatchCallback& on_message) {
   grpc::ClientContext ctx;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -67,10 +71,18 @@ absl::Status CollectorClient::Watch(
   return FromGrpcStatus(status, "watch stream");
 }
 
-void CollectorClient::CancelWatch() {
+void GrpcCollectorClient::CancelWatch() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
   if (watch_context_ != nullptr) watch_context_->TryCancel();
+}
+
+absl::Status GrpcCollectorClient::AckChange(const smbfleet::v1::AckChangeRequest& request) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
+  smbfleet::v1::AckChangeResponse response;
+  return FromGrpcStatus(stub_->AckChange(&ctx, request, &response),
+                        absl::StrCat("ack of change ", request.change_id()));
 }
 
 }  // namespace smbfleet::agent

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "agent/core/agent_config.h"
 #include "grpcpp/grpcpp.h"
@@ -12,29 +13,52 @@
 
 namespace smbfleet::agent {
 
-// The agent's side of AgentService over mutual TLS.
+// The agent's side of AgentService. Errors come back as absl::Status with the gRPC code.
 class CollectorClient {
  public:
-  static absl::StatusOr<std::unique_ptr<CollectorClient>> Create(const AgentConfig& config);
+  using WatchCallback = std::function<void(const smbfleet::v1::WatchResponse&)>;
 
-  // One report, bounded by the configured deadline. gRPC errors come back as absl::Status
-  // with the same code.
-  absl::StatusOr<smbfleet::v1::ReportResponse> Report(const smbfleet::v1::ReportRequest& request);
+  virtual ~CollectorClient() = default;
+
+  // One report, bounded by the configured deadline.
+  virtual absl::StatusOr<smbfleet::v1::ReportResponse> Report(
+      const smbfleet::v1::ReportRequest& request) = 0;
 
   // Reads the Watch stream until it ends or CancelWatch() is called; on_message runs for each
-  // message on this thread.
-  absl::Status Watch(const std::function<void(const smbfleet::v1::WatchResponse&)>& on_message);
-  void CancelWatch();
+  // message on this thread. After CancelWatch(), returns Cancelled at once.
+  virtual absl::Status Watch(const WatchCallback& on_message) = 0;
+  virtual void CancelWatch() = 0;
+
+  // The outcome of a change order.
+  virtual absl::Status AckChange(const smbfleet::v1::AckChangeRequest& request) = 0;
+};
+
+// Whether resending the same report can succeed. Permanent: InvalidArgument (the collector's
+// validation refused it) and ResourceExhausted (larger than the message limit). Everything else,
+// Unavailable (down or busy), DeadlineExceeded, PermissionDenied and Unauthenticated (certificate
+// trouble) and Internal among them, keeps the report for another try.
+bool IsPermanentReportError(const absl::Status& status);
+
+// CollectorClient over gRPC with mutual TLS.
+class GrpcCollectorClient : public CollectorClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<GrpcCollectorClient>> Create(const AgentConfig& config);
+
+  absl::StatusOr<smbfleet::v1::ReportResponse> Report(
+      const smbfleet::v1::ReportRequest& request) override;
+  absl::Status Watch(const WatchCallback& on_message) override;
+  void CancelWatch() override;
+  absl::Status AckChange(const smbfleet::v1::AckChangeRequest& request) override;
 
  private:
-  CollectorClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds timeout);
+  GrpcCollectorClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds timeout);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<smbfleet::v1::AgentService::Stub> stub_;
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
-  grpc::ClientContext* watch_context_ = nullptr;
-  bool cancelled_ = false;
+  grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view what);

@@ -72,8 +72,8 @@ TEST(SambaApplyTest, MandatorySigningRefusesUnsignedSmb1AndSignsSmb3) {
 
   auto r = ApplierFor(l)->Apply({Change("server.requireSigning", "true")});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->before[0].value(), "false");
-  EXPECT_EQ(r->after[0].value(), "true");
+  EXPECT_EQ(r.before[0].value(), "false");
+  EXPECT_EQ(r.after[0].value(), "true");
 
   EXPECT_EQ(Verdict(l, "demo", Smb1SigningOff()), "NT_STATUS_ACCESS_DENIED");
   EXPECT_EQ(Verdict(l, "demo", Smb1ClientOptions()), "ok");  // SMB1 that signs is fine
@@ -98,7 +98,7 @@ TEST(SambaApplyTest, ShareEncryptionRefusesSmb2AndEncryptsSmb3) {
 
   auto r = ApplierFor(l)->Apply({Change("share.encryptData", "true", "finance")});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->after[0].value(), "true");
+  EXPECT_EQ(r.after[0].value(), "true");
 
   EXPECT_EQ(Verdict(l, "finance", {"-mSMB2_10"}), "NT_STATUS_ACCESS_DENIED");
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");  // other shares unaffected
@@ -125,8 +125,8 @@ TEST(SambaApplyTest, MinimumSmb311RefusesOlderDialects) {
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");
   auto r = ApplierFor(l)->Apply({Change("server.minDialect", "SMB_3_1_1")});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->before[0].value(), "SMB_2_0_2");
-  EXPECT_EQ(r->after[0].value(), "SMB_3_1_1");
+  EXPECT_EQ(r.before[0].value(), "SMB_2_0_2");
+  EXPECT_EQ(r.after[0].value(), "SMB_3_1_1");
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "NT_STATUS_NOT_SUPPORTED");
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB3_00"}), "NT_STATUS_NOT_SUPPORTED");
   EXPECT_EQ(Verdict(l, "demo", {}), "ok");
@@ -195,8 +195,8 @@ TEST(SambaApplyTest, CloseShareMakesHeldSessionsReconnect) {
   ASSERT_TRUE(l.Hold("old", "finance", {"-mSMB2_10"}).ok());
   auto r = ApplierFor(l)->Apply({Change("share.encryptData", "true", "finance")}, {"close-share"});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->warnings, ::testing::IsEmpty());
-  EXPECT_THAT(r->actions, Contains(HasSubstr("close-share finance")));
+  EXPECT_THAT(r.warnings, ::testing::IsEmpty());
+  EXPECT_THAT(r.actions, Contains(HasSubstr("close-share finance")));
   ASSERT_TRUE(l.Send("old", "ls").ok());
   std::string out = ReadFile(l.dir() + "/holds/old.out").value_or("");
   EXPECT_THAT(out, HasSubstr("NT_STATUS_NETWORK_NAME_DELETED"));
@@ -212,7 +212,7 @@ TEST(SambaApplyTest, KillClientIpDropsConnections) {
   ASSERT_EQ(Collect(l).sessions_size(), 1);
   auto r = ApplierFor(l)->Apply({Change("server.requireSigning", "true")}, {"kill-client-ip"});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->actions, Contains(HasSubstr("kill-client-ip 127.0.0.1")));
+  EXPECT_THAT(r.actions, Contains(HasSubstr("kill-client-ip 127.0.0.1")));
   ASSERT_TRUE(l.Send("old", "ls").ok());
   EXPECT_THAT(ReadFile(l.dir() + "/holds/old.out").value_or(""),
               HasSubstr("NT_STATUS_CONNECTION_DISCONNECTED"));
@@ -239,7 +239,7 @@ TEST(SambaApplyTest, EncryptionRequiredServerWideRefusesSmb2AtSessionSetup) {
   EXPECT_EQ(p.sessions(0).shares(0).encryption(), v1::PROTECTION_FULL);
 
   // Rolling back with the journaled before-values restores access for SMB2.
-  auto back = ApplierFor(l)->Apply(r->before);
+  auto back = ApplierFor(l)->Apply(r.before);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");
 }

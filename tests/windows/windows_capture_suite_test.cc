@@ -64,7 +64,7 @@ TEST_P(EveryBuild, ApplyThenCollectShowsTheNewValue) {
   c.set_setting("server.requireSigning");
   c.set_value("true");
   ApplyResult r = WindowsApplier({}, &runner).Apply({c});
-  EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_APPLIED) << r.message;
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_APPLIED) << r.message();
   auto after = NewWindowsLiveSource({}, &runner)->Collect();
   ASSERT_TRUE(after.ok());
   EXPECT_TRUE(after->server().require_signing());

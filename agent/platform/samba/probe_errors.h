@@ -11,25 +11,27 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "agent/core/command_runner.h"
+#include "agent/core/probe_errors.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::agent::samba {
 
-// ProbeError.code for a runner or parse status: "NOT_FOUND", "TIMEOUT", "OUTPUT_TOO_LARGE",
-// "PARSE", "ERROR".
-std::string ProbeCodeOf(const absl::Status& status);
+// The Samba probes. testparm is the whole configuration: server, client and shares.
+inline constexpr Probe kTestparmProbe{
+    "testparm",
+    {v1::POSTURE_SECTION_SERVER, v1::POSTURE_SECTION_CLIENT, v1::POSTURE_SECTION_SHARES}};
+inline constexpr Probe kSmbstatusProbe{
+    "smbstatus", {v1::POSTURE_SECTION_SESSIONS, v1::POSTURE_SECTION_OPEN_FILES}};
+inline constexpr Probe kSambaLogProbe{"samba-log", {v1::POSTURE_SECTION_EVENTS}};
 
 // The tool's own complaint for messages: stderr (else stdout), whitespace-collapsed, at most
 // max_bytes.
 std::string ToolMessage(const CommandResult& result, size_t max_bytes = 400);
 
-void AddProbeError(smbfleet::v1::Posture* posture, absl::string_view probe, absl::string_view code,
-                   absl::string_view message);
-
 // Runs `command`; a runner error or a non-zero exit becomes a probe error. Output is still parsed
 // after a non-zero exit when there is any (testparm exits 1 on a bad value but prints the rest).
 template <typename T, typename ParseFn>
-std::optional<T> RunAndParse(CommandRunner* runner, const Command& command, absl::string_view probe,
+std::optional<T> RunAndParse(CommandRunner* runner, const Command& command, const Probe& probe,
                              smbfleet::v1::Posture* posture, ParseFn parse) {
   absl::StatusOr<CommandResult> result = runner->Run(command);
   if (!result.ok()) {

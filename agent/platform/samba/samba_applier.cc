@@ -16,6 +16,7 @@
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/samba_names.h"
 #include "agent/platform/samba/smbstatus_parser.h"
+#include "common/status_macros.h"
 #include "policy/settings.h"
 
 namespace smbfleet::agent::samba {
@@ -255,25 +256,20 @@ SambaApplier::SambaApplier(SambaApplierOptions options, CommandRunner* runner)
 
 absl::StatusOr<std::vector<SettingChange>> SambaApplier::Read(
     const std::vector<SettingChange>& settings) {
-  absl::StatusOr<std::vector<Requested>> reqs;
-  {
-    // Values are irrelevant for a read; validate names and shares only.
-    std::vector<SettingChange> probe = settings;
-    for (auto& s : probe) {
-      absl::StatusOr<SettingInfo> info = policy::LookupSetting(s.setting());
-      if (info.ok()) s.set_value(info->type == policy::SettingType::kBool ? "false" : "SMB_3_1_1");
-    }
-    reqs = ValidateChanges(probe);
+  // Values are irrelevant for a read; validate names and shares only.
+  std::vector<SettingChange> probe = settings;
+  for (auto& s : probe) {
+    absl::StatusOr<SettingInfo> info = policy::LookupSetting(s.setting());
+    if (info.ok()) s.set_value(info->type == policy::SettingType::kBool ? "false" : "SMB_3_1_1");
   }
-  if (!reqs.ok()) return reqs.status();
-  absl::StatusOr<TestparmConfig> config = writer_.ReadConfig();
-  if (!config.ok()) return config.status();
+  ASSIGN_OR_RETURN(std::vector<Requested> reqs, ValidateChanges(probe));
+  ASSIGN_OR_RETURN(TestparmConfig config, writer_.ReadConfig());
   Posture current;
-  FillConfig(*config, &current);
+  FillConfig(config, &current);
   std::vector<SettingChange> out;
-  for (Requested& r : *reqs) {
+  for (Requested& r : reqs) {
     if (!r.share.empty()) {
-      const TestparmSection* section = config->FindShare(r.share);
+      const TestparmSection* section = config.FindShare(r.share);
       if (section == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat("share '", r.share, "' does not exist"));
       }
@@ -284,22 +280,27 @@ absl::StatusOr<std::vector<SettingChange>> SambaApplier::Read(
   return out;
 }
 
-absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingChange>& changes,
-                                                     const std::vector<std::string>& options) {
-  absl::StatusOr<std::vector<Requested>> reqs = ValidateChanges(changes);
-  if (!reqs.ok()) return reqs.status();
-  absl::StatusOr<std::vector<Option>> opts = ParseOptions(options);
-  if (!opts.ok()) return opts.status();
+ApplyResult SambaApplier::DoApply(const std::vector<SettingChange>& changes,
+                                  const std::vector<std::string>& options) {
+  ApplyResult result;
+  result.set_status(ApplyInto(changes, options, &result));
+  return result;
+}
 
-  absl::StatusOr<TestparmConfig> config = writer_.ReadConfig();
-  if (!config.ok()) return config.status();
+absl::Status SambaApplier::ApplyInto(const std::vector<SettingChange>& changes,
+                                     const std::vector<std::string>& options,
+                                     ApplyResult* result_out) {
+  ApplyResult& result = *result_out;
+  ASSIGN_OR_RETURN(std::vector<Requested> reqs, ValidateChanges(changes));
+  ASSIGN_OR_RETURN(std::vector<Option> opts, ParseOptions(options));
+
+  ASSIGN_OR_RETURN(TestparmConfig config, writer_.ReadConfig());
   Posture current;
-  FillConfig(*config, &current);
+  FillConfig(config, &current);
 
-  SambaApplyResult result;
-  for (Requested& r : *reqs) {
+  for (Requested& r : reqs) {
     if (!r.share.empty()) {
-      const TestparmSection* section = config->FindShare(r.share);
+      const TestparmSection* section = config.FindShare(r.share);
       if (section == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(
             r.info.name, ": share '", r.share, "' does not exist in ", options_.samba.smb_conf));
@@ -320,13 +321,12 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
     result.before.push_back(std::move(before));
   }
 
-  absl::StatusOr<std::vector<ParameterChange>> params = PlanParameters(*reqs, current);
-  if (!params.ok()) return params.status();
+  ASSIGN_OR_RETURN(std::vector<ParameterChange> params, PlanParameters(reqs, current));
 
   Posture after;
   auto verify = [&](const TestparmConfig& next) -> absl::Status {
     FillConfig(next, &after);
-    for (const Requested& r : *reqs) {
+    for (const Requested& r : reqs) {
       std::string got = TypedValue(after, r.info.key, r.share).value_or("unknown");
       if (got != r.value) {
         std::string file = r.share.empty() ? writer_.GlobalFile() : writer_.ShareFile(r.share);
@@ -338,11 +338,10 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
     }
     return absl::OkStatus();
   };
-  absl::StatusOr<WriteResult> written = writer_.Write(*params, verify);
-  if (!written.ok()) return written.status();
-  result.actions = written->actions;
-  if (written->files_changed.empty()) after = current;
-  for (const Requested& r : *reqs) result.after.push_back(MakeValue(r, after));
+  ASSIGN_OR_RETURN(WriteResult written, writer_.Write(params, verify));
+  result.actions = written.actions;
+  if (written.files_changed.empty()) after = current;
+  for (const Requested& r : reqs) result.after.push_back(MakeValue(r, after));
 
   // Options: make existing sessions renegotiate. Failures here are warnings: the settings are
   // already in effect for new connections.
@@ -362,13 +361,13 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
       result.actions.push_back(DescribeCommand(c));
     }
   };
-  for (const Option& o : *opts) {
+  for (const Option& o : opts) {
     if (o.kind == Option::kCloseShare) {
       std::set<std::string> shares;
       if (!o.argument.empty()) {
         shares.insert(o.argument);
       } else {
-        for (const Requested& r : *reqs) {
+        for (const Requested& r : reqs) {
           shares.insert(r.share.empty() ? "*" : r.share);
         }
       }
@@ -381,7 +380,7 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
       } else {
         Posture live;
         auto status = RunAndParse<SmbStatus>(
-            runner_, SmbStatusCommand(options_.samba), "smbstatus", &live,
+            runner_, SmbStatusCommand(options_.samba), kSmbstatusProbe, &live,
             [](const CommandResult& r) { return ParseSmbStatusJson(r.stdout_data); });
         for (const auto& e : live.probe_errors()) {
           result.warnings.push_back(absl::StrCat("kill-client-ip: ", e.message()));
@@ -400,7 +399,7 @@ absl::StatusOr<SambaApplyResult> SambaApplier::Apply(const std::vector<SettingCh
       for (const std::string& a : addresses) smbcontrol({"kill-client-ip", a});
     }
   }
-  return result;
+  return absl::OkStatus();
 }
 
 }  // namespace smbfleet::agent::samba

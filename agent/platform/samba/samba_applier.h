@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/core/command_runner.h"
+#include "agent/core/settings_applier.h"
 #include "agent/platform/samba/config_writer.h"
 #include "agent/platform/samba/samba_source.h"
 #include "smbfleet/v1/agent.pb.h"
@@ -40,22 +41,14 @@ struct SambaApplierOptions {
   std::string managed_dir;
 };
 
-struct SambaApplyResult {
-  // One entry per requested setting: `value` is the typed value ("true", "SMB_3_1_1") read
-  // with testparm before and after the change.
-  std::vector<smbfleet::v1::SettingChange> before;
-  std::vector<smbfleet::v1::SettingChange> after;
-  std::vector<std::string> actions;  // files written, reload, close-share, ...
-  // Options that were applied but did not fully succeed (e.g. kill-client-ip for a client that
-  // had already gone). The settings themselves are in effect.
-  std::vector<std::string> warnings;
-};
-
-class SambaApplier {
+class SambaApplier : public SettingsApplier {
  public:
   SambaApplier(SambaApplierOptions options, CommandRunner* runner);
 
-  // Errors, and what they mean for the change ack:
+  // Apply (SettingsApplier): result.before/after hold the typed values ("true", "SMB_3_1_1") read
+  // with testparm before and after the change; warnings name options that were applied but did
+  // not fully succeed (e.g. kill-client-ip for a client that had already gone).
+  // Statuses, and the ack they map to (AckResultOf):
   //   PermissionDenied    a setting is not on the allowlist (REFUSED); nothing written
   //   Unimplemented       an allowlisted setting with no Samba equivalent (REFUSED)
   //   InvalidArgument     malformed value, share name, option or unknown share; nothing written
@@ -65,16 +58,18 @@ class SambaApplier {
   //                       (smb.conf does not include the managed file); restored (ROLLED_BACK)
   //   Unavailable         smbd did not take reload-config; restored (ROLLED_BACK)
   //   Internal            a file could not be written or restored (FAILED)
-  absl::StatusOr<SambaApplyResult> Apply(const std::vector<smbfleet::v1::SettingChange>& changes,
-                                         const std::vector<std::string>& options = {});
 
-  // The current typed values of these settings (value field filled), without changing anything.
   absl::StatusOr<std::vector<smbfleet::v1::SettingChange>> Read(
-      const std::vector<smbfleet::v1::SettingChange>& settings);
+      const std::vector<smbfleet::v1::SettingChange>& settings) override;
 
   SambaConfigWriter& writer() { return writer_; }
 
  private:
+  ApplyResult DoApply(const std::vector<smbfleet::v1::SettingChange>& changes,
+                      const std::vector<std::string>& options) override;
+  absl::Status ApplyInto(const std::vector<smbfleet::v1::SettingChange>& changes,
+                         const std::vector<std::string>& options, ApplyResult* result);
+
   SambaApplierOptions options_;
   CommandRunner* runner_;
   SambaConfigWriter writer_;

@@ -142,10 +142,10 @@ TEST_F(SambaApplierTest, RequireSigningWritesValidatesReloads) {
   EXPECT_THAT(Read(Global()), HasSubstr("server signing = mandatory\n"));
   EXPECT_THAT(Read(Global()), HasSubstr("# agent-managed global settings"));  // kept
   EXPECT_EQ(Read(Global() + ".prev"), "# agent-managed global settings\n");
-  ASSERT_EQ(r->before.size(), 1u);
-  EXPECT_EQ(r->before[0].setting(), "server.requireSigning");
-  EXPECT_EQ(r->before[0].value(), "false");
-  EXPECT_EQ(r->after[0].value(), "true");
+  ASSERT_EQ(r.before.size(), 1u);
+  EXPECT_EQ(r.before[0].setting(), "server.requireSigning");
+  EXPECT_EQ(r.before[0].value(), "false");
+  EXPECT_EQ(r.after[0].value(), "true");
   EXPECT_EQ(samba_->reloads, 1);
   // testparm validated the written files before smbd was told to reload.
   std::vector<std::string> argvs = runner_.argvs();
@@ -154,11 +154,11 @@ TEST_F(SambaApplierTest, RequireSigningWritesValidatesReloads) {
   EXPECT_EQ(argvs.back(), Cmd("reload-config"));
 
   // Applying the before-values is the rollback.
-  auto back = applier_->Apply({Change("server.requireSigning", r->before[0].value())});
+  auto back = applier_->Apply({Change("server.requireSigning", r.before[0].value())});
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_THAT(Read(Global()), HasSubstr("server signing = auto\n"));
   EXPECT_THAT(Read(Global()), Not(HasSubstr("mandatory")));
-  EXPECT_EQ(back->after[0].value(), "false");
+  EXPECT_EQ(back.after[0].value(), "false");
 }
 
 TEST_F(SambaApplierTest, ServerSettingMapping) {
@@ -184,7 +184,7 @@ TEST_F(SambaApplierTest, ServerSettingMapping) {
     for (size_t i = 0; i < c.changes.size(); ++i) {
       // Read back as the typed value that was asked for (dialects normalised to upper case).
       bool dialect = c.changes[i].setting() == "server.minDialect";
-      EXPECT_EQ(r->after[i].value(),
+      EXPECT_EQ(r.after[i].value(),
                 dialect ? absl::AsciiStrToUpper(c.changes[i].value()) : c.changes[i].value())
           << c.want_line;
     }
@@ -195,7 +195,7 @@ TEST_F(SambaApplierTest, Smb1OffRaisesMinimumOnlyFromNt1) {
   ASSERT_TRUE(WriteFileAtomic(Global(), "    server min protocol = NT1\n").ok());
   auto r = applier_->Apply({Change("server.smb1Enabled", "false")});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->before[0].value(), "true");
+  EXPECT_EQ(r.before[0].value(), "true");
   EXPECT_THAT(Read(Global()), HasSubstr("server min protocol = SMB2_02"));
   EXPECT_THAT(Read(Global()), Not(HasSubstr("NT1")));
 
@@ -203,7 +203,7 @@ TEST_F(SambaApplierTest, Smb1OffRaisesMinimumOnlyFromNt1) {
   r = applier_->Apply({Change("server.smb1Enabled", "false")});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(Read(Global()), HasSubstr("server min protocol = SMB3_00"));
-  EXPECT_THAT(r->actions, Contains("no file changed"));
+  EXPECT_THAT(r.actions, Contains("no file changed"));
 }
 
 TEST_F(SambaApplierTest, ShareEncryptionGoesToTheShareFile) {
@@ -211,9 +211,9 @@ TEST_F(SambaApplierTest, ShareEncryptionGoesToTheShareFile) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(Read(Share("finance")), HasSubstr("smb encrypt = required"));
   EXPECT_EQ(Read(Global()), "# agent-managed global settings\n");
-  EXPECT_EQ(r->before[0].share(), "finance");  // canonical name from testparm
-  EXPECT_EQ(r->before[0].value(), "false");
-  EXPECT_EQ(r->after[0].value(), "true");
+  EXPECT_EQ(r.before[0].share(), "finance");  // canonical name from testparm
+  EXPECT_EQ(r.before[0].value(), "false");
+  EXPECT_EQ(r.after[0].value(), "true");
 }
 
 TEST_F(SambaApplierTest, RefusedBeforeAnythingIsWritten) {
@@ -330,23 +330,23 @@ TEST_F(SambaApplierTest, OptionsCloseSharesAndKillClients) {
   auto r = applier_->Apply({Change("share.encryptData", "true", "finance")},
                            {"close-share", "kill-client-ip"});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->warnings, IsEmpty());
-  EXPECT_THAT(r->actions, Contains(Cmd("close-share finance")));
-  EXPECT_THAT(r->actions, Contains(Cmd("kill-client-ip 10.0.0.7")));
-  EXPECT_THAT(r->actions, Contains(Cmd("kill-client-ip 127.0.0.1")));
+  EXPECT_THAT(r.warnings, IsEmpty());
+  EXPECT_THAT(r.actions, Contains(Cmd("close-share finance")));
+  EXPECT_THAT(r.actions, Contains(Cmd("kill-client-ip 10.0.0.7")));
+  EXPECT_THAT(r.actions, Contains(Cmd("kill-client-ip 127.0.0.1")));
   int kills = 0;
   for (const std::string& a : runner_.argvs()) kills += absl::StrContains(a, "kill-client-ip");
   EXPECT_EQ(kills, 2);  // one per address, not per session
 
   r = applier_->Apply({Change("server.requireSigning", "true")}, {"close-share"});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->actions, Contains(Cmd("close-share *")));
+  EXPECT_THAT(r.actions, Contains(Cmd("close-share *")));
 
   r = applier_->Apply({Change("server.requireSigning", "false")},
                       {"close-share:demo", "kill-client-ip:10.0.0.7"});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_THAT(r->actions, Contains(Cmd("close-share demo")));
-  EXPECT_THAT(r->actions, Contains(Cmd("kill-client-ip 10.0.0.7")));
+  EXPECT_THAT(r.actions, Contains(Cmd("close-share demo")));
+  EXPECT_THAT(r.actions, Contains(Cmd("kill-client-ip 10.0.0.7")));
 }
 
 TEST_F(SambaApplierTest, ReadReportsCurrentValuesWithoutWriting) {

@@ -202,7 +202,7 @@ void CollectLogEvents(const std::string& log_file_param, LogFiles* files, const 
   absl::StatusOr<std::vector<std::string>> paths = files->List(dir, prefix);
   if (absl::IsNotFound(paths.status())) return;  // nothing logged yet
   if (!paths.ok()) {
-    AddProbeError(posture, "samba-log", ProbeCodeOf(paths.status()), paths.status().message());
+    AddProbeError(posture, kSambaLogProbe, ProbeCodeOf(paths.status()), paths.status().message());
     return;
   }
   if (macro == std::string::npos) {
@@ -212,7 +212,7 @@ void CollectLogEvents(const std::string& log_file_param, LogFiles* files, const 
   }
   if (paths->size() > limits.max_files) {
     AddProbeError(
-        posture, "samba-log", "LIMIT",
+        posture, kSambaLogProbe, "LIMIT",
         absl::StrCat(dir, ": ", paths->size(), " log files, read the first ", limits.max_files));
     paths->resize(limits.max_files);
   }
@@ -220,7 +220,7 @@ void CollectLogEvents(const std::string& log_file_param, LogFiles* files, const 
   for (const std::string& path : *paths) {
     absl::StatusOr<std::string> text = files->ReadTail(path, limits.max_bytes_per_file);
     if (!text.ok()) {
-      AddProbeError(posture, "samba-log", ProbeCodeOf(text.status()), text.status().message());
+      AddProbeError(posture, kSambaLogProbe, ProbeCodeOf(text.status()), text.status().message());
       continue;
     }
     std::vector<v1::Event> more = ParseSambaLog(*text, path.substr(path.rfind('/') + 1));

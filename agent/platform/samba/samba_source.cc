@@ -50,7 +50,7 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
 
   std::map<std::string, std::string> share_paths;
   auto config = RunAndParse<TestparmConfig>(
-      runner_, TestparmDumpCommand(options_), "testparm", &posture,
+      runner_, TestparmDumpCommand(options_), kTestparmProbe, &posture,
       [](const CommandResult& r) { return TestparmConfig::Parse(r.stdout_data); });
   if (config.has_value()) {
     FillConfig(*config, &posture);
@@ -58,7 +58,7 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
   }
 
   auto status = RunAndParse<SmbStatus>(
-      runner_, SmbStatusCommand(options_), "smbstatus", &posture,
+      runner_, SmbStatusCommand(options_), kSmbstatusProbe, &posture,
       [&](const CommandResult& r) { return ParseSmbStatusJson(r.stdout_data, share_paths); });
   if (status.has_value()) {
     posture.mutable_host()->set_samba_version(status->version);

@@ -119,6 +119,22 @@ TEST_F(SambaSourceTest, FailedProbesAreData) {
   }
 }
 
+TEST_F(SambaSourceTest, ProbeErrorsNameTheSectionsTheyLeaveUnknown) {
+  runner_.Set(Testparm(), FakeRunner::Exit(1, "Can't load smb.conf\n"));
+  runner_.Set(SmbStatus(), FakeRunner::Exit(255, "smbstatus only works as root!\n"));
+  runner_.Set("testparm --version", FakeRunner::Ok("Version 4.17.12-Debian\n"));
+  auto posture = NewSambaSource(options_, &runner_, &logs_)->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  ASSERT_EQ(posture->probe_errors_size(), 2);
+  EXPECT_EQ(posture->probe_errors(0).probe(), "testparm");
+  EXPECT_THAT(posture->probe_errors(0).sections(),
+              ElementsAre(v1::POSTURE_SECTION_SERVER, v1::POSTURE_SECTION_CLIENT,
+                          v1::POSTURE_SECTION_SHARES));
+  EXPECT_EQ(posture->probe_errors(1).probe(), "smbstatus");
+  EXPECT_THAT(posture->probe_errors(1).sections(),
+              ElementsAre(v1::POSTURE_SECTION_SESSIONS, v1::POSTURE_SECTION_OPEN_FILES));
+}
+
 TEST_F(SambaSourceTest, TestparmRejectingAValueStillReportsTheRest) {
   CommandResult bad = FakeRunner::Ok(SambaFixture("idle.testparm.txt"));
   bad.exit_code = 1;

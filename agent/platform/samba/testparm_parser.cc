@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/samba_names.h"
 
 namespace smbfleet::agent::samba {
@@ -55,10 +56,8 @@ std::string Lower(absl::string_view s) { return absl::AsciiStrToLower(s); }
 
 void AddUnknown(Posture* posture, absl::string_view param, absl::string_view value,
                 absl::string_view why) {
-  auto* e = posture->add_probe_errors();
-  e->set_probe("testparm");
-  e->set_code("UNKNOWN_VALUE");
-  e->set_message(absl::StrCat(param, " = '", value, "': ", why));
+  AddProbeError(posture, kTestparmProbe, "UNKNOWN_VALUE",
+                absl::StrCat(param, " = '", value, "': ", why));
 }
 
 // Maps a comma/space separated algorithm list; names smbd does not know are reported (smbd

@@ -4,11 +4,14 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "agent/platform/windows/parsers.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "policy/settings.h"
 
@@ -155,15 +158,12 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingCh
   std::vector<nlohmann::json> params;
   for (size_t i = 0; i < changes.size(); ++i) {
     const v1::SettingChange& c = changes[i];
-    auto info = policy::LookupSetting(c.setting());
-    if (!info.ok()) return info.status();
-    auto value = policy::NormalizeSettingValue(*info, c.value());
-    if (!value.ok()) return value.status();
-    Target t = TargetOf(info->key);
+    ASSIGN_OR_RETURN(policy::SettingInfo info, policy::LookupSetting(c.setting()));
+    ASSIGN_OR_RETURN(std::string value, policy::NormalizeSettingValue(info, c.value()));
+    Target t = TargetOf(info.key);
     std::string key = t.target;
-    if (info->scope == policy::SettingScope::kShare) {
-      absl::Status ok = CheckShareName(c.setting(), c.share());
-      if (!ok.ok()) return ok;
+    if (info.scope == policy::SettingScope::kShare) {
+      RETURN_IF_ERROR(CheckShareName(c.setting(), c.share()));
       key = absl::StrCat("share:", absl::AsciiStrToLower(c.share()));
     } else if (!c.share().empty()) {
       return absl::InvalidArgumentError(
@@ -173,7 +173,7 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingCh
     if (inserted) {
       ApplyCall call;
       call.target = t.target;
-      if (info->scope == policy::SettingScope::kShare) call.share = c.share();
+      if (info.scope == policy::SettingScope::kShare) call.share = c.share();
       calls.push_back(call);
       params.push_back(nlohmann::json::object());
     }
@@ -181,10 +181,10 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(const std::vector<v1::SettingCh
     if (p.contains(t.parameter)) {
       return absl::InvalidArgumentError(absl::StrCat(c.setting(), ": given twice"));
     }
-    if (info->type == policy::SettingType::kBool) {
-      p[t.parameter] = (*value == "true");
+    if (info.type == policy::SettingType::kBool) {
+      p[t.parameter] = (value == "true");
     } else {
-      p[t.parameter] = CmdletDialect(*value);
+      p[t.parameter] = CmdletDialect(value);
     }
     calls[it->second].settings.push_back(c.setting());
   }
@@ -243,10 +243,23 @@ std::optional<std::string> CurrentValue(const v1::Posture& p, const v1::SettingC
   return std::nullopt;
 }
 
+namespace {
+
+// The setting as the host has it: `value` empty when the build does not report it.
+v1::SettingChange ValueIn(const v1::Posture& p, const v1::SettingChange& change) {
+  v1::SettingChange s;
+  s.set_setting(change.setting());
+  s.set_share(change.share());
+  s.set_value(CurrentValue(p, change).value_or(""));
+  return s;
+}
+
+}  // namespace
+
 WindowsApplier::WindowsApplier(WindowsOptions options, PowerShellRunner* runner)
     : options_(std::move(options)), runner_(runner) {}
 
-absl::StatusOr<v1::Posture> WindowsApplier::Read() {
+absl::StatusOr<v1::Posture> WindowsApplier::ReadPosture() {
   v1::Posture posture;
   for (const ProbeSpec& probe : WindowsProbes()) {
     if (probe.probe != "Get-SmbServerConfiguration" &&
@@ -259,58 +272,67 @@ absl::StatusOr<v1::Posture> WindowsApplier::Read() {
     script.data_json = "{}";
     script.timeout = options_.cmdlet_timeout;
     script.max_output_bytes = options_.max_output_bytes;
-    auto out = runner_->Run(script);
-    if (!out.ok()) return out.status();
+    ASSIGN_OR_RETURN(std::string out, runner_->Run(script));
     std::vector<std::string> problems;
-    absl::Status parsed = probe.parse(*out, probe.probe, &posture, &problems);
-    if (!parsed.ok()) return parsed;
+    RETURN_IF_ERROR(probe.parse(out, probe.probe, &posture, &problems));
   }
   return posture;
 }
 
-ApplyResult WindowsApplier::Apply(const std::vector<v1::SettingChange>& changes) {
-  ApplyResult result;
-  auto plan = PlanApply(changes);
-  if (!plan.ok()) {
-    result.result = plan.status().code() == absl::StatusCode::kNotFound
-                        ? v1::AckChangeRequest::RESULT_REFUSED
-                        : v1::AckChangeRequest::RESULT_FAILED;
-    result.message = std::string(plan.status().message());
-    return result;
-  }
-  auto before = Read();
-  if (!before.ok()) {
-    result.result = v1::AckChangeRequest::RESULT_FAILED;
-    result.message = absl::StrCat("reading current values: ", before.status().message());
-    return result;
-  }
-  auto snapshot = [&changes](const v1::Posture& p, std::vector<v1::SettingChange>* out) {
-    for (const auto& c : changes) {
-      v1::SettingChange s;
-      s.set_setting(c.setting());
-      s.set_share(c.share());
-      s.set_value(CurrentValue(p, c).value_or(""));
-      out->push_back(s);
+absl::StatusOr<std::vector<v1::SettingChange>> WindowsApplier::Read(
+    const std::vector<v1::SettingChange>& settings) {
+  for (size_t i = 0; i < settings.size(); ++i) {
+    if (absl::Status known = policy::LookupSetting(settings[i].setting()).status(); !known.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat("settings[", i, "]: ", known.message()));
     }
-  };
-  snapshot(*before, &result.before);
+  }
+  ASSIGN_OR_RETURN(v1::Posture posture, ReadPosture());
+  std::vector<v1::SettingChange> out;
+  for (const auto& c : settings) out.push_back(ValueIn(posture, c));
+  return out;
+}
+
+ApplyResult WindowsApplier::DoApply(const std::vector<v1::SettingChange>& changes,
+                                    const std::vector<std::string>& options) {
+  ApplyResult result;
+  result.set_status(ApplyInto(changes, options, &result));
+  return result;
+}
+
+absl::Status WindowsApplier::ApplyInto(const std::vector<v1::SettingChange>& changes,
+                                       const std::vector<std::string>& options,
+                                       ApplyResult* result) {
+  absl::StatusOr<std::vector<ApplyCall>> plan = PlanApply(changes);
+  if (!plan.ok()) {
+    // Not on the allowlist is a refusal; anything else is a malformed change.
+    if (absl::IsNotFound(plan.status()))
+      return absl::PermissionDeniedError(plan.status().message());
+    return plan.status();
+  }
+  if (!options.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("options[0]: unknown option '",
+                                                   absl::CHexEscape(options[0]),
+                                                   "' (the Windows agent takes none)"));
+  }
+  absl::StatusOr<v1::Posture> before = ReadPosture();
+  if (!before.ok()) {
+    return absl::InternalError(absl::StrCat("reading current values: ", before.status().message()));
+  }
+  for (const auto& c : changes) result->before.push_back(ValueIn(*before, c));
   for (const auto& c : changes) {
-    auto current = CurrentValue(*before, c);
+    std::optional<std::string> current = CurrentValue(*before, c);
     if (!current.has_value()) {
-      result.result = v1::AckChangeRequest::RESULT_PRECONDITION_FAILED;
-      result.message = c.share().empty()
-                           ? absl::StrCat(c.setting(), ": this Windows build does not report it")
-                           : absl::StrCat(c.setting(), ": share '", c.share(), "' not found");
-      return result;
+      return absl::FailedPreconditionError(
+          c.share().empty() ? absl::StrCat(c.setting(), ": this Windows build does not report it")
+                            : absl::StrCat(c.setting(), ": share '", c.share(), "' not found"));
     }
     if (!c.expected_current().empty()) {
       auto info = policy::LookupSetting(c.setting());
       auto expected = policy::NormalizeSettingValue(*info, c.expected_current());
       if (!expected.ok() || *expected != *current) {
-        result.result = v1::AckChangeRequest::RESULT_PRECONDITION_FAILED;
-        result.message = absl::StrCat(c.setting(), ": expected current value '",
-                                      c.expected_current(), "', host has '", *current, "'");
-        return result;
+        return absl::FailedPreconditionError(absl::StrCat(c.setting(), ": expected current value '",
+                                                          c.expected_current(), "', host has '",
+                                                          *current, "'"));
       }
     }
   }
@@ -322,36 +344,33 @@ ApplyResult WindowsApplier::Apply(const std::vector<v1::SettingChange>& changes)
     script.data_json = call.data_json;
     script.timeout = options_.cmdlet_timeout;
     script.max_output_bytes = options_.max_output_bytes;
-    auto out = runner_->Run(script);
+    absl::StatusOr<std::string> out = runner_->Run(script);
     if (!out.ok()) {
       failure = std::string(out.status().message());
       break;
     }
+    result->actions.push_back(
+        absl::StrCat("apply ", call.target, ": ", absl::StrJoin(call.settings, ", ")));
   }
-  auto after = Read();
-  if (after.ok()) snapshot(*after, &result.after);
-  if (!failure.empty()) {
-    result.result = v1::AckChangeRequest::RESULT_FAILED;
-    result.message = failure;
-    return result;
+  absl::StatusOr<v1::Posture> after = ReadPosture();
+  if (after.ok()) {
+    for (const auto& c : changes) result->after.push_back(ValueIn(*after, c));
   }
+  // Every failure below is FAILED: nothing here restores the before-values.
+  if (!failure.empty()) return absl::InternalError(failure);
   if (!after.ok()) {
-    result.result = v1::AckChangeRequest::RESULT_FAILED;
-    result.message = absl::StrCat("re-reading after apply: ", after.status().message());
-    return result;
+    return absl::InternalError(absl::StrCat("re-reading after apply: ", after.status().message()));
   }
   for (size_t i = 0; i < changes.size(); ++i) {
     auto info = policy::LookupSetting(changes[i].setting());
     auto want = policy::NormalizeSettingValue(*info, changes[i].value());
-    if (!want.ok() || result.after[i].value() != *want) {
-      result.result = v1::AckChangeRequest::RESULT_FAILED;
-      result.message = absl::StrCat(changes[i].setting(), ": still '", result.after[i].value(),
-                                    "' after apply (a Group Policy may set it)");
-      return result;
+    if (!want.ok() || result->after[i].value() != *want) {
+      return absl::InternalError(absl::StrCat(changes[i].setting(), ": still '",
+                                              result->after[i].value(),
+                                              "' after apply (a Group Policy may set it)"));
     }
   }
-  result.result = v1::AckChangeRequest::RESULT_APPLIED;
-  return result;
+  return absl::OkStatus();
 }
 
 }  // namespace smbfleet::agent::windows

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/core/settings_applier.h"
 #include "agent/platform/windows/windows_source.h"
 #include "smbfleet/v1/agent.pb.h"
 
@@ -38,25 +39,29 @@ absl::StatusOr<std::vector<ApplyCall>> PlanApply(
 std::optional<std::string> CurrentValue(const smbfleet::v1::Posture& posture,
                                         const smbfleet::v1::SettingChange& change);
 
-struct ApplyResult {
-  smbfleet::v1::AckChangeRequest::Result result =
-      smbfleet::v1::AckChangeRequest::RESULT_UNSPECIFIED;
-  std::string message;
-  std::vector<smbfleet::v1::SettingChange> before;  // value = what the host had
-  std::vector<smbfleet::v1::SettingChange> after;   // value = what the host has now
-};
-
-class WindowsApplier {
+class WindowsApplier : public SettingsApplier {
  public:
   WindowsApplier(WindowsOptions options, PowerShellRunner* runner);
 
-  // Reads the current values, checks expected_current preconditions (and that the build has the
-  // setting, e.g. Smb2DialectMin only on WS2025+), applies, re-reads. APPLIED only when every
-  // re-read value equals the requested one.
-  ApplyResult Apply(const std::vector<smbfleet::v1::SettingChange>& changes);
+  // Apply (SettingsApplier) reads the current values, checks expected_current preconditions (and
+  // that the build has the setting, e.g. Smb2DialectMin only on WS2025+), applies, re-reads.
+  // OK (APPLIED) only when every re-read value equals the requested one. Statuses:
+  //   PermissionDenied    a setting is not on the allowlist (REFUSED); nothing run
+  //   InvalidArgument     malformed value or share name, or an option (Windows has none)
+  //   FailedPrecondition  expected_current does not hold, the build does not report the setting
+  //                       or the share does not exist (PRECONDITION_FAILED); nothing run
+  //   Internal            reading failed, a Set-Smb* call failed, or a value did not stick
+  //                       (e.g. a Group Policy sets it) (FAILED); not rolled back
+
+  absl::StatusOr<std::vector<smbfleet::v1::SettingChange>> Read(
+      const std::vector<smbfleet::v1::SettingChange>& settings) override;
 
  private:
-  absl::StatusOr<smbfleet::v1::Posture> Read();
+  ApplyResult DoApply(const std::vector<smbfleet::v1::SettingChange>& changes,
+                      const std::vector<std::string>& options) override;
+  absl::Status ApplyInto(const std::vector<smbfleet::v1::SettingChange>& changes,
+                         const std::vector<std::string>& options, ApplyResult* result);
+  absl::StatusOr<smbfleet::v1::Posture> ReadPosture();
 
   WindowsOptions options_;
   PowerShellRunner* runner_;

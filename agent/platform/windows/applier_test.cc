@@ -119,7 +119,7 @@ TEST(WindowsApplierTest, AppliesReReadsAndReportsBeforeAndAfter) {
   ApplyResult r = applier.Apply({Change("server.requireSigning", "true", "", "false"),
                                  Change("server.minDialect", "SMB_3_0"),
                                  Change("share.encryptData", "true", "$(calc)")});
-  EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_APPLIED) << r.message;
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_APPLIED) << r.message();
   ASSERT_THAT(r.before, SizeIs(3));
   ASSERT_THAT(r.after, SizeIs(3));
   EXPECT_EQ(r.before[0].value(), "false");
@@ -141,7 +141,7 @@ TEST(WindowsApplierTest, EveryHostileNameReachesTheCmdletVerbatim) {
     FakePowerShellRunner runner(Fixture("ws2025"));
     WindowsApplier applier({}, &runner);
     ApplyResult r = applier.Apply({Change("share.encryptData", "true", name)});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_APPLIED) << name << ": " << r.message;
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_APPLIED) << name << ": " << r.message();
     EXPECT_EQ(r.after[0].value(), "true") << name;
   }
 }
@@ -151,29 +151,29 @@ TEST(WindowsApplierTest, PreconditionsAndUnsupportedSettings) {
     FakePowerShellRunner runner(Fixture("ws2025"));
     ApplyResult r =
         WindowsApplier({}, &runner).Apply({Change("server.requireSigning", "true", "", "true")});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
-    EXPECT_THAT(r.message, HasSubstr("host has 'false'"));
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
+    EXPECT_THAT(r.message(), HasSubstr("host has 'false'"));
     EXPECT_THAT(runner.CallsOf("apply"), SizeIs(0));
   }
   {
     // WS2022 has no Smb2DialectMin.
     FakePowerShellRunner runner(Fixture("ws2022"));
     ApplyResult r = WindowsApplier({}, &runner).Apply({Change("server.minDialect", "SMB_3_0")});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
-    EXPECT_THAT(r.message, HasSubstr("does not report it"));
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
+    EXPECT_THAT(r.message(), HasSubstr("does not report it"));
     EXPECT_THAT(runner.CallsOf("apply"), SizeIs(0));
   }
   {
     FakePowerShellRunner runner(Fixture("ws2022"));
     ApplyResult r =
         WindowsApplier({}, &runner).Apply({Change("share.encryptData", "true", "NoSuchShare")});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
-    EXPECT_THAT(r.message, HasSubstr("'NoSuchShare' not found"));
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
+    EXPECT_THAT(r.message(), HasSubstr("'NoSuchShare' not found"));
   }
   {
     FakePowerShellRunner runner(Fixture("ws2022"));
     ApplyResult r = WindowsApplier({}, &runner).Apply({Change("server.enableCompression", "true")});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_REFUSED);
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_REFUSED);
     EXPECT_THAT(runner.calls(), SizeIs(0));
   }
 }
@@ -183,8 +183,8 @@ TEST(WindowsApplierTest, FailedCmdletAndSettingThatDoesNotStick) {
     FakePowerShellRunner runner(Fixture("ws2022"));
     runner.SetError("apply", absl::UnknownError("apply: exit code 1: Access is denied."));
     ApplyResult r = WindowsApplier({}, &runner).Apply({Change("server.encryptData", "true")});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_FAILED);
-    EXPECT_THAT(r.message, HasSubstr("Access is denied"));
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_FAILED);
+    EXPECT_THAT(r.message(), HasSubstr("Access is denied"));
     ASSERT_THAT(r.after, SizeIs(1));
     EXPECT_EQ(r.after[0].value(), "false");
   }
@@ -193,12 +193,38 @@ TEST(WindowsApplierTest, FailedCmdletAndSettingThatDoesNotStick) {
     FakePowerShellRunner runner(Fixture("ws2022"));
     runner.set_apply_sticks(false);
     ApplyResult r = WindowsApplier({}, &runner).Apply({Change("client.requireSigning", "true")});
-    EXPECT_EQ(r.result, v1::AckChangeRequest::RESULT_FAILED);
-    EXPECT_THAT(r.message, HasSubstr("still 'false' after apply"));
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_FAILED);
+    EXPECT_THAT(r.message(), HasSubstr("still 'false' after apply"));
     EXPECT_EQ(r.before[0].value(), "false");
     EXPECT_EQ(r.after[0].value(), "false");
     EXPECT_THAT(runner.CallsOf("apply"), SizeIs(1));
   }
+}
+
+TEST(WindowsApplierTest, ReadReportsCurrentValuesWithoutApplying) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  WindowsApplier applier({}, &runner);
+  auto r = applier.Read({Change("server.requireSigning", ""), Change("server.minDialect", ""),
+                         Change("share.encryptData", "", "NoSuchShare")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_THAT(*r, SizeIs(3));
+  EXPECT_EQ((*r)[0].value(), "false");
+  EXPECT_EQ((*r)[1].value(), "SMB_3_1_1");
+  EXPECT_EQ((*r)[2].value(), "");  // unknown: no such share
+  EXPECT_EQ((*r)[2].share(), "NoSuchShare");
+  EXPECT_THAT(runner.CallsOf("apply"), SizeIs(0));
+
+  auto refused = applier.Read({Change("server.enableCompression", "")});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST(WindowsApplierTest, OptionsAreRefusedBeforeAnythingRuns) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  ApplyResult r =
+      WindowsApplier({}, &runner).Apply({Change("server.requireSigning", "true")}, {"close-share"});
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_FAILED);
+  EXPECT_THAT(r.message(), HasSubstr("unknown option 'close-share'"));
+  EXPECT_THAT(runner.calls(), SizeIs(0));
 }
 
 }  // namespace

@@ -553,18 +553,39 @@ absl::Status ParseNetworkInterfaces(absl::string_view bytes, absl::string_view w
 }
 
 const std::vector<ProbeSpec>& WindowsProbes() {
+  using v1::POSTURE_SECTION_CLIENT;
+  using v1::POSTURE_SECTION_CONNECTIONS;
+  using v1::POSTURE_SECTION_HOST;
+  using v1::POSTURE_SECTION_NETWORK;
+  using v1::POSTURE_SECTION_OPEN_FILES;
+  using v1::POSTURE_SECTION_SERVER;
+  using v1::POSTURE_SECTION_SESSIONS;
+  using v1::POSTURE_SECTION_SHARES;
   static const std::vector<ProbeSpec>* kProbes = new std::vector<ProbeSpec>{
-      {"host", "host.json", &ParseHostInfo},
-      {"Get-SmbServerConfiguration", "Get-SmbServerConfiguration.json", &ParseServerConfiguration},
-      {"Get-SmbClientConfiguration", "Get-SmbClientConfiguration.json", &ParseClientConfiguration},
-      {"Get-SmbShare", "Get-SmbShare.json", &ParseShares},
-      {"Get-SmbSession", "Get-SmbSession.json", &ParseSessions},
-      {"Get-SmbConnection", "Get-SmbConnection.json", &ParseConnections},
-      {"Get-SmbMultichannelConnection", "Get-SmbMultichannelConnection.json",
-       &ParseMultichannelConnections},
-      {"Get-SmbOpenFile", "Get-SmbOpenFile.json", &ParseOpenFiles},
-      {"Get-SmbServerNetworkInterface", "Get-SmbServerNetworkInterface.json",
-       &ParseNetworkInterfaces},
+      {"host", "host.json", &ParseHostInfo, {POSTURE_SECTION_HOST}},
+      {"Get-SmbServerConfiguration",
+       "Get-SmbServerConfiguration.json",
+       &ParseServerConfiguration,
+       {POSTURE_SECTION_SERVER}},
+      {"Get-SmbClientConfiguration",
+       "Get-SmbClientConfiguration.json",
+       &ParseClientConfiguration,
+       {POSTURE_SECTION_CLIENT}},
+      {"Get-SmbShare", "Get-SmbShare.json", &ParseShares, {POSTURE_SECTION_SHARES}},
+      {"Get-SmbSession", "Get-SmbSession.json", &ParseSessions, {POSTURE_SECTION_SESSIONS}},
+      {"Get-SmbConnection",
+       "Get-SmbConnection.json",
+       &ParseConnections,
+       {POSTURE_SECTION_CONNECTIONS}},
+      {"Get-SmbMultichannelConnection",
+       "Get-SmbMultichannelConnection.json",
+       &ParseMultichannelConnections,
+       {POSTURE_SECTION_CONNECTIONS}},
+      {"Get-SmbOpenFile", "Get-SmbOpenFile.json", &ParseOpenFiles, {POSTURE_SECTION_OPEN_FILES}},
+      {"Get-SmbServerNetworkInterface",
+       "Get-SmbServerNetworkInterface.json",
+       &ParseNetworkInterfaces,
+       {POSTURE_SECTION_NETWORK}},
   };
   return *kProbes;
 }

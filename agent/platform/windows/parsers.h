@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "agent/core/probe_errors.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::agent::windows {
@@ -45,11 +46,14 @@ absl::Status ParseNetworkInterfaces(absl::string_view bytes, absl::string_view w
                                     smbfleet::v1::Posture* posture,
                                     std::vector<std::string>* problems);
 
-// One probe: its name in probe_errors, its capture file, its parser.
+// One probe: its name in probe_errors, its capture file, its parser, the sections it fills.
 struct ProbeSpec {
   absl::string_view probe;  // "Get-SmbShare"
   absl::string_view file;   // "Get-SmbShare.json"
   ProbeParser parse;
+  Sections sections;
+
+  Probe id() const { return Probe{probe, sections}; }
 };
 
 // Every probe except events, in collection order (configuration and shares before sessions and

@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "agent/core/probe_errors.h"
 #include "agent/platform/windows/events.h"
 #include "agent/platform/windows/parsers.h"
 #include "agent/platform/windows/ps_json.h"
@@ -24,40 +26,28 @@ namespace v1 = ::smbfleet::v1;
 constexpr size_t kMaxCaptureFileBytes = 64 << 20;
 constexpr size_t kMaxProblemsPerProbe = 20;
 
-std::string CodeOf(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kDeadlineExceeded:
-      return "TIMEOUT";
-    case absl::StatusCode::kResourceExhausted:
-      return "OUTPUT_TOO_LARGE";
-    case absl::StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case absl::StatusCode::kInvalidArgument:
-      return "PARSE";
-    case absl::StatusCode::kUnknown:
-      return "EXIT_STATUS";
-    default:
-      return "ERROR";
+constexpr Probe kEventsProbe{"events", {v1::POSTURE_SECTION_EVENTS}};
+constexpr Probe kCaptureProbe{"capture", {}};
+
+// A probe named in capture.json's Errors: a cmdlet of WindowsProbes(), else unknown sections.
+Probe ProbeNamed(absl::string_view name) {
+  for (const ProbeSpec& spec : WindowsProbes()) {
+    if (spec.probe == name) return spec.id();
   }
+  // The capture script names event failures "events:<channel>".
+  if (absl::StartsWith(name, kEventsProbe.name)) return Probe{name, kEventsProbe.sections};
+  return Probe{name, {}};
 }
 
-void AddProbeError(v1::Posture* posture, absl::string_view probe, absl::string_view message,
-                   absl::string_view code) {
-  v1::ProbeError* e = posture->add_probe_errors();
-  e->set_probe(std::string(probe));
-  e->set_message(std::string(message));
-  e->set_code(std::string(code));
-}
-
-void AddProblems(v1::Posture* posture, absl::string_view probe,
+void AddProblems(v1::Posture* posture, const Probe& probe,
                  const std::vector<std::string>& problems) {
   for (size_t i = 0; i < problems.size() && i < kMaxProblemsPerProbe; ++i) {
-    AddProbeError(posture, probe, problems[i], "PARSE");
+    AddProbeError(posture, probe, "PARSE", problems[i]);
   }
   if (problems.size() > kMaxProblemsPerProbe) {
-    AddProbeError(posture, probe,
-                  absl::StrCat(problems.size() - kMaxProblemsPerProbe, " more problems not listed"),
-                  "PARSE");
+    AddProbeError(
+        posture, probe, "PARSE",
+        absl::StrCat(problems.size() - kMaxProblemsPerProbe, " more problems not listed"));
   }
 }
 
@@ -82,7 +72,7 @@ absl::Status SelectEvents(const WindowsOptions& options, std::vector<v1::Event> 
     auto loaded = EventBookmark::Load(path);
     if (!loaded.ok()) {
       // A damaged bookmark must not stop reports; start over (events may repeat once).
-      AddProbeError(posture, "events", loaded.status().ToString(), "BOOKMARK");
+      AddProbeError(posture, kEventsProbe, "BOOKMARK", loaded.status().ToString());
     } else {
       bookmark = std::move(*loaded);
     }
@@ -94,7 +84,7 @@ absl::Status SelectEvents(const WindowsOptions& options, std::vector<v1::Event> 
   if (!path.empty()) {
     absl::Status saved = MakeDirs(options.state_dir, 0700);
     if (saved.ok()) saved = bookmark.Save(path);
-    if (!saved.ok()) AddProbeError(posture, "events", saved.ToString(), "BOOKMARK");
+    if (!saved.ok()) AddProbeError(posture, kEventsProbe, "BOOKMARK", saved.ToString());
   }
   return absl::OkStatus();
 }
@@ -120,13 +110,13 @@ class CaptureSource : public PostureSource {
       if (!FileExists(path)) continue;  // not collected: unknown, not false
       auto bytes = ReadFile(path, kMaxCaptureFileBytes);
       if (!bytes.ok()) {
-        AddProbeError(&posture, probe.probe, bytes.status().message(), "READ");
+        AddProbeError(&posture, probe.id(), "READ", bytes.status().message());
         continue;
       }
       std::vector<std::string> problems;
       absl::Status parsed = probe.parse(*bytes, probe.file, &posture, &problems);
-      if (!parsed.ok()) AddProbeError(&posture, probe.probe, parsed.message(), CodeOf(parsed));
-      AddProblems(&posture, probe.probe, problems);
+      if (!parsed.ok()) AddProbeError(&posture, probe.id(), ProbeCodeOf(parsed), parsed.message());
+      AddProblems(&posture, probe.id(), problems);
     }
     ReadEvents(&posture);
     FinishPosture(&posture);
@@ -142,12 +132,12 @@ class CaptureSource : public PostureSource {
     if (!FileExists(path)) return;
     auto bytes = ReadFile(path, 1 << 20);
     if (!bytes.ok()) {
-      AddProbeError(posture, "capture", bytes.status().message(), "READ");
+      AddProbeError(posture, kCaptureProbe, "READ", bytes.status().message());
       return;
     }
     auto objects = ParsePsObjects(*bytes, "capture.json");
     if (!objects.ok()) {
-      AddProbeError(posture, "capture", objects.status().message(), "PARSE");
+      AddProbeError(posture, kCaptureProbe, "PARSE", objects.status().message());
       return;
     }
     std::vector<std::string> problems;
@@ -159,12 +149,12 @@ class CaptureSource : public PostureSource {
         for (const auto& err : list) {
           if (!err.is_object()) continue;
           PsObject e(err, "capture.json.Errors", &problems);
-          AddProbeError(posture, e.String("Probe").value_or("capture"),
-                        e.String("Message").value_or(""), "CAPTURE");
+          std::string probe = e.String("Probe").value_or(std::string(kCaptureProbe.name));
+          AddProbeError(posture, ProbeNamed(probe), "CAPTURE", e.String("Message").value_or(""));
         }
       }
     }
-    AddProblems(posture, "capture", problems);
+    AddProblems(posture, kCaptureProbe, problems);
   }
 
   void ReadEvents(v1::Posture* posture) {
@@ -172,15 +162,15 @@ class CaptureSource : public PostureSource {
     if (!FileExists(path)) return;
     auto bytes = ReadFile(path, kMaxCaptureFileBytes);
     if (!bytes.ok()) {
-      AddProbeError(posture, "events", bytes.status().message(), "READ");
+      AddProbeError(posture, kEventsProbe, "READ", bytes.status().message());
       return;
     }
     std::vector<std::string> problems;
     std::map<std::string, uint64_t> latest;
     auto events = ParseEvents(*bytes, "events.json", &problems, &latest);
-    AddProblems(posture, "events", problems);
+    AddProblems(posture, kEventsProbe, problems);
     if (!events.ok()) {
-      AddProbeError(posture, "events", events.status().message(), "PARSE");
+      AddProbeError(posture, kEventsProbe, "PARSE", events.status().message());
       return;
     }
     SelectEvents(options_, std::move(*events), latest, posture).IgnoreError();
@@ -203,13 +193,13 @@ class LiveSource : public PostureSource {
     for (const ProbeSpec& probe : WindowsProbes()) {
       auto out = Run(std::string(probe.probe), "{}");
       if (!out.ok()) {
-        AddProbeError(&posture, probe.probe, out.status().message(), CodeOf(out.status()));
+        AddProbeError(&posture, probe.id(), ProbeCodeOf(out.status()), out.status().message());
         continue;
       }
       std::vector<std::string> problems;
       absl::Status parsed = probe.parse(*out, probe.probe, &posture, &problems);
-      if (!parsed.ok()) AddProbeError(&posture, probe.probe, parsed.message(), "PARSE");
-      AddProblems(&posture, probe.probe, problems);
+      if (!parsed.ok()) AddProbeError(&posture, probe.id(), "PARSE", parsed.message());
+      AddProblems(&posture, probe.id(), problems);
     }
     if (options_.detect_cpu) {
       std::string model = posture.host().cpu().model();
@@ -249,15 +239,15 @@ class LiveSource : public PostureSource {
     }
     auto out = Run("events", data.dump());
     if (!out.ok()) {
-      AddProbeError(posture, "events", out.status().message(), CodeOf(out.status()));
+      AddProbeError(posture, kEventsProbe, ProbeCodeOf(out.status()), out.status().message());
       return;  // the bookmark stays: the next report picks these events up
     }
     std::vector<std::string> problems;
     std::map<std::string, uint64_t> latest;
     auto events = ParseEvents(*out, "events", &problems, &latest);
-    AddProblems(posture, "events", problems);
+    AddProblems(posture, kEventsProbe, problems);
     if (!events.ok()) {
-      AddProbeError(posture, "events", events.status().message(), "PARSE");
+      AddProbeError(posture, kEventsProbe, "PARSE", events.status().message());
       return;
     }
     SelectEvents(options_, std::move(*events), latest, posture).IgnoreError();

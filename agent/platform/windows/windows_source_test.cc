@@ -373,6 +373,29 @@ TEST(LiveSourceTest, FailedAndTimedOutCmdletsAreProbeErrors) {
   EXPECT_THAT(p->events(), SizeIs(3));
 }
 
+TEST(ProbeErrorSectionsTest, EachFailedProbeNamesWhatItLeavesUnknown) {
+  FakePowerShellRunner runner(Fixture("ws2019"));
+  runner.SetError("Get-SmbSession", absl::DeadlineExceededError("timed out"));
+  runner.SetError("Get-SmbServerConfiguration", absl::UnknownError("exit code 1"));
+  runner.SetError("events", absl::DeadlineExceededError("timed out"));
+  auto p = NewWindowsLiveSource({}, &runner)->Collect();
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_NE(FindError(*p, "Get-SmbSession"), nullptr);
+  EXPECT_THAT(FindError(*p, "Get-SmbSession")->sections(),
+              ElementsAre(v1::POSTURE_SECTION_SESSIONS));
+  ASSERT_NE(FindError(*p, "Get-SmbServerConfiguration"), nullptr);
+  EXPECT_THAT(FindError(*p, "Get-SmbServerConfiguration")->sections(),
+              ElementsAre(v1::POSTURE_SECTION_SERVER));
+  ASSERT_NE(FindError(*p, "events"), nullptr);
+  EXPECT_THAT(FindError(*p, "events")->sections(), ElementsAre(v1::POSTURE_SECTION_EVENTS));
+
+  // A cmdlet that failed while the capture script ran keeps its sections.
+  v1::Posture capture = CollectCapture("ws2016");
+  ASSERT_NE(FindError(capture, "Get-SmbOpenFile"), nullptr);
+  EXPECT_THAT(FindError(capture, "Get-SmbOpenFile")->sections(),
+              ElementsAre(v1::POSTURE_SECTION_OPEN_FILES));
+}
+
 std::string LiveEvents(uint64_t from, uint64_t to, uint64_t latest) {
   nlohmann::json events = nlohmann::json::array();
   for (uint64_t r = from; r <= to; ++r) {

@@ -32,8 +32,11 @@ using ServiceBody = std::function<int(const std::function<bool()>& stop_requeste
 
 // Connects to the service control manager and runs `body` as the service `name`. Returns when
 // the service stopped; returns false (with *error) when not started by the SCM (e.g. run from a
-// console), so that the caller can run `body` in the foreground instead.
-bool RunAsService(const std::string& name, ServiceBody body, std::string* error);
+// console), so that the caller can run `body` in the foreground instead. `on_stop`, when set,
+// runs on the control handler's thread as soon as the SCM asks the service to stop, so that a
+// body blocked on a condition variable wakes without polling stop_requested().
+bool RunAsService(const std::string& name, ServiceBody body, std::string* error,
+                  std::function<void()> on_stop = nullptr);
 
 }  // namespace smbfleet::agent::windows::shim
 

@@ -26,6 +26,7 @@ std::string Fail(const std::string& what) { return what + ": " + ErrorText(GetLa
 struct ServiceState {
   std::wstring name;
   ServiceBody body;
+  std::function<void()> on_stop;
   SERVICE_STATUS_HANDLE status_handle = nullptr;
   SERVICE_STATUS status{};
   std::atomic<bool> stop{false};
@@ -52,6 +53,7 @@ DWORD WINAPI Control(DWORD control, DWORD, LPVOID, LPVOID) {
     Report(SERVICE_STOP_PENDING, 0, 30000);
     g_state->stop.store(true);
     SetEvent(g_state->stop_event);
+    if (g_state->on_stop) g_state->on_stop();
     return NO_ERROR;
   }
   if (control == SERVICE_CONTROL_INTERROGATE) return NO_ERROR;
@@ -136,10 +138,12 @@ std::string StopService(const std::string& name, uint32_t timeout_ms) {
   return name + ": still running after " + std::to_string(timeout_ms) + " ms";
 }
 
-bool RunAsService(const std::string& name, ServiceBody body, std::string* error) {
+bool RunAsService(const std::string& name, ServiceBody body, std::string* error,
+                  std::function<void()> on_stop) {
   static ServiceState state;
   state.name = Widen(name);
   state.body = std::move(body);
+  state.on_stop = std::move(on_stop);
   state.stop_event = CreateEventW(nullptr, TRUE, FALSE, nullptr);
   g_state = &state;
   SERVICE_TABLE_ENTRYW table[] = {{state.name.data(), &ServiceMain}, {nullptr, nullptr}};

@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "agent/core/command_runner.h"
 
 extern char** environ;
@@ -35,8 +34,6 @@ std::vector<std::string> BuildEnv(const std::map<std::string, std::string>& extr
 }
 
 }  // namespace
-
-std::string DescribeCommand(const Command& command) { return absl::StrJoin(command.argv, " "); }
 
 absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
   if (command.argv.empty()) return absl::InvalidArgumentError("empty command");

@@ -1,0 +1,233 @@
+// The agent's loops (scheduler, flush, watch) driven by a fake clock and a fake collector: no
+// test here sleeps or waits for real time to pass.
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/core/agent.h"
+#include "agent/core/testing/fake_clock.h"
+#include "agent/core/testing/fake_collector_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::agent {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using testing::FakeClock;
+using testing::FakeCollectorClient;
+using ::testing::IsEmpty;
+
+class FakeSource : public PostureSource {
+ public:
+  absl::StatusOr<smbfleet::v1::Posture> Collect() override {
+    smbfleet::v1::Posture p;
+    p.mutable_host()->set_hostname("fs01");
+    return p;
+  }
+  std::string Describe() const override { return "fake"; }
+};
+
+class AgentLoopsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/agent_loops_test_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    config_.spool_dir = dir_;
+    config_.interval = seconds(600);
+    config_.splay = seconds(60);
+    config_.max_backoff = seconds(8);
+    config_.benchmark_interval = seconds(0);
+    spool_ = std::make_unique<Spool>(dir_, 100);
+    ASSERT_TRUE(spool_->Open().ok());
+  }
+
+  std::unique_ptr<Agent> NewAgent() {
+    return std::make_unique<Agent>(config_, &source_, &client_, spool_.get(), nullptr, nullptr,
+                                   &clock_, /*seed=*/42);
+  }
+
+  smbfleet::v1::ReportRequest Spooled(const std::string& id) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(id);
+    r.set_reason("test");
+    EXPECT_TRUE(spool_->Put(r).ok());
+    return r;
+  }
+
+  std::vector<std::string> Ids(const std::vector<smbfleet::v1::ReportRequest>& reports) {
+    std::vector<std::string> out;
+    for (const auto& r : reports) out.push_back(r.report_id());
+    return out;
+  }
+
+  std::vector<std::string> Rejected() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/rejected", ec)) {
+      out.push_back(e.path().stem().string());
+    }
+    return out;
+  }
+
+  std::string dir_;
+  AgentConfig config_;
+  FakeSource source_;
+  FakeClock clock_;
+  FakeCollectorClient client_{&clock_};
+  std::unique_ptr<Spool> spool_;
+};
+
+TEST_F(AgentLoopsTest, ReportsAfterTheSplayThenEveryIntervalAndAtOnceOnReportNow) {
+  auto agent = NewAgent();
+  std::thread run([&] { agent->Run(); });
+  const std::thread::id scheduler = run.get_id();
+
+  // Start: one wait of a random part of the splay, nothing reported before it ends.
+  auto first = clock_.AwaitWait(scheduler, 1);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_GE(first->deadline, first->start);
+  EXPECT_LE(first->deadline - first->start, config_.splay);
+  EXPECT_THAT(client_.reports(), IsEmpty());
+  clock_.AdvanceTo(first->deadline);
+  ASSERT_TRUE(client_.AwaitReports(1));
+  EXPECT_EQ(client_.reports()[0].reason(), "startup");
+
+  // Then the interval, splayed by at most half the splay either way.
+  auto second = clock_.AwaitWait(scheduler, 2);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->start, first->deadline);
+  EXPECT_GE(second->deadline - second->start, config_.interval - config_.splay / 2);
+  EXPECT_LE(second->deadline - second->start, config_.interval + config_.splay / 2);
+
+  // A ReportNow on the Watch stream reports at once, without the clock moving, and leaves the
+  // schedule as it was.
+  ASSERT_TRUE(client_.AwaitWatchCalls(1));
+  smbfleet::v1::WatchResponse now;
+  now.mutable_report_now()->set_reason("operator");
+  client_.SendWatch(now);
+  ASSERT_TRUE(client_.AwaitReports(2));
+  EXPECT_EQ(client_.reports()[1].reason(), "nudge");
+  EXPECT_EQ(clock_.Now(), first->deadline);
+  auto third = clock_.AwaitWait(scheduler, 3);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->deadline, second->deadline);
+
+  clock_.AdvanceTo(third->deadline);
+  ASSERT_TRUE(client_.AwaitReports(3));
+  EXPECT_EQ(client_.reports()[2].reason(), "schedule");
+
+  // Stop while the scheduler waits for the next interval and the stream is open: Run returns
+  // without the clock moving.
+  ASSERT_TRUE(clock_.AwaitWait(scheduler, 4).has_value());
+  EXPECT_TRUE(spool_->List()->empty());  // every report was acknowledged and removed
+  agent->Stop();
+  run.join();
+  EXPECT_EQ(client_.reports().size(), 3u);
+}
+
+TEST_F(AgentLoopsTest, FlushRemovesOnlyAcknowledgedReports) {
+  Spooled("r1");
+  Spooled("r2");
+  Spooled("r3");
+  // Each report is still in the spool while the collector has it.
+  std::vector<std::string> present;
+  client_.OnReport([&](const smbfleet::v1::ReportRequest& r) {
+    if (spool_->Get(r.report_id()).ok()) present.push_back(r.report_id());
+  });
+  client_.ScriptReports({absl::OkStatus(), absl::UnavailableError("collector busy")});
+  auto agent = NewAgent();
+
+  absl::Status s = agent->Flush();
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(Ids(client_.reports()), ElementsAre("r1", "r2"));  // r3 waits for the next try
+  EXPECT_THAT(*spool_->List(), ElementsAre("r2", "r3"));
+  EXPECT_THAT(Rejected(), IsEmpty());
+
+  s = agent->Flush();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_THAT(Ids(client_.reports()), ElementsAre("r1", "r2", "r2", "r3"));
+  EXPECT_THAT(*spool_->List(), IsEmpty());
+  EXPECT_THAT(present, ElementsAre("r1", "r2", "r2", "r3"));
+}
+
+TEST_F(AgentLoopsTest, FlushKeepsReportsOnRetryableErrorsAndMovesPermanentOnesAside) {
+  struct Case {
+    absl::Status answer;
+    bool permanent;
+  };
+  const Case cases[] = {
+      {absl::InvalidArgumentError("posture.shares[3].name: 300 bytes, limit 255"), true},
+      {absl::ResourceExhaustedError("Sent message larger than max (5000000 vs. 4194304)"), true},
+      {absl::UnavailableError("collector busy"), false},
+      {absl::DeadlineExceededError("deadline exceeded"), false},
+      {absl::PermissionDeniedError("certificate revoked"), false},
+      {absl::UnauthenticatedError("certificate expired"), false},
+      {absl::InternalError("stream reset"), false},
+  };
+  auto agent = NewAgent();
+  int n = 0;
+  for (const Case& c : cases) {
+    std::string id = "c" + std::to_string(n++);
+    Spooled(id);
+    client_.ScriptReports({c.answer});
+    absl::Status s = agent->Flush();
+    EXPECT_EQ(IsPermanentReportError(c.answer), c.permanent) << c.answer;
+    if (c.permanent) {
+      EXPECT_TRUE(s.ok()) << c.answer;  // moved aside; nothing left to retry
+      EXPECT_THAT(*spool_->List(), IsEmpty()) << c.answer;
+      EXPECT_THAT(Rejected(), ::testing::Contains(id)) << c.answer;
+    } else {
+      EXPECT_EQ(s.code(), c.answer.code()) << c.answer;
+      EXPECT_THAT(*spool_->List(), ElementsAre(id)) << c.answer;
+      EXPECT_THAT(Rejected(), ::testing::Not(::testing::Contains(id))) << c.answer;
+      ASSERT_TRUE(spool_->Remove(id).ok());
+    }
+  }
+}
+
+TEST_F(AgentLoopsTest, WatchReconnectsWithCappedJitteredBackoffAndStopsPromptly) {
+  client_.set_end_watch_at_once(true);
+  config_.splay = seconds(0);
+  auto agent = NewAgent();
+  std::thread run([&] { agent->Run(); });
+
+  ASSERT_TRUE(client_.AwaitWatchCalls(1));
+  const std::thread::id watcher = client_.watch_thread();
+  std::vector<milliseconds> waits;
+  for (size_t k = 0; k < 8; ++k) {
+    auto wait = clock_.AwaitWait(watcher, k + 1);
+    ASSERT_TRUE(wait.has_value()) << k;
+    auto ceiling = std::min<milliseconds>(seconds(1) * (1 << k), config_.max_backoff);
+    auto waited = std::chrono::duration_cast<milliseconds>(wait->deadline - wait->start);
+    EXPECT_GE(waited, milliseconds(0)) << k;
+    EXPECT_LE(waited, ceiling) << k;
+    waits.push_back(waited);
+    clock_.AdvanceTo(wait->deadline);
+    ASSERT_TRUE(client_.AwaitWatchCalls(k + 2)) << k;  // reconnected once the wait was over
+    EXPECT_EQ(client_.watch_times()[k + 1], wait->deadline) << k;
+  }
+  // Full jitter: the waits are spread below their ceilings, not the ceilings themselves.
+  int at_ceiling = 0;
+  for (size_t k = 0; k < waits.size(); ++k) {
+    at_ceiling += waits[k] == std::min<milliseconds>(seconds(1) * (1 << k), config_.max_backoff);
+  }
+  EXPECT_LT(at_ceiling, 8);
+
+  // Stop during a backoff wait: the watch loop and Run return without the clock moving.
+  ASSERT_TRUE(clock_.AwaitWait(watcher, 9).has_value());
+  auto before = clock_.Now();
+  agent->Stop();
+  run.join();
+  EXPECT_EQ(clock_.Now(), before);
+  EXPECT_EQ(client_.watch_times().size(), 9u);
+}
+
+}  // namespace
+}  // namespace smbfleet::agent

@@ -1,0 +1,35 @@
+#ifndef SMBFLEET_AGENT_PLATFORM_PLATFORM_H_
+#define SMBFLEET_AGENT_PLATFORM_PLATFORM_H_
+
+// What differs between the operating systems the agent runs on. CMake compiles exactly one
+// implementation: agent/platform/posix/ or agent/platform/windows/ (WIN32).
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "agent/core/command_runner.h"
+#include "agent/core/source.h"
+
+namespace smbfleet::agent::platform {
+
+// How this OS runs programs: fork/exec, or CreateProcess in a job object.
+std::unique_ptr<CommandRunner> NewCommandRunner();
+
+// Calls on_stop (on a thread of its own, at most once per request) when the process is asked to
+// stop: SIGINT/SIGTERM on POSIX, Ctrl+C, console close, logoff or shutdown on Windows.
+absl::Status InstallStopHandler(std::function<void()> on_stop);
+
+// The service entry: runs `run` until it returns, calling `stop` when the OS asks the service to
+// stop. On Windows, as a service when the service control manager started the process, else in
+// the foreground; on POSIX always in the foreground (systemd sends SIGTERM). Returns run's code.
+int RunUntilStopped(const std::function<int()>& run, const std::function<void()>& stop);
+
+// `--source=windows`: live collection through PowerShell and the Event Log. Only the Windows
+// build has it; elsewhere a FailedPrecondition that points at windows-capture:DIR.
+absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext& context);
+
+}  // namespace smbfleet::agent::platform
+
+#endif  // SMBFLEET_AGENT_PLATFORM_PLATFORM_H_

@@ -1,0 +1,79 @@
+// POSIX: fork/exec, SIGINT/SIGTERM, no live Windows source.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "agent/platform/platform.h"
+#include "common/logging.h"
+
+namespace smbfleet::agent::platform {
+namespace {
+
+// The signal handler only writes to this pipe (async-signal-safe); a thread reads it and calls
+// on_stop, which may take locks and notify condition variables.
+int g_stop_pipe[2] = {-1, -1};
+
+void OnStopSignal(int) {
+  const char byte = 1;
+  int saved = errno;
+  (void)!::write(g_stop_pipe[1], &byte, 1);
+  errno = saved;
+}
+
+}  // namespace
+
+std::unique_ptr<CommandRunner> NewCommandRunner() { return NewPosixCommandRunner(); }
+
+absl::Status InstallStopHandler(std::function<void()> on_stop) {
+  if (g_stop_pipe[0] >= 0) return absl::FailedPreconditionError("stop handler installed twice");
+  if (::pipe(g_stop_pipe) != 0) {
+    return absl::InternalError(absl::StrCat("stop handler: pipe: ", std::strerror(errno)));
+  }
+  // A full pipe must not block the handler: one pending byte is enough to stop.
+  ::fcntl(g_stop_pipe[1], F_SETFL, ::fcntl(g_stop_pipe[1], F_GETFL) | O_NONBLOCK);
+  ::fcntl(g_stop_pipe[0], F_SETFD, FD_CLOEXEC);
+  ::fcntl(g_stop_pipe[1], F_SETFD, FD_CLOEXEC);
+  std::thread([on_stop = std::move(on_stop)] {
+    char byte;
+    while (true) {
+      ssize_t n = ::read(g_stop_pipe[0], &byte, 1);
+      if (n == 1) on_stop();
+      if (n == 0 || (n < 0 && errno != EINTR)) return;
+    }
+  }).detach();
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) {
+    if (::sigaction(sig, &sa, nullptr) != 0) {
+      return absl::InternalError(
+          absl::StrCat("stop handler: sigaction(", sig, "): ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int RunUntilStopped(const std::function<int()>& run, const std::function<void()>& stop) {
+  if (absl::Status s = InstallStopHandler(stop); !s.ok()) {
+    Logger("agent")->error("{}", std::string(s.message()));
+    return 1;
+  }
+  return run();
+}
+
+absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext&) {
+  return absl::FailedPreconditionError(
+      "source windows: live Windows collection needs the Windows build of the agent; on "
+      "this machine use windows-capture:DIR with a folder written by "
+      "deploy/windows/Capture-SmbPosture.ps1");
+}
+
+}  // namespace smbfleet::agent::platform

@@ -1,0 +1,46 @@
+// Windows: CreateProcess in a job object, console control events and the service control
+// manager, live collection through PowerShell and the Event Log API.
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "agent/platform/platform.h"
+#include "agent/platform/windows/shim/console.h"
+#include "agent/platform/windows/shim/service.h"
+#include "agent/platform/windows/windows_native.h"
+#include "common/logging.h"
+
+namespace smbfleet::agent::platform {
+
+std::unique_ptr<CommandRunner> NewCommandRunner() { return windows::NewWindowsCommandRunner(); }
+
+absl::Status InstallStopHandler(std::function<void()> on_stop) {
+  std::string error;
+  if (!windows::shim::InstallConsoleStopHandler(std::move(on_stop), &error)) {
+    return absl::InternalError(absl::StrCat("stop handler: ", error));
+  }
+  return absl::OkStatus();
+}
+
+int RunUntilStopped(const std::function<int()>& run, const std::function<void()>& stop) {
+  int code = 0;
+  std::string error;
+  bool as_service = windows::shim::RunAsService(
+      "smbfleet-agent", [&](const std::function<bool()>&) { return code = run(); }, &error, stop);
+  if (as_service) return code;
+  // Not started by the service control manager: a console run.
+  if (absl::Status s = InstallStopHandler(stop); !s.ok()) {
+    Logger("agent")->error("{}", std::string(s.message()));
+    return 1;
+  }
+  return run();
+}
+
+absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext& context) {
+  windows::WindowsOptions options;
+  options.state_dir = context.state_dir;
+  return windows::NewWindowsDefaultLiveSource(std::move(options));
+}
+
+}  // namespace smbfleet::agent::platform
