@@ -3,6 +3,10 @@
 include_guard(GLOBAL)
 
 set(SMBFLEET_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  # Checks ABSL_GUARDED_BY and friends; GCC ignores the annotations (clang-tidy checks them too).
+  list(APPEND SMBFLEET_WARNINGS -Wthread-safety)
+endif()
 if(SMBFLEET_WERROR)
   list(APPEND SMBFLEET_WARNINGS -Werror)
 endif()
