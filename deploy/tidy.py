@@ -118,8 +118,9 @@ def main():
         config = f.read()
     with open(os.path.abspath(__file__), "rb") as f:
         script = f.read()
+    # The folders, not header_filter: re.escape() changes the root, so it would not be replaced.
     base = sha(version.encode() + config + script + repr(args.extra_arg).encode() +
-               header_filter.replace(root, ROOT_TOKEN).encode())
+               repr(args.dirs).encode())
 
     deps, memo = ninja_deps(build), {}
     os.makedirs(args.cache, exist_ok=True)
