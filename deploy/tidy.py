@@ -73,15 +73,18 @@ def cache_key(entry, deps, root, build, base, memo):
         return None
     h = hashlib.sha256(base.encode())
     h.update(entry["command"].replace(root, ROOT_TOKEN).encode())
-    for path in sorted(set(included) | {entry["file"]}):
+    lines = []
+    for path in set(included) | {entry["file"]}:
         if path.startswith(root + os.sep):
-            h.update(f"{path.replace(root, ROOT_TOKEN)} {file_digest(path, memo)}\n".encode())
+            lines.append(f"{path.replace(root, ROOT_TOKEN)} {file_digest(path, memo)}")
         else:
             try:
                 st = os.stat(path)
-                h.update(f"{path} {st.st_size} {st.st_mtime_ns}\n".encode())
+                lines.append(f"{path} {st.st_size} {st.st_mtime_ns}")
             except OSError:
-                h.update(f"{path} missing\n".encode())
+                lines.append(f"{path} missing")
+    # Sorted after rooting: the checkout's path must not change the order.
+    h.update("\n".join(sorted(lines)).encode())
     return h.hexdigest()
 
 
