@@ -1,21 +1,20 @@
 #include "cli/ctl_config.h"
 
 #include "common/files.h"
+#include "common/status_macros.h"
 #include "common/yaml_config.h"
 
 namespace smbfleet::cli {
 
 absl::StatusOr<CtlConfig> LoadCtlConfig(const std::string& file) {
-  auto text = ReadFile(file, 1 << 20);
-  if (!text.ok()) return text.status();
-  auto root = ParseYaml(file, *text);
-  if (!root.ok()) return root.status();
+  ASSIGN_OR_RETURN(std::string text, ReadFile(file, 1 << 20));
+  ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(file, text));
   ConfigProblems problems(file);
   CtlConfig c;
-  CheckKeys(*root, {"collector", "server_name", "tls"}, "", &problems);
-  ReadString(*root, "collector", "", &c.collector_address, &problems);
-  ReadString(*root, "server_name", "", &c.server_name, &problems);
-  YAML::Node tls = (*root)["tls"];
+  CheckKeys(root, {"collector", "server_name", "tls"}, "", &problems);
+  ReadString(root, "collector", "", &c.collector_address, &problems);
+  ReadString(root, "server_name", "", &c.server_name, &problems);
+  YAML::Node tls = root["tls"];
   if (tls.IsDefined()) {
     CheckKeys(tls, {"cert", "key", "ca"}, "tls", &problems);
     if (ReadString(tls, "cert", "tls", &c.tls.cert, &problems))

@@ -69,6 +69,18 @@ int Fail(const grpc::Status& s, const std::string& what) {
   return s.error_code() == grpc::StatusCode::NOT_FOUND ? 3 : 1;
 }
 
+// A response protobuf cannot render as JSON (e.g. a string that is not UTF-8) is reported, not
+// dereferenced.
+int PrintJson(const google::protobuf::Message& message) {
+  auto json = ToJson(message);
+  if (!json.ok()) {
+    std::cerr << "smbfleetctl: " << json.status().message() << "\n";
+    return 1;
+  }
+  std::cout << *json;
+  return 0;
+}
+
 int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "policy") {
     return RunPolicyCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), std::cout,
@@ -147,11 +159,8 @@ int Run(const std::vector<std::string>& argv) {
       if (page.next_page_token().empty()) break;
       req.set_page_token(page.next_page_token());
     }
-    if (args.format == "json") {
-      std::cout << *ToJson(all);
-    } else {
-      RenderHostTable(all, std::cout);
-    }
+    if (args.format == "json") return PrintJson(all);
+    RenderHostTable(all, std::cout);
     return 0;
   }
   if (pos[0] == "host" && pos.size() == 3 && pos[1] == "show") {
@@ -162,11 +171,8 @@ int Run(const std::vector<std::string>& argv) {
     smbfleet::v1::GetHostResponse resp;
     auto s = stub->GetHost(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, absl::StrCat("reading host ", pos[2]));
-    if (args.format == "json") {
-      std::cout << *ToJson(resp);
-    } else {
-      RenderHost(resp, std::cout);
-    }
+    if (args.format == "json") return PrintJson(resp);
+    RenderHost(resp, std::cout);
     return 0;
   }
   if (pos[0] == "host" && pos.size() == 3 && pos[1] == "refresh") {
@@ -186,11 +192,8 @@ int Run(const std::vector<std::string>& argv) {
     smbfleet::v1::GetComplianceResponse resp;
     auto s = stub->GetCompliance(&ctx, smbfleet::v1::GetComplianceRequest(), &resp);
     if (!s.ok()) return Fail(s, "reading compliance");
-    if (args.format == "json") {
-      std::cout << *ToJson(resp);
-    } else {
-      RenderCompliance(resp, std::cout);
-    }
+    if (args.format == "json") return PrintJson(resp);
+    RenderCompliance(resp, std::cout);
     return 0;
   }
   if (pos[0] == "findings" && pos.size() == 1) {
@@ -202,11 +205,8 @@ int Run(const std::vector<std::string>& argv) {
     smbfleet::v1::ListFindingsResponse resp;
     auto s = stub->ListFindings(&ctx, req, &resp);
     if (!s.ok()) return Fail(s, "listing findings");
-    if (args.format == "json") {
-      std::cout << *ToJson(resp);
-    } else {
-      RenderFindings(resp, std::cout);
-    }
+    if (args.format == "json") return PrintJson(resp);
+    RenderFindings(resp, std::cout);
     return 0;
   }
   return Usage(absl::StrCat("unknown command '", pos[0], "'"));

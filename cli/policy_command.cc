@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "common/files.h"
 #include "common/json.h"
+#include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "policy/evaluate.h"
 #include "policy/plan.h"
@@ -33,9 +34,14 @@ int Usage(std::ostream& err, const std::string& problem) {
 }
 
 absl::StatusOr<policy::Policy> LoadPolicy(const std::string& path) {
-  auto text = ReadFile(path, kMaxPolicyBytes);
-  if (!text.ok()) return text.status();
-  return policy::ParsePolicy(path, *text);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, kMaxPolicyBytes));
+  return policy::ParsePolicy(path, text);
+}
+
+absl::Status LoadJson(const std::string& path, size_t max_bytes,
+                      google::protobuf::Message* message) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, max_bytes));
+  return FromJson(text, path, message);
 }
 
 int Check(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {
@@ -163,9 +169,7 @@ int Eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
   }
   smbfleet::v1::WaiverList waivers;
   if (!waivers_file.empty()) {
-    auto text = ReadFile(waivers_file, kMaxPolicyBytes);
-    absl::Status st = text.ok() ? FromJson(*text, waivers_file, &waivers) : text.status();
-    if (!st.ok()) {
+    if (absl::Status st = LoadJson(waivers_file, kMaxPolicyBytes, &waivers); !st.ok()) {
       err << st.message() << "\n";
       return 1;
     }
@@ -178,9 +182,7 @@ int Eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
   }
   std::vector<smbfleet::v1::Posture> loaded(postures.size());
   for (size_t i = 0; i < postures.size(); ++i) {
-    auto text = ReadFile(postures[i], kMaxPostureBytes);
-    absl::Status st = text.ok() ? FromJson(*text, postures[i], &loaded[i]) : text.status();
-    if (!st.ok()) {
+    if (absl::Status st = LoadJson(postures[i], kMaxPostureBytes, &loaded[i]); !st.ok()) {
       err << st.message() << "\n";
       return 1;
     }

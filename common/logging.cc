@@ -25,7 +25,7 @@ absl::Status SetLogLevel(const std::string& level) {
         absl::StrCat("log level '", level, "' is not one of trace, debug, info, warn, error, off"));
   }
   spdlog::set_level(parsed);
-  spdlog::apply_all([parsed](std::shared_ptr<spdlog::logger> l) { l->set_level(parsed); });
+  spdlog::apply_all([parsed](const std::shared_ptr<spdlog::logger>& l) { l->set_level(parsed); });
   return absl::OkStatus();
 }
 

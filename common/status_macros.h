@@ -36,6 +36,7 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& status_or) {
   } while (false)
 
 // Declares or assigns lhs from a StatusOr expression, or returns its error.
+// NOLINTBEGIN(bugprone-macro-parentheses): lhs is a declaration and statusor a name, not values.
 #define ASSIGN_OR_RETURN(lhs, rexpr) \
   SMBFLEET_ASSIGN_OR_RETURN_IMPL_(SMBFLEET_STATUS_CONCAT_(smbfleet_statusor_, __LINE__), lhs, rexpr)
 
@@ -43,5 +44,6 @@ const absl::Status& AsStatus(const absl::StatusOr<T>& status_or) {
   auto statusor = (rexpr);                                    \
   if (!statusor.ok()) return std::move(statusor).status();    \
   lhs = *std::move(statusor)
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // SMBFLEET_COMMON_STATUS_MACROS_H_

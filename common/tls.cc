@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/status_macros.h"
 #include "grpcpp/security/auth_context.h"
 
 namespace smbfleet {
@@ -51,15 +52,9 @@ std::vector<std::string> NameEntries(X509_NAME* name, int nid) {
 
 absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files) {
   TlsMaterial m;
-  auto cert = ReadFile(files.cert, 1 << 20);
-  if (!cert.ok()) return cert.status();
-  auto key = ReadFile(files.key, 1 << 20);
-  if (!key.ok()) return key.status();
-  auto ca = ReadFile(files.ca, 4 << 20);
-  if (!ca.ok()) return ca.status();
-  m.cert_pem = *std::move(cert);
-  m.key_pem = *std::move(key);
-  m.ca_pem = *std::move(ca);
+  ASSIGN_OR_RETURN(m.cert_pem, ReadFile(files.cert, 1 << 20));
+  ASSIGN_OR_RETURN(m.key_pem, ReadFile(files.key, 1 << 20));
+  ASSIGN_OR_RETURN(m.ca_pem, ReadFile(files.ca, 4 << 20));
 
   auto x509 = ParseCert(m.cert_pem);
   if (!x509) {

@@ -24,10 +24,14 @@ wait_for_file() {
   return 1
 }
 
-build_tree() {  # build_tree SOURCE_DIR BUILD_DIR [extra cmake args...]
+configure_tree() {  # configure_tree SOURCE_DIR BUILD_DIR [extra cmake args...]
   local src=$1 build=$2; shift 2
   # ccache keys on paths relative to the checkout, so every clone (CI's among them) shares hits.
   export CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=1
   cmake -S "$src" -B "$build" -G Ninja "$@" >/dev/null
-  cmake --build "$build" -j2
+}
+
+build_tree() {  # build_tree SOURCE_DIR BUILD_DIR [extra cmake args...]
+  configure_tree "$@"
+  cmake --build "$2" -j2
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what smbfleet needs on Debian 12 that is not there yet (apt), and nothing else.
 #   setup.sh           build + demo packages
-#   setup.sh --tests   also what the tests need (cross compiler for the Windows shim)
+#   setup.sh --tests   also what the tests need (cross compiler for the Windows shim, the
+#                      clang-format and clang-tidy gates)
 set -euo pipefail
 
 packages=(
@@ -12,7 +13,7 @@ packages=(
   postgresql postgresql-client samba smbclient libnss-wrapper procps iproute2
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(g++-mingw-w64-x86-64)
+  packages+=(g++-mingw-w64-x86-64 clang-format clang-tidy python3)
 fi
 
 missing=()

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, starts a private PostgreSQL and runs every
-# test (unit, PostgreSQL, real Samba, end to end), then the Windows cross build. Exits non-zero on
-# any failure and leaves nothing running.
+# test (unit, PostgreSQL, real Samba, end to end), then the gates: format check and clang-tidy
+# (deploy/lint.sh), the unit and PostgreSQL tests again under ASan+UBSan, and the Windows cross
+# build. Exits non-zero on any failure and leaves nothing running.
 #
-#   deploy/test.sh              everything
-#   deploy/test.sh -L unit      only the tests with that CTest label (unit, postgres, samba, e2e)
+#   deploy/test.sh              everything (what CI runs)
+#   deploy/test.sh -L unit      only the tests with that CTest label (unit, postgres, samba, e2e);
+#                               no gates
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -34,7 +36,29 @@ echo "== tests"
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 300 -j2 "$@" || status=$?
 
-if [[ $# -eq 0 && -x "$root/deploy/windows/build-mingw.sh" || $# -eq 0 && -f "$root/deploy/windows/build-mingw.sh" ]]; then
+if [[ $# -gt 0 ]]; then
+  exit $status
+fi
+
+bash "$here/lint.sh" "$build" || status=1
+
+# The sanitizer pass: its own tree, only the executables of the unit and postgres labels, the same
+# private PostgreSQL. Leaks are on; deploy/sanitizers/lsan.supp lists the third-party exceptions.
+asan=${SMBFLEET_ASAN_BUILD_DIR:-$root/build-asan}
+echo "== ASan+UBSan build ($asan)"
+export ASAN_OPTIONS=detect_leaks=1
+export LSAN_OPTIONS=suppressions=$root/deploy/sanitizers/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+configure_tree "$root" "$asan" -DSMBFLEET_SANITIZE=ON
+if cmake --build "$asan" -j2 --target tests_unit tests_postgres; then
+  echo "== ASan+UBSan tests (unit, postgres)"
+  ctest --test-dir "$asan" --output-on-failure --timeout 300 -j2 -L 'unit|postgres' || status=1
+else
+  echo "ASan+UBSan build: FAILED"
+  status=1
+fi
+
+if [[ -f "$root/deploy/windows/build-mingw.sh" ]]; then
   echo "== Windows cross build (mingw-w64)"
   if bash "$root/deploy/windows/build-mingw.sh" "$build/mingw"; then
     echo "windows cross build: ok"

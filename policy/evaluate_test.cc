@@ -411,6 +411,7 @@ TEST(EvaluateTest, ReusedEvaluationEqualsAFreshOne) {
       MakeWaiver("W-1", "server-signing-required", "fs02", kNow + absl::Hours(24))};
 
   std::vector<int> order;
+  order.reserve(hosts.size());
   for (int i = 0; i < static_cast<int>(hosts.size()); ++i) order.push_back(i);
   std::vector<int> sequence = order;  // forwards, backwards, then each after every other
   sequence.insert(sequence.end(), order.rbegin(), order.rend());

@@ -346,7 +346,8 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
         continue;
       }
       std::string op = v.begin()->first.Scalar();
-      const YAML::Node& arg = v.begin()->second;
+      // A copy: the node behind the iterator dies with the temporary iterator (ASan found it).
+      const YAML::Node arg = v.begin()->second;
       std::string opath = Sub(fpath, op);
       if (op == "empty") {
         bool b = false;

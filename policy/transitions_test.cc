@@ -13,7 +13,7 @@ constexpr ComplianceStatus kBad = smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT;
 constexpr ComplianceStatus kWaived = smbfleet::v1::COMPLIANCE_STATUS_WAIVED;
 constexpr ComplianceStatus kNone = smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED;
 
-HostEvaluation Eval(std::vector<std::tuple<std::string, std::string, ComplianceStatus>> rs) {
+HostEvaluation Eval(const std::vector<std::tuple<std::string, std::string, ComplianceStatus>>& rs) {
   HostEvaluation e;
   e.set_hostname("fs01");
   e.set_policy_version("2");

@@ -62,7 +62,9 @@ smbfleet::v1::CpuFeatures FromCpuid() {
     features.set_vaes(os_avx && (c7 & (1u << 9)) != 0);
     features.set_vpclmulqdq(os_avx && (c7 & (1u << 10)) != 0);
   }
-  if (__get_cpuid_max(0x80000000u, nullptr) >= 0x80000004u) {
+  // GCC's cpuid.h returns unsigned int here and clang's int: one type for both.
+  const auto max_extended_leaf = static_cast<unsigned int>(__get_cpuid_max(0x80000000u, nullptr));
+  if (max_extended_leaf >= 0x80000004u) {
     char brand[49] = {0};
     for (unsigned int i = 0; i < 3; ++i) {
       unsigned int r[4] = {0, 0, 0, 0};

@@ -8,13 +8,13 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/bench/crypto_op.h"
 #include "agent/bench/thread_priority.h"
+#include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace smbfleet::agent::bench {
@@ -77,17 +77,14 @@ absl::Status RunWorker(unsigned rank, bool lower_priority, CryptoOp::KeyUse key_
     if (SteadyClock::now() >= cell.give_up) {
       continue;  // left out of the results
     }
-    absl::StatusOr<std::unique_ptr<CryptoOp>> op = CryptoOp::Create(
-        cell.algorithm, absl::MakeConstSpan(key, CryptoOp::KeyBytes(cell.algorithm)), key_use);
-    if (!op.ok()) {
-      return op.status();
-    }
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<CryptoOp> op,
+        CryptoOp::Create(cell.algorithm,
+                         absl::MakeConstSpan(key, CryptoOp::KeyBytes(cell.algorithm)), key_use));
     absl::Span<const uint8_t> nonce_span(nonce, CryptoOp::NonceBytes(cell.algorithm));
     absl::Span<uint8_t> message(buffer.data(), cell.buffer_bytes);
     // One uncounted message: first-touch page faults and lazy OpenSSL setup.
-    if (absl::Status s = (*op)->Protect(nonce_span, aad, message, tag); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(op->Protect(nonce_span, aad, message, tag));
     uint64_t counter = 0;
     double cpu_start = ThreadCpuSeconds();
     // At least one timed message, even when this thread got no CPU until after the deadline
@@ -95,9 +92,7 @@ absl::Status RunWorker(unsigned rank, bool lower_priority, CryptoOp::KeyUse key_
     do {
       ++counter;
       std::memcpy(nonce, &counter, sizeof(counter));  // a fresh nonce per message, as SMB does
-      if (absl::Status s = (*op)->Protect(nonce_span, aad, message, tag); !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(op->Protect(nonce_span, aad, message, tag));
     } while (SteadyClock::now() < cell.deadline);
     results[c][rank].bytes = counter * cell.buffer_bytes;
     results[c][rank].cpu_seconds = ThreadCpuSeconds() - cpu_start;
@@ -175,9 +170,7 @@ absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
     worker.join();
   }
   for (const absl::Status& status : statuses) {
-    if (!status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(status);
   }
 
   google::protobuf::Timestamp now = google::protobuf::util::TimeUtil::GetCurrentTime();

@@ -356,6 +356,7 @@ std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
         cost.seconds_per_byte = (t1 - t0) / (s1 - s0);
       }
       std::vector<double> per_call;
+      per_call.reserve(points.size());
       for (const auto& [size, seconds] : points) {
         per_call.push_back(std::max(0.0, seconds - cost.seconds_per_byte * size));
       }
