@@ -33,8 +33,12 @@ grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context, Work
   bool queued = work->TrySubmit(
       [reactor, response, call = std::move(call), caller = *std::move(caller)]() mutable {
         absl::StatusOr<Response> result = call(caller);
-        if (result.ok()) *response = *std::move(result);
-        reactor->Finish(ToGrpcStatus(result.status()));
+        if (!result.ok()) {
+          reactor->Finish(ToGrpcStatus(result.status()));
+          return;
+        }
+        *response = *std::move(result);
+        reactor->Finish(grpc::Status::OK);
       });
   if (!queued) reactor->Finish(Busy());
   return reactor;

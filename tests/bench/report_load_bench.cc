@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -72,7 +73,7 @@ struct PhaseResult {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  size_t i = static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
   return v[std::min(i, v.size() - 1)];
 }
 
@@ -109,6 +110,7 @@ class LoadClient {
     const auto give_up = Clock::now() + std::chrono::minutes(2);
     const auto start = Clock::now();
     std::vector<std::thread> workers;
+    workers.reserve(static_cast<size_t>(options_.concurrency));
     for (int w = 0; w < options_.concurrency; ++w) {
       workers.emplace_back([&] {
         v1::ReportRequest request;
