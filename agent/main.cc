@@ -125,7 +125,9 @@ int Bench(const Flags& flags) {
   *p.mutable_host()->mutable_cpu() = bench::DetectCpuFeatures();
   for (auto& b : *results) *p.add_benchmarks() = b;
   if (flags.format == "json") {
-    std::cout << *ToJson(p);
+    auto json = ToJson(p);
+    if (!json.ok()) return Fail(json.status());
+    std::cout << *json;
     return 0;
   }
   for (const auto& b : p.benchmarks()) {
