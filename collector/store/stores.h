@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
 
@@ -13,6 +14,7 @@ namespace smbfleet::collector {
 struct Stores {
   std::unique_ptr<HostStore> hosts;
   std::unique_ptr<ComplianceStore> compliance;
+  std::unique_ptr<ChangeStore> changes;  // may be null until a backend provides it
 };
 
 }  // namespace smbfleet::collector

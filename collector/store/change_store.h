@@ -1,0 +1,105 @@
+#ifndef SMBFLEET_COLLECTOR_STORE_CHANGE_STORE_H_
+#define SMBFLEET_COLLECTOR_STORE_CHANGE_STORE_H_
+
+// Changes (proposals, approvals, rollout state per host), the append-only audit log, and
+// waivers' request/approve workflow. Every workflow step is one transaction: the caller decides
+// (collector/changes/, pure) inside the step function, the store reads, locks and writes.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "smbfleet/v1/change.pb.h"
+#include "smbfleet/v1/policy.pb.h"
+
+namespace smbfleet::collector {
+
+struct ChangeQuery {
+  smbfleet::v1::ChangeState state = smbfleet::v1::CHANGE_STATE_UNSPECIFIED;  // any
+  uint32_t limit = 100;
+};
+
+struct AuditQuery {
+  std::string change_id;  // empty: any
+  std::string waiver_id;  // empty: any
+  int64_t after_seq = 0;  // entries with a greater seq, oldest first
+  uint32_t limit = 1000;
+};
+
+// What one workflow step writes, in the same transaction as it read the change.
+struct ChangeUpdate {
+  smbfleet::v1::Change change;  // the whole change after the step (same id)
+  // One per transition; the store assigns seq and, when unset, at.
+  std::vector<smbfleet::v1::AuditEntry> audit;
+  // A linked change made by this step (a rollback), stored in the same transaction.
+  std::optional<smbfleet::v1::Change> created;
+};
+
+// Every failure is an absl::Status naming what failed; no database exception crosses this
+// interface.
+class ChangeStore {
+ public:
+  virtual ~ChangeStore() = default;
+
+  // Stores a new change (its id chosen by the caller) with its audit entries. AlreadyExists for
+  // a used id; FailedPrecondition when an approval in it names its proposer (four-eyes, also a
+  // database constraint).
+  virtual absl::Status CreateChange(const smbfleet::v1::Change& change,
+                                    const std::vector<smbfleet::v1::AuditEntry>& audit) = 0;
+  virtual absl::StatusOr<std::optional<smbfleet::v1::Change>> GetChange(const std::string& id) = 0;
+  // Newest first, each without hosts[] (GetChange has them).
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Change>> ListChanges(
+      const ChangeQuery& query) = 0;
+
+  // One workflow step: reads the change and locks it (steps on one change run one after another,
+  // across collector processes), calls `step`, writes its ChangeUpdate and audit entries, and
+  // returns the change as written. When `step` fails nothing is written and its error is
+  // returned. NotFound for an unknown id. Also keeps each host's HostChangeStatus: a host that
+  // became DISPATCHED is desired at (change id, version); an ack result (APPLIED, FAILED, ...)
+  // sets last_result, last_error and last_ack_at, and APPLIED sets applied.
+  using StepFn = std::function<absl::StatusOr<ChangeUpdate>(const smbfleet::v1::Change& current)>;
+  virtual absl::StatusOr<smbfleet::v1::Change> UpdateChange(const std::string& id,
+                                                            const StepFn& step) = 0;
+
+  // The orders `host` should have now: changes in which it is DISPATCHED and its order's
+  // not-after is later than `now`, oldest first. Each change carries only that host in hosts[].
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Change>> PendingForHost(const std::string& host,
+                                                                           absl::Time now) = 0;
+  // Changes the scheduler must tick: APPROVED, ROLLING_OUT and HALTED.
+  virtual absl::StatusOr<std::vector<std::string>> LiveChangeIds() = 0;
+  // Desired vs applied for these hosts; hosts that never had a change are absent.
+  virtual absl::StatusOr<std::map<std::string, smbfleet::v1::HostChangeStatus>> HostStatuses(
+      const std::vector<std::string>& hosts) = 0;
+
+  // Audit entries not tied to a change step (e.g. a refused approval is not audited; a waiver
+  // step is, through UpdateWaiver).
+  virtual absl::Status AppendAudit(const std::vector<smbfleet::v1::AuditEntry>& entries) = 0;
+  virtual absl::StatusOr<std::vector<smbfleet::v1::AuditEntry>> ListAudit(
+      const AuditQuery& query) = 0;
+
+  // Waivers. CreateWaiver stores a REQUESTED waiver (id chosen by the caller) with its audit
+  // entry. UpdateWaiver is one step like UpdateChange (approve: a different person than
+  // created_by, also a database constraint; revoke). ComplianceStore::ActiveWaivers returns
+  // only APPROVED, unrevoked waivers whose expires_at is in the future.
+  virtual absl::Status CreateWaiver(const smbfleet::v1::Waiver& waiver,
+                                    const smbfleet::v1::AuditEntry& audit) = 0;
+  using WaiverStepFn =
+      std::function<absl::StatusOr<std::pair<smbfleet::v1::Waiver, smbfleet::v1::AuditEntry>>(
+          const smbfleet::v1::Waiver&)>;
+  virtual absl::StatusOr<smbfleet::v1::Waiver> UpdateWaiver(const std::string& id,
+                                                            const WaiverStepFn& step) = 0;
+  // Every waiver, or only those applying at `now`; state EXPIRED is reported for approved
+  // waivers past expires_at.
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ListWaivers(bool include_inactive,
+                                                                        absl::Time now) = 0;
+};
+
+}  // namespace smbfleet::collector
+
+#endif  // SMBFLEET_COLLECTOR_STORE_CHANGE_STORE_H_
