@@ -6,7 +6,10 @@
 #   ca.sh agent DIR HOSTNAME             client certificate of an agent: CN=HOSTNAME, OU=agent
 #   ca.sh operator DIR USER ROLE         client certificate of a person: CN=USER, OU=operator, OU=ROLE
 #                                        (ROLE: viewer, proposer, approver, admin)
-#   ca.sh dev DIR [HOST...]              all of the above for a local demo or test
+#   ca.sh roles DIR                      one operator per role for trying change management:
+#                                        viewer, proposer, approver-a, approver-b (both approvers)
+#   ca.sh dev DIR [HOST...]              all of the above for a local demo or test (the operators
+#                                        are admin plus those of `roles`)
 #
 # The identity of an agent is the common name of its certificate; the collector never trusts a
 # host name from a report. Keys are written with mode 0600.
@@ -70,18 +73,29 @@ keyUsage=critical,digitalSignature
 extendedKeyUsage=clientAuth"
 }
 
+# Four-eyes needs two distinct approvers, and the proposer may not approve its own change.
+roles() {
+  local dir=$1
+  operator "$dir" viewer viewer
+  operator "$dir" proposer proposer
+  operator "$dir" approver-a approver
+  operator "$dir" approver-b approver
+}
+
 cmd=${1:-}; shift || true
 case "$cmd" in
   init) [[ $# -eq 1 ]] || die "usage: ca.sh init DIR"; init "$1" ;;
   collector) [[ $# -ge 2 ]] || die "usage: ca.sh collector DIR NAME [IP...]"; collector "$@" ;;
   agent) [[ $# -eq 2 ]] || die "usage: ca.sh agent DIR HOSTNAME"; agent "$@" ;;
   operator) [[ $# -eq 3 ]] || die "usage: ca.sh operator DIR USER ROLE"; operator "$@" ;;
+  roles) [[ $# -eq 1 ]] || die "usage: ca.sh roles DIR"; roles "$1" ;;
   dev)
     [[ $# -ge 1 ]] || die "usage: ca.sh dev DIR [HOST...]"
     dir=$1; shift
     init "$dir"
     collector "$dir" localhost
     operator "$dir" admin admin
+    roles "$dir"
     for h in "$@"; do agent "$dir" "$h"; done ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
 esac

@@ -2,7 +2,9 @@
 # The main job: installs what is missing, builds, and runs a small smbfleet on this machine —
 # a private PostgreSQL, the collector, a local Samba server with demo shares and live client
 # sessions and its agent, plus a simulated fleet of Windows servers replayed from capture
-# folders. Prints where to look and runs until Ctrl-C, then stops everything it started.
+# folders. Proposes a change for the Samba server (as the proposer) and prints the commands that
+# approve it (as two approvers) and watch it apply. Prints where to look and runs until Ctrl-C,
+# then stops everything it started.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -83,6 +85,10 @@ agent_config() {  # name source
 echo "== agents"
 {
   agent_config "$samba_host" "samba:$conf"
+  # This demo server applies approved changes to its own lab configuration; the allowlist is
+  # what the baseline policy's plan sets on Samba.
+  echo "changes: {enforce: true, allow: [server.requireSigning, client.requireSigning,"
+  echo "                                  server.minDialect, share.encryptData]}"
   echo "tool_env:"
   bash "$here/samba-lab.sh" env "$run/samba" | sed -E "s/^([^=]+)=(.*)$/  \1: '\2'/"
 } > "$run/agent-$samba_host.yaml"
@@ -97,16 +103,31 @@ for d in "$root"/tests/fixtures/windows/*/; do
   pids+=($!)
 done
 
-cat > "$run/ctl.yaml" <<YAML
-collector: 127.0.0.1:$port
-server_name: localhost
-tls: {cert: pki/operator-admin.pem, key: pki/operator-admin.key, ca: pki/ca.pem}
-YAML
+ctl_config() {  # operator certificate name
+  echo "collector: 127.0.0.1:$port"
+  echo "server_name: localhost"
+  echo "tls: {cert: pki/operator-$1.pem, key: pki/operator-$1.key, ca: pki/ca.pem}"
+}
+ctl_config admin > "$run/ctl.yaml"
+for who in viewer proposer approver-a approver-b; do ctl_config "$who" > "$run/ctl-$who.yaml"; done
 export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
+ctl=$build/cli/smbfleetctl
 for _ in $(seq 1 60); do
-  "$build/cli/smbfleetctl" host show "$samba_host" >/dev/null 2>&1 && break
+  "$ctl" host show "$samba_host" >/dev/null 2>&1 && break
   sleep 1
 done
+
+echo "== a change for $samba_host, proposed by 'proposer'"
+change=""
+if out=$("$ctl" --config "$run/ctl-proposer.yaml" changes propose --host "$samba_host" \
+    --reason "quick start: the baseline policy's plan for $samba_host" 2>&1); then
+  change=$(head -1 <<<"$out")
+  "$ctl" changes show "$change" || true
+else
+  echo "$out"
+  echo "(nothing proposed; a change applied in an earlier run stays in $run/samba/conf.d)"
+fi
+
 cat <<EOF2
 
 smbfleet is running: collector on 127.0.0.1:$port (mutual TLS), PostgreSQL on 127.0.0.1:$pg_port,
@@ -122,6 +143,24 @@ Samba on 127.0.0.1:$smb_port, agents for $samba_host and ${#fleet[@]} simulated 
 
 Logs are in $run/*.log. Ctrl-C stops everything.
 EOF2
+if [[ -n "$change" ]]; then
+  # Four-eyes: the proposer may not approve; a change whose impact names a client that would be
+  # refused needs two approvers.
+  approvers=(approver-a)
+  if "$ctl" changes show "$change" --format=json | grep -q '"approvalsRequired": 2'; then
+    approvers+=(approver-b)
+  fi
+  echo
+  echo "Change $change waits for approval (operator certificates in $run/pki, one per role):"
+  echo
+  for who in "${approvers[@]}"; do
+    echo "  $ctl --config $run/ctl-$who.yaml changes approve $change"
+  done
+  echo "  $ctl changes watch $change"
+  echo "  $ctl --config $run/ctl-approver-a.yaml changes rollback $change   # undo it"
+  echo "  $ctl audit --change $change"
+  echo
+fi
 "$build/cli/smbfleetctl" hosts || true
 while true; do
   for p in "${pids[@]}"; do

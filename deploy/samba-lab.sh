@@ -10,6 +10,13 @@
 #                                    run one smbclient command (e.g. 'open readme.txt') in a held
 #                                    session; returns once smbclient has answered
 #   samba-lab.sh release DIR NAME    end a held session
+#   samba-lab.sh try DIR SHARE [smbclient options...]
+#                                    one new connection that lists SHARE and quits; exits 0 when
+#                                    the listing worked, 1 when the server refused (output shown)
+#   samba-lab.sh status DIR [smbstatus options...]
+#                                    smbstatus of the lab server (e.g. --json)
+#   samba-lab.sh param DIR SECTION PARAMETER
+#                                    the value smbd loads (testparm), e.g. param DIR finance 'smb encrypt'
 #   samba-lab.sh conf DIR            print the smb.conf path
 #
 # The server has shares `demo` and `finance` and the user `smbfleet` / `smbfleet-pass` (a private
@@ -30,7 +37,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -349,6 +356,23 @@ cmd_send() {
   die "session '$name' did not answer '$3' within 5 s"
 }
 
+cmd_try() {
+  (($# >= 2)) || usage
+  local dir share port
+  dir=$(existing_dir "$1")
+  share=$2
+  shift 2
+  [[ "$share" =~ ^[A-Za-z0-9_.$-]+$ ]] || die "SHARE must be letters, digits, '.', '_', '$' or '-'"
+  [[ -f "$dir/port" ]] || die "lab $dir is not started"
+  port=$(<"$dir/port")
+  local out
+  # smbclient's exit status is not reliable for a refused tree connect: look for the listing.
+  out=$(timeout 20 smbclient -s "$dir/client.conf" -p "$port" "//127.0.0.1/$share" \
+    -A "$dir/smbfleet.auth" "$@" -c ls 2>&1) || true
+  printf '%s\n' "$out"
+  grep -q 'blocks of size' <<<"$out"
+}
+
 main() {
   (($# >= 1)) || usage
   local cmd=$1
@@ -363,6 +387,20 @@ main() {
     hold) cmd_hold "$@" ;;
     send) cmd_send "$@" ;;
     release) cmd_release "$@" ;;
+    try) cmd_try "$@" ;;
+    status)
+      (($# >= 1)) || usage
+      local dir
+      dir=$(existing_dir "$1")
+      shift
+      with_lab_env "$dir" smbstatus -s "$dir/smb.conf" "$@"
+      ;;
+    param)
+      (($# == 3)) || usage
+      local dir
+      dir=$(existing_dir "$1")
+      with_lab_env "$dir" testparm -s --section-name="$2" --parameter-name="$3" "$dir/smb.conf" 2>/dev/null
+      ;;
     conf)
       (($# == 1)) || usage
       echo "$(existing_dir "$1")/smb.conf"

@@ -2,7 +2,7 @@
 # Installs what smbfleet needs on Debian 12 that is not there yet (apt), and nothing else.
 #   setup.sh           build + demo packages
 #   setup.sh --tests   also what the tests need (cross compiler for the Windows shim, the
-#                      clang-format and clang-tidy gates)
+#                      clang-format and clang-tidy gates, jq for the end-to-end scripts)
 set -euo pipefail
 
 packages=(
@@ -13,7 +13,7 @@ packages=(
   postgresql postgresql-client samba smbclient libnss-wrapper procps iproute2
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(g++-mingw-w64-x86-64 clang-format clang-tidy python3)
+  packages+=(g++-mingw-w64-x86-64 clang-format clang-tidy python3 jq)
 fi
 
 missing=()

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# End to end change management on a real smbd, real PostgreSQL and mutual TLS: a change is
+# proposed from the baseline policy's plan, approved under four-eyes, pushed over the agent's
+# Watch stream, applied to smb.conf and reloaded, and rolled back; and the ways it must stop.
+#
+#   change_test.sh SCENARIO COLLECTOR AGENT SMBFLEETCTL      (needs SMBFLEET_TEST_PG_DSN)
+#
+# SCENARIO:
+#   flow            propose -> own/viewer approval refused -> two approvers -> applied over the
+#                   stream -> SMB2_10 refused, SMB3 encrypted -> compliant -> rollback
+#   refused         enforcement off on the agent: REFUSED with the reason, nothing touched
+#   precondition    smb.conf edited after approval while the agent is away: PRECONDITION_FAILED,
+#                   smb.conf byte-identical
+#   halt            a refused canary halts the rollout; the second wave's host is never dispatched
+#   offline         an agent away at approval gets its order when it reconnects
+#   two-collectors  approval through collector A, the agent's stream on collector B
+#   crash-journal   the agent dies right after its journal entry (before applying), and
+#   crash-apply     right after applying (before its ack); after a restart the change is acked
+#                   exactly once
+set -euo pipefail
+scenario=$1
+shift
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# What the baseline policy's plan for the lab sets on Samba; the agents allow exactly these.
+readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData]"
+readonly ENFORCE="{enforce: true, allow: $ALLOW}"
+
+# --- building blocks ---------------------------------------------------------------------------
+
+# A host with its own Samba lab (named after it) and a legacy SMB2_10 client holding a session on
+# the confidential share `finance`, plus a modern one on `demo`.
+lab_with_clients() {
+  local host=$1
+  start_lab "$host"
+  lab hold "$work/$host" legacy finance -m SMB2_10 >/dev/null || fail "SMB2_10 session to finance"
+  lab hold "$work/$host" modern demo -m SMB3_11 >/dev/null || fail "SMB3_11 session to demo"
+}
+
+# A fingerprint of every file smbd's configuration is made of.
+conf_sum() { (cd "$work/$1" && sha256sum smb.conf conf.d/*); }
+
+# Waits until the collector has a posture of HOST (the agent's first report was stored).
+wait_reported() {
+  poll 30 "a stored report of $1" ctl admin host show "$1"
+}
+
+# approve_both ID [FLAGS...]: the two approvals a change with a named client impact needs.
+approve_both() {
+  local id=$1
+  shift
+  expect_exit 0 "first approval" approver-a changes approve "$id" --comment "first look" "$@"
+  expect_exit 0 "second approval" approver-b changes approve "$id" --comment "second look" "$@"
+}
+
+# The host's change as the collector has it, for a failure message.
+show() { ctl admin changes show "$1" || true; }
+
+# --- scenarios -----------------------------------------------------------------------------------
+
+scenario_flow() {
+  local host=fs-flow
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector
+  agent_config "$host" "$host" collector "$ENFORCE" >"$work/agent.yaml"
+  start_agent agent "$work/agent.yaml"
+  wait_reported "$host"
+
+  step "the baseline policy finds the unencrypted confidential share and the SMB2_10 client"
+  ctl admin findings --host "$host" --format=json >"$work/findings.json" || fail "findings"
+  jq -e '[.findings[]? | select(.ruleId == "classified-shares-encrypted" and .share == "finance")]
+         | length == 1' "$work/findings.json" >/dev/null ||
+    fail "no classified-shares-encrypted finding for finance: $(cat "$work/findings.json")"
+  ctl admin host show "$host" --format=json |
+    jq -e '[.. | objects | select(.dialect? == "DIALECT_SMB_2_1")] | length >= 1' >/dev/null ||
+    fail "the SMB2_10 session is not in the posture"
+  local before_encrypt before_dialect
+  before_encrypt=$(lab param "$work/$host" finance 'smb encrypt')
+  before_dialect=$(lab param "$work/$host" global 'server min protocol')
+
+  step "proposed by a proposer; the impact names the SMB2_10 client"
+  local id
+  id=$(propose proposer --host "$host" --reason "encrypt the confidential share")
+  echo "   change $id"
+  change_json "$id" >"$work/proposed.json"
+  jq -e --arg h "$host" '.hosts[] | select(.host == $h) | .steps[]
+         | select(.setting == "share.encryptData" and .share == "finance" and .value == "true")' \
+    "$work/proposed.json" >/dev/null || fail "the plan does not encrypt finance: $(cat "$work/proposed.json")"
+  jq -e '[.hosts[].impact.clients[]? | select(.dialect == "DIALECT_SMB_2_1")] | length >= 1' \
+    "$work/proposed.json" >/dev/null || fail "the impact does not name the SMB2_10 client"
+  jq -e '.impact.refusedClients >= 1 and .approvalsRequired == 2' "$work/proposed.json" >/dev/null ||
+    fail "impact summary or approvals required wrong: $(jq -c '{impact, approvalsRequired}' "$work/proposed.json")"
+  ctl viewer changes show "$id" | tee "$work/show.txt" | sed 's/^/   | /'
+  grep -q "127.0.0.1" "$work/show.txt" || fail "changes show does not list the client's address"
+
+  step "four-eyes: the proposer's own approval (5) and a viewer's (4) are refused"
+  expect_exit 5 "own approval" proposer changes approve "$id"
+  expect_exit 4 "viewer approval" viewer changes approve "$id"
+
+  step "one approver is not enough"
+  expect_exit 0 "first approval" approver-a changes approve "$id" --comment "looked at the impact"
+  [[ $(change_state "$id") == CHANGE_STATE_PROPOSED ]] || fail "one approval moved the change on"
+  expect_exit 5 "the same approver twice" approver-a changes approve "$id"
+
+  step "the second approver: pushed over the stream and applied"
+  local t0
+  t0=$(epoch_ms)
+  expect_exit 0 "second approval" approver-b changes approve "$id" --comment "go"
+  wait_host_state 30 "$id" "$host" APPLIED
+  local t1 approved_at acked_at
+  t1=$(epoch_ms)
+  approved_at=$(change_get "$id" '.approvals[-1].at')
+  acked_at=$(change_get "$id" --arg h "$host" '.hosts[] | select(.host == $h) | .finishedAt')
+  printf '{"test":"e2e_change_flow","metric":"approval_to_applied_ack_ms","collector_ms":%d,"observed_ms":%d}\n' \
+    $(($(epoch_ms "$acked_at") - $(epoch_ms "$approved_at"))) $((t1 - t0))
+  wait_change_state 15 "$id" COMPLETED
+
+  step "smb.conf changed and reloaded: SMB2_10 refused, SMB3 encrypted"
+  [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] ||
+    fail "finance is not 'smb encrypt = required' after the change"
+  if lab try "$work/$host" finance -m SMB2_10 >"$work/try210.out"; then
+    fail "a new SMB2_10 client still reaches finance: $(cat "$work/try210.out")"
+  fi
+  grep -q NT_STATUS_ACCESS_DENIED "$work/try210.out" || fail "SMB2_10 refused for another reason: $(cat "$work/try210.out")"
+  lab try "$work/$host" finance -m SMB3_11 >"$work/try311.out" ||
+    fail "a new SMB3_11 client cannot reach finance: $(cat "$work/try311.out")"
+  lab hold "$work/$host" secure finance -m SMB3_11 >/dev/null || fail "SMB3_11 session to finance"
+  lab status "$work/$host" --json |
+    jq -e '[.tcons[] | select(.service == "finance" and .encryption.degree == "full")] | length >= 1' \
+      >/dev/null || fail "the SMB3_11 tree connect to finance is not encrypted"
+
+  step "the agent's report after the change makes the host compliant"
+  _no_findings() {
+    ctl admin findings --host "$host" --format=json | jq -e '(.findings // []) | length == 0'
+  }
+  poll 30 "no findings for $host after the change" _no_findings
+  ctl admin compliance | tee "$work/compliance.txt" | sed 's/^/   | /'
+  ctl admin hosts | sed 's/^/   | /'
+
+  step "rollback: the SMB2_10 client connects again"
+  expect_exit 0 "rollback" approver-a changes rollback "$id" --reason "legacy client still needed"
+  local rb
+  rb=$(change_get "$id" '.rolledBackBy // empty')
+  [[ -n "$rb" ]] || fail "rollback made no linked change"
+  wait_host_state 30 "$rb" "$host" APPLIED
+  [[ $(change_state "$id") == CHANGE_STATE_ROLLED_BACK ]] || fail "the original is not ROLLED_BACK"
+  [[ $(change_get "$rb" '.rollbackOf') == "$id" ]] || fail "the rollback is not linked to $id"
+  [[ $(lab param "$work/$host" finance 'smb encrypt') == "$before_encrypt" ]] || fail "smb encrypt not restored"
+  [[ $(lab param "$work/$host" global 'server min protocol') == "$before_dialect" ]] ||
+    fail "server min protocol not restored"
+  lab try "$work/$host" finance -m SMB2_10 >"$work/try210b.out" ||
+    fail "SMB2_10 still refused after the rollback: $(cat "$work/try210b.out")"
+
+  step "every transition is audited"
+  ctl admin audit --change "$id" | sed 's/^/   | /'
+  local action
+  for action in proposed approved dispatched acked rolled_back; do
+    (($(audit_count "$id" "$action") >= 1)) || fail "no '$action' audit entry for $id"
+  done
+  (($(audit_count "$id" approved) == 2)) || fail "expected two 'approved' audit entries"
+  (($(audit_count "$id" acked "$host") == 1)) || fail "expected one 'acked' audit entry"
+}
+
+scenario_refused() {
+  local host=fs-off
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector
+  agent_config "$host" "$host" collector >"$work/agent.yaml"  # no changes: enforcement off
+  start_agent agent "$work/agent.yaml"
+  wait_reported "$host"
+  local id before
+  before=$(conf_sum "$host")
+  id=$(propose proposer --host "$host")
+  approve_both "$id"
+  wait_host_state 30 "$id" "$host" REFUSED
+  local message
+  message=$(change_get "$id" '.hosts[0].message')
+  echo "   refused: $message"
+  grep -qi "enforce" <<<"$message" || fail "the REFUSED ack does not say enforcement is off: '$message'"
+  ctl admin changes show "$id" >"$work/show.txt"
+  grep -qiF "enforce" "$work/show.txt" || fail "changes show does not show the reason"
+  [[ "$(conf_sum "$host")" == "$before" ]] || fail "smb.conf changed on a host without enforcement"
+  wait_change_state 15 "$id" HALTED
+}
+
+scenario_precondition() {
+  local host=fs-pre
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector
+  agent_config "$host" "$host" collector "$ENFORCE" >"$work/agent.yaml"
+  start_agent agent "$work/agent.yaml"
+  wait_reported "$host"
+  local id
+  id=$(propose proposer --host "$host")
+
+  step "the agent goes away; approved; someone edits smb.conf by hand"
+  stop_proc agent
+  approve_both "$id"
+  wait_host_state 15 "$id" "$host" DISPATCHED
+  echo "    smb encrypt = desired" >>"$work/$host/conf.d/share-finance.conf"
+  local edited
+  edited=$(conf_sum "$host")
+
+  step "the agent comes back: PRECONDITION_FAILED, nothing changed"
+  start_agent agent "$work/agent.yaml"
+  wait_host_state 30 "$id" "$host" PRECONDITION_FAILED
+  local message
+  message=$(change_get "$id" '.hosts[0].message')
+  echo "   $message"
+  grep -q "share.encryptData" <<<"$message" || fail "the ack does not name the setting: '$message'"
+  [[ "$(conf_sum "$host")" == "$edited" ]] || fail "smb.conf changed although a precondition failed"
+}
+
+scenario_halt() {
+  local canary=fs-canary second=fs-second
+  e2e_init "$@" "$canary" "$second"
+  lab_with_clients "$canary"
+  lab_with_clients "$second"
+  new_database
+  start_collector collector
+  # The canary's own configuration does not allow encrypting shares: it refuses the order.
+  local canary_allow="[server.requireSigning, client.requireSigning, server.minDialect]"
+  agent_config "$canary" "$canary" collector "{enforce: true, allow: $canary_allow}" \
+    >"$work/canary.yaml"
+  agent_config "$second" "$second" collector "$ENFORCE" >"$work/second.yaml"
+  start_agent canary "$work/canary.yaml"
+  start_agent second "$work/second.yaml"
+  wait_reported "$canary"
+  wait_reported "$second"
+  local id before
+  before=$(conf_sum "$second")
+  id=$(propose proposer --host "$canary" --host "$second")
+  approve_both "$id" --canary "$canary"
+  wait_host_state 30 "$id" "$canary" REFUSED
+  echo "   canary: $(change_get "$id" --arg h "$canary" '.hosts[] | select(.host == $h) | .message')"
+  wait_change_state 15 "$id" HALTED
+  sleep 2  # a second wave dispatched by mistake would show up within this time
+  [[ $(host_state "$id" "$second") == HOST_CHANGE_STATE_PENDING ]] ||
+    fail "the second wave's host is $(host_state "$id" "$second") after the canary failed"
+  (($(audit_count "$id" dispatched "$second") == 0)) || fail "$second was dispatched"
+  [[ "$(conf_sum "$second")" == "$before" ]] || fail "$second's smb.conf changed"
+  ctl admin changes show "$id" | sed 's/^/   | /'
+}
+
+scenario_offline() {
+  local host=fs-away
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector
+  agent_config "$host" "$host" collector "$ENFORCE" >"$work/agent.yaml"
+  "$agent_bin" run --config "$work/agent.yaml" --once >"$work/agent-once.log" 2>&1 ||
+    fail "agent run --once failed"
+  wait_reported "$host"
+  local id
+  id=$(propose proposer --host "$host")
+  approve_both "$id"
+  wait_host_state 15 "$id" "$host" DISPATCHED
+  sleep 1
+  [[ $(host_state "$id" "$host") == HOST_CHANGE_STATE_DISPATCHED ]] || fail "acked without an agent"
+  step "the agent connects: it gets the pending order"
+  start_agent agent "$work/agent.yaml"
+  wait_host_state 30 "$id" "$host" APPLIED
+  [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] || fail "finance not encrypted"
+}
+
+scenario_two_collectors() {
+  local host=fs-two
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector-a
+  start_collector collector-b
+  ctl_port=${collector_port[collector-a]}
+  agent_config "$host" "$host" collector-b "$ENFORCE" >"$work/agent.yaml"
+  start_agent agent "$work/agent.yaml"
+  wait_reported "$host"
+  local id t0
+  id=$(propose proposer --host "$host")
+  expect_exit 0 "first approval" approver-a changes approve "$id"
+  t0=$(epoch_ms)
+  expect_exit 0 "second approval through A" approver-b changes approve "$id"
+  wait_host_state 30 "$id" "$host" APPLIED
+  printf '{"test":"e2e_change_two_collectors","metric":"approval_to_applied_ack_ms","observed_ms":%d}\n' \
+    $(($(epoch_ms) - t0))
+  [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] || fail "finance not encrypted"
+}
+
+scenario_crash() {  # scenario_crash POINT COLLECTOR AGENT SMBFLEETCTL
+  local point=$1 host=fs-crash
+  shift
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector
+  agent_config "$host" "$host" collector "$ENFORCE" >"$work/agent.yaml"
+  # The agent's test hook: it exits at once (_exit, as abrupt as kill -9 for what is on disk)
+  # right after that step.
+  start_agent agent "$work/agent.yaml" "SMBFLEET_AGENT_TEST_CRASH_AFTER=$point"
+  wait_reported "$host"
+  local id
+  id=$(propose proposer --host "$host")
+  approve_both "$id"
+  poll 30 "the agent to die after the '$point' step" exited agent
+  stop_proc agent KILL
+  [[ $(host_state "$id" "$host") == HOST_CHANGE_STATE_DISPATCHED ]] ||
+    fail "acked before the crash: $(host_state "$id" "$host")"
+  step "restarted: recovery acks once"
+  start_agent agent "$work/agent.yaml"
+  local state
+  wait_acked() {
+    state=$(host_state "$id" "$host")
+    [[ "$state" == HOST_CHANGE_STATE_APPLIED || "$state" == HOST_CHANGE_STATE_ROLLED_BACK ]]
+  }
+  poll 30 "$host to ack APPLIED or ROLLED_BACK after recovery" wait_acked
+  state=$(host_state "$id" "$host")
+  echo "   recovered: $state ($(change_get "$id" '.hosts[0].message'))"
+  sleep 2  # a second ack would arrive within this time
+  (($(audit_count "$id" acked "$host") == 1)) || fail "expected exactly one 'acked' audit entry"
+  if [[ "$state" == HOST_CHANGE_STATE_APPLIED ]]; then
+    [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] || fail "APPLIED but not encrypted"
+  else
+    [[ $(lab param "$work/$host" finance 'smb encrypt') != required ]] || fail "ROLLED_BACK but encrypted"
+  fi
+}
+
+case "$scenario" in
+  flow | refused | precondition | halt | offline) "scenario_$scenario" "$@" ;;
+  two-collectors) scenario_two_collectors "$@" ;;
+  crash-journal) scenario_crash journal "$@" ;;
+  crash-apply) scenario_crash apply "$@" ;;
+  *) echo "unknown scenario '$scenario'" >&2; exit 2 ;;
+esac
+echo PASS
