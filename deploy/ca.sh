@@ -4,8 +4,10 @@
 #   ca.sh init DIR                       create DIR/ca.pem and DIR/ca.key (once)
 #   ca.sh collector DIR NAME [IP...]     server certificate for a collector (SAN: NAME, localhost, IPs)
 #   ca.sh agent DIR HOSTNAME             client certificate of an agent: CN=HOSTNAME, OU=agent
-#   ca.sh operator DIR USER ROLE         client certificate of a person: CN=USER, OU=operator, OU=ROLE
-#                                        (ROLE: viewer, proposer, approver, admin)
+#   ca.sh operator DIR USER ROLE [FILE]  client certificate of a person: CN=USER, OU=operator, OU=ROLE
+#                                        (ROLE: viewer, proposer, approver, admin), written to
+#                                        DIR/FILE.pem and .key (default operator-USER); one person
+#                                        may hold a certificate per role
 #   ca.sh roles DIR                      one operator per role for trying change management:
 #                                        viewer, proposer, approver-a, approver-b (both approvers)
 #   ca.sh dev DIR [HOST...]              all of the above for a local demo or test (the operators
@@ -64,10 +66,11 @@ subjectAltName=DNS:$host"
 }
 
 operator() {
-  local dir=$1 user=$2 role=$3
+  local dir=$1 user=$2 role=$3 file=${4:-operator-$2}
   valid_name "$user"
+  valid_name "$file"
   case "$role" in viewer|proposer|approver|admin) ;; *) die "role '$role' is not one of viewer, proposer, approver, admin";; esac
-  issue "$dir" "operator-$user" "/O=smbfleet/OU=operator/OU=$role/CN=$user" \
+  issue "$dir" "$file" "/O=smbfleet/OU=operator/OU=$role/CN=$user" \
     "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature
 extendedKeyUsage=clientAuth"
@@ -87,7 +90,7 @@ case "$cmd" in
   init) [[ $# -eq 1 ]] || die "usage: ca.sh init DIR"; init "$1" ;;
   collector) [[ $# -ge 2 ]] || die "usage: ca.sh collector DIR NAME [IP...]"; collector "$@" ;;
   agent) [[ $# -eq 2 ]] || die "usage: ca.sh agent DIR HOSTNAME"; agent "$@" ;;
-  operator) [[ $# -eq 3 ]] || die "usage: ca.sh operator DIR USER ROLE"; operator "$@" ;;
+  operator) [[ $# -eq 3 || $# -eq 4 ]] || die "usage: ca.sh operator DIR USER ROLE [FILE]"; operator "$@" ;;
   roles) [[ $# -eq 1 ]] || die "usage: ca.sh roles DIR"; roles "$1" ;;
   dev)
     [[ $# -ge 1 ]] || die "usage: ca.sh dev DIR [HOST...]"
@@ -97,5 +100,5 @@ case "$cmd" in
     operator "$dir" admin admin
     roles "$dir"
     for h in "$@"; do agent "$dir" "$h"; done ;;
-  *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

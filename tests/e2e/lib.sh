@@ -249,6 +249,14 @@ audit_count() {
     jq --arg a "$2" --arg h "${3:-}" '[.entries[]? | select(.action == $a and ($h == "" or .host == $h))] | length'
 }
 
+# audit_names ID ACTION HOST: how many audit entries of change ID have ACTION and name HOST, as
+# their host or in their detail (a wave's dispatch names its hosts there).
+audit_names() {
+  ctl admin audit --change "$1" --format=json |
+    jq --arg a "$2" --arg h "$3" \
+      '[.entries[]? | select(.action == $a and (.host == $h or ((.detail // "") | test("\\b" + $h + "\\b"))))] | length'
+}
+
 # propose WHO ARGS...: `changes propose ARGS...` as WHO; prints the new change id (line 1).
 propose() {
   local who=$1 out id
