@@ -88,11 +88,12 @@ scenario_flow() {
   change_json "$id" >"$work/proposed.json"
   jq -e --arg h "$host" '.hosts[] | select(.host == $h) | .steps[]
          | select(.setting == "share.encryptData" and .share == "finance" and .value == "true")' \
-    "$work/proposed.json" >/dev/null || fail "the plan does not encrypt finance: $(cat "$work/proposed.json")"
+    "$work/proposed.json" >/dev/null ||
+    fail "the plan does not encrypt finance: $(cat "$work/proposed.json")"
   jq -e '[.hosts[].impact.clients[]? | select(.dialect == "DIALECT_SMB_2_1")] | length >= 1' \
     "$work/proposed.json" >/dev/null || fail "the impact does not name the SMB2_10 client"
   jq -e '.impact.refusedClients >= 1 and .approvalsRequired == 2' "$work/proposed.json" >/dev/null ||
-    fail "impact summary or approvals required wrong: $(jq -c '{impact, approvalsRequired}' "$work/proposed.json")"
+    fail "impact summary or approvals required: $(jq -c '{impact, approvalsRequired}' "$work/proposed.json")"
   ctl viewer changes show "$id" | tee "$work/show.txt" | sed 's/^/   | /'
   grep -q "127.0.0.1" "$work/show.txt" || fail "changes show does not list the client's address"
 
@@ -108,8 +109,8 @@ scenario_flow() {
   expect_exit 0 "first approval" approver-a changes approve "$id" --comment "looked at the impact"
   [[ $(change_state "$id") == CHANGE_STATE_PROPOSED ]] || fail "one approval moved the change on"
   ctl approver-a changes approve "$id" >/dev/null 2>&1 || true
-  [[ $(change_state "$id") == CHANGE_STATE_PROPOSED && $(change_get "$id" '.approvals | length') == 1 ]] ||
-    fail "the same approver twice counted as two approvals"
+  [[ $(change_state "$id") == CHANGE_STATE_PROPOSED ]] || fail "a repeated approval moved it on"
+  [[ $(change_get "$id" '.approvals | length') == 1 ]] || fail "a repeated approval counted twice"
 
   step "the second approver: pushed over the stream and applied"
   local t0
@@ -120,8 +121,11 @@ scenario_flow() {
   t1=$(epoch_ms)
   approved_at=$(change_get "$id" '.approvals[-1].at')
   acked_at=$(change_get "$id" --arg h "$host" '.hosts[] | select(.host == $h) | .finishedAt')
-  printf '{"test":"e2e_change_flow","metric":"approval_to_applied_ack_ms","collector_ms":%d,"observed_ms":%d}\n' \
-    $(($(epoch_ms "$acked_at") - $(epoch_ms "$approved_at"))) $((t1 - t0))
+  # collector_ms: the last approval's time to the ack's, both stamped by the collector;
+  # observed_ms: from this script's approve command to seeing APPLIED (polled every 0.2 s).
+  printf '{"test":"e2e_change_flow","metric":"approval_to_applied_ack_ms",%s}\n' \
+    "$(printf '"collector_ms":%d,"observed_ms":%d' \
+      $(($(epoch_ms "$acked_at") - $(epoch_ms "$approved_at"))) $((t1 - t0)))"
   wait_change_state 15 "$id" COMPLETED
 
   step "smb.conf changed and reloaded: SMB2_10 refused, SMB3 encrypted"
@@ -131,7 +135,7 @@ scenario_flow() {
     fail "a new SMB2_10 client still reaches finance: $(cat "$work/try210.out")"
   fi
   # Refused by the server: at negotiation (minimum dialect) or at the tree connect (encryption).
-  grep -Eq "protocol negotiation failed: NT_STATUS_NOT_SUPPORTED|tree connect failed: NT_STATUS_ACCESS_DENIED" \
+  grep -Eq "negotiation failed: NT_STATUS_NOT_SUPPORTED|tree connect failed: NT_STATUS_ACCESS_DENIED" \
     "$work/try210.out" || fail "SMB2_10 refused for another reason: $(cat "$work/try210.out")"
   lab try "$work/$host" finance -m SMB3_11 >"$work/try311.out" ||
     fail "a new SMB3_11 client cannot reach finance: $(cat "$work/try311.out")"
