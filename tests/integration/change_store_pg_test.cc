@@ -1,9 +1,15 @@
 // The PostgreSQL ChangeStore against a real server: the shared conformance suite, what only the
-// schema enforces (four eyes, the append-only audit log, waiver states after the migration).
+// schema enforces (four eyes, the append-only audit log, waiver states after the migration) and
+// PgOrderSignal between two listeners.
+#include <atomic>
 #include <pqxx/pqxx>
+#include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "collector/store/postgres/order_signal.h"
 #include "collector/store/postgres/pg_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -197,6 +203,95 @@ TEST(PgChangeMigrationTest, WaiversFromBeforeTheWorkflowStayApproved) {
   EXPECT_EQ((*active)[0].id(), "w-live");
   EXPECT_EQ((*active)[0].state(), v1::WAIVER_STATE_APPROVED);
   EXPECT_EQ((*active)[0].approved_by(), "carol");
+}
+
+// Collects what a PgOrderSignal's handler was called with.
+class Received {
+ public:
+  OrderSignal::Handler Handler() {
+    return [this](const std::vector<std::string>& hosts) {
+      absl::MutexLock lock(&mu_);
+      ++calls_;
+      hosts_.insert(hosts.begin(), hosts.end());
+    };
+  }
+  // True once `n` distinct hosts arrived, within 10 s.
+  bool WaitForHosts(size_t n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return hosts_.size() >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
+  }
+  std::set<std::string> hosts() {
+    absl::MutexLock lock(&mu_);
+    return hosts_;
+  }
+  int calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::set<std::string> hosts_ ABSL_GUARDED_BY(mu_);
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST(PgOrderSignalTest, HostsSignalledByOneProcessReachAnother) {
+  SMBFLEET_REQUIRE_PG();
+  const std::string dsn = CreateTestDatabase();
+  Received at_a, at_b;
+  PgOrderSignal a(dsn, at_a.Handler());
+  PgOrderSignal b(dsn, at_b.Handler());
+  ASSERT_TRUE(a.WaitUntilListening(absl::Seconds(10)));
+  ASSERT_TRUE(b.WaitUntilListening(absl::Seconds(10)));
+
+  a.HostsHaveOrders({"fs01", "fs02"});
+  ASSERT_TRUE(at_b.WaitForHosts(2));
+  EXPECT_EQ(at_b.hosts(), (std::set<std::string>{"fs01", "fs02"}));
+  // The sender's own listener hears it too: one path for local and remote streams.
+  ASSERT_TRUE(at_a.WaitForHosts(2));
+}
+
+TEST(PgOrderSignalTest, ALongHostListIsSplitIntoSeveralNotifications) {
+  SMBFLEET_REQUIRE_PG();
+  std::vector<std::string> hosts;
+  for (int i = 0; i < 2000; ++i) hosts.push_back(absl::StrCat("fileserver-", i, ".corp.example"));
+  const auto payloads = PgOrderSignal::Payloads(hosts);
+  ASSERT_GT(payloads.size(), 1u);
+  for (const auto& p : payloads) EXPECT_LT(p.size(), PgOrderSignal::kMaxPayloadBytes);
+
+  const std::string dsn = CreateTestDatabase();
+  Received at_b;
+  PgOrderSignal a(dsn, [](const std::vector<std::string>&) {});
+  PgOrderSignal b(dsn, at_b.Handler());
+  ASSERT_TRUE(b.WaitUntilListening(absl::Seconds(10)));
+  a.HostsHaveOrders(hosts);
+  ASSERT_TRUE(at_b.WaitForHosts(hosts.size()));
+  EXPECT_EQ(at_b.hosts(), std::set<std::string>(hosts.begin(), hosts.end()));
+  EXPECT_EQ(at_b.calls(), static_cast<int>(payloads.size()));
+}
+
+TEST(PgOrderSignalTest, TheListenerReconnectsAfterItsConnectionDrops) {
+  SMBFLEET_REQUIRE_PG();
+  const std::string dsn = CreateTestDatabase();
+  Received at_b;
+  PgOrderSignal a(dsn, [](const std::vector<std::string>&) {});
+  PgOrderSignal b(dsn, at_b.Handler());
+  ASSERT_TRUE(a.WaitUntilListening(absl::Seconds(10)));
+  ASSERT_TRUE(b.WaitUntilListening(absl::Seconds(10)));
+  // Ends every LISTENing backend of this database (the collector's role may end its own).
+  ASSERT_EQ(QueryValue(dsn,
+                       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                       "datname = current_database() AND pid <> pg_backend_pid() AND query "
+                       "ILIKE 'LISTEN%'"),
+            "2");
+  // Until the listener notices, signals may be lost: send until one arrives.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (at_b.hosts().empty() && absl::Now() < deadline) {
+    a.HostsHaveOrders({"fs07"});
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(at_b.hosts(), std::set<std::string>{"fs07"});
 }
 
 }  // namespace
