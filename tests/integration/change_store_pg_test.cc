@@ -255,6 +255,7 @@ TEST(PgOrderSignalTest, HostsSignalledByOneProcessReachAnother) {
 TEST(PgOrderSignalTest, ALongHostListIsSplitIntoSeveralNotifications) {
   SMBFLEET_REQUIRE_PG();
   std::vector<std::string> hosts;
+  hosts.reserve(2000);
   for (int i = 0; i < 2000; ++i) hosts.push_back(absl::StrCat("fileserver-", i, ".corp.example"));
   const auto payloads = PgOrderSignal::Payloads(hosts);
   ASSERT_GT(payloads.size(), 1u);

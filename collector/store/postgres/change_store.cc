@@ -305,6 +305,7 @@ void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& bef
   }
   if (!old.empty()) {
     std::vector<std::string> gone;
+    gone.reserve(old.size());
     for (const auto& [host, unused] : old) gone.push_back(host);
     tx.exec_params(absl::StrCat("DELETE FROM change_hosts WHERE change_id = $1 AND host IN ",
                                 QuotedList(tx, gone)),
