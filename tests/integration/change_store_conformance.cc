@@ -280,6 +280,19 @@ TEST_P(ChangeStoreConformanceTest, AFailedStepWritesNothing) {
   auto wrong = store_->UpdateChange("chg-1", Write(other, "approved"));
   EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument) << wrong.status();
 
+  // A linked change under a used id fails the whole step too.
+  ASSERT_TRUE(store_->CreateChange(NewChange("chg-2", "bob", {"fs02"}), {}).ok());
+  auto used = store_->UpdateChange("chg-1", [&](const v1::Change& current) {
+    ChangeUpdate u;
+    u.change = current;
+    u.change.set_state(v1::CHANGE_STATE_ROLLED_BACK);
+    u.created = NewChange("chg-2", "carol", {"fs01"});
+    u.audit.push_back(Audit("carol", "rolled_back", "chg-1"));
+    return absl::StatusOr<ChangeUpdate>(u);
+  });
+  EXPECT_EQ(used.status().code(), absl::StatusCode::kAlreadyExists) << used.status();
+  EXPECT_EQ((*store_->GetChange("chg-2"))->proposed_by(), "bob");
+
   EXPECT_EQ(Diff(c, **store_->GetChange("chg-1")), "");
   EXPECT_THAT(*store_->ListAudit({}), IsEmpty());
   EXPECT_THAT(*store_->HostStatuses({"fs01"}), IsEmpty());

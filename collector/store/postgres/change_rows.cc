@@ -134,7 +134,8 @@ std::string WaiverStateText(v1::WaiverState s) {
 }
 
 RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
-  // Whatever has no column of its own (fields added to Change later) goes to `more`.
+  // Fields 1-25 have columns (or rows: hosts, approvals); whatever else Change has (fields
+  // added later) goes to `more`. A field that gets a column is added to this list.
   v1::Change more = c;
   for (int field : {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
                     14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25}) {
@@ -176,6 +177,7 @@ RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id
   *steps.mutable_steps() = h.steps();
   *before.mutable_before() = h.before();
   *after.mutable_after() = h.after();
+  // These have columns; the rest (rule ids, not remediable, labels, later fields) is `more`.
   for (int field : {1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16}) {
     more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
   }

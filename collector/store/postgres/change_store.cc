@@ -408,6 +408,10 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
     written.push_back(&update->change);
     if (update->created.has_value()) {
       RETURN_IF_ERROR(CheckChange(*update->created));
+      if (!tx.exec_params("SELECT 1 FROM changes WHERE id = $1", update->created->id()).empty()) {
+        return absl::AlreadyExistsError(absl::StrCat("change ", id, ": the change it makes, ",
+                                                     update->created->id(), ", already exists"));
+      }
       written.push_back(&*update->created);
       // First: the change row may name it (rolled_back_by).
       InsertChange(tx, *update->created);
