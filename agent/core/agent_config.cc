@@ -134,14 +134,11 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     c.collector_server_name = c.collector_address.substr(0, c.collector_address.rfind(':'));
   }
   if (c.changes.journal_dir.empty()) {
-    // Beside the spool, not inside it: the spool folder holds reports only.
+    // Beside the spool and named after it: agents with their own spools (several on one test
+    // machine) never share a journal, which would make one skip another's orders.
     std::string spool = c.spool_dir;
     while (spool.size() > 1 && spool.back() == '/') spool.pop_back();
-    size_t slash = spool.rfind('/');
-    std::string parent = slash == std::string::npos ? "."
-                         : slash == 0               ? "/"
-                                                    : spool.substr(0, slash);
-    c.changes.journal_dir = parent == "/" ? "/changes" : parent + "/changes";
+    c.changes.journal_dir = spool + "-changes";
   }
   return c;
 }

@@ -17,7 +17,7 @@ namespace smbfleet::agent {
 struct ChangesConfig {
   bool enforce = false;
   std::set<std::string> allow;  // policy/settings.h names, e.g. "share.encryptData"
-  std::string journal_dir;      // empty in the YAML = "<parent of spool.dir>/changes"
+  std::string journal_dir;      // not in the YAML: "<spool.dir>-changes"
 };
 
 struct AgentConfig {

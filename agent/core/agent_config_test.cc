@@ -64,7 +64,7 @@ TEST_F(AgentConfigTest, ChangesAreOffByDefaultWithTheJournalBesideTheSpool) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->changes.enforce);
   EXPECT_TRUE(c->changes.allow.empty());
-  EXPECT_EQ(c->changes.journal_dir, dir_ + "/state/changes");
+  EXPECT_EQ(c->changes.journal_dir, dir_ + "/state/spool-changes");
 }
 
 TEST_F(AgentConfigTest, ChangesSection) {
