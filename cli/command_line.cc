@@ -484,7 +484,6 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     } else {
       smbfleet::v1::RequestReportRequest req;
       req.set_name(host_name);
-      req.set_reason("operator");
       set("host refresh", req);
     }
   } else if (compliance->parsed()) {

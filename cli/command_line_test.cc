@@ -283,7 +283,11 @@ TEST(CommandLineTest, ExistingCommandsKeepTheirLines) {
   auto hosts = Parse({"hosts", "--prefix", "fs"});
   ASSERT_TRUE(hosts.ok()) << hosts.status();
   EXPECT_EQ(RequestOf<smbfleet::v1::ListHostsRequest>(*hosts).name_prefix(), "fs");
-  EXPECT_EQ(Parse({"host", "refresh", "fs01"})->command, "host refresh");
+  auto refresh = Parse({"host", "refresh", "fs01"});
+  ASSERT_TRUE(refresh.ok()) << refresh.status();
+  EXPECT_EQ(refresh->command, "host refresh");
+  // No reason: the collector then tells the agent who asked ("requested by NAME").
+  EXPECT_TRUE(RequestOf<smbfleet::v1::RequestReportRequest>(*refresh).reason().empty());
   EXPECT_EQ(Parse({"compliance"})->command, "compliance");
   EXPECT_FALSE(Parse({}).ok());
   EXPECT_FALSE(Parse({"frobnicate"}).ok());

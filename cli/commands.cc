@@ -22,7 +22,8 @@ constexpr auto kCallTimeout = std::chrono::seconds(30);
 constexpr int kMaxPages = 1000;
 
 int Fail(const grpc::Status& s, const std::string& what, std::ostream& err) {
-  err << "smbfleetctl: " << what << ": " << s.error_message() << " ("
+  // The collector's message may quote a host's or a person's string: shown escaped.
+  err << "smbfleetctl: " << Clean(what) << ": " << Clean(s.error_message()) << " ("
       << static_cast<int>(s.error_code()) << ")\n";
   return ExitCodeFor(s.error_code());
 }
@@ -89,6 +90,10 @@ int ListAudit(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream
     if (wanted > 0 && static_cast<uint32_t>(all.entries_size()) >= wanted) break;
     req.set_after_seq(last);
   }
+  if (wanted > 0 && static_cast<uint32_t>(all.entries_size()) > wanted) {
+    all.mutable_entries()->DeleteSubrange(static_cast<int>(wanted),
+                                          all.entries_size() - static_cast<int>(wanted));
+  }
   if (inv.global.format == "json") return PrintJson(all, out, err);
   RenderAudit(all, out);
   return kExitOk;
@@ -128,7 +133,7 @@ int Watch(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& er
           break;
       }
     } else {
-      err << "smbfleetctl: collector unreachable, retrying: " << s.error_message() << "\n";
+      err << "smbfleetctl: collector unreachable, retrying: " << Clean(s.error_message()) << "\n";
     }
     if (absl::Now() + inv.watch.interval > deadline) {
       err << "smbfleetctl: --timeout: change " << Clean(req.id()) << " has not finished\n";
