@@ -147,7 +147,8 @@ if [[ -n "$change" ]]; then
   # Four-eyes: the proposer may not approve; a change whose impact names a client that would be
   # refused needs two approvers.
   approvers=(approver-a)
-  if "$ctl" changes show "$change" --format=json | grep -q '"approvalsRequired": 2'; then
+  shown=$("$ctl" changes show "$change" --format=json || true)
+  if grep -q '"approvalsRequired": 2' <<<"$shown"; then
     approvers+=(approver-b)
   fi
   echo
