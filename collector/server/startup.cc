@@ -27,6 +27,17 @@ absl::StatusOr<std::unique_ptr<policy::Policy>> LoadPolicy(const std::string& fi
   return policy;
 }
 
+// The order signal between collector processes on one database. PgOrderSignal (NOTIFY/LISTEN,
+// collector/store/postgres/order_signal.h) is not on this branch yet: until it is, orders reach
+// streams held by this process at once and those on other processes at the agent's reconnect.
+// When it lands, the body becomes:
+//   return std::unique_ptr<OrderSignal>(std::make_unique<PgOrderSignal>(dsn, std::move(h)));
+OrderSignalFactory PgOrderSignalFactory(const std::string& dsn) {
+  return [](OrderSignal::Handler h) -> absl::StatusOr<std::unique_ptr<OrderSignal>> {
+    return std::unique_ptr<OrderSignal>(std::make_unique<LocalOrderSignal>(std::move(h)));
+  };
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig& config) {
@@ -39,7 +50,8 @@ absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig
                    NewPgStore(config.database_dsn, static_cast<int>(config.database_pool_size)));
   ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
                    LoadPolicy(config.policy_file, *stores.compliance));
-  return Collector::Start(config, tls, std::move(stores), std::move(policy));
+  return Collector::Start(config, tls, std::move(stores), std::move(policy),
+                          PgOrderSignalFactory(config.database_dsn));
 }
 
 }  // namespace smbfleet::collector
