@@ -121,6 +121,13 @@ absl::StatusOr<smbfleet::v1::ListFindingsResponse> AdminApi::ListFindings(
   ASSIGN_OR_RETURN(auto findings, compliance_->ListFindings(
                                       request.host(), request.rule_id(),
                                       Bounded(request.limit(), kDefaultFindings, kMaxFindings)));
+  if (request.include_waived()) {
+    const uint32_t limit = Bounded(request.limit(), kDefaultFindings, kMaxFindings);
+    const uint32_t left = limit - std::min<uint32_t>(limit, findings.size());
+    ASSIGN_OR_RETURN(auto waived,
+                     compliance_->ListWaivedFindings(request.host(), request.rule_id(), left));
+    for (auto& f : waived) findings.push_back(std::move(f));
+  }
   smbfleet::v1::ListFindingsResponse response;
   for (auto& f : findings) *response.add_findings() = std::move(f);
   return response;

@@ -216,5 +216,47 @@ TEST_F(AdminApiChangesTest, WithoutAWorkflowChangeCallsAreUnimplemented) {
   EXPECT_TRUE(absl::IsPermissionDenied(api_.ProposeChange(agent_, ForFs01()).status()));
 }
 
+TEST_F(AdminApiChangesTest, ApprovedWaiverHidesAFindingThatIncludeWaivedShows) {
+  auto policy = testing::TinyPolicy();
+  pipeline_ = ReportPipeline(&hosts_, &compliance_, &policy);
+  auto report = [&](int n) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(n, absl::kZeroPad12)));
+    r.mutable_posture()->mutable_server()->set_require_signing(false);
+    ASSERT_TRUE(pipeline_.Ingest("fs01", r).ok());
+  };
+  report(1);  // signing not required: a finding
+  smbfleet::v1::ListFindingsRequest findings;
+  findings.set_rule_id("server-signing-required");
+  ASSERT_EQ(changes_api_.ListFindings(operator_, findings)->findings_size(), 1);
+
+  smbfleet::v1::RequestWaiverRequest request;
+  auto* w = request.mutable_waiver();
+  w->set_rule_id("server-signing-required");
+  w->set_host("fs01");
+  w->set_justification("archive share, read-only");
+  w->set_ticket("CHG-7");
+  w->mutable_expires_at()->set_seconds(absl::ToUnixSeconds(absl::Now() + absl::Hours(24)));
+  auto requested = changes_api_.RequestWaiver(As("pat", "proposer"), request);
+  ASSERT_TRUE(requested.ok()) << requested.status();
+  smbfleet::v1::ApproveWaiverRequest approve;
+  approve.set_id(requested->waiver().id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      changes_api_.ApproveWaiver(As("pat", "approver"), approve).status()));
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(changes_api_.ApproveWaiver(As("vic", "viewer"), approve).status()));
+  ASSERT_TRUE(changes_api_.ApproveWaiver(As("ann", "approver"), approve).ok());
+  report(2);  // evaluated again with the waiver
+
+  EXPECT_EQ(changes_api_.ListFindings(operator_, findings)->findings_size(), 0);
+  findings.set_include_waived(true);
+  auto shown = changes_api_.ListFindings(operator_, findings);
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  ASSERT_EQ(shown->findings_size(), 1);
+  EXPECT_EQ(shown->findings(0).waiver_id(), requested->waiver().id());
+  smbfleet::v1::ListWaiversRequest list;
+  EXPECT_EQ(changes_api_.ListWaivers(As("vic", "viewer"), list)->waivers_size(), 1);
+}
+
 }  // namespace
 }  // namespace smbfleet::collector

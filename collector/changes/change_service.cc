@@ -155,7 +155,6 @@ std::string ContentHash(const v1::Change& change) {
   // Length-prefixed fields: no value can fake a separator.
   std::string canonical;
   auto field = [&](const std::string& s) { absl::StrAppend(&canonical, s.size(), ":", s, ";"); };
-  field(change.id());
   field(change.rollback_of());
   for (const v1::ChangeHost* h : hosts) {
     field(h->host());
@@ -522,6 +521,37 @@ void ChangeService::RefusalsSeen(const std::string& host,
   }
 }
 
+// Proposals are not live (nothing to tick) but still expire at their not-after time; swept
+// once per window_poll.
+absl::Status ChangeService::ExpireProposals(absl::Time now) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (now - last_proposal_sweep_ < options_.window_poll) return absl::OkStatus();
+    last_proposal_sweep_ = now;
+  }
+  ChangeQuery q;
+  q.state = v1::CHANGE_STATE_PROPOSED;
+  q.limit = 10'000;
+  ASSIGN_OR_RETURN(std::vector<v1::Change> proposed, changes_->ListChanges(q));
+  for (const auto& c : proposed) {
+    if (!c.has_not_after() ||
+        absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(c.not_after())) > now) {
+      continue;
+    }
+    auto prepare = [](v1::Change&) -> absl::StatusOr<Prepared> {
+      Prepared p;
+      p.person = false;
+      p.events.push_back(Event::Expire());
+      return p;
+    };
+    auto r = RunStep(c.id(), kCollector, "", prepare);
+    if (!r.ok()) {
+      Log()->warn("change {}: not expired: {}", c.id(), std::string(r.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 void ChangeService::RefreshWatched(const std::vector<v1::Change>& live) {
   std::map<std::string, std::vector<std::string>> watched;
   for (const auto& c : live) {
@@ -583,6 +613,7 @@ absl::StatusOr<absl::Time> ChangeService::TickDue() {
     live.push_back(std::move(*change));
   }
   RefreshWatched(live);
+  RETURN_IF_ERROR(ExpireProposals(now));
   {
     absl::MutexLock lock(&mu_);
     for (auto it = window_ticks_.begin(); it != window_ticks_.end();) {

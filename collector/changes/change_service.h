@@ -107,6 +107,7 @@ class ChangeService : public RefusalObserver {
   absl::StatusOr<smbfleet::v1::Change> Simple(const Actor& actor, ChangeAction action,
                                               const std::string& id, const std::string& reason);
   void RefreshWatched(const std::vector<smbfleet::v1::Change>& live);
+  absl::Status ExpireProposals(absl::Time now);
 
   ChangeStore* changes_;
   HostStore* hosts_;
@@ -121,6 +122,7 @@ class ChangeService : public RefusalObserver {
   std::map<std::string, std::vector<std::string>> watched_ ABSL_GUARDED_BY(mu_);
   // change id -> when it was last ticked for a window.
   std::map<std::string, absl::Time> window_ticks_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_proposal_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
 // The order a host gets for `change` (settings from its steps, id, version, nonce, not-after).
@@ -131,7 +133,8 @@ smbfleet::v1::ChangeOrder OrderFor(const smbfleet::v1::Change& change, const std
 std::string NewChangeId();
 std::string NewNonce();
 
-// The content hash: SHA-256 (hex) over the hosts (by name) and their steps.
+// The content hash: SHA-256 (hex) over the hosts (by name) and their steps (and the change a
+// rollback undoes); two proposals of the same content hash alike.
 std::string ContentHash(const smbfleet::v1::Change& change);
 
 }  // namespace smbfleet::collector::changes

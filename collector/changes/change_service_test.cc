@@ -502,6 +502,18 @@ TEST_F(ChangeServiceTest, UnfinishedChangeExpires) {
   EXPECT_THAT(*changes_.LiveChangeIds(), IsEmpty());
 }
 
+TEST_F(ChangeServiceTest, UnapprovedProposalExpiresToo) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  ASSERT_TRUE(service_.TickDue().ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_PROPOSED);
+  now_ += absl::Hours(7 * 24 + 1);
+  ASSERT_TRUE(service_.TickDue().ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_EXPIRED);
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "expired"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(ApproveBy(ann_, c.id()).status()));
+}
+
 TEST_F(ChangeServiceTest, RefusalEventDuringTheWatchPeriodHalts) {
   Report("fs1");
   Report("fs2");
