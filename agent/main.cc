@@ -11,10 +11,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "agent/bench/cpu_features.h"
 #include "agent/bench/crypto_bench.h"
 #include "agent/core/agent.h"
 #include "agent/core/agent_config.h"
+#include "agent/core/change_executor.h"
 #include "agent/core/command_runner.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
@@ -156,9 +158,28 @@ int RunService(const Flags& flags) {
   auto client = GrpcCollectorClient::Create(*config);
   if (!client.ok()) return Fail(client.status());
   Agent agent(*config, source->get(), client->get(), &spool, Benchmark, HostInfo);
+
+  ChangeExecutorOptions change_options;
+  change_options.changes = config->changes;
+  change_options.ack_max_backoff = config->max_backoff;
+  auto crash = CrashPointFromEnv();  // test only, see docs/agent-changes.md
+  if (!crash.ok()) return Fail(crash.status());
+  change_options.crash_after = *crash;
+  change_options.crash_exits = true;
+  auto applier = MakeApplier(config->source, context);
+  if (!applier.ok()) change_options.no_applier_reason = std::string(applier.status().message());
+  ChangeExecutor changes(change_options, applier.ok() ? applier->get() : nullptr, client->get());
+  if (auto s = changes.Open(); !s.ok()) return Fail(s);
+  agent.set_change_executor(&changes);
+  log->info("change orders: {} (journal {})",
+            config->changes.enforce
+                ? absl::StrCat("enforced for ", absl::StrJoin(config->changes.allow, ", "))
+                : std::string("refused (changes.enforce is false)"),
+            config->changes.journal_dir);
   log->info("smbfleet-agent {} reporting {} to {}", kVersion, (*source)->Describe(),
             config->collector_address);
   if (flags.once) {
+    changes.Drain();  // acks a crash left undelivered
     absl::Status s = agent.RunOnce("once");
     if (!s.ok()) return Fail(s);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/core/command_runner.h"
+#include "agent/core/settings_applier.h"
 #include "agent/core/source.h"
 
 namespace smbfleet::agent {
@@ -13,6 +14,11 @@ namespace smbfleet::agent {
 // SOURCE as in DESIGN.md: samba, samba:SMB_CONF, windows, windows-capture:DIR.
 absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spec,
                                                           const SourceContext& context);
+
+// The SettingsApplier that changes what SOURCE reads (the same smb.conf, the same host). NotFound
+// naming the source when it cannot apply changes (windows-capture:DIR is a recording).
+absl::StatusOr<std::unique_ptr<SettingsApplier>> MakeApplier(const std::string& spec,
+                                                             const SourceContext& context);
 
 }  // namespace smbfleet::agent
 

@@ -14,26 +14,88 @@ namespace {
 
 using smbfleet::v1::Posture;
 
+std::string Opt(bool has, bool v) { return has ? (v ? "yes" : "no") : "unknown"; }
+
+std::string ChangeRef(const std::string& id, uint64_t version) {
+  return absl::StrCat(Clean(id), " v", version);
+}
+
+bool HasChangeStatus(const smbfleet::v1::HostChangeStatus& c) {
+  return !c.desired_change_id().empty() || !c.applied_change_id().empty() ||
+         c.last_result() != smbfleet::v1::HOST_CHANGE_STATE_UNSPECIFIED;
+}
+
+// "c1 v2 applied" when the host is where it should be; else what it should be at and what
+// its last ack said.
+std::string ChangeStatusShort(const smbfleet::v1::HostChangeStatus& c) {
+  if (!HasChangeStatus(c)) return "-";
+  if (!c.desired_change_id().empty() && c.desired_change_id() == c.applied_change_id() &&
+      c.desired_version() == c.applied_version()) {
+    return absl::StrCat(ChangeRef(c.desired_change_id(), c.desired_version()), " applied");
+  }
+  std::string text =
+      c.desired_change_id().empty()
+          ? absl::StrCat("applied ", ChangeRef(c.applied_change_id(), c.applied_version()))
+          : absl::StrCat(ChangeRef(c.desired_change_id(), c.desired_version()), " wanted");
+  if (c.last_result() != smbfleet::v1::HOST_CHANGE_STATE_UNSPECIFIED) {
+    absl::StrAppend(&text, " (last ", HostChangeStateText(c.last_result()), ")");
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string TimeText(const google::protobuf::Timestamp& ts) {
   if (ts.seconds() == 0) return "-";
   return absl::FormatTime("%Y-%m-%d %H:%M:%SZ", absl::FromUnixSeconds(ts.seconds()),
                           absl::UTCTimeZone());
 }
 
-// Column widths from the content; control characters in host-reported strings are shown
-// escaped so that a hostile share name cannot rewrite the terminal.
-std::string Clean(const std::string& s) {
+// Host- and operator-supplied strings are shown with control characters escaped (C0, DEL and
+// the UTF-8 C1 range, whose U+009B is a CSI on some terminals), and bytes that are not UTF-8 as
+// \xNN, so that a hostile share name cannot rewrite the terminal.
+std::string Clean(absl::string_view s) {
   std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out.push_back(static_cast<char>(c));
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f) {
+        absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+      ++i;
+      continue;
     }
+    size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+    bool valid = len > 0 && c < 0xf5 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) {
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    }
+    bool c1 = valid && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
+    if (!valid || c1) {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+      ++i;
+      continue;
+    }
+    if (len == 3 && c == 0xe2) {
+      // Bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069) reorder what follows.
+      auto b1 = static_cast<unsigned char>(s[i + 1]), b2 = static_cast<unsigned char>(s[i + 2]);
+      if ((b1 == 0x80 && b2 >= 0xaa && b2 <= 0xae) || (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9)) {
+        absl::StrAppend(&out, "\\u", absl::Hex(0x2000 | ((b1 & 0x3f) << 6) | (b2 & 0x3f)));
+        i += 3;
+        continue;
+      }
+    }
+    out.append(s.data() + i, len);
+    i += len;
   }
   return out;
 }
 
+// Column widths from the content.
 void Table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<size_t> width;
   for (const auto& r : rows) {
@@ -50,9 +112,17 @@ void Table(const std::vector<std::vector<std::string>>& rows, std::ostream& out)
   }
 }
 
-std::string Opt(bool has, bool v) { return has ? (v ? "yes" : "no") : "unknown"; }
+std::string HostChangeStateText(smbfleet::v1::HostChangeState s) {
+  std::string name = smbfleet::v1::HostChangeState_Name(s);
+  if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(s));
+  return name.substr(std::string("HOST_CHANGE_STATE_").size());
+}
 
-}  // namespace
+std::string ChangeStateText(smbfleet::v1::ChangeState s) {
+  std::string name = smbfleet::v1::ChangeState_Name(s);
+  if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(s));
+  return name.substr(std::string("CHANGE_STATE_").size());
+}
 
 std::string DialectText(smbfleet::v1::Dialect d) {
   switch (d) {
@@ -96,6 +166,10 @@ std::string AlgorithmText(smbfleet::v1::CryptoAlgorithm a) {
 void RenderHostTable(const smbfleet::v1::ListHostsResponse& hosts, std::ostream& out) {
   std::vector<std::vector<std::string>> rows = {
       {"HOST", "PLATFORM", "OS", "SHARES", "SESSIONS", "ERRORS", "STREAM", "LAST SEEN"}};
+  // The change column only once some host has a change: desired vs applied.
+  bool changes = std::any_of(hosts.hosts().begin(), hosts.hosts().end(),
+                             [](const auto& h) { return HasChangeStatus(h.change_status()); });
+  if (changes) rows[0].push_back("CHANGE");
   for (const auto& h : hosts.hosts()) {
     std::string platform = smbfleet::v1::Platform_Name(h.platform());
     if (platform.rfind("PLATFORM_", 0) == 0) platform = platform.substr(9);
@@ -103,6 +177,7 @@ void RenderHostTable(const smbfleet::v1::ListHostsResponse& hosts, std::ostream&
                     Clean(absl::StrCat(h.os_name(), " ", h.os_version())), absl::StrCat(h.shares()),
                     absl::StrCat(h.sessions()), absl::StrCat(h.probe_errors()),
                     h.connected() ? "connected" : "-", TimeText(h.last_seen())});
+    if (changes) rows.back().push_back(ChangeStatusShort(h.change_status()));
   }
   Table(rows, out);
   if (hosts.hosts_size() == 0) out << "(no hosts have reported yet)\n";
@@ -119,6 +194,12 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
   out << "First seen:  " << TimeText(s.first_seen()) << "\n";
   out << "Last seen:   " << TimeText(s.last_seen()) << "\n";
   out << "Changed:     " << TimeText(s.last_changed()) << "\n";
+  if (const auto& c = s.change_status(); HasChangeStatus(c)) {
+    out << "Change:      " << ChangeStatusShort(c);
+    if (c.last_ack_at().seconds() != 0) out << ", last ack " << TimeText(c.last_ack_at());
+    if (!c.last_error().empty()) out << ": " << Clean(c.last_error());
+    out << "\n";
+  }
   if (!s.labels().empty()) {
     std::vector<std::string> labels;
     for (const auto& [k, v] : s.labels()) labels.push_back(absl::StrCat(Clean(k), "=", Clean(v)));
@@ -201,13 +282,20 @@ void RenderCompliance(const smbfleet::v1::GetComplianceResponse& c, std::ostream
 }
 
 void RenderFindings(const smbfleet::v1::ListFindingsResponse& f, std::ostream& out) {
+  // With --include-waived, the waiver that hides a result comes before the message.
+  bool waived = std::any_of(f.findings().begin(), f.findings().end(),
+                            [](const auto& x) { return !x.waiver_id().empty(); });
   std::vector<std::vector<std::string>> rows = {
       {"HOST", "RULE", "SHARE", "SEVERITY", "FAILING SINCE", "WHY"}};
+  if (waived) rows[0].insert(rows[0].end() - 1, "WAIVED BY");
   for (const auto& x : f.findings()) {
     std::string severity = smbfleet::v1::Severity_Name(x.severity());
     if (severity.rfind("SEVERITY_", 0) == 0) severity = severity.substr(9);
     rows.push_back({Clean(x.host()), Clean(x.rule_id()), x.share().empty() ? "-" : Clean(x.share()),
                     severity, TimeText(x.failing_since()), Clean(x.message())});
+    if (waived) {
+      rows.back().insert(rows.back().end() - 1, x.waiver_id().empty() ? "-" : Clean(x.waiver_id()));
+    }
   }
   Table(rows, out);
   if (f.findings_size() == 0) out << "(nothing is failing)\n";

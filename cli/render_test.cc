@@ -55,5 +55,78 @@ TEST(RenderTest, ControlCharactersAreEscaped) {
   EXPECT_THAT(out.str(), Not(HasSubstr("\x1b")));
 }
 
+TEST(RenderTest, HostsShowDesiredVsAppliedChangeOnlyWhenAnyHostHasOne) {
+  smbfleet::v1::ListHostsResponse hosts;
+  hosts.add_hosts()->set_name("fs01");
+  std::ostringstream before;
+  RenderHostTable(hosts, before);
+  EXPECT_THAT(before.str(), Not(HasSubstr("CHANGE")));
+
+  auto* at = hosts.mutable_hosts(0)->mutable_change_status();
+  at->set_desired_change_id("c-1");
+  at->set_desired_version(2);
+  at->set_applied_change_id("c-1");
+  at->set_applied_version(2);
+  at->set_last_result(smbfleet::v1::HOST_CHANGE_STATE_APPLIED);
+  auto* behind = hosts.add_hosts();
+  behind->set_name("fs02");
+  behind->mutable_change_status()->set_desired_change_id("c-1");
+  behind->mutable_change_status()->set_desired_version(2);
+  behind->mutable_change_status()->set_last_result(
+      smbfleet::v1::HOST_CHANGE_STATE_PRECONDITION_FAILED);
+  hosts.add_hosts()->set_name("fs03");
+  std::ostringstream out;
+  RenderHostTable(hosts, out);
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("LAST SEEN +CHANGE"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("fs01 .* c-1 v2 applied"));
+  EXPECT_THAT(out.str(),
+              ::testing::ContainsRegex("fs02 .* c-1 v2 wanted \\(last PRECONDITION_FAILED\\)"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("fs03 .* -\n"));
+}
+
+TEST(RenderTest, HostShowsItsChangeStatusAndLastError) {
+  smbfleet::v1::GetHostResponse h;
+  auto* c = h.mutable_summary()->mutable_change_status();
+  c->set_desired_change_id("c-1");
+  c->set_desired_version(1);
+  c->set_last_result(smbfleet::v1::HOST_CHANGE_STATE_REFUSED);
+  c->set_last_error("enforcement is off");
+  std::ostringstream out;
+  RenderHost(h, out);
+  EXPECT_THAT(out.str(),
+              HasSubstr("Change:      c-1 v1 wanted (last REFUSED): enforcement is off"));
+}
+
+TEST(RenderTest, FindingsNameTheWaiverThatHidesThem) {
+  smbfleet::v1::ListFindingsResponse f;
+  auto* open = f.add_findings();
+  open->set_host("fs01");
+  open->set_rule_id("share-encryption");
+  open->set_message("not encrypted");
+  std::ostringstream plain;
+  RenderFindings(f, plain);
+  EXPECT_THAT(plain.str(), Not(HasSubstr("WAIVED BY")));
+  auto* waived = f.add_findings();
+  waived->set_host("fs02");
+  waived->set_rule_id("share-encryption");
+  waived->set_message("not encrypted");
+  waived->set_waiver_id("w-3");
+  std::ostringstream out;
+  RenderFindings(f, out);
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("WAIVED BY +WHY"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("fs02 .* w-3 +not encrypted"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("fs01 .* - +not encrypted"));
+}
+
+TEST(RenderTest, CleanKeepsUtf8AndEscapesWhatCouldDriveTheTerminal) {
+  EXPECT_EQ(Clean("Z\xc3\xbcrich \xe2\x82\xac"), "Z\xc3\xbcrich \xe2\x82\xac");  // kept as is
+  EXPECT_EQ(Clean("a\tb\x7f"), "a\\x09b\\x7f");
+  EXPECT_EQ(Clean("\xc2\x9b"
+                  "31m"),
+            "\\xc2\\x9b31m");                       // C1 CSI
+  EXPECT_EQ(Clean("x\xe2\x81\xa7y"), "x\\u2067y");  // bidi isolate
+  EXPECT_EQ(Clean("\xff\xc3"), "\\xff\\xc3");       // not UTF-8, truncated sequence
+}
+
 }  // namespace
 }  // namespace smbfleet::cli

@@ -110,6 +110,11 @@ Agent::Agent(AgentConfig config, PostureSource* source, CollectorClient* client,
       clock_(clock),
       rng_(seed) {}
 
+void Agent::set_change_executor(ChangeExecutor* executor) {
+  changes_ = executor;
+  if (changes_ != nullptr) changes_->set_on_changed([this] { Nudge("after_change"); });
+}
+
 void Agent::RefreshBenchmark() {
   if (!benchmark_ || config_.benchmark_interval.count() == 0) return;
   auto now = clock_->Now();
@@ -224,10 +229,24 @@ void Agent::WatchLoop(uint64_t seed) {
   Backoff backoff(std::chrono::seconds(1), config_.max_backoff, seed);
   while (!Stopped()) {
     auto started = clock_->Now();
-    absl::Status s = client_->Watch([this](const smbfleet::v1::WatchResponse& m) {
+    smbfleet::v1::WatchRequest request;
+    request.set_agent_version(kVersion);
+    if (changes_ != nullptr) {
+      for (const std::string& id : changes_->CompletedChangeIds()) {
+        request.add_completed_change_ids(id);
+      }
+    }
+    absl::Status s = client_->Watch(request, [this](const smbfleet::v1::WatchResponse& m) {
       if (m.has_report_now()) {
         Log()->info("collector asks for a report: {}", m.report_now().reason());
         Nudge("nudge");
+      } else if (m.has_change_order()) {
+        if (changes_ == nullptr) {
+          Log()->warn("change {} ignored: this agent takes no change orders",
+                      m.change_order().change_id());
+        } else {
+          changes_->Submit(m.change_order());
+        }
       }
     });
     if (Stopped()) break;
@@ -243,6 +262,8 @@ void Agent::WatchLoop(uint64_t seed) {
 }
 
 void Agent::Run() {
+  std::thread changes;
+  if (changes_ != nullptr) changes = std::thread([this] { changes_->Run(); });
   std::thread watch([this, seed = rng_()] { WatchLoop(seed); });
   Backoff retry(std::chrono::seconds(2), config_.max_backoff, rng_());
   std::uniform_int_distribution<int64_t> first(0, std::max<int64_t>(0, config_.splay.count()));
@@ -273,6 +294,10 @@ void Agent::Run() {
   }
   client_->CancelWatch();
   watch.join();
+  if (changes_ != nullptr) {
+    changes_->Stop();
+    changes.join();
+  }
 }
 
 }  // namespace smbfleet::agent

@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "agent/core/agent_config.h"
+#include "agent/core/change_executor.h"
 #include "agent/core/clock.h"
 #include "agent/core/source.h"
 #include "agent/core/spool.h"
@@ -51,6 +52,12 @@ class Agent {
   // Watch stream open. Returns after Stop().
   void Run();
 
+  // Change orders from the Watch stream go to `executor` (not owned; opened by the caller), which
+  // Run() works on a thread of its own; without one, orders are logged and ignored. Its finished
+  // change ids open each Watch stream, and each order that touched the host nudges a report with
+  // reason after_change. Call before Run().
+  void set_change_executor(ChangeExecutor* executor);
+
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
   void Nudge(const std::string& reason);
@@ -76,6 +83,7 @@ class Agent {
   BenchmarkFn benchmark_;
   HostInfoFn host_info_;
   Clock* clock_;
+  ChangeExecutor* changes_ = nullptr;
   // Used by the Run() thread only (the watch thread gets its own seed).
   std::vector<smbfleet::v1::Benchmark> last_benchmark_;
   Clock::TimePoint next_benchmark_{};

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
 #include "common/yaml_config.h"
+#include "policy/settings.h"
 
 namespace smbfleet::agent {
 namespace {
@@ -24,7 +25,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   AgentConfig c;
   CheckKeys(root,
             {"collector", "tls", "source", "labels", "schedule", "spool", "limits", "log_level",
-             "tool_env"},
+             "tool_env", "changes"},
             "", &problems);
 
   YAML::Node collector = root["collector"];
@@ -106,11 +107,38 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     ReadByteSize(limits, "max_report_bytes", "limits", &c.max_report_bytes, &problems);
   }
 
+  YAML::Node changes = root["changes"];
+  if (changes.IsDefined()) {
+    CheckKeys(changes, {"enforce", "allow", "journal"}, "changes", &problems);
+    ReadBool(changes, "enforce", "changes", &c.changes.enforce, &problems);
+    std::vector<std::string> allow;
+    if (ReadStringList(changes, "allow", "changes", &allow, &problems)) {
+      for (const std::string& name : allow) {
+        if (absl::Status known = policy::LookupSetting(name).status(); !known.ok()) {
+          problems.Add(changes["allow"], "changes.allow",
+                       absl::StrCat("'", name, "' is not a known setting: ", known.message()));
+          continue;
+        }
+        c.changes.allow.insert(name);
+      }
+    }
+    if (ReadString(changes, "journal", "changes", &c.changes.journal_dir, &problems)) {
+      c.changes.journal_dir = ResolvePath(file, c.changes.journal_dir);
+    }
+  }
+
   ReadLogLevel(root, &c.log_level, &problems);
 
   if (!problems.empty()) return problems.ToStatus();
   if (c.collector_server_name.empty()) {
     c.collector_server_name = c.collector_address.substr(0, c.collector_address.rfind(':'));
+  }
+  if (c.changes.journal_dir.empty()) {
+    // Beside the spool and named after it: agents with their own spools (several on one test
+    // machine) never share a journal, which would make one skip another's orders.
+    std::string spool = c.spool_dir;
+    while (spool.size() > 1 && spool.back() == '/') spool.pop_back();
+    c.changes.journal_dir = spool + "-changes";
   }
   return c;
 }

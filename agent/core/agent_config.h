@@ -4,12 +4,21 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "common/tls.h"
 
 namespace smbfleet::agent {
+
+// The host's own consent to change orders (`changes:` in the YAML). Orders for a setting that is
+// not on `allow`, or any order while `enforce` is false, are acked REFUSED and nothing is touched.
+struct ChangesConfig {
+  bool enforce = false;
+  std::set<std::string> allow;  // policy/settings.h names, e.g. "share.encryptData"
+  std::string journal_dir;      // not in the YAML: "<spool.dir>-changes"
+};
 
 struct AgentConfig {
   std::string collector_address;      // host:port
@@ -28,6 +37,7 @@ struct AgentConfig {
   std::string log_level = "info";
   // Environment for the platform's tools (e.g. NSS_WRAPPER_* for a private Samba).
   std::map<std::string, std::string> tool_env;
+  ChangesConfig changes;
 };
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text);

@@ -56,6 +56,45 @@ TEST_F(AgentConfigTest, ListsEveryProblem) {
   EXPECT_THAT(m, HasSubstr("extra: unknown setting"));
 }
 
+TEST_F(AgentConfigTest, ChangesAreOffByDefaultWithTheJournalBesideTheSpool) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n"
+                            "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n"
+                            "spool: {dir: state/spool}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->changes.enforce);
+  EXPECT_TRUE(c->changes.allow.empty());
+  EXPECT_EQ(c->changes.journal_dir, dir_ + "/state/spool-changes");
+}
+
+TEST_F(AgentConfigTest, ChangesSection) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n"
+                            "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n"
+                            "changes:\n"
+                            "  enforce: true\n"
+                            "  allow: [server.requireSigning, share.encryptData]\n"
+                            "  journal: journal\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->changes.enforce);
+  EXPECT_THAT(c->changes.allow,
+              ::testing::UnorderedElementsAre("server.requireSigning", "share.encryptData"));
+  EXPECT_EQ(c->changes.journal_dir, dir_ + "/journal");
+}
+
+TEST_F(AgentConfigTest, ChangesAllowNamesAnUnknownSetting) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n"
+                            "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n"
+                            "changes: {enforce: yes-please, allow: [share.encryptData, "
+                            "server.formatDisk], other: 1}\n");
+  ASSERT_FALSE(c.ok());
+  std::string m(c.status().message());
+  EXPECT_THAT(m, HasSubstr("changes.allow: 'server.formatDisk' is not a known setting"));
+  EXPECT_THAT(m, HasSubstr("changes.enforce"));
+  EXPECT_THAT(m, HasSubstr("changes.other: unknown setting"));
+}
+
 TEST_F(AgentConfigTest, MissingSections) {
   auto c = ParseAgentConfig(dir_ + "/agent.yaml", "source: samba\n");
   ASSERT_FALSE(c.ok());

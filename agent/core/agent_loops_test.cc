@@ -10,6 +10,7 @@
 #include "agent/core/agent.h"
 #include "agent/core/testing/fake_clock.h"
 #include "agent/core/testing/fake_collector_client.h"
+#include "agent/core/testing/fake_settings_applier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -227,6 +228,56 @@ TEST_F(AgentLoopsTest, WatchReconnectsWithCappedJitteredBackoffAndStopsPromptly)
   run.join();
   EXPECT_EQ(clock_.Now(), before);
   EXPECT_EQ(client_.watch_times().size(), 9u);
+}
+
+TEST_F(AgentLoopsTest, ChangeOrderOnTheStreamIsAppliedAckedAndFollowedByAnAfterChangeReport) {
+  testing::FakeSettingsApplier applier;
+  applier.values[{"share.encryptData", "finance"}] = "false";
+  ChangeExecutorOptions options;
+  options.changes.enforce = true;
+  options.changes.allow = {"share.encryptData"};
+  options.changes.journal_dir = dir_ + "-journal";
+  std::filesystem::remove_all(options.changes.journal_dir);
+  ChangeExecutor changes(options, &applier, &client_, &clock_);
+  ASSERT_TRUE(changes.Open().ok());
+  auto agent = NewAgent();
+  agent->set_change_executor(&changes);
+  std::thread run([&] { agent->Run(); });
+
+  ASSERT_TRUE(client_.AwaitWatchCalls(1));
+  EXPECT_THAT(client_.watch_requests()[0].completed_change_ids(), IsEmpty());
+  smbfleet::v1::WatchResponse m;
+  auto* order = m.mutable_change_order();
+  order->set_change_id("chg-1");
+  order->set_version(3);
+  order->set_nonce("n1");
+  auto* setting = order->add_settings();
+  setting->set_setting("share.encryptData");
+  setting->set_share("finance");
+  setting->set_value("true");
+  setting->set_expected_current("false");
+  client_.SendWatch(m);
+
+  ASSERT_TRUE(client_.AwaitAcks(1));
+  auto ack = client_.acks()[0];
+  EXPECT_EQ(ack.change_id(), "chg-1");
+  EXPECT_EQ(ack.version(), 3u);
+  EXPECT_EQ(ack.result(), smbfleet::v1::AckChangeRequest::RESULT_APPLIED) << ack.message();
+  EXPECT_EQ((applier.values[{"share.encryptData", "finance"}]), "true");
+  // The report comes without the clock moving: it is not the scheduled one.
+  ASSERT_TRUE(client_.AwaitReports(1));
+  EXPECT_EQ(client_.reports()[0].reason(), "after_change");
+
+  // A reconnect names the finished change, so that the collector does not send it again.
+  client_.EndWatch();
+  auto wait = clock_.AwaitWait(client_.watch_thread(), 1);
+  ASSERT_TRUE(wait.has_value());
+  clock_.AdvanceTo(wait->deadline);
+  ASSERT_TRUE(client_.AwaitWatchCalls(2));
+  EXPECT_THAT(client_.watch_requests()[1].completed_change_ids(), ElementsAre("chg-1"));
+  agent->Stop();
+  run.join();
+  EXPECT_EQ(applier.applies, 1);
 }
 
 }  // namespace

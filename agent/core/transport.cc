@@ -51,15 +51,16 @@ absl::StatusOr<smbfleet::v1::ReportResponse> GrpcCollectorClient::Report(
   return response;
 }
 
-absl::Status GrpcCollectorClient::Watch(const WatchCallback& on_message) {
+absl::Status GrpcCollectorClient::Watch(const smbfleet::v1::WatchRequest& watch_request,
+                                        const WatchCallback& on_message) {
   grpc::ClientContext ctx;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (cancelled_) return absl::CancelledError("watch cancelled");
     watch_context_ = &ctx;
   }
-  smbfleet::v1::WatchRequest request;
-  request.set_agent_version(kVersion);
+  smbfleet::v1::WatchRequest request = watch_request;
+  if (request.agent_version().empty()) request.set_agent_version(kVersion);
   auto reader = stub_->Watch(&ctx, request);
   smbfleet::v1::WatchResponse message;
   while (reader->Read(&message)) on_message(message);

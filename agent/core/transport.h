@@ -24,9 +24,11 @@ class CollectorClient {
   virtual absl::StatusOr<smbfleet::v1::ReportResponse> Report(
       const smbfleet::v1::ReportRequest& request) = 0;
 
-  // Reads the Watch stream until it ends or CancelWatch() is called; on_message runs for each
-  // message on this thread. After CancelWatch(), returns Cancelled at once.
-  virtual absl::Status Watch(const WatchCallback& on_message) = 0;
+  // Opens the Watch stream with `request` (completed change ids) and reads it until it ends or
+  // CancelWatch() is called; on_message runs for each message on this thread. After
+  // CancelWatch(), returns Cancelled at once.
+  virtual absl::Status Watch(const smbfleet::v1::WatchRequest& request,
+                             const WatchCallback& on_message) = 0;
   virtual void CancelWatch() = 0;
 
   // The outcome of a change order.
@@ -46,7 +48,8 @@ class GrpcCollectorClient : public CollectorClient {
 
   absl::StatusOr<smbfleet::v1::ReportResponse> Report(
       const smbfleet::v1::ReportRequest& request) override;
-  absl::Status Watch(const WatchCallback& on_message) override;
+  absl::Status Watch(const smbfleet::v1::WatchRequest& request,
+                     const WatchCallback& on_message) override;
   void CancelWatch() override;
   absl::Status AckChange(const smbfleet::v1::AckChangeRequest& request) override;
 

@@ -1,6 +1,7 @@
 #include "collector/server/startup.h"
 
 #include "collector/ingest/digest.h"
+#include "collector/store/postgres/order_signal.h"
 #include "collector/store/postgres/pg_store.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -27,14 +28,19 @@ absl::StatusOr<std::unique_ptr<policy::Policy>> LoadPolicy(const std::string& fi
   return policy;
 }
 
-// The order signal between collector processes on one database. PgOrderSignal (NOTIFY/LISTEN,
-// collector/store/postgres/order_signal.h) is not on this branch yet: until it is, orders reach
-// streams held by this process at once and those on other processes at the agent's reconnect.
-// When it lands, the body becomes:
-//   return std::unique_ptr<OrderSignal>(std::make_unique<PgOrderSignal>(dsn, std::move(h)));
+// The order signal between collector processes on one database: NOTIFY/LISTEN, so that an
+// approval made through one process reaches the agents whose streams another holds.
 OrderSignalFactory PgOrderSignalFactory(const std::string& dsn) {
-  return [](OrderSignal::Handler h) -> absl::StatusOr<std::unique_ptr<OrderSignal>> {
-    return std::unique_ptr<OrderSignal>(std::make_unique<LocalOrderSignal>(std::move(h)));
+  return [dsn](OrderSignal::Handler h) -> absl::StatusOr<std::unique_ptr<OrderSignal>> {
+    auto signal = std::make_unique<PgOrderSignal>(dsn, std::move(h));
+    // Only a hint (the orders are in the store): a slow listener delays, never loses, orders.
+    if (!signal->WaitUntilListening(absl::Seconds(5))) {
+      Logger("collector")
+          ->warn(
+              "order signal: not listening yet; other processes' approvals reach this "
+              "process's agents when it is");
+    }
+    return std::unique_ptr<OrderSignal>(std::move(signal));
   };
 }
 

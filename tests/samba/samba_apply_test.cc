@@ -1,7 +1,9 @@
 // Changes applied to a real smbd through SambaApplier, checked with real smbclient connections.
 
+#include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -242,6 +244,94 @@ TEST(SambaApplyTest, EncryptionRequiredServerWideRefusesSmb2AtSessionSetup) {
   auto back = ApplierFor(l)->Apply(r.before);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");
+}
+
+std::vector<std::string> StagingLeftovers(SambaLab& l) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(l.managed_dir())) {
+    std::string name = e.path().filename().string();
+    if (absl::StartsWith(name, ".stage-") || absl::StartsWith(name, ".posture.conf.") ||
+        absl::StartsWith(name, ".share-")) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
+// smbd re-reads changed include files by itself: a candidate testparm rejects must never be
+// written where smbd reads, not even for a moment.
+TEST(SambaApplyTest, CandidateTestparmRejectsLeavesTheLiveFilesByteIdentical) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  ASSERT_TRUE(applier->Apply({Change("share.encryptData", "false", "finance")}).ok());
+  const std::string global = l.managed_dir() + "/posture.conf";
+  const std::string finance = l.managed_dir() + "/share-finance.conf";
+  std::string global_before = ReadFile(global).value_or("<missing>");
+  std::string finance_before = ReadFile(finance).value_or("<missing>");
+
+  auto r = applier->writer().Write(
+      {{"", "server signing", "mandatory"}, {"finance", "smb encrypt", "bogus"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted) << r.status();
+  EXPECT_EQ(ReadFile(global).value_or("<missing>"), global_before);
+  EXPECT_EQ(ReadFile(finance).value_or("<missing>"), finance_before);
+  EXPECT_THAT(StagingLeftovers(l), ::testing::IsEmpty());
+  EXPECT_EQ(Verdict(l, "finance", {}), "ok");
+  EXPECT_FALSE(Collect(l).server().require_signing());
+}
+
+TEST(SambaApplyTest, MultiFileChangeLandsAsAWhole) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  auto r = applier->Apply({Change("server.requireSigning", "true"),
+                           Change("share.encryptData", "true", "finance"),
+                           Change("share.encryptData", "true", "demo")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  v1::Posture p = Collect(l);
+  EXPECT_TRUE(p.server().require_signing());
+  for (const auto& share : p.shares()) {
+    if (share.name() == "finance" || share.name() == "demo") {
+      EXPECT_TRUE(share.encrypt_data()) << share.name();
+    }
+  }
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB3", "--option=client smb encrypt=required"}), "ok");
+  EXPECT_THAT(StagingLeftovers(l), ::testing::IsEmpty());
+}
+
+TEST(SambaApplyTest, ConcurrentAppliesDoNotInterleave) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  // Two appliers (as two agents would be) over one smb.conf, each changing its own setting in the
+  // same include file. Each apply states the value it left last time as expected_current: an
+  // interleaved read-modify-write by the other would lose it and fail the precondition.
+  auto a = ApplierFor(l);
+  auto b = ApplierFor(l);
+  auto loop = [&](SambaApplier* applier, const std::string& setting) {
+    std::string last = "false";
+    for (int i = 0; i < 6; ++i) {
+      std::string next = last == "false" ? "true" : "false";
+      v1::SettingChange c = Change(setting, next);
+      c.set_expected_current(last);
+      auto r = applier->Apply({c});
+      EXPECT_TRUE(r.ok()) << setting << " " << i << ": " << r.status();
+      last = next;
+    }
+  };
+  std::thread ta(loop, a.get(), "server.requireSigning");
+  std::thread tb(loop, b.get(), "client.requireSigning");
+  ta.join();
+  tb.join();
+  v1::Posture p = Collect(l);
+  EXPECT_EQ(p.probe_errors_size(), 0);
+  EXPECT_FALSE(p.server().require_signing());  // six toggles from false
+  EXPECT_FALSE(p.client().require_signing());
+  EXPECT_THAT(StagingLeftovers(l), ::testing::IsEmpty());
+  EXPECT_EQ(Verdict(l, "finance", {}), "ok");
 }
 
 }  // namespace

@@ -29,9 +29,11 @@ absl::StatusOr<smbfleet::v1::ReportResponse> FakeCollectorClient::Report(
   return response;
 }
 
-absl::Status FakeCollectorClient::Watch(const WatchCallback& on_message) {
+absl::Status FakeCollectorClient::Watch(const smbfleet::v1::WatchRequest& request,
+                                        const WatchCallback& on_message) {
   Clock::TimePoint now = clock_->Now();
   std::unique_lock<std::mutex> lock(mu_);
+  watch_requests_.push_back(request);
   watch_times_.push_back(now);
   watch_thread_ = std::this_thread::get_id();
   cv_.notify_all();
@@ -62,8 +64,39 @@ void FakeCollectorClient::CancelWatch() {
   cv_.notify_all();
 }
 
-absl::Status FakeCollectorClient::AckChange(const smbfleet::v1::AckChangeRequest&) {
-  return absl::UnimplementedError("AckChange: not scripted in this fake");
+absl::Status FakeCollectorClient::AckChange(const smbfleet::v1::AckChangeRequest& request) {
+  absl::Status answer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    acks_.push_back(request);
+    if (!ack_answers_.empty()) {
+      answer = ack_answers_.front();
+      ack_answers_.pop_front();
+    }
+  }
+  cv_.notify_all();
+  return answer;
+}
+
+void FakeCollectorClient::ScriptAcks(std::vector<absl::Status> answers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ack_answers_.assign(answers.begin(), answers.end());
+}
+
+std::vector<smbfleet::v1::AckChangeRequest> FakeCollectorClient::acks() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return acks_;
+}
+
+bool FakeCollectorClient::AwaitAcks(size_t n, std::chrono::milliseconds real_timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, real_timeout,
+                      [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return acks_.size() >= n; });
+}
+
+std::vector<smbfleet::v1::WatchRequest> FakeCollectorClient::watch_requests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_requests_;
 }
 
 void FakeCollectorClient::ScriptReports(std::vector<absl::Status> answers) {

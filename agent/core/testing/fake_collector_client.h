@@ -1,9 +1,9 @@
 #ifndef SMBFLEET_AGENT_CORE_TESTING_FAKE_COLLECTOR_CLIENT_H_
 #define SMBFLEET_AGENT_CORE_TESTING_FAKE_COLLECTOR_CLIENT_H_
 
-// A CollectorClient in memory: Report answers from a script (OK by default) and records what it
-// got; Watch streams hold open until the test sends messages or ends them. Tests block on it,
-// without sleeping, until the agent has made a given number of calls.
+// A CollectorClient in memory: Report and AckChange answer from a script (OK by default) and
+// record what they got; Watch streams hold open until the test sends messages or ends them. Tests
+// block on it, without sleeping, until the agent has made a given number of calls.
 
 #include <chrono>
 #include <condition_variable>
@@ -26,7 +26,8 @@ class FakeCollectorClient : public CollectorClient {
 
   absl::StatusOr<smbfleet::v1::ReportResponse> Report(
       const smbfleet::v1::ReportRequest& request) override;
-  absl::Status Watch(const WatchCallback& on_message) override;
+  absl::Status Watch(const smbfleet::v1::WatchRequest& request,
+                     const WatchCallback& on_message) override;
   void CancelWatch() override;
   absl::Status AckChange(const smbfleet::v1::AckChangeRequest& request) override;
 
@@ -37,6 +38,14 @@ class FakeCollectorClient : public CollectorClient {
   // Reports received (answered OK or not), oldest first.
   std::vector<smbfleet::v1::ReportRequest> reports();
   bool AwaitReports(size_t n, std::chrono::milliseconds real_timeout = std::chrono::seconds(20));
+
+  // The answers to the next AckChange calls, in order; OK once they are used up.
+  void ScriptAcks(std::vector<absl::Status> answers);
+  // Acks received (answered OK or not), oldest first.
+  std::vector<smbfleet::v1::AckChangeRequest> acks();
+  bool AwaitAcks(size_t n, std::chrono::milliseconds real_timeout = std::chrono::seconds(20));
+  // The requests the Watch calls opened their streams with.
+  std::vector<smbfleet::v1::WatchRequest> watch_requests();
 
   // Watch streams end at once with Unavailable (true) or stay open until EndWatch() (false).
   void set_end_watch_at_once(bool v);
@@ -54,6 +63,9 @@ class FakeCollectorClient : public CollectorClient {
   std::deque<absl::Status> answers_ ABSL_GUARDED_BY(mu_);
   std::function<void(const smbfleet::v1::ReportRequest&)> on_report_ ABSL_GUARDED_BY(mu_);
   std::vector<smbfleet::v1::ReportRequest> reports_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::Status> ack_answers_ ABSL_GUARDED_BY(mu_);
+  std::vector<smbfleet::v1::AckChangeRequest> acks_ ABSL_GUARDED_BY(mu_);
+  std::vector<smbfleet::v1::WatchRequest> watch_requests_ ABSL_GUARDED_BY(mu_);
   bool end_at_once_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<smbfleet::v1::WatchResponse> pending_ ABSL_GUARDED_BY(mu_);
   int end_requests_ ABSL_GUARDED_BY(mu_) = 0;

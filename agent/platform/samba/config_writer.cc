@@ -1,5 +1,9 @@
 #include "agent/platform/samba/config_writer.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,9 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/core/durable_file.h"
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/samba_names.h"
 #include "common/files.h"
+#include "common/status_macros.h"
 
 namespace smbfleet::agent::samba {
 namespace {
@@ -81,6 +87,79 @@ absl::Status RemoveFile(const std::string& path) {
 
 }  // namespace
 
+std::string RedirectIncludes(const std::string& conf,
+                             const std::map<std::string, std::string>& redirect) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(conf, '\n')) {
+    absl::string_view stripped = absl::StripAsciiWhitespace(line);
+    size_t eq = stripped.find('=');
+    if (eq != absl::string_view::npos && !stripped.empty() && stripped.front() != '#' &&
+        stripped.front() != ';' &&
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(stripped.substr(0, eq))) == "include") {
+      auto it = redirect.find(std::string(absl::StripAsciiWhitespace(stripped.substr(eq + 1))));
+      if (it != redirect.end()) {
+        absl::StrAppend(&out, "include = ", it->second, "\n");
+        continue;
+      }
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  if (!conf.empty() && conf.back() == '\n') out.pop_back();  // split left an empty last piece
+  return out;
+}
+
+absl::StatusOr<StagingDir> StagingDir::Create(const std::string& parent) {
+  std::string tmpl = parent + "/.stage-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    return absl::InternalError(
+        absl::StrCat(tmpl, ": cannot create a staging folder: ", std::strerror(errno)));
+  }
+  StagingDir d;
+  d.path_ = buf.data();
+  return d;
+}
+
+StagingDir::StagingDir(StagingDir&& other) noexcept : path_(std::move(other.path_)) {
+  other.path_.clear();
+}
+
+StagingDir::~StagingDir() {
+  if (path_.empty()) return;
+  if (DIR* d = ::opendir(path_.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") ::unlink((path_ + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(path_.c_str());
+}
+
+std::mutex ApplyLock::process_mu_;
+
+absl::StatusOr<std::unique_ptr<ApplyLock>> ApplyLock::Acquire(const std::string& managed_dir) {
+  std::unique_ptr<ApplyLock> lock(new ApplyLock());
+  lock->held_ = std::unique_lock<std::mutex>(process_mu_);
+  RETURN_IF_ERROR(MakeDirs(managed_dir));
+  std::string path = managed_dir + "/.smbfleet-apply.lock";
+  lock->fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock->fd_ < 0) {
+    return absl::InternalError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  while (::flock(lock->fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return absl::InternalError(absl::StrCat(path, ": cannot lock: ", std::strerror(errno)));
+    }
+  }
+  return lock;
+}
+
+ApplyLock::~ApplyLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
 bool IsWritableParameter(const std::string& parameter, bool share_scope) {
   static const std::set<std::string>* kGlobal = new std::set<std::string>{
       "server signing", "server smb encrypt", "server min protocol", "client signing"};
@@ -124,15 +203,17 @@ std::string SambaConfigWriter::ShareFile(const std::string& share) const {
   return absl::StrCat(managed_dir_, "/share-", absl::AsciiStrToLower(share), ".conf");
 }
 
-absl::StatusOr<TestparmConfig> SambaConfigWriter::ReadConfig() {
-  Command command = TestparmDumpCommand(options_);
+absl::StatusOr<TestparmConfig> SambaConfigWriter::ReadConfig() { return ReadConfigOf(options_); }
+
+absl::StatusOr<TestparmConfig> SambaConfigWriter::ReadConfigOf(const SambaOptions& options) {
+  Command command = TestparmDumpCommand(options);
   absl::StatusOr<CommandResult> result = runner_->Run(command);
   if (!result.ok()) {
     return absl::Status(result.status().code(),
                         absl::StrCat(DescribeCommand(command), ": ", result.status().message()));
   }
   if (result->exit_code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("testparm rejects ", options_.smb_conf,
+    return absl::FailedPreconditionError(absl::StrCat("testparm rejects ", options.smb_conf,
                                                       " (exit ", result->exit_code,
                                                       "): ", ToolMessage(*result)));
   }
@@ -158,7 +239,7 @@ absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<Parameter
   }
 
   WriteResult result;
-  if (absl::Status s = MakeDirs(managed_dir_); !s.ok()) return s;
+  RETURN_IF_ERROR(MakeDirs(managed_dir_));
   std::map<std::string, FileState> files;
   for (const auto& [path, file_changes] : by_file) {
     FileState state;
@@ -174,10 +255,15 @@ absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<Parameter
     files[path] = std::move(state);
   }
 
+  if (files.empty()) {
+    result.actions.push_back("no file changed");
+    return result;
+  }
+
   auto restore = [&]() -> absl::Status {
     absl::Status first;
     for (const auto& [path, state] : files) {
-      absl::Status s = state.existed ? WriteFileAtomic(path, state.old_content) : RemoveFile(path);
+      absl::Status s = state.existed ? WriteFileDurably(path, state.old_content) : RemoveFile(path);
       if (!s.ok() && first.ok()) first = s;
     }
     return first;
@@ -193,34 +279,49 @@ absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<Parameter
     return absl::Status(code, absl::StrCat(why, "; restored ", absl::StrJoin(paths, ", ")));
   };
 
+  // 1. The candidate: the changed files and a copy of smb.conf whose include lines point at them,
+  //    in a private folder beside the managed files (same file system: renamed into place later).
+  //    smbd re-reads changed include files by itself, so nothing live changes before testparm.
+  ASSIGN_OR_RETURN(StagingDir stage, StagingDir::Create(managed_dir_));
+  std::map<std::string, std::string> staged;  // live path -> candidate path
   for (const auto& [path, state] : files) {
-    if (state.existed) {
-      if (absl::Status s = WriteFileAtomic(path + ".prev", state.old_content); !s.ok()) {
-        return restored(absl::StatusCode::kInternal, std::string(s.message()));
-      }
+    std::string candidate = absl::StrCat(stage.path(), "/", path.substr(path.rfind('/') + 1));
+    RETURN_IF_ERROR(WriteFileDurably(candidate, state.new_content));
+    staged[path] = candidate;
+  }
+  ASSIGN_OR_RETURN(std::string conf, ReadFile(options_.smb_conf, 4 << 20));
+  SambaOptions candidate_options = options_;
+  candidate_options.smb_conf = stage.path() + "/smb.conf";
+  RETURN_IF_ERROR(WriteFileDurably(candidate_options.smb_conf, RedirectIncludes(conf, staged)));
+  absl::StatusOr<TestparmConfig> config = ReadConfigOf(candidate_options);
+  constexpr absl::string_view kKept =
+      "; previous configuration kept (live files untouched, nothing needed to be restored)";
+  if (!config.ok()) {
+    return absl::AbortedError(
+        absl::StrCat("new configuration not loaded: ", config.status().message(), kKept));
+  }
+  if (verify) {
+    if (absl::Status s = verify(*config); !s.ok()) {
+      return absl::AbortedError(absl::StrCat("new configuration not loaded: ", s.message(), kKept));
     }
-    if (absl::Status s = WriteFileAtomic(path, state.new_content); !s.ok()) {
+  }
+  result.actions.push_back(
+      absl::StrCat("testparm accepted the candidate configuration of ", options_.smb_conf));
+
+  // 2. Into place: previous versions kept as .prev, then one rename per file in path order. A
+  //    failed rename puts every previous file back, so the set lands whole or not at all.
+  for (const auto& [path, state] : files) {
+    if (!state.existed) continue;
+    if (absl::Status s = WriteFileDurably(path + ".prev", state.old_content); !s.ok()) {
+      return absl::InternalError(absl::StrCat(s.message(), "; live files untouched"));
+    }
+  }
+  for (const auto& [path, state] : files) {
+    if (absl::Status s = RenameDurably(staged[path], path); !s.ok()) {
       return restored(absl::StatusCode::kInternal, std::string(s.message()));
     }
     result.files_changed.push_back(path);
     result.actions.push_back(absl::StrCat("wrote ", path));
-  }
-  if (files.empty()) {
-    result.actions.push_back("no file changed");
-    return result;
-  }
-
-  absl::StatusOr<TestparmConfig> config = ReadConfig();
-  if (!config.ok()) {
-    return restored(absl::StatusCode::kAborted,
-                    absl::StrCat("new configuration not loaded: ", config.status().message()));
-  }
-  result.actions.push_back(absl::StrCat("testparm accepted ", options_.smb_conf));
-  if (verify) {
-    if (absl::Status s = verify(*config); !s.ok()) {
-      return restored(absl::StatusCode::kAborted,
-                      absl::StrCat("new configuration not loaded: ", s.message()));
-    }
   }
 
   Command reload;

@@ -25,6 +25,11 @@ class FakeRunner : public CommandRunner {
   void SetHandler(const std::string& argv, Handler handler) {
     handlers_[argv] = std::move(handler);
   }
+  // For commands whose argv starts with `prefix` and has no exact handler (e.g. testparm of a
+  // staged smb.conf copy in a temp folder).
+  void SetPrefixHandler(const std::string& prefix, Handler handler) {
+    prefix_handlers_[prefix] = std::move(handler);
+  }
   static CommandResult Ok(std::string out) { return CommandResult{0, std::move(out), ""}; }
   static CommandResult Exit(int code, std::string err) {
     return CommandResult{code, "", std::move(err)};
@@ -34,9 +39,11 @@ class FakeRunner : public CommandRunner {
     std::string key = absl::StrJoin(command.argv, " ");
     commands_.push_back(command);
     auto it = handlers_.find(key);
-    if (it == handlers_.end())
-      return absl::NotFoundError(absl::StrCat("fake: no handler for ", key));
-    return it->second(command);
+    if (it != handlers_.end()) return it->second(command);
+    for (const auto& [prefix, handler] : prefix_handlers_) {
+      if (key.compare(0, prefix.size(), prefix) == 0) return handler(command);
+    }
+    return absl::NotFoundError(absl::StrCat("fake: no handler for ", key));
   }
 
   const std::vector<Command>& commands() const { return commands_; }
@@ -48,6 +55,7 @@ class FakeRunner : public CommandRunner {
 
  private:
   std::map<std::string, Handler> handlers_;
+  std::map<std::string, Handler> prefix_handlers_;
   std::vector<Command> commands_;
 };
 

@@ -283,6 +283,13 @@ absl::StatusOr<std::vector<SettingChange>> SambaApplier::Read(
 ApplyResult SambaApplier::DoApply(const std::vector<SettingChange>& changes,
                                   const std::vector<std::string>& options) {
   ApplyResult result;
+  // Held from reading the current values to the reload, so that applies never interleave.
+  absl::StatusOr<std::unique_ptr<ApplyLock>> lock = ApplyLock::Acquire(writer_.managed_dir());
+  if (!lock.ok()) {
+    result.set_status(
+        absl::InternalError(absl::StrCat("cannot take the apply lock: ", lock.status().message())));
+    return result;
+  }
   result.set_status(ApplyInto(changes, options, &result));
   return result;
 }

@@ -1,7 +1,11 @@
 #include "agent/platform/samba/samba_applier.h"
 
+#include <atomic>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -29,7 +33,9 @@ class FakeSamba {
  public:
   FakeSamba(const std::string& conf, const std::string& managed_dir, FakeRunner* runner)
       : managed_dir_(managed_dir) {
-    runner->SetHandler("testparm -s -v " + conf, [this](const Command&) { return Testparm(); });
+    // Any smb.conf: the live one, or the applier's staged copy of it.
+    runner->SetPrefixHandler("testparm -s -v ",
+                             [this](const Command& c) { return Testparm(c.argv.back()); });
     runner->SetHandler("smbcontrol -s " + conf + " smbd reload-config", [this](const Command&) {
       ++reloads;
       return reload_result;
@@ -65,13 +71,34 @@ class FakeSamba {
     return out;
   }
 
-  absl::StatusOr<CommandResult> Testparm() {
+  // Section name -> include paths in `conf`.
+  static std::map<std::string, std::vector<std::string>> Includes(const std::string& conf) {
+    std::map<std::string, std::vector<std::string>> out;
+    std::string section;
+    for (absl::string_view line : absl::StrSplit(ReadFile(conf).value_or(""), '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (!line.empty() && line.front() == '[') {
+        section = std::string(absl::StripSuffix(absl::StripPrefix(line, "["), "]"));
+        continue;
+      }
+      std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+      if (absl::StripAsciiWhitespace(kv.first) == "include") {
+        out[section].emplace_back(absl::StripAsciiWhitespace(kv.second));
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<CommandResult> Testparm(const std::string& conf) {
+    std::map<std::string, std::vector<std::string>> includes = Includes(conf);
     std::map<std::string, std::string> global = {
         {"server signing", "default"},       {"server smb encrypt", "default"},
         {"server min protocol", "SMB2_02"},  {"server max protocol", "SMB3"},
         {"client signing", "default"},       {"map to guest", "Never"},
         {"server role", "standalone server"}};
-    for (const auto& [k, v] : Overrides(managed_dir_ + "/posture.conf")) global[k] = v;
+    for (const std::string& file : includes["global"]) {
+      for (const auto& [k, v] : Overrides(file)) global[k] = v;
+    }
     std::string out = "[global]\n";
     bool valid = true;
     static const std::set<std::string> kEnum = {"auto",        "mandatory", "required", "desired",
@@ -86,9 +113,11 @@ class FakeSamba {
     for (const char* share : {"demo", "finance"}) {
       absl::StrAppend(&out, "\n[", share, "]\n\tpath = /srv/", share, "\n");
       if (unwired.count(share)) continue;
-      for (const auto& [k, v] : Overrides(absl::StrCat(managed_dir_, "/share-", share, ".conf"))) {
-        absl::StrAppend(&out, "\t", k, " = ", v, "\n");
-        if (k == "server smb encrypt" && kEnum.count(v) == 0) valid = false;
+      for (const std::string& file : includes[share]) {
+        for (const auto& [k, v] : Overrides(file)) {
+          absl::StrAppend(&out, "\t", k, " = ", v, "\n");
+          if (k == "server smb encrypt" && kEnum.count(v) == 0) valid = false;
+        }
       }
     }
     CommandResult r{valid ? 0 : 1, out, valid ? "" : "WARNING: Ignoring invalid value\n"};
@@ -114,7 +143,11 @@ class SambaApplierTest : public ::testing::Test {
     dir_ = ::testing::TempDir() + "/samba_applier_test_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     ASSERT_TRUE(MakeDirs(dir_ + "/conf.d").ok());
-    ASSERT_TRUE(WriteFileAtomic(dir_ + "/smb.conf", "[global]\n").ok());
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/smb.conf",
+                                absl::StrCat("[global]\n    include = ", Global(),
+                                             "\n[demo]\n    include = ", Share("demo"),
+                                             "\n[finance]\n    include = ", Share("finance"), "\n"))
+                    .ok());
     ASSERT_TRUE(WriteFileAtomic(Global(), "# agent-managed global settings\n").ok());
     ::unlink(Share("finance").c_str());
     ::unlink((Global() + ".prev").c_str());
@@ -408,6 +441,107 @@ TEST_F(SambaApplierTest, WriterKeepsUnrelatedLinesAndReplacesSynonyms) {
   EXPECT_THAT(content, HasSubstr("    smb encrypt = required\n"));
   EXPECT_THAT(content, Not(HasSubstr("= off")));
   EXPECT_THAT(Read(Share("finance") + ".prev"), HasSubstr("server smb encrypt = off"));
+}
+
+// smbd re-reads changed include files by itself: the live files must not change before testparm
+// has accepted the candidate.
+TEST_F(SambaApplierTest, RejectedCandidateLeavesTheLiveFilesByteIdenticalAndNoStagingBehind) {
+  const std::string live = "    server signing = mandatory\n";
+  ASSERT_TRUE(WriteFileAtomic(Global(), live).ok());
+  std::string seen_during_check;
+  runner_.SetPrefixHandler("testparm -s -v ",
+                           [&](const Command& c) -> absl::StatusOr<CommandResult> {
+                             seen_during_check = Read(Global());
+                             EXPECT_NE(c.argv.back(), options_.samba.smb_conf);  // the staged copy
+                             return FakeRunner::Exit(1, "WARNING: Ignoring invalid value 'bogus'");
+                           });
+  auto r = applier_->writer().Write({{"", "server signing", "bogus"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(r.status().message(), HasSubstr("live files untouched"));
+  EXPECT_EQ(seen_during_check, live);
+  EXPECT_EQ(Read(Global()), live);
+  EXPECT_EQ(Read(Global() + ".prev"), "<missing>");
+  EXPECT_EQ(samba_->reloads, 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/conf.d")) {
+    EXPECT_FALSE(absl::StartsWith(e.path().filename().string(), ".stage-")) << e.path();
+  }
+}
+
+TEST_F(SambaApplierTest, RedirectIncludesRewritesOnlyTheNamedIncludeLines) {
+  std::string conf =
+      "[global]\n  include = /etc/samba/conf.d/posture.conf\n  # include = /etc/samba/conf.d/"
+      "posture.conf\n[finance]\n\tINCLUDE=/etc/samba/conf.d/share-finance.conf\n"
+      "  include = /etc/samba/other.conf\n";
+  std::string out = RedirectIncludes(conf, {{"/etc/samba/conf.d/posture.conf", "/s/posture.conf"},
+                                            {"/etc/samba/conf.d/share-finance.conf", "/s/f.conf"}});
+  EXPECT_EQ(out,
+            "[global]\ninclude = /s/posture.conf\n  # include = /etc/samba/conf.d/posture.conf\n"
+            "[finance]\ninclude = /s/f.conf\n  include = /etc/samba/other.conf\n");
+}
+
+TEST_F(SambaApplierTest, MultiFileChangeLandsWholeOrNotAtAll) {
+  ASSERT_TRUE(WriteFileAtomic(Share("demo"), "    comment = demo\n").ok());
+  // The candidate with an invalid share value: neither file changes.
+  auto r = applier_->writer().Write(
+      {{"", "server signing", "mandatory"}, {"demo", "smb encrypt", "bogus"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(Read(Global()), "# agent-managed global settings\n");
+  EXPECT_EQ(Read(Share("demo")), "    comment = demo\n");
+  // A valid one: both change, checked together, one reload.
+  auto ok = applier_->Apply({Change("server.requireSigning", "true"),
+                             Change("share.encryptData", "true", "finance"),
+                             Change("share.encryptData", "true", "demo")});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_THAT(Read(Global()), HasSubstr("server signing = mandatory"));
+  EXPECT_THAT(Read(Share("demo")), HasSubstr("smb encrypt = required"));
+  EXPECT_THAT(Read(Share("finance")), HasSubstr("smb encrypt = required"));
+  EXPECT_EQ(samba_->reloads, 1);
+}
+
+TEST_F(SambaApplierTest, ConcurrentAppliesDoNotInterleave) {
+  // An apply is inside its critical section from the testparm of its staged candidate to its
+  // reload; two applies inside at once would be an interleaving.
+  class CountingRunner : public CommandRunner {
+   public:
+    CountingRunner(CommandRunner* inner, std::string live_conf)
+        : inner_(inner), live_conf_(std::move(live_conf)) {}
+    absl::StatusOr<CommandResult> Run(const Command& c) override {
+      absl::StatusOr<CommandResult> r;
+      {
+        std::lock_guard<std::mutex> l(mu_);  // FakeRunner itself is not thread-safe
+        r = inner_->Run(c);
+      }
+      if (c.argv[0] == "testparm" && c.argv.back() != live_conf_) {
+        if (inside.fetch_add(1) != 0) ++overlaps;
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));  // widen the window
+      } else if (c.argv.back() == "reload-config") {
+        inside.fetch_sub(1);
+      }
+      return r;
+    }
+    std::atomic<int> inside{0};
+    std::atomic<int> overlaps{0};
+
+   private:
+    CommandRunner* inner_;
+    std::string live_conf_;
+    std::mutex mu_;
+  } locked(&runner_, options_.samba.smb_conf);
+  SambaApplier a(options_, &locked), b(options_, &locked);
+  auto loop = [&](SambaApplier* applier, const std::string& share) {
+    for (int i = 0; i < 10; ++i) {
+      auto r = applier->Apply({Change("share.encryptData", i % 2 ? "false" : "true", share)});
+      EXPECT_TRUE(r.ok()) << r.status();
+    }
+  };
+  std::thread t1(loop, &a, "finance"), t2(loop, &b, "demo");
+  t1.join();
+  t2.join();
+  EXPECT_EQ(locked.overlaps.load(), 0);
+  EXPECT_EQ(samba_->reloads, 20);
+  EXPECT_THAT(Read(Share("finance")), HasSubstr("smb encrypt = if_required"));
+  EXPECT_THAT(Read(Share("demo")), HasSubstr("smb encrypt = if_required"));
 }
 
 }  // namespace

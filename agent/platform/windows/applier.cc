@@ -1,5 +1,6 @@
 #include "agent/platform/windows/applier.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -292,6 +293,51 @@ absl::StatusOr<std::vector<v1::SettingChange>> WindowsApplier::Read(
   return out;
 }
 
+absl::StatusOr<std::string> WindowsApplier::RunApply(const ApplyCall& call) {
+  PowerShellScript script;
+  script.probe = "apply";
+  script.text = ApplyScript();
+  script.data_json = call.data_json;
+  script.timeout = options_.cmdlet_timeout;
+  script.max_output_bytes = options_.max_output_bytes;
+  return runner_->Run(script);
+}
+
+absl::Status WindowsApplier::Undo(const std::vector<ApplyCall>& plan, size_t done,
+                                  const std::vector<v1::SettingChange>& changes,
+                                  ApplyResult* result) {
+  absl::Status first;
+  for (size_t k = done; k-- > 0;) {
+    const ApplyCall& call = plan[k];
+    std::vector<v1::SettingChange> previous;
+    for (size_t i = 0; i < changes.size(); ++i) {
+      const v1::SettingChange& c = changes[i];
+      bool in_call = std::find(call.settings.begin(), call.settings.end(), c.setting()) !=
+                         call.settings.end() &&
+                     (call.target != "share" || absl::EqualsIgnoreCase(c.share(), call.share));
+      if (!in_call || result->before[i].value().empty()) continue;
+      v1::SettingChange p = c;
+      p.set_value(result->before[i].value());
+      p.clear_expected_current();
+      previous.push_back(std::move(p));
+    }
+    absl::StatusOr<std::vector<ApplyCall>> undo = PlanApply(previous);
+    absl::Status s = undo.status();
+    if (undo.ok()) {
+      for (const ApplyCall& u : *undo) {
+        if (absl::StatusOr<std::string> out = RunApply(u); !out.ok()) s = out.status();
+      }
+    }
+    if (s.ok()) {
+      result->actions.push_back(
+          absl::StrCat("undo ", call.target, ": ", absl::StrJoin(call.settings, ", ")));
+    } else if (first.ok()) {
+      first = s;
+    }
+  }
+  return first;
+}
+
 ApplyResult WindowsApplier::DoApply(const std::vector<v1::SettingChange>& changes,
                                     const std::vector<std::string>& options) {
   ApplyResult result;
@@ -337,26 +383,37 @@ absl::Status WindowsApplier::ApplyInto(const std::vector<v1::SettingChange>& cha
     }
   }
   std::string failure;
+  size_t done = 0;  // calls that succeeded
   for (const ApplyCall& call : *plan) {
-    PowerShellScript script;
-    script.probe = "apply";
-    script.text = ApplyScript();
-    script.data_json = call.data_json;
-    script.timeout = options_.cmdlet_timeout;
-    script.max_output_bytes = options_.max_output_bytes;
-    absl::StatusOr<std::string> out = runner_->Run(script);
+    absl::StatusOr<std::string> out = RunApply(call);
     if (!out.ok()) {
       failure = std::string(out.status().message());
       break;
     }
+    ++done;
     result->actions.push_back(
         absl::StrCat("apply ", call.target, ": ", absl::StrJoin(call.settings, ", ")));
+  }
+  if (!failure.empty() && done > 0) {
+    // A failure midway: undo the calls that succeeded, newest first, from the before-values.
+    absl::Status undone = Undo(*plan, done, changes, result);
+    absl::StatusOr<v1::Posture> now = ReadPosture();
+    if (now.ok()) {
+      for (const auto& c : changes) result->after.push_back(ValueIn(*now, c));
+    }
+    if (!undone.ok()) {
+      return absl::InternalError(absl::StrCat(
+          failure, "; undoing the settings already applied failed: ", undone.message()));
+    }
+    return absl::AbortedError(
+        absl::StrCat(failure, "; undid the ", done, " call(s) already applied"));
   }
   absl::StatusOr<v1::Posture> after = ReadPosture();
   if (after.ok()) {
     for (const auto& c : changes) result->after.push_back(ValueIn(*after, c));
   }
-  // Every failure below is FAILED: nothing here restores the before-values.
+  // The first call failed (nothing applied) or a value did not stick: FAILED, and the change
+  // executor restores the before-values.
   if (!failure.empty()) return absl::InternalError(failure);
   if (!after.ok()) {
     return absl::InternalError(absl::StrCat("re-reading after apply: ", after.status().message()));

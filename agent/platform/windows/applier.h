@@ -50,8 +50,11 @@ class WindowsApplier : public SettingsApplier {
   //   InvalidArgument     malformed value or share name, or an option (Windows has none)
   //   FailedPrecondition  expected_current does not hold, the build does not report the setting
   //                       or the share does not exist (PRECONDITION_FAILED); nothing run
-  //   Internal            reading failed, a Set-Smb* call failed, or a value did not stick
-  //                       (e.g. a Group Policy sets it) (FAILED); not rolled back
+  //   Aborted             a Set-Smb* call failed after earlier ones succeeded; those were undone
+  //                       from the before-values, newest first (ROLLED_BACK)
+  //   Internal            reading failed, the first Set-Smb* call failed, undoing failed, or a
+  //                       value did not stick (e.g. a Group Policy sets it) (FAILED; the change
+  //                       executor then restores the before-values)
 
   absl::StatusOr<std::vector<smbfleet::v1::SettingChange>> Read(
       const std::vector<smbfleet::v1::SettingChange>& settings) override;
@@ -62,6 +65,10 @@ class WindowsApplier : public SettingsApplier {
   absl::Status ApplyInto(const std::vector<smbfleet::v1::SettingChange>& changes,
                          const std::vector<std::string>& options, ApplyResult* result);
   absl::StatusOr<smbfleet::v1::Posture> ReadPosture();
+  absl::StatusOr<std::string> RunApply(const ApplyCall& call);
+  // Re-applies the before-values of plan[0, done) in reverse order.
+  absl::Status Undo(const std::vector<ApplyCall>& plan, size_t done,
+                    const std::vector<smbfleet::v1::SettingChange>& changes, ApplyResult* result);
 
   WindowsOptions options_;
   PowerShellRunner* runner_;

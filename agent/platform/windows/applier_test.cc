@@ -201,6 +201,40 @@ TEST(WindowsApplierTest, FailedCmdletAndSettingThatDoesNotStick) {
   }
 }
 
+TEST(WindowsApplierTest, FailureMidwayUndoesTheCallsAlreadyAppliedNewestFirst) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  // Server settings go first, then the share's call fails.
+  runner.FailApplyCall(2, absl::UnknownError("apply: exit code 1: The share is in use."));
+  ApplyResult r =
+      WindowsApplier({}, &runner)
+          .Apply({Change("server.requireSigning", "true"), Change("server.minDialect", "SMB_3_0"),
+                  Change("share.encryptData", "true", "$(calc)")});
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_ROLLED_BACK) << r.message();
+  EXPECT_THAT(r.message(), HasSubstr("The share is in use"));
+  auto applies = runner.CallsOf("apply");
+  ASSERT_THAT(applies, SizeIs(3));  // server, share (failed), server undone
+  auto undo = nlohmann::json::parse(applies[2].data_json);
+  EXPECT_EQ(undo["target"], "server");
+  EXPECT_EQ(undo["parameters"]["RequireSecuritySignature"], false);
+  ASSERT_THAT(r.after, SizeIs(3));
+  EXPECT_EQ(r.after[0].value(), "false");      // requireSigning back to its before-value
+  EXPECT_EQ(r.after[1].value(), "SMB_3_1_1");  // minDialect too
+  EXPECT_EQ(r.after[2].value(), "false");
+}
+
+TEST(WindowsApplierTest, FailedUndoIsFailedNamingBoth) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  runner.FailApplyCall(2, absl::UnknownError("apply: exit code 1: Access is denied."),
+                       /*and_later=*/true);
+  ApplyResult r = WindowsApplier({}, &runner)
+                      .Apply({Change("server.requireSigning", "true"),
+                              Change("share.encryptData", "true", "$(calc)")});
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_FAILED);
+  EXPECT_THAT(r.message(), HasSubstr("undoing the settings already applied failed"));
+  ASSERT_THAT(r.after, SizeIs(2));
+  EXPECT_EQ(r.after[0].value(), "true");
+}
+
 TEST(WindowsApplierTest, ReadReportsCurrentValuesWithoutApplying) {
   FakePowerShellRunner runner(Fixture("ws2025"));
   WindowsApplier applier({}, &runner);

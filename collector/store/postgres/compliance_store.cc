@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collector/store/postgres/change_rows.h"
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/sql.h"
 #include "common/json.h"
@@ -23,22 +24,6 @@ std::string EvidenceJson(const google::protobuf::RepeatedPtrField<smbfleet::v1::
     out += *json;
   }
   return out + "]";
-}
-
-smbfleet::v1::Waiver WaiverFromRow(const pqxx::row& r) {
-  smbfleet::v1::Waiver w;
-  w.set_id(r["id"].as<std::string>());
-  w.set_rule_id(r["rule_id"].as<std::string>());
-  w.set_host(r["host_name"].as<std::string>());
-  w.set_label_key(r["label_key"].as<std::string>());
-  w.set_label_value(r["label_value"].as<std::string>());
-  w.set_share(r["share_name"].as<std::string>());
-  w.set_justification(r["justification"].as<std::string>());
-  w.set_approved_by(r["approved_by"].as<std::string>());
-  w.set_created_by(r["created_by"].as<std::string>());
-  pg::SetTimestamp(r["created_at"], w.mutable_created_at());
-  pg::SetTimestamp(r["expires_at"], w.mutable_expires_at());
-  return w;
 }
 
 smbfleet::v1::Finding FindingFromRow(const pqxx::row& r) {
@@ -142,16 +127,12 @@ class PgComplianceStore : public ComplianceStore {
     return pool_->Run<pqxx::read_transaction>(
         "reading waivers",
         [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Waiver>> {
+          // The view keeps only APPROVED, unrevoked waivers in their validity period.
           pqxx::result rows = tx.exec(
-              "SELECT id, rule_id, COALESCE(host_name, '') AS host_name, "
-              "COALESCE(label_key, '') AS label_key, COALESCE(label_value, '') AS label_value, "
-              "COALESCE(share_name, '') AS share_name, justification, approved_by, created_by, "
-              "EXTRACT(EPOCH FROM created_at)::float8 AS created_at, "
-              "EXTRACT(EPOCH FROM expires_at)::float8 AS expires_at "
-              "FROM waivers_active ORDER BY id");
+              absl::StrCat("SELECT ", pg::kWaiverColumns, " FROM waivers_active w ORDER BY w.id"));
           std::vector<smbfleet::v1::Waiver> out;
           out.reserve(rows.size());
-          for (const auto& r : rows) out.push_back(WaiverFromRow(r));
+          for (const auto& r : rows) out.push_back(pg::WaiverFromRow(r));
           return out;
         });
   }

@@ -3,6 +3,7 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
+#include "collector/store/postgres/change_store.h"
 #include "collector/store/postgres/compliance_store.h"
 #include "collector/store/postgres/connection_pool.h"
 #include "collector/store/postgres/host_store.h"
@@ -23,6 +24,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size) {
   Stores stores;
   stores.hosts = NewPgHostStore(pool);
   stores.compliance = NewPgComplianceStore(pool);
+  stores.changes = NewPgChangeStore(pool);
   return stores;
 }
 

@@ -53,6 +53,10 @@ absl::StatusOr<std::string> FakePowerShellRunner::Run(const PowerShellScript& sc
   auto err = errors_.find(script.probe);
   if (err != errors_.end()) return err->second;
   if (script.probe == "apply") {
+    if (fail_apply_in_ > 0 && --fail_apply_in_ == 0) {
+      if (fail_later_) fail_apply_in_ = 1;
+      return fail_apply_status_;
+    }
     if (!apply_sticks_) return std::string();
     try {
       return Apply(script.data_json);
@@ -66,6 +70,12 @@ absl::StatusOr<std::string> FakePowerShellRunner::Run(const PowerShellScript& sc
     return absl::ResourceExhaustedError(absl::StrCat(script.probe, ": output over the cap"));
   }
   return out;
+}
+
+void FakePowerShellRunner::FailApplyCall(int n, absl::Status status, bool and_later) {
+  fail_apply_in_ = n;
+  fail_apply_status_ = std::move(status);
+  fail_later_ = and_later;
 }
 
 // What the apply script does, on the replayed state: find the target (a share by exact name),

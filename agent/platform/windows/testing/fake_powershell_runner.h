@@ -26,6 +26,10 @@ class FakePowerShellRunner : public PowerShellRunner {
   void SetOutput(const std::string& probe, std::string bytes);
   void SetError(const std::string& probe, absl::Status status);
   void ClearError(const std::string& probe);
+  // The n-th apply call (1-based, counted from now) fails with `status` before changing anything,
+  // and so does every later one when `and_later`; the others apply. For a failure midway through
+  // a multi-call change.
+  void FailApplyCall(int n, absl::Status status, bool and_later = false);
   // false: the apply script "succeeds" but the state does not change (a GPO reverting it).
   void set_apply_sticks(bool sticks) { apply_sticks_ = sticks; }
 
@@ -42,6 +46,9 @@ class FakePowerShellRunner : public PowerShellRunner {
   std::map<std::string, absl::Status> errors_;
   std::vector<PowerShellScript> calls_;
   bool apply_sticks_ = true;
+  int fail_apply_in_ = 0;  // apply calls until the failing one; 0 = none
+  absl::Status fail_apply_status_;
+  bool fail_later_ = false;
 };
 
 }  // namespace smbfleet::agent::windows::testing

@@ -1,0 +1,323 @@
+#include "cli/change_render.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cli/render.h"
+
+namespace smbfleet::cli {
+namespace {
+
+using smbfleet::v1::Change;
+using smbfleet::v1::ChangeHost;
+
+std::string SettingText(const std::string& setting, const std::string& share) {
+  return share.empty() ? Clean(setting) : absl::StrCat(Clean(setting), " [", Clean(share), "]");
+}
+
+std::string ValueText(const std::string& v) { return v.empty() ? "(unknown)" : Clean(v); }
+
+std::string SourceText(const Change& c) {
+  switch (c.source()) {
+    case smbfleet::v1::CHANGE_SOURCE_HOSTS:
+      return "the hosts' remediation plans";
+    case smbfleet::v1::CHANGE_SOURCE_RULE: {
+      std::string text = absl::StrCat("every non-compliant host of rule ", Clean(c.rule_id()));
+      if (!c.label_selector().empty()) {
+        std::vector<std::string> labels;
+        for (const auto& [k, v] : c.label_selector()) {
+          labels.push_back(absl::StrCat(Clean(k), "=", Clean(v)));
+        }
+        std::sort(labels.begin(), labels.end());
+        absl::StrAppend(&text, " with ", absl::StrJoin(labels, ","));
+      }
+      return text;
+    }
+    case smbfleet::v1::CHANGE_SOURCE_SETTINGS:
+      return "settings written by hand";
+    case smbfleet::v1::CHANGE_SOURCE_ROLLBACK:
+      return absl::StrCat("rollback of ", Clean(c.rollback_of()));
+    default:
+      return "-";
+  }
+}
+
+std::string ClientText(const smbfleet::v1::AffectedClient& a) {
+  std::vector<std::string> parts;
+  parts.push_back(a.client_name().empty() ? "?" : Clean(a.client_name()));
+  if (!a.client_address().empty()) parts.push_back(Clean(a.client_address()));
+  if (!a.user().empty()) parts.push_back(Clean(a.user()));
+  if (a.dialect() != smbfleet::v1::DIALECT_UNSPECIFIED) parts.push_back(DialectText(a.dialect()));
+  return absl::StrJoin(parts, " ");
+}
+
+// "server.requireSigning: reason (evidence; reported by ws17)" under a client.
+std::string WhyText(const smbfleet::v1::AffectedClient& a) {
+  std::string text = absl::StrCat(SettingText(a.setting(), a.share()), ": ", Clean(a.reason()));
+  std::vector<std::string> extra;
+  if (!a.evidence().empty()) extra.push_back(Clean(a.evidence()));
+  if (!a.reporter().empty()) extra.push_back(absl::StrCat("reported by ", Clean(a.reporter())));
+  if (!extra.empty()) absl::StrAppend(&text, " (", absl::StrJoin(extra, "; "), ")");
+  return text;
+}
+
+std::string ApprovalCount(const Change& c) {
+  return absl::StrCat(c.approvals_size(), "/", c.approvals_required());
+}
+
+void RenderHostDetail(const ChangeHost& h, std::ostream& out) {
+  out << "\n" << Clean(h.host()) << "  " << HostChangeStateText(h.state());
+  if (h.wave() >= 0) out << "  wave " << h.wave() + 1;
+  if (h.rollback_sent()) out << "  rollback sent";
+  out << "\n";
+  if (h.dispatched_at().seconds() != 0 || h.finished_at().seconds() != 0) {
+    out << "  dispatched " << TimeText(h.dispatched_at()) << "  finished "
+        << TimeText(h.finished_at()) << "\n";
+  }
+  if (!h.message().empty()) out << "  message: " << Clean(h.message()) << "\n";
+  // What the host's ack reported it has now, next to the plan.
+  std::map<std::pair<std::string, std::string>, std::string> after;
+  for (const auto& a : h.after()) after[{a.setting(), a.share()}] = a.value();
+  for (const auto& s : h.steps()) {
+    out << "  " << SettingText(s.setting(), s.share()) << ": " << ValueText(s.expected_current())
+        << " -> " << ValueText(s.value());
+    auto it = after.find({s.setting(), s.share()});
+    if (it != after.end()) out << "  (host reports " << ValueText(it->second) << ")";
+    out << "\n";
+  }
+  if (!h.not_remediable().empty()) {
+    std::vector<std::string> rules;
+    for (const auto& r : h.not_remediable()) rules.push_back(Clean(r));
+    out << "  needs a person: " << absl::StrJoin(rules, ", ") << "\n";
+  }
+  const auto& impact = h.impact();
+  if (impact.clients_size() > 0) {
+    out << "  would refuse " << impact.refused_clients() << " client(s), "
+        << impact.refused_sessions() << " session(s):\n";
+    for (const auto& a : impact.clients()) {
+      out << "    " << ClientText(a) << "\n      " << WhyText(a) << "\n";
+    }
+  }
+  if (!impact.cost().summary().empty()) out << "  cost: " << Clean(impact.cost().summary()) << "\n";
+}
+
+}  // namespace
+
+std::string AgeText(absl::Duration d) {
+  if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
+  if (d < absl::Minutes(1)) return absl::StrCat(absl::ToInt64Seconds(d), "s");
+  if (d < absl::Hours(1)) return absl::StrCat(absl::ToInt64Minutes(d), "m");
+  if (d < absl::Hours(48)) return absl::StrCat(absl::ToInt64Hours(d), "h");
+  return absl::StrCat(absl::ToInt64Hours(d) / 24, "d");
+}
+
+void RenderProposed(const smbfleet::v1::ProposeChangeResponse& r, std::ostream& out) {
+  const Change& c = r.change();
+  out << Clean(c.id()) << "\n";
+  out << "proposed: " << c.hosts_size() << " host(s), " << c.impact().refused_clients()
+      << " client(s) would be refused; needs " << c.approvals_required() << " approval(s)\n";
+  for (const auto& s : r.skipped()) out << "skipped: " << Clean(s) << "\n";
+  out << "review with: smbfleetctl changes show " << Clean(c.id()) << "\n";
+}
+
+void RenderChangeList(const smbfleet::v1::ListChangesResponse& r, absl::Time now,
+                      std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "STATE", "HOSTS", "APPROVALS", "PROPOSER", "AGE", "REASON"}};
+  for (const Change& c : r.changes()) {
+    uint32_t hosts = c.hosts_size() > 0 ? c.hosts_size() : c.impact().hosts();
+    std::string age = c.proposed_at().seconds() == 0
+                          ? "-"
+                          : AgeText(now - absl::FromUnixSeconds(c.proposed_at().seconds()));
+    rows.push_back({Clean(c.id()), ChangeStateText(c.state()), absl::StrCat(hosts),
+                    ApprovalCount(c), Clean(c.proposed_by()), age,
+                    c.reason().empty() ? "-" : Clean(c.reason())});
+  }
+  Table(rows, out);
+  if (r.changes_size() == 0) out << "(no changes)\n";
+}
+
+void RenderChange(const Change& c, std::ostream& out) {
+  out << "Change " << Clean(c.id()) << "  " << ChangeStateText(c.state()) << "  version "
+      << c.version() << "\n";
+  out << "Reason:      " << (c.reason().empty() ? "-" : Clean(c.reason())) << "\n";
+  out << "Source:      " << SourceText(c) << "\n";
+  out << "Proposed:    " << Clean(c.proposed_by()) << " at " << TimeText(c.proposed_at()) << "\n";
+  if (!c.policy_name().empty()) {
+    out << "Policy:      " << Clean(c.policy_name()) << " " << Clean(c.policy_version()) << "\n";
+  }
+  out << "Expires:     " << TimeText(c.not_after()) << "\n";
+  out << "Content:     " << Clean(c.content_hash()) << "\n";
+  if (!c.rolled_back_by().empty()) {
+    out << "Rolled back: by change " << Clean(c.rolled_back_by()) << "\n";
+  }
+
+  const auto& impact = c.impact();
+  out << "\nImpact:      ";
+  if (impact.refused_clients() == 0) {
+    out << "no known client would be refused (" << impact.hosts() << " host(s))\n";
+  } else {
+    out << impact.refused_clients() << " client(s) would be refused, on "
+        << impact.hosts_with_impact() << " of " << impact.hosts() << " host(s)\n";
+    for (const auto& a : impact.clients()) {
+      out << "  " << ClientText(a) << "\n    " << WhyText(a) << "\n";
+    }
+  }
+
+  out << "Approvals:   " << c.approvals_size() << " of " << c.approvals_required() << " required\n";
+  for (const auto& a : c.approvals()) {
+    out << "  " << Clean(a.approver()) << " at " << TimeText(a.at());
+    if (!a.comment().empty()) out << ": " << Clean(a.comment());
+    out << "\n";
+  }
+  if (!c.rejected_by().empty()) out << "Rejected by: " << Clean(c.rejected_by()) << "\n";
+
+  const auto& ro = c.rollout();
+  out << "Rollout:     ";
+  if (c.wave_count() > 0) {
+    out << "wave " << std::min(c.current_wave() + 1, c.wave_count()) << " of " << c.wave_count();
+  } else {
+    out << "not started";
+  }
+  std::vector<std::string> canaries;
+  for (const auto& h : ro.canary_hosts()) canaries.push_back(Clean(h));
+  if (!canaries.empty()) out << "; canary " << absl::StrJoin(canaries, ", ");
+  out << "; waves " << (ro.waves().empty() ? "100%" : Clean(ro.waves()));
+  if (!ro.watch().empty()) out << "; watch " << Clean(ro.watch());
+  out << "\n";
+  for (const auto& w : ro.windows()) out << "  window " << Clean(w) << "\n";
+  if (!c.halt_reason().empty()) out << "Halted:      " << Clean(c.halt_reason()) << "\n";
+
+  out << "\nHosts (" << c.hosts_size() << ")\n";
+  for (const ChangeHost& h : c.hosts()) RenderHostDetail(h, out);
+}
+
+void RenderApproved(const smbfleet::v1::ApproveChangeResponse& r, std::ostream& out) {
+  const Change& c = r.change();
+  out << Clean(c.id()) << ": approval " << r.approvals() << " of " << r.approvals_required()
+      << " recorded; " << ChangeStateText(c.state());
+  if (r.approvals() < r.approvals_required()) {
+    out << " (needs " << r.approvals_required() - r.approvals() << " more)";
+  }
+  out << "\n";
+}
+
+void RenderChangeAction(const std::string& action, const Change& c, const Change* rollback,
+                        std::ostream& out) {
+  out << Clean(c.id()) << ": " << action << "; now " << ChangeStateText(c.state());
+  if (!c.halt_reason().empty() && c.state() == smbfleet::v1::CHANGE_STATE_HALTED) {
+    out << " (" << Clean(c.halt_reason()) << ")";
+  }
+  out << "\n";
+  if (rollback != nullptr && !rollback->id().empty()) {
+    out << "rollback change " << Clean(rollback->id()) << " sent to " << rollback->hosts_size()
+        << " host(s): smbfleetctl changes watch " << Clean(rollback->id()) << "\n";
+  }
+}
+
+void RenderAudit(const smbfleet::v1::ListAuditResponse& r, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {
+      {"SEQ", "TIME", "ACTOR", "ACTION", "CHANGE/WAIVER", "HOST", "REASON", "DETAIL"}};
+  for (const auto& e : r.entries()) {
+    std::string object =
+        !e.change_id().empty()
+            ? Clean(e.change_id())
+            : (!e.waiver_id().empty() ? absl::StrCat("waiver ", Clean(e.waiver_id())) : "-");
+    rows.push_back({absl::StrCat(e.seq()), TimeText(e.at()), Clean(e.actor()), Clean(e.action()),
+                    object, e.host().empty() ? "-" : Clean(e.host()),
+                    e.reason().empty() ? "-" : Clean(e.reason()),
+                    e.detail().empty() ? "-" : Clean(e.detail())});
+  }
+  Table(rows, out);
+  if (r.entries_size() == 0) out << "(no audit entries)\n";
+}
+
+namespace {
+
+std::string WaiverScope(const smbfleet::v1::Waiver& w) {
+  if (!w.share().empty()) {
+    return w.host().empty() ? absl::StrCat("share ", Clean(w.share()))
+                            : absl::StrCat("share ", Clean(w.share()), " on ", Clean(w.host()));
+  }
+  if (!w.label_key().empty()) {
+    return absl::StrCat("label ", Clean(w.label_key()), "=", Clean(w.label_value()));
+  }
+  if (!w.host().empty()) return absl::StrCat("host ", Clean(w.host()));
+  return "-";
+}
+
+std::string WaiverStateText(smbfleet::v1::WaiverState s) {
+  std::string name = smbfleet::v1::WaiverState_Name(s);
+  if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(s));
+  return name.substr(std::string("WAIVER_STATE_").size());
+}
+
+}  // namespace
+
+void RenderWaivers(const smbfleet::v1::ListWaiversResponse& r, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "RULE", "SCOPE", "EXPIRES",
+                                                 "REQUESTED BY", "APPROVED BY", "TICKET",
+                                                 "JUSTIFICATION"}};
+  for (const auto& w : r.waivers()) {
+    rows.push_back({Clean(w.id()), WaiverStateText(w.state()), Clean(w.rule_id()), WaiverScope(w),
+                    TimeText(w.expires_at()), w.created_by().empty() ? "-" : Clean(w.created_by()),
+                    w.approved_by().empty() ? "-" : Clean(w.approved_by()),
+                    w.ticket().empty() ? "-" : Clean(w.ticket()), Clean(w.justification())});
+  }
+  Table(rows, out);
+  if (r.waivers_size() == 0) out << "(no waivers)\n";
+}
+
+void RenderWaiver(const std::string& action, const smbfleet::v1::Waiver& w, std::ostream& out) {
+  out << Clean(w.id()) << "\n"
+      << action << ": rule " << Clean(w.rule_id()) << ", " << WaiverScope(w) << ", "
+      << WaiverStateText(w.state()) << ", expires " << TimeText(w.expires_at()) << "\n";
+}
+
+std::vector<std::string> WatchPrinter::Update(const Change& c, absl::Time now) {
+  std::vector<std::string> lines;
+  std::string time = absl::FormatTime("%Y-%m-%d %H:%M:%SZ", now, absl::UTCTimeZone());
+  std::string change = ChangeStateText(c.state());
+  if (c.wave_count() > 0) {
+    absl::StrAppend(&change, "  wave ", std::min(c.current_wave() + 1, c.wave_count()), " of ",
+                    c.wave_count());
+  }
+  if (!c.halt_reason().empty()) absl::StrAppend(&change, "  ", Clean(c.halt_reason()));
+  if (first_ || change != change_) {
+    lines.push_back(absl::StrCat(time, "  change  ", change));
+    change_ = change;
+  }
+  first_ = false;
+  for (const ChangeHost& h : c.hosts()) {
+    auto now_state = std::make_pair(h.state(), h.message());
+    auto it = hosts_.find(h.host());
+    if (it != hosts_.end() && it->second == now_state) continue;
+    hosts_[h.host()] = now_state;
+    std::string line =
+        absl::StrCat(time, "  ", Clean(h.host()), "  ", HostChangeStateText(h.state()));
+    if (!h.message().empty()) absl::StrAppend(&line, "  ", Clean(h.message()));
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+WatchOutcome WatchOutcomeOf(const Change& c) {
+  switch (c.state()) {
+    case smbfleet::v1::CHANGE_STATE_COMPLETED: {
+      bool all_applied = c.hosts_size() > 0 &&
+                         std::all_of(c.hosts().begin(), c.hosts().end(), [](const ChangeHost& h) {
+                           return h.state() == smbfleet::v1::HOST_CHANGE_STATE_APPLIED;
+                         });
+      return all_applied ? WatchOutcome::kSucceeded : WatchOutcome::kFailed;
+    }
+    case smbfleet::v1::CHANGE_STATE_REJECTED:
+    case smbfleet::v1::CHANGE_STATE_ROLLED_BACK:
+    case smbfleet::v1::CHANGE_STATE_EXPIRED:
+      return WatchOutcome::kFailed;
+    default:
+      return WatchOutcome::kContinue;
+  }
+}
+
+}  // namespace smbfleet::cli

@@ -1,0 +1,572 @@
+#include "cli/command_line.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "collector/changes/rollout_spec.h"
+#include "common/files.h"
+#include "common/status_macros.h"
+#include "common/yaml_config.h"
+#include "google/protobuf/util/time_util.h"
+#include "policy/settings.h"
+
+namespace smbfleet::cli {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr size_t kMaxSettingsFileBytes = 1 << 20;
+constexpr size_t kMaxShareNameBytes = 80;
+
+// "K=V" -> (K, V); `flag` names the flag in the error.
+absl::StatusOr<std::pair<std::string, std::string>> ParseLabel(absl::string_view flag,
+                                                               absl::string_view text) {
+  size_t eq = text.find('=');
+  if (eq == absl::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": expected KEY=VALUE such as site=ams, got '", absl::CHexEscape(text), "'"));
+  }
+  return std::make_pair(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+}
+
+bool HasControlCharacter(absl::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+// A share name the collector and agents can carry: they check it again, this only catches the
+// mistake before the call.
+absl::Status CheckShareName(absl::string_view where, absl::string_view share) {
+  if (share.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": empty"));
+  if (share.size() > kMaxShareNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", share.size(), " bytes, limit ", kMaxShareNameBytes));
+  }
+  if (HasControlCharacter(share)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": '", absl::CHexEscape(share), "' contains a control character"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::string_view text) {
+  auto d = ParseDuration(text);
+  if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", d.status().message()));
+  return absl::FromChrono(*d);
+}
+
+absl::Status NonEmpty(absl::string_view flag, absl::string_view value) {
+  if (absl::StripAsciiWhitespace(value).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " must not be empty"));
+  }
+  return absl::OkStatus();
+}
+
+// The deepest subcommand that was given, for its help text.
+const CLI::App* Deepest(const CLI::App* app) {
+  for (const CLI::App* sub : app->get_subcommands()) return Deepest(sub);
+  return app;
+}
+
+}  // namespace
+
+absl::StatusOr<smbfleet::v1::ChangeState> ParseChangeState(absl::string_view text) {
+  std::string upper = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(text));
+  if (!absl::StartsWith(upper, "CHANGE_STATE_")) upper = absl::StrCat("CHANGE_STATE_", upper);
+  smbfleet::v1::ChangeState state;
+  if (upper != "CHANGE_STATE_UNSPECIFIED" && smbfleet::v1::ChangeState_Parse(upper, &state)) {
+    return state;
+  }
+  std::vector<std::string> names;
+  for (int i = smbfleet::v1::ChangeState_MIN + 1; i <= smbfleet::v1::ChangeState_MAX; ++i) {
+    if (smbfleet::v1::ChangeState_IsValid(i)) {
+      names.push_back(absl::AsciiStrToLower(absl::StripPrefix(
+          smbfleet::v1::ChangeState_Name(static_cast<smbfleet::v1::ChangeState>(i)),
+          "CHANGE_STATE_")));
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--state: unknown state '", absl::CHexEscape(text),
+                                                 "' (one of ", absl::StrJoin(names, ", "), ")"));
+}
+
+absl::StatusOr<SettingsFile> ParseSettingsFile(const std::string& file, const std::string& text) {
+  ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(file, text));
+  ConfigProblems problems(file);
+  SettingsFile out;
+  if (!root.IsMap()) {
+    problems.Add(root, "", "expected a mapping with hosts or labels, and settings");
+    return problems.ToStatus();
+  }
+  CheckKeys(root, {"hosts", "labels", "settings"}, "", &problems);
+  ReadStringList(root, "hosts", "", &out.hosts, &problems);
+  std::vector<std::pair<std::string, std::string>> labels;
+  ReadStringMap(root, "labels", "", &labels, &problems);
+  out.labels.insert(labels.begin(), labels.end());
+  for (size_t i = 0; i < out.hosts.size(); ++i) {
+    if (out.hosts[i].empty() || HasControlCharacter(out.hosts[i])) {
+      problems.Add(root["hosts"], absl::StrCat("hosts[", i, "]"),
+                   absl::StrCat("not a host name: '", absl::CHexEscape(out.hosts[i]), "'"));
+    }
+  }
+  if (out.hosts.empty() == out.labels.empty()) {
+    problems.Add(root, "hosts",
+                 "give the target hosts as either hosts: [NAME, ...] or labels: {KEY: VALUE}");
+  }
+  YAML::Node settings = root["settings"];
+  if (!settings.IsDefined() || settings.IsNull() ||
+      (settings.IsSequence() && settings.size() == 0)) {
+    problems.Add(root, "settings", "required: a list of {setting, value[, share]}");
+  } else if (!settings.IsSequence()) {
+    problems.Add(settings, "settings", "expected a list of {setting, value[, share]}");
+  } else {
+    std::set<std::pair<std::string, std::string>> seen;
+    for (size_t i = 0; i < settings.size(); ++i) {
+      const YAML::Node entry = settings[i];
+      std::string where = absl::StrCat("settings[", i, "]");
+      if (!entry.IsMap()) {
+        problems.Add(entry, where, "expected a mapping {setting, value[, share]}");
+        continue;
+      }
+      CheckKeys(entry, {"setting", "share", "value"}, where, &problems);
+      smbfleet::v1::SettingChange change;
+      bool has_setting = ReadString(entry, "setting", where, change.mutable_setting(), &problems);
+      bool has_value = ReadString(entry, "value", where, change.mutable_value(), &problems);
+      bool has_share = ReadString(entry, "share", where, change.mutable_share(), &problems);
+      if (!has_setting) {
+        problems.Add(entry, JoinPath(where, "setting"), "required, e.g. server.requireSigning");
+        continue;
+      }
+      auto info = policy::LookupSetting(change.setting());
+      if (!info.ok()) {
+        problems.Add(entry["setting"], JoinPath(where, "setting"),
+                     absl::StrCat("'", absl::CHexEscape(change.setting()),
+                                  "' is not on the allowlist (policy/settings.h)"));
+        continue;
+      }
+      if (!has_value) {
+        problems.Add(entry, JoinPath(where, "value"), "required");
+      } else {
+        auto normalized = policy::NormalizeSettingValue(*info, change.value());
+        if (!normalized.ok()) {
+          problems.Add(entry["value"], JoinPath(where, "value"), normalized.status().message());
+        } else {
+          change.set_value(*normalized);
+        }
+      }
+      if (info->scope == policy::SettingScope::kShare) {
+        if (!has_share) {
+          problems.Add(entry, JoinPath(where, "share"),
+                       absl::StrCat("required: ", change.setting(), " is a share setting"));
+        } else if (absl::Status s = CheckShareName(JoinPath(where, "share"), change.share());
+                   !s.ok()) {
+          problems.Add(entry["share"], JoinPath(where, "share"),
+                       absl::StripPrefix(s.message(), absl::StrCat(where, ".share: ")));
+        }
+      } else if (has_share) {
+        problems.Add(entry["share"], JoinPath(where, "share"),
+                     absl::StrCat(change.setting(), " is not a share setting"));
+      }
+      if (!seen.emplace(change.setting(), change.share()).second) {
+        problems.Add(
+            entry, where,
+            absl::StrCat(change.setting(),
+                         change.share().empty() ? "" : absl::StrCat(" [", change.share(), "]"),
+                         " is listed twice"));
+      }
+      out.settings.push_back(std::move(change));
+    }
+  }
+  RETURN_IF_ERROR(problems.ToStatus());
+  return out;
+}
+
+absl::StatusOr<smbfleet::v1::ProposeChangeRequest> BuildProposeRequest(const ProposeFlags& flags) {
+  int sources = (flags.hosts.empty() ? 0 : 1) + (flags.rule.empty() ? 0 : 1) +
+                (flags.settings_file.empty() ? 0 : 1);
+  if (sources != 1) {
+    return absl::InvalidArgumentError(
+        "changes propose: give exactly one of --host NAME ..., --rule RULE or --settings FILE");
+  }
+  if (!flags.labels.empty() && flags.rule.empty()) {
+    return absl::InvalidArgumentError(
+        "--label selects the hosts of a --rule (a --settings file has its own labels:)");
+  }
+  smbfleet::v1::ProposeChangeRequest req;
+  req.set_reason(flags.reason);
+  std::set<std::string> seen;
+  for (const std::string& h : flags.hosts) {
+    if (h.empty() || HasControlCharacter(h)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--host: not a host name: '", absl::CHexEscape(h), "'"));
+    }
+    if (seen.insert(h).second) req.add_hosts(h);
+  }
+  if (!flags.rule.empty()) {
+    RETURN_IF_ERROR(NonEmpty("--rule", flags.rule));
+    req.set_rule_id(flags.rule);
+    for (const std::string& l : flags.labels) {
+      ASSIGN_OR_RETURN(auto kv, ParseLabel("--label", l));
+      auto [it, inserted] = req.mutable_labels()->insert({kv.first, kv.second});
+      if (!inserted && it->second != kv.second) {
+        return absl::InvalidArgumentError(absl::StrCat("--label: ", kv.first, " given twice ('",
+                                                       it->second, "' and '", kv.second, "')"));
+      }
+    }
+  }
+  if (!flags.settings_file.empty()) {
+    ASSIGN_OR_RETURN(std::string text, ReadFile(flags.settings_file, kMaxSettingsFileBytes));
+    ASSIGN_OR_RETURN(SettingsFile file, ParseSettingsFile(flags.settings_file, text));
+    for (const std::string& h : file.hosts) req.add_hosts(h);
+    req.mutable_labels()->insert(file.labels.begin(), file.labels.end());
+    for (auto& s : file.settings) *req.add_settings() = std::move(s);
+  }
+  return req;
+}
+
+absl::StatusOr<smbfleet::v1::ApproveChangeRequest> BuildApproveRequest(const ApproveFlags& flags) {
+  RETURN_IF_ERROR(NonEmpty("ID", flags.id));
+  smbfleet::v1::ApproveChangeRequest req;
+  req.set_id(flags.id);
+  req.set_comment(flags.comment);
+  auto* rollout = req.mutable_rollout();
+  std::set<std::string> canaries;
+  for (const std::string& h : flags.canary) {
+    if (h.empty() || HasControlCharacter(h)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--canary: not a host name: '", absl::CHexEscape(h), "'"));
+    }
+    if (!canaries.insert(h).second) {
+      return absl::InvalidArgumentError(absl::StrCat("--canary: ", h, " given twice"));
+    }
+    rollout->add_canary_hosts(h);
+  }
+  // Checked here exactly as the collector parses them, so that a typo is a usage error.
+  if (auto waves = collector::changes::ParseWaves(flags.waves); !waves.ok()) {
+    return absl::InvalidArgumentError(waves.status().message());
+  }
+  rollout->set_waves(flags.waves);
+  if (auto watch = collector::changes::ParseWatch(flags.watch); !watch.ok()) {
+    return absl::InvalidArgumentError(watch.status().message());
+  }
+  rollout->set_watch(flags.watch);
+  for (const std::string& w : flags.windows) {
+    if (auto window = collector::changes::ParseWindow(w); !window.ok()) {
+      return absl::InvalidArgumentError(window.status().message());
+    }
+    rollout->add_windows(w);
+  }
+  return req;
+}
+
+absl::StatusOr<smbfleet::v1::RequestWaiverRequest> BuildWaiverRequest(const WaiverFlags& flags,
+                                                                      absl::Time now) {
+  RETURN_IF_ERROR(NonEmpty("--rule", flags.rule));
+  RETURN_IF_ERROR(NonEmpty("--justification", flags.justification));
+  RETURN_IF_ERROR(NonEmpty("--expires", flags.expires));
+  smbfleet::v1::RequestWaiverRequest req;
+  smbfleet::v1::Waiver* w = req.mutable_waiver();
+  w->set_rule_id(flags.rule);
+  w->set_justification(flags.justification);
+  w->set_ticket(flags.ticket);
+  bool by_label = !flags.label.empty(), by_share = !flags.share.empty();
+  bool by_host = !flags.host.empty() && !by_share;
+  if (by_host + by_label + by_share != 1 || (by_label && !flags.host.empty())) {
+    return absl::InvalidArgumentError(
+        "waivers request: give one scope: --host H, --label K=V, or --share S [--host H]");
+  }
+  if (!flags.host.empty()) {
+    if (HasControlCharacter(flags.host)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--host: not a host name: '", absl::CHexEscape(flags.host), "'"));
+    }
+    w->set_host(flags.host);
+  }
+  if (by_label) {
+    ASSIGN_OR_RETURN(auto kv, ParseLabel("--label", flags.label));
+    w->set_label_key(kv.first);
+    w->set_label_value(kv.second);
+  }
+  if (by_share) {
+    RETURN_IF_ERROR(CheckShareName("--share", flags.share));
+    w->set_share(flags.share);
+  }
+  absl::Time expires;
+  google::protobuf::Timestamp ts;
+  if (TimeUtil::FromString(flags.expires, &ts)) {
+    expires = absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+  } else {
+    auto d = ParseDuration(flags.expires);
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--expires: expected an RFC 3339 time such as 2027-01-31T00:00:00Z or a "
+                       "duration such as 30d, got '",
+                       absl::CHexEscape(flags.expires), "'"));
+    }
+    expires = now + absl::FromChrono(*d);
+  }
+  if (expires <= now) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--expires: ", flags.expires, " is not in the future"));
+  }
+  w->mutable_expires_at()->set_seconds(absl::ToUnixSeconds(expires));
+  return req;
+}
+
+absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now) {
+  Invocation inv;
+  CLI::App app{"The operator's command line over the collector's AdminService.", "smbfleetctl"};
+  // Global flags may also follow the command: `smbfleetctl changes list --format=json`.
+  app.fallthrough();
+  app.footer(
+      "The configuration file (YAML: collector, server_name, tls: {cert, key, ca}) comes from\n"
+      "--config or $SMBFLEET_CTL_CONFIG. Offline policy work: smbfleetctl policy check|eval.\n"
+      "Exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 permission denied, 5 refused by the\n"
+      "workflow.");
+  GlobalFlags& g = inv.global;
+  app.add_option("--config", g.config, "smbfleetctl configuration file (YAML)");
+  app.add_option("--collector", g.collector, "collector address HOST:PORT");
+  app.add_option("--cert", g.cert, "operator certificate (PEM)");
+  app.add_option("--key", g.key, "operator key (PEM)");
+  app.add_option("--ca", g.ca, "CA certificate the collector's certificate chains to");
+  app.add_option("--format", g.format, "output: text or json (protobuf's JSON mapping)")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  // hosts, host, compliance, findings
+  std::string prefix;
+  auto* hosts = app.add_subcommand("hosts", "list hosts (with their desired/applied change)");
+  hosts->add_option("--prefix", prefix, "only hosts whose name starts with this");
+  auto* host = app.add_subcommand("host", "one host");
+  std::string host_name;
+  auto* host_show = host->add_subcommand("show", "a host's latest posture");
+  host_show->add_option("NAME", host_name, "host name")->required();
+  auto* host_refresh = host->add_subcommand("refresh", "ask the host's agent to report now");
+  host_refresh->add_option("NAME", host_name, "host name")->required();
+  auto* compliance =
+      app.add_subcommand("compliance", "fleet compliance per rule of the active policy");
+  std::string findings_host, findings_rule;
+  bool include_waived = false;
+  auto* findings = app.add_subcommand("findings", "failing results, since when");
+  findings->add_option("--host", findings_host, "only this host");
+  findings->add_option("--rule", findings_rule, "only this rule");
+  findings->add_flag("--include-waived", include_waived,
+                     "also the results a waiver hides (with the waiver id)");
+
+  // changes ...
+  auto* changes = app.add_subcommand("changes", "propose, review, approve and roll out changes");
+  ProposeFlags propose_flags;
+  auto* propose = changes->add_subcommand(
+      "propose", "propose a change; prints the new change id alone on the first line");
+  propose->add_option("--host", propose_flags.hosts, "each host's remediation plan");
+  propose->add_option("--rule", propose_flags.rule, "every non-compliant host of this rule");
+  propose->add_option("--label", propose_flags.labels, "with --rule: hosts carrying K=V");
+  propose->add_option("--settings", propose_flags.settings_file, "typed settings (YAML)");
+  propose->add_option("--reason", propose_flags.reason, "why");
+  std::string state_text;
+  uint32_t limit = 0;
+  auto* list = changes->add_subcommand("list", "one line per change, newest first");
+  list->add_option("--state", state_text, "only changes in this state (e.g. proposed)");
+  list->add_option("--limit", limit, "at most this many (0: the collector's default)");
+  std::string change_id, reason, comment;
+  auto* show = changes->add_subcommand("show", "a change: impact, approvals, rollout, hosts");
+  show->add_option("ID", change_id, "change id")->required();
+  ApproveFlags approve_flags;
+  auto* approve = changes->add_subcommand("approve", "approve a change (approver role)");
+  approve->add_option("ID", approve_flags.id, "change id")->required();
+  approve->add_option("--comment", approve_flags.comment, "why");
+  approve->add_option("--canary", approve_flags.canary, "the first wave, in this order");
+  approve->add_option("--waves", approve_flags.waves, "e.g. 10%,50%,100% (default 100%)");
+  approve->add_option("--watch", approve_flags.watch, "pause after each wave, e.g. 10m");
+  approve->add_option("--window", approve_flags.windows,
+                      "maintenance window per label, e.g. 'site=ams:Sat 22:00-06:00 UTC+01:00'");
+  auto* reject = changes->add_subcommand("reject", "reject a change (approver role)");
+  reject->add_option("ID", change_id, "change id")->required();
+  reject->add_option("--reason", reason, "why")->required();
+  std::vector<std::pair<std::string, CLI::App*>> actions;
+  for (const char* name : {"halt", "resume", "rollback"}) {
+    static const std::map<std::string, std::string> kHelp = {
+        {"halt", "stop dispatching the rollout"},
+        {"resume", "continue a halted rollout"},
+        {"rollback", "send each applied host its journaled before-values"}};
+    auto* sub = changes->add_subcommand(name, kHelp.at(name));
+    sub->add_option("ID", change_id, "change id")->required();
+    sub->add_option("--reason", reason, "why");
+    actions.emplace_back(name, sub);
+  }
+  std::string interval_text = "1s", timeout_text;
+  auto* watch = changes->add_subcommand(
+      "watch", "follow a rollout; exit 0 when the change completed with every host applied");
+  watch->add_option("ID", change_id, "change id")->required();
+  watch->add_option("--interval", interval_text, "poll period (default 1s)");
+  watch->add_option("--timeout", timeout_text, "give up (exit 1) after this long");
+
+  // audit, waivers
+  std::string audit_change, audit_waiver;
+  auto* audit = app.add_subcommand("audit", "the append-only audit log, oldest first");
+  audit->add_option("--change", audit_change, "only this change");
+  audit->add_option("--waiver", audit_waiver, "only this waiver");
+  audit->add_option("--limit", limit, "at most this many entries (0: all)");
+  auto* waivers = app.add_subcommand("waivers", "request, approve and revoke waivers");
+  bool all_waivers = false;
+  auto* waivers_list = waivers->add_subcommand("list", "waivers in force");
+  waivers_list->add_flag("--all", all_waivers, "also requested, revoked and expired waivers");
+  WaiverFlags waiver_flags;
+  auto* waiver_request = waivers->add_subcommand("request", "request a waiver (proposer role)");
+  waiver_request->add_option("--rule", waiver_flags.rule, "rule id (* = every rule)")->required();
+  waiver_request->add_option("--host", waiver_flags.host, "scope: a host (or the --share's host)");
+  waiver_request->add_option("--label", waiver_flags.label, "scope: hosts carrying K=V");
+  waiver_request->add_option("--share", waiver_flags.share, "scope: a share name");
+  waiver_request->add_option("--justification", waiver_flags.justification, "why")->required();
+  waiver_request->add_option("--ticket", waiver_flags.ticket, "ticket reference");
+  waiver_request->add_option("--expires", waiver_flags.expires, "RFC 3339 time or e.g. 30d")
+      ->required();
+  std::string waiver_id;
+  auto* waiver_approve = waivers->add_subcommand("approve", "approve a waiver (approver role)");
+  waiver_approve->add_option("ID", waiver_id, "waiver id")->required();
+  waiver_approve->add_option("--comment", comment, "why");
+  auto* waiver_revoke = waivers->add_subcommand("revoke", "revoke a waiver (approver role)");
+  waiver_revoke->add_option("ID", waiver_id, "waiver id")->required();
+  waiver_revoke->add_option("--reason", reason, "why")->required();
+
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {
+    inv.command = "help";
+    inv.help = Deepest(&app)->help();
+    return inv;
+  } catch (const CLI::CallForAllHelp&) {
+    inv.command = "help";
+    inv.help = app.help("", CLI::AppFormatMode::All);
+    return inv;
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+
+  // Checked here rather than with require_subcommand so that `changes bogus` names "bogus".
+  for (const CLI::App* group :
+       {static_cast<const CLI::App*>(&app), static_cast<const CLI::App*>(host),
+        static_cast<const CLI::App*>(changes), static_cast<const CLI::App*>(waivers)}) {
+    if ((group == &app || group->parsed()) && group->get_subcommands().empty()) {
+      std::vector<std::string> names;
+      for (const CLI::App* sub : group->get_subcommands(std::function<bool(const CLI::App*)>())) {
+        names.push_back(sub->get_name());
+      }
+      if (group == &app) names.push_back("policy");
+      return absl::InvalidArgumentError(absl::StrCat(
+          group == &app ? "no command given" : group->get_name() + ": no subcommand given",
+          " (one of ", absl::StrJoin(names, ", "), ")"));
+    }
+  }
+
+  auto set = [&inv](std::string command, auto request) {
+    inv.command = std::move(command);
+    inv.request = std::make_shared<decltype(request)>(std::move(request));
+  };
+  if (hosts->parsed()) {
+    smbfleet::v1::ListHostsRequest req;
+    req.set_name_prefix(prefix);
+    set("hosts", req);
+  } else if (host_show->parsed() || host_refresh->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("NAME", host_name));
+    if (host_show->parsed()) {
+      smbfleet::v1::GetHostRequest req;
+      req.set_name(host_name);
+      set("host show", req);
+    } else {
+      smbfleet::v1::RequestReportRequest req;
+      req.set_name(host_name);
+      set("host refresh", req);
+    }
+  } else if (compliance->parsed()) {
+    set("compliance", smbfleet::v1::GetComplianceRequest());
+  } else if (findings->parsed()) {
+    smbfleet::v1::ListFindingsRequest req;
+    req.set_host(findings_host);
+    req.set_rule_id(findings_rule);
+    req.set_include_waived(include_waived);
+    set("findings", req);
+  } else if (propose->parsed()) {
+    ASSIGN_OR_RETURN(auto req, BuildProposeRequest(propose_flags));
+    set("changes propose", req);
+  } else if (list->parsed()) {
+    smbfleet::v1::ListChangesRequest req;
+    if (!state_text.empty()) {
+      ASSIGN_OR_RETURN(auto state, ParseChangeState(state_text));
+      req.set_state(state);
+    }
+    req.set_limit(limit);
+    set("changes list", req);
+  } else if (show->parsed() || watch->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("ID", change_id));
+    smbfleet::v1::GetChangeRequest req;
+    req.set_id(change_id);
+    if (watch->parsed()) {
+      ASSIGN_OR_RETURN(inv.watch.interval, ParseDurationFlag("--interval", interval_text));
+      if (inv.watch.interval <= absl::ZeroDuration()) {
+        return absl::InvalidArgumentError("--interval must be more than 0");
+      }
+      if (!timeout_text.empty()) {
+        ASSIGN_OR_RETURN(inv.watch.timeout, ParseDurationFlag("--timeout", timeout_text));
+      }
+    }
+    set(show->parsed() ? "changes show" : "changes watch", req);
+  } else if (approve->parsed()) {
+    ASSIGN_OR_RETURN(auto req, BuildApproveRequest(approve_flags));
+    set("changes approve", req);
+  } else if (reject->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("ID", change_id));
+    RETURN_IF_ERROR(NonEmpty("--reason", reason));
+    smbfleet::v1::RejectChangeRequest req;
+    req.set_id(change_id);
+    req.set_reason(reason);
+    set("changes reject", req);
+  } else if (audit->parsed()) {
+    smbfleet::v1::ListAuditRequest req;
+    req.set_change_id(audit_change);
+    req.set_waiver_id(audit_waiver);
+    req.set_limit(limit);
+    set("audit", req);
+  } else if (waivers_list->parsed()) {
+    smbfleet::v1::ListWaiversRequest req;
+    req.set_include_inactive(all_waivers);
+    set("waivers list", req);
+  } else if (waiver_request->parsed()) {
+    ASSIGN_OR_RETURN(auto req, BuildWaiverRequest(waiver_flags, now));
+    set("waivers request", req);
+  } else if (waiver_approve->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("ID", waiver_id));
+    smbfleet::v1::ApproveWaiverRequest req;
+    req.set_id(waiver_id);
+    req.set_comment(comment);
+    set("waivers approve", req);
+  } else if (waiver_revoke->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("ID", waiver_id));
+    RETURN_IF_ERROR(NonEmpty("--reason", reason));
+    smbfleet::v1::RevokeWaiverRequest req;
+    req.set_id(waiver_id);
+    req.set_reason(reason);
+    set("waivers revoke", req);
+  } else {
+    for (const auto& [name, sub] : actions) {
+      if (!sub->parsed()) continue;
+      RETURN_IF_ERROR(NonEmpty("ID", change_id));
+      smbfleet::v1::ChangeActionRequest req;
+      req.set_id(change_id);
+      req.set_reason(reason);
+      set(absl::StrCat("changes ", name), req);
+    }
+  }
+  if (inv.request == nullptr) return absl::InternalError("no command was recognised");
+  return inv;
+}
+
+}  // namespace smbfleet::cli

@@ -1,0 +1,114 @@
+#ifndef SMBFLEET_CLI_COMMAND_LINE_H_
+#define SMBFLEET_CLI_COMMAND_LINE_H_
+
+// smbfleetctl's command line: parsed (CLI11) into an Invocation that holds the AdminService
+// request to send, so that every flag's meaning is checked and tested without a collector.
+// The commands, flags and exit codes are the product contract in docs/smbfleetctl.md.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "smbfleet/v1/admin.pb.h"
+
+namespace smbfleet::cli {
+
+// Flags that apply to every command that talks to the collector.
+struct GlobalFlags {
+  std::string config, collector, cert, key, ca;
+  std::string format = "text";  // text or json
+};
+
+// `changes watch`: how often to poll and when to give up (infinite = never).
+struct WatchFlags {
+  absl::Duration interval = absl::Seconds(1);
+  absl::Duration timeout = absl::InfiniteDuration();
+};
+
+struct Invocation {
+  GlobalFlags global;
+  // "hosts", "host show", "host refresh", "compliance", "findings", "changes propose",
+  // "changes list", "changes show", "changes approve", "changes reject", "changes halt",
+  // "changes resume", "changes rollback", "changes watch", "audit", "waivers list",
+  // "waivers request", "waivers approve", "waivers revoke"; "help" when help was asked for.
+  std::string command;
+  std::string help;  // the text to print for "help"
+  // The request to send, of the type the command's RPC takes (e.g. ApproveChangeRequest).
+  std::shared_ptr<google::protobuf::Message> request;
+  WatchFlags watch;
+};
+
+// Parses the arguments after the program name ("policy ..." is handled elsewhere). A mistake
+// (unknown flag, missing argument, malformed --waves, bad --settings file) is InvalidArgument
+// naming the flag or file and the value: smbfleetctl prints it and exits 2. `now` anchors
+// relative expiry times (`waivers request --expires 30d`).
+absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now);
+
+// The request as a typed message; the caller knows which type the command carries.
+template <typename T>
+const T& RequestOf(const Invocation& invocation) {
+  return static_cast<const T&>(*invocation.request);
+}
+
+// --- The pieces ParseCommandLine is made of, each tested on its own. ---
+
+// `changes propose` flags, as typed.
+struct ProposeFlags {
+  std::vector<std::string> hosts;
+  std::string rule;
+  std::vector<std::string> labels;  // K=V
+  std::string settings_file;
+  std::string reason;
+};
+absl::StatusOr<smbfleet::v1::ProposeChangeRequest> BuildProposeRequest(const ProposeFlags& flags);
+
+// The --settings file (YAML), e.g.
+//   hosts: [fs01, fs02]            # or labels: {site: ams}
+//   settings:
+//     - {setting: server.requireSigning, value: "true"}
+//     - {setting: share.encryptData, share: finance, value: "true"}
+// Names and values are checked against the allowlist (policy/settings.h); every problem is
+// listed, each naming the file, the entry and the field.
+struct SettingsFile {
+  std::vector<std::string> hosts;
+  std::map<std::string, std::string> labels;
+  std::vector<smbfleet::v1::SettingChange> settings;
+};
+absl::StatusOr<SettingsFile> ParseSettingsFile(const std::string& file, const std::string& text);
+
+// `changes approve` flags; --waves, --watch and --window are checked as the collector will
+// parse them (collector/changes/rollout_spec.h).
+struct ApproveFlags {
+  std::string id;
+  std::string comment;
+  std::vector<std::string> canary;
+  std::string waves;
+  std::string watch;
+  std::vector<std::string> windows;
+};
+absl::StatusOr<smbfleet::v1::ApproveChangeRequest> BuildApproveRequest(const ApproveFlags& flags);
+
+// `waivers request` flags.
+struct WaiverFlags {
+  std::string rule;
+  std::string host;
+  std::string label;  // K=V
+  std::string share;
+  std::string justification;
+  std::string ticket;
+  std::string expires;  // RFC 3339, or a duration from now such as 30d
+};
+absl::StatusOr<smbfleet::v1::RequestWaiverRequest> BuildWaiverRequest(const WaiverFlags& flags,
+                                                                      absl::Time now);
+
+// "rolling_out", "ROLLING_OUT" or "CHANGE_STATE_ROLLING_OUT"; the error lists the states.
+absl::StatusOr<smbfleet::v1::ChangeState> ParseChangeState(absl::string_view text);
+
+}  // namespace smbfleet::cli
+
+#endif  // SMBFLEET_CLI_COMMAND_LINE_H_

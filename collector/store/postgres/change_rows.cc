@@ -1,0 +1,429 @@
+#include "collector/store/postgres/change_rows.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "collector/store/postgres/sql.h"
+#include "common/json.h"
+#include "common/status_macros.h"
+
+namespace smbfleet::collector::pg {
+namespace {
+
+namespace v1 = smbfleet::v1;
+
+std::string Text(const pqxx::transaction_base& tx, const std::string& s) { return tx.quote(s); }
+
+std::string Int(int64_t n) { return absl::StrCat(n); }
+
+std::string Bool(bool b) { return b ? "true" : "false"; }
+
+std::string Time(const pqxx::transaction_base& tx, const google::protobuf::Timestamp& ts) {
+  std::string text = TimestampText(ts);
+  return text.empty() ? "NULL" : absl::StrCat(tx.quote(text), "::timestamptz");
+}
+
+// Timestamps are read as whole microseconds (a float8 epoch would round them).
+// Leaves the timestamp unset (not even present) for NULL.
+template <typename Mutable>
+void SetTime(const pqxx::field& f, Mutable mutable_ts) {
+  if (f.is_null()) return;
+  google::protobuf::Timestamp* ts = mutable_ts();
+  const int64_t micros = f.as<int64_t>();
+  int64_t seconds = micros / 1000000;
+  int64_t rest = micros % 1000000;
+  if (rest < 0) {
+    rest += 1000000;
+    --seconds;
+  }
+  ts->set_seconds(seconds);
+  ts->set_nanos(static_cast<int32_t>(rest * 1000));
+}
+
+// NULL for a message that is not set.
+std::string Json(const pqxx::transaction_base& tx, bool has, const google::protobuf::Message& m) {
+  if (!has) return "NULL";
+  auto json = ToJson(m, /*pretty=*/false);
+  return absl::StrCat(tx.quote(json.ok() ? *json : "{}"), "::jsonb");
+}
+
+// The value of the only field set in `holder` (`{"key":VALUE}` as protobuf prints it without
+// whitespace), or `empty` when it is unset.
+std::string FieldJson(const pqxx::transaction_base& tx, const google::protobuf::Message& holder,
+                      absl::string_view key, absl::string_view empty) {
+  auto json = ToJson(holder, /*pretty=*/false);
+  absl::string_view value = empty;
+  if (json.ok()) {
+    absl::string_view s = *json;
+    if (absl::ConsumePrefix(&s, absl::StrCat("{\"", key, "\":")) && absl::ConsumeSuffix(&s, "}")) {
+      value = s;
+    }
+  }
+  return absl::StrCat(tx.quote(std::string(value)), "::jsonb");
+}
+
+// Reads a column written by FieldJson into `out`'s field `key`.
+absl::Status MergeFieldJson(const pqxx::field& f, absl::string_view key, absl::string_view what,
+                            google::protobuf::Message* out) {
+  std::unique_ptr<google::protobuf::Message> holder(out->New());
+  RETURN_IF_ERROR(FromJson(absl::StrCat("{\"", key, "\":", f.as<std::string>(), "}"),
+                           std::string(what), holder.get(), /*ignore_unknown=*/true));
+  out->MergeFrom(*holder);
+  return absl::OkStatus();
+}
+
+// A message column written by Json(); NULL leaves it unset.
+template <typename Mutable>
+absl::Status MessageFromJson(const pqxx::field& f, const std::string& what, Mutable mutable_msg) {
+  if (f.is_null()) return absl::OkStatus();
+  return FromJson(f.as<std::string>(), what, mutable_msg(), /*ignore_unknown=*/true);
+}
+
+std::string EnumText(const std::string& name, absl::string_view prefix) {
+  absl::string_view s = name;
+  if (!absl::ConsumePrefix(&s, prefix) || s == "UNSPECIFIED") return "";
+  return std::string(s);
+}
+
+std::string Str(const pqxx::field& f) { return f.is_null() ? "" : f.as<std::string>(); }
+
+}  // namespace
+
+void RowValues::Add(std::string column, std::string literal) {
+  columns.push_back(std::move(column));
+  values.push_back(std::move(literal));
+}
+
+std::string RowValues::ColumnList() const {
+  return absl::StrCat("(", absl::StrJoin(columns, ", "), ")");
+}
+
+std::string RowValues::ValueList() const {
+  return absl::StrCat("(", absl::StrJoin(values, ", "), ")");
+}
+
+std::string RowValues::ExcludedAssignments(const std::vector<std::string>& key) const {
+  std::vector<std::string> parts;
+  for (const auto& c : columns) {
+    if (std::find(key.begin(), key.end(), c) != key.end()) continue;
+    parts.push_back(absl::StrCat(c, " = EXCLUDED.", c));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string RowValues::Assignments(const std::vector<std::string>& key) const {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (std::find(key.begin(), key.end(), columns[i]) != key.end()) continue;
+    parts.push_back(absl::StrCat(columns[i], " = ", values[i]));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string ChangeStateText(v1::ChangeState s) {
+  return EnumText(v1::ChangeState_Name(s), "CHANGE_STATE_");
+}
+
+std::string HostStateText(v1::HostChangeState s) {
+  return EnumText(v1::HostChangeState_Name(s), "HOST_CHANGE_STATE_");
+}
+
+std::string WaiverStateText(v1::WaiverState s) {
+  return EnumText(v1::WaiverState_Name(s), "WAIVER_STATE_");
+}
+
+RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
+  // Fields 1-25 have columns (or rows: hosts, approvals); whatever else Change has (fields
+  // added later) goes to `more`. A field that gets a column is added to this list.
+  v1::Change more = c;
+  for (int field : {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+                    14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25}) {
+    more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
+  }
+  RowValues row;
+  row.Add("id", Text(tx, c.id()));
+  row.Add("state", Text(tx, ChangeStateText(c.state())));
+  row.Add("version", Int(static_cast<int64_t>(c.version())));
+  row.Add("source", Text(tx, EnumText(v1::ChangeSource_Name(c.source()), "CHANGE_SOURCE_")));
+  row.Add("rule_id", Text(tx, c.rule_id()));
+  v1::Change selector;
+  *selector.mutable_label_selector() = c.label_selector();
+  row.Add("label_selector", FieldJson(tx, selector, "labelSelector", "{}"));
+  row.Add("reason", Text(tx, c.reason()));
+  row.Add("proposed_by", Text(tx, c.proposed_by()));
+  row.Add("proposed_at", Time(tx, c.proposed_at()));
+  row.Add("updated_at", Time(tx, c.updated_at()));
+  row.Add("not_after", Time(tx, c.not_after()));
+  row.Add("content_hash", Text(tx, c.content_hash()));
+  row.Add("approvals_required", Int(c.approvals_required()));
+  row.Add("rejected_by", Text(tx, c.rejected_by()));
+  row.Add("rollout", Json(tx, c.has_rollout(), c.rollout()));
+  row.Add("current_wave", Int(c.current_wave()));
+  row.Add("wave_count", Int(c.wave_count()));
+  row.Add("halt_reason", Text(tx, c.halt_reason()));
+  row.Add("impact", Json(tx, c.has_impact(), c.impact()));
+  row.Add("rollback_of", c.rollback_of().empty() ? "NULL" : Text(tx, c.rollback_of()));
+  row.Add("rolled_back_by", c.rolled_back_by().empty() ? "NULL" : Text(tx, c.rolled_back_by()));
+  row.Add("policy_name", Text(tx, c.policy_name()));
+  row.Add("policy_version", Text(tx, c.policy_version()));
+  row.Add("more", Json(tx, true, more));
+  return row;
+}
+
+RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
+                  const v1::ChangeHost& h) {
+  v1::ChangeHost steps, before, after, more = h;
+  *steps.mutable_steps() = h.steps();
+  *before.mutable_before() = h.before();
+  *after.mutable_after() = h.after();
+  // These have columns; the rest (rule ids, not remediable, labels, later fields) is `more`.
+  for (int field : {1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16}) {
+    more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
+  }
+  RowValues row;
+  row.Add("change_id", Text(tx, change_id));
+  row.Add("host", Text(tx, h.host()));
+  row.Add("position", Int(position));
+  row.Add("state", Text(tx, HostStateText(h.state())));
+  row.Add("wave", Int(h.wave()));
+  row.Add("dispatched_at", Time(tx, h.dispatched_at()));
+  row.Add("finished_at", Time(tx, h.finished_at()));
+  row.Add("message", Text(tx, h.message()));
+  row.Add("order_not_after", Time(tx, h.order_not_after()));
+  row.Add("nonce", Text(tx, h.nonce()));
+  row.Add("rollback_sent", Bool(h.rollback_sent()));
+  row.Add("steps", FieldJson(tx, steps, "steps", "[]"));
+  row.Add("impact", Json(tx, h.has_impact(), h.impact()));
+  row.Add("before_values", FieldJson(tx, before, "before", "[]"));
+  row.Add("after_values", FieldJson(tx, after, "after", "[]"));
+  row.Add("more", Json(tx, true, more));
+  return row;
+}
+
+RowValues ApprovalRow(const pqxx::transaction_base& tx, const v1::Change& change, int position,
+                      const v1::ChangeApproval& a) {
+  RowValues row;
+  row.Add("change_id", Text(tx, change.id()));
+  row.Add("proposed_by", Text(tx, change.proposed_by()));
+  row.Add("approver", Text(tx, a.approver()));
+  row.Add("position", Int(position));
+  row.Add("at", Time(tx, a.at()));
+  row.Add("comment", Text(tx, a.comment()));
+  return row;
+}
+
+RowValues AuditRow(const pqxx::transaction_base& tx, const v1::AuditEntry& e) {
+  RowValues row;
+  const std::string at = Time(tx, e.at());
+  row.Add("at", at == "NULL" ? "now()" : at);
+  row.Add("actor", Text(tx, e.actor()));
+  row.Add("action", Text(tx, e.action()));
+  row.Add("change_id", Text(tx, e.change_id()));
+  row.Add("host", Text(tx, e.host()));
+  row.Add("waiver_id", Text(tx, e.waiver_id()));
+  row.Add("reason", Text(tx, e.reason()));
+  row.Add("content_hash", Text(tx, e.content_hash()));
+  row.Add("detail", Text(tx, e.detail()));
+  return row;
+}
+
+RowValues WaiverRow(const pqxx::transaction_base& tx, const v1::Waiver& w) {
+  auto optional_text = [&](const std::string& s) { return s.empty() ? "NULL" : Text(tx, s); };
+  RowValues row;
+  row.Add("id", Text(tx, w.id()));
+  row.Add("rule_id", Text(tx, w.rule_id()));
+  row.Add("host_name", optional_text(w.host()));
+  row.Add("label_key", optional_text(w.label_key()));
+  row.Add("label_value", optional_text(w.label_value()));
+  row.Add("share_name", optional_text(w.share()));
+  row.Add("justification", Text(tx, w.justification()));
+  row.Add("approved_by", optional_text(w.approved_by()));
+  row.Add("created_by", Text(tx, w.created_by()));
+  const std::string created = Time(tx, w.created_at());
+  row.Add("created_at", created == "NULL" ? "now()" : created);
+  row.Add("expires_at", Time(tx, w.expires_at()));
+  row.Add("state", Text(tx, WaiverStateText(w.state())));
+  row.Add("ticket", Text(tx, w.ticket()));
+  row.Add("approved_at", Time(tx, w.approved_at()));
+  row.Add("revoked_by", Text(tx, w.revoked_by()));
+  row.Add("revoked_at", Time(tx, w.revoked_at()));
+  row.Add("revoke_reason", Text(tx, w.revoke_reason()));
+  return row;
+}
+
+const char kChangeColumns[] = R"sql(
+  c.id, c.state, c.version, c.source, c.rule_id, c.label_selector::text AS label_selector,
+  c.reason, c.proposed_by,
+  (EXTRACT(EPOCH FROM c.proposed_at) * 1000000)::bigint AS proposed_at,
+  (EXTRACT(EPOCH FROM c.updated_at) * 1000000)::bigint AS updated_at,
+  (EXTRACT(EPOCH FROM c.not_after) * 1000000)::bigint AS not_after,
+  c.content_hash, c.approvals_required, c.rejected_by, c.rollout::text AS rollout,
+  c.current_wave, c.wave_count, c.halt_reason, c.impact::text AS impact, c.rollback_of,
+  c.rolled_back_by, c.policy_name, c.policy_version, c.more::text AS more
+)sql";
+
+const char kHostColumns[] = R"sql(
+  h.change_id, h.host, h.state, h.wave,
+  (EXTRACT(EPOCH FROM h.dispatched_at) * 1000000)::bigint AS dispatched_at,
+  (EXTRACT(EPOCH FROM h.finished_at) * 1000000)::bigint AS finished_at,
+  h.message,
+  (EXTRACT(EPOCH FROM h.order_not_after) * 1000000)::bigint AS order_not_after,
+  h.nonce, h.rollback_sent, h.steps::text AS steps, h.impact::text AS impact,
+  h.before_values::text AS before_values, h.after_values::text AS after_values,
+  h.more::text AS more
+)sql";
+
+const char kApprovalColumns[] = R"sql(
+  a.change_id, a.approver, (EXTRACT(EPOCH FROM a.at) * 1000000)::bigint AS at, a.comment
+)sql";
+
+const char kAuditColumns[] = R"sql(
+  l.seq, (EXTRACT(EPOCH FROM l.at) * 1000000)::bigint AS at, l.actor, l.action, l.change_id,
+  l.host, l.waiver_id, l.reason, l.content_hash, l.detail
+)sql";
+
+const char kHostStatusColumns[] = R"sql(
+  s.host, s.desired_change_id, s.desired_version, s.applied_change_id, s.applied_version,
+  s.last_result, s.last_error, (EXTRACT(EPOCH FROM s.last_ack_at) * 1000000)::bigint AS last_ack_at
+)sql";
+
+const char kWaiverColumns[] = R"sql(
+  w.id, w.rule_id, w.host_name, w.label_key, w.label_value, w.share_name, w.justification,
+  w.approved_by, w.created_by,
+  (EXTRACT(EPOCH FROM w.created_at) * 1000000)::bigint AS created_at,
+  (EXTRACT(EPOCH FROM w.expires_at) * 1000000)::bigint AS expires_at,
+  w.state, w.ticket, (EXTRACT(EPOCH FROM w.approved_at) * 1000000)::bigint AS approved_at,
+  w.revoked_by, (EXTRACT(EPOCH FROM w.revoked_at) * 1000000)::bigint AS revoked_at,
+  w.revoke_reason
+)sql";
+
+absl::StatusOr<v1::Change> ChangeFromRow(const pqxx::row& r) {
+  v1::Change c;
+  const std::string id = r["id"].as<std::string>();
+  const std::string what = absl::StrCat("change ", id);
+  RETURN_IF_ERROR(FromJson(r["more"].as<std::string>(), absl::StrCat(what, ", column more"), &c,
+                           /*ignore_unknown=*/true));
+  c.set_id(id);
+  v1::ChangeState state = v1::CHANGE_STATE_UNSPECIFIED;
+  v1::ChangeState_Parse("CHANGE_STATE_" + r["state"].as<std::string>(), &state);
+  c.set_state(state);
+  c.set_version(r["version"].as<uint64_t>());
+  v1::ChangeSource source = v1::CHANGE_SOURCE_UNSPECIFIED;
+  v1::ChangeSource_Parse("CHANGE_SOURCE_" + r["source"].as<std::string>(), &source);
+  c.set_source(source);
+  c.set_rule_id(r["rule_id"].as<std::string>());
+  RETURN_IF_ERROR(MergeFieldJson(r["label_selector"], "labelSelector",
+                                 absl::StrCat(what, ", column label_selector"), &c));
+  c.set_reason(r["reason"].as<std::string>());
+  c.set_proposed_by(r["proposed_by"].as<std::string>());
+  SetTime(r["proposed_at"], [&] { return c.mutable_proposed_at(); });
+  SetTime(r["updated_at"], [&] { return c.mutable_updated_at(); });
+  SetTime(r["not_after"], [&] { return c.mutable_not_after(); });
+  c.set_content_hash(r["content_hash"].as<std::string>());
+  c.set_approvals_required(r["approvals_required"].as<uint32_t>());
+  c.set_rejected_by(r["rejected_by"].as<std::string>());
+  RETURN_IF_ERROR(MessageFromJson(r["rollout"], absl::StrCat(what, ", column rollout"),
+                                  [&] { return c.mutable_rollout(); }));
+  c.set_current_wave(r["current_wave"].as<int32_t>());
+  c.set_wave_count(r["wave_count"].as<int32_t>());
+  c.set_halt_reason(r["halt_reason"].as<std::string>());
+  RETURN_IF_ERROR(MessageFromJson(r["impact"], absl::StrCat(what, ", column impact"),
+                                  [&] { return c.mutable_impact(); }));
+  c.set_rollback_of(Str(r["rollback_of"]));
+  c.set_rolled_back_by(Str(r["rolled_back_by"]));
+  c.set_policy_name(r["policy_name"].as<std::string>());
+  c.set_policy_version(r["policy_version"].as<std::string>());
+  return c;
+}
+
+absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r) {
+  v1::ChangeHost h;
+  const std::string what =
+      absl::StrCat("change ", r["change_id"].as<std::string>(), ", host ", r["host"].c_str());
+  RETURN_IF_ERROR(FromJson(r["more"].as<std::string>(), absl::StrCat(what, ", column more"), &h,
+                           /*ignore_unknown=*/true));
+  h.set_host(r["host"].as<std::string>());
+  v1::HostChangeState state = v1::HOST_CHANGE_STATE_UNSPECIFIED;
+  v1::HostChangeState_Parse("HOST_CHANGE_STATE_" + r["state"].as<std::string>(), &state);
+  h.set_state(state);
+  h.set_wave(r["wave"].as<int32_t>());
+  SetTime(r["dispatched_at"], [&] { return h.mutable_dispatched_at(); });
+  SetTime(r["finished_at"], [&] { return h.mutable_finished_at(); });
+  h.set_message(r["message"].as<std::string>());
+  SetTime(r["order_not_after"], [&] { return h.mutable_order_not_after(); });
+  h.set_nonce(r["nonce"].as<std::string>());
+  h.set_rollback_sent(r["rollback_sent"].as<bool>());
+  RETURN_IF_ERROR(MergeFieldJson(r["steps"], "steps", absl::StrCat(what, ", column steps"), &h));
+  RETURN_IF_ERROR(MessageFromJson(r["impact"], absl::StrCat(what, ", column impact"),
+                                  [&] { return h.mutable_impact(); }));
+  RETURN_IF_ERROR(MergeFieldJson(r["before_values"], "before",
+                                 absl::StrCat(what, ", column before_values"), &h));
+  RETURN_IF_ERROR(
+      MergeFieldJson(r["after_values"], "after", absl::StrCat(what, ", column after_values"), &h));
+  return h;
+}
+
+v1::ChangeApproval ApprovalFromRow(const pqxx::row& r) {
+  v1::ChangeApproval a;
+  a.set_approver(r["approver"].as<std::string>());
+  SetTime(r["at"], [&] { return a.mutable_at(); });
+  a.set_comment(r["comment"].as<std::string>());
+  return a;
+}
+
+v1::AuditEntry AuditFromRow(const pqxx::row& r) {
+  v1::AuditEntry e;
+  e.set_seq(r["seq"].as<int64_t>());
+  SetTime(r["at"], [&] { return e.mutable_at(); });
+  e.set_actor(r["actor"].as<std::string>());
+  e.set_action(r["action"].as<std::string>());
+  e.set_change_id(r["change_id"].as<std::string>());
+  e.set_host(r["host"].as<std::string>());
+  e.set_waiver_id(r["waiver_id"].as<std::string>());
+  e.set_reason(r["reason"].as<std::string>());
+  e.set_content_hash(r["content_hash"].as<std::string>());
+  e.set_detail(r["detail"].as<std::string>());
+  return e;
+}
+
+v1::HostChangeStatus HostStatusFromRow(const pqxx::row& r) {
+  v1::HostChangeStatus s;
+  s.set_desired_change_id(r["desired_change_id"].as<std::string>());
+  s.set_desired_version(r["desired_version"].as<uint64_t>());
+  s.set_applied_change_id(r["applied_change_id"].as<std::string>());
+  s.set_applied_version(r["applied_version"].as<uint64_t>());
+  v1::HostChangeState result = v1::HOST_CHANGE_STATE_UNSPECIFIED;
+  const std::string text = r["last_result"].as<std::string>();
+  if (!text.empty()) v1::HostChangeState_Parse("HOST_CHANGE_STATE_" + text, &result);
+  s.set_last_result(result);
+  s.set_last_error(r["last_error"].as<std::string>());
+  SetTime(r["last_ack_at"], [&] { return s.mutable_last_ack_at(); });
+  return s;
+}
+
+v1::Waiver WaiverFromRow(const pqxx::row& r) {
+  v1::Waiver w;
+  w.set_id(r["id"].as<std::string>());
+  w.set_rule_id(r["rule_id"].as<std::string>());
+  w.set_host(Str(r["host_name"]));
+  w.set_label_key(Str(r["label_key"]));
+  w.set_label_value(Str(r["label_value"]));
+  w.set_share(Str(r["share_name"]));
+  w.set_justification(r["justification"].as<std::string>());
+  w.set_approved_by(Str(r["approved_by"]));
+  w.set_created_by(r["created_by"].as<std::string>());
+  SetTime(r["created_at"], [&] { return w.mutable_created_at(); });
+  SetTime(r["expires_at"], [&] { return w.mutable_expires_at(); });
+  v1::WaiverState state = v1::WAIVER_STATE_UNSPECIFIED;
+  v1::WaiverState_Parse("WAIVER_STATE_" + r["state"].as<std::string>(), &state);
+  w.set_state(state);
+  w.set_ticket(r["ticket"].as<std::string>());
+  SetTime(r["approved_at"], [&] { return w.mutable_approved_at(); });
+  w.set_revoked_by(r["revoked_by"].as<std::string>());
+  SetTime(r["revoked_at"], [&] { return w.mutable_revoked_at(); });
+  w.set_revoke_reason(r["revoke_reason"].as<std::string>());
+  return w;
+}
+
+}  // namespace smbfleet::collector::pg

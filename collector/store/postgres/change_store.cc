@@ -1,0 +1,631 @@
+#include "collector/store/postgres/change_store.h"
+
+#include <algorithm>
+#include <map>
+#include <pqxx/pqxx>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "collector/store/postgres/change_rows.h"
+#include "collector/store/postgres/dsn.h"
+#include "collector/store/postgres/sql.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace smbfleet::collector {
+namespace {
+
+namespace v1 = smbfleet::v1;
+using google::protobuf::util::MessageDifferencer;
+
+// Host lists in one IN (...) at most this long.
+constexpr size_t kHostsPerQuery = 1000;
+
+bool IsAckResult(v1::HostChangeState s) {
+  return s == v1::HOST_CHANGE_STATE_APPLIED || s == v1::HOST_CHANGE_STATE_FAILED ||
+         s == v1::HOST_CHANGE_STATE_PRECONDITION_FAILED || s == v1::HOST_CHANGE_STATE_REFUSED ||
+         s == v1::HOST_CHANGE_STATE_ROLLED_BACK;
+}
+
+std::string FirstLine(const char* text) {
+  absl::string_view s = text;
+  absl::ConsumePrefix(&s, "ERROR:  ");
+  return std::string(s.substr(0, s.find('\n')));
+}
+
+std::string QuotedList(const pqxx::transaction_base& tx, const std::vector<std::string>& items) {
+  std::vector<std::string> quoted;
+  quoted.reserve(items.size());
+  for (const auto& s : items) quoted.push_back(tx.quote(s));
+  return absl::StrCat("(", absl::StrJoin(quoted, ", "), ")");
+}
+
+// The change without hosts and approvals: what its own row holds.
+v1::Change RowPart(const v1::Change& c) {
+  v1::Change part = c;
+  part.clear_hosts();
+  part.clear_approvals();
+  return part;
+}
+
+// What a write that failed on a constraint meant, in the workflow's words. `changes` are those
+// the transaction wrote (for naming the approver or the change). Call only inside a catch block.
+absl::Status MapWriteError(const std::string& dsn, absl::string_view what,
+                           const std::vector<const v1::Change*>& changes) {
+  try {
+    throw;
+  } catch (const pqxx::check_violation& e) {
+    if (absl::StrContains(e.what(), "change_approvals_four_eyes")) {
+      for (const v1::Change* c : changes) {
+        for (const auto& a : c->approvals()) {
+          if (a.approver() == c->proposed_by()) {
+            return absl::FailedPreconditionError(absl::StrCat(c->proposed_by(), " proposed change ",
+                                                              c->id(), " and cannot approve it"));
+          }
+        }
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
+  } catch (const pqxx::unique_violation& e) {
+    if (absl::StrContains(e.what(), "change_approvals_pkey")) {
+      for (const v1::Change* c : changes) {
+        std::set<std::string> seen;
+        for (const auto& a : c->approvals()) {
+          if (!seen.insert(a.approver()).second) {
+            return absl::FailedPreconditionError(
+                absl::StrCat(a.approver(), " already approved change ", c->id()));
+          }
+        }
+      }
+    }
+    return absl::AlreadyExistsError(absl::StrCat(what, ": ", FirstLine(e.what())));
+  } catch (const pqxx::foreign_key_violation& e) {
+    return absl::FailedPreconditionError(absl::StrCat(what, ": ", FirstLine(e.what())));
+  } catch (const pqxx::not_null_violation& e) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
+  } catch (...) {
+    return MapPgException(dsn, what);
+  }
+}
+
+absl::Status CheckChange(const v1::Change& c) {
+  if (c.id().empty()) return absl::InvalidArgumentError("change: id is empty");
+  if (c.state() == v1::CHANGE_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat("change ", c.id(), ": state is unspecified"));
+  }
+  if (c.proposed_by().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("change ", c.id(), ": proposed_by is empty"));
+  }
+  std::set<std::string> hosts;
+  for (const auto& h : c.hosts()) {
+    if (!hosts.insert(h.host()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("change ", c.id(), ": host '", h.host(), "' appears twice"));
+    }
+    if (h.state() == v1::HOST_CHANGE_STATE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("change ", c.id(), ", host '", h.host(), "': state is unspecified"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Rows of `rows` as one multi-row INSERT per few hundred, with `tail` after each.
+void InsertRows(pqxx::transaction_base& tx, const std::string& table,
+                const std::vector<pg::RowValues>& rows, const std::string& tail) {
+  if (rows.empty()) return;
+  pg::InsertBatch batch(tx, absl::StrCat("INSERT INTO ", table, " ", rows[0].ColumnList()), tail);
+  for (const auto& r : rows) batch.Add(r.values);
+  batch.Flush();
+}
+
+void InsertAudit(pqxx::transaction_base& tx, const std::vector<v1::AuditEntry>& entries) {
+  std::vector<pg::RowValues> rows;
+  rows.reserve(entries.size());
+  for (const auto& e : entries) rows.push_back(pg::AuditRow(tx, e));
+  InsertRows(tx, "audit_log", rows, "");
+}
+
+const v1::ChangeHost* FindHost(const v1::Change& c, const std::string& host) {
+  for (const auto& h : c.hosts()) {
+    if (h.host() == host) return &h;
+  }
+  return nullptr;
+}
+
+// Desired vs applied for the hosts whose state this write changed (`before` null for a new
+// change): a host newly DISPATCHED (or dispatched anew, with a new nonce) is desired at the
+// change's version; an ack result or a timeout is the host's last result, and APPLIED is where
+// the host now is.
+void WriteHostStatuses(pqxx::transaction_base& tx, const v1::Change* before,
+                       const v1::Change& after) {
+  pg::InsertBatch desired(tx,
+                          "INSERT INTO host_change_status (host, desired_change_id, "
+                          "desired_version)",
+                          "ON CONFLICT (host) DO UPDATE SET desired_change_id = "
+                          "EXCLUDED.desired_change_id, desired_version = EXCLUDED.desired_version");
+  pg::InsertBatch acked(tx,
+                        "INSERT INTO host_change_status (host, last_result, last_error, "
+                        "last_ack_at)",
+                        "ON CONFLICT (host) DO UPDATE SET last_result = EXCLUDED.last_result, "
+                        "last_error = EXCLUDED.last_error, last_ack_at = EXCLUDED.last_ack_at");
+  pg::InsertBatch timed_out(tx, "INSERT INTO host_change_status (host, last_result, last_error)",
+                            "ON CONFLICT (host) DO UPDATE SET last_result = "
+                            "EXCLUDED.last_result, last_error = EXCLUDED.last_error");
+  pg::InsertBatch applied(tx,
+                          "INSERT INTO host_change_status (host, applied_change_id, "
+                          "applied_version)",
+                          "ON CONFLICT (host) DO UPDATE SET applied_change_id = "
+                          "EXCLUDED.applied_change_id, applied_version = EXCLUDED.applied_version");
+  const std::string id = tx.quote(after.id());
+  const std::string version = absl::StrCat(static_cast<int64_t>(after.version()));
+  for (const auto& h : after.hosts()) {
+    const v1::ChangeHost* old = before == nullptr ? nullptr : FindHost(*before, h.host());
+    const bool state_changed = old == nullptr || old->state() != h.state();
+    const std::string host = tx.quote(h.host());
+    if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED &&
+        (state_changed || old->nonce() != h.nonce())) {
+      desired.Add({host, id, version});
+      continue;
+    }
+    if (!state_changed) continue;
+    const std::string result = tx.quote(pg::HostStateText(h.state()));
+    const std::string error =
+        tx.quote(h.state() == v1::HOST_CHANGE_STATE_APPLIED ? "" : h.message());
+    if (IsAckResult(h.state())) {
+      const std::string at = pg::TimestampText(h.finished_at());
+      acked.Add({host, result, error, at.empty() ? "now()" : tx.quote(at) + "::timestamptz"});
+    } else if (h.state() == v1::HOST_CHANGE_STATE_TIMED_OUT) {
+      timed_out.Add({host, result, error});
+    }
+    if (h.state() == v1::HOST_CHANGE_STATE_APPLIED) applied.Add({host, id, version});
+  }
+  desired.Flush();
+  acked.Flush();
+  timed_out.Flush();
+  applied.Flush();
+}
+
+class PgChangeStore : public ChangeStore {
+ public:
+  explicit PgChangeStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
+
+  absl::Status CreateChange(const v1::Change& change,
+                            const std::vector<v1::AuditEntry>& audit) override;
+  absl::StatusOr<std::optional<v1::Change>> GetChange(const std::string& id) override;
+  absl::StatusOr<std::vector<v1::Change>> ListChanges(const ChangeQuery& query) override;
+  absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override;
+  absl::StatusOr<std::vector<v1::Change>> PendingForHost(const std::string& host,
+                                                         absl::Time now) override;
+  absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
+  absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> HostStatuses(
+      const std::vector<std::string>& hosts) override;
+  absl::Status AppendAudit(const std::vector<v1::AuditEntry>& entries) override;
+  absl::StatusOr<std::vector<v1::AuditEntry>> ListAudit(const AuditQuery& query) override;
+  absl::Status CreateWaiver(const v1::Waiver& waiver, const v1::AuditEntry& audit) override;
+  absl::StatusOr<v1::Waiver> UpdateWaiver(const std::string& id, const WaiverStepFn& step) override;
+  absl::StatusOr<std::vector<v1::Waiver>> ListWaivers(bool include_inactive,
+                                                      absl::Time now) override;
+
+ private:
+  // The change with its hosts and approvals; nullopt when there is none. `lock` takes the row
+  // lock that orders workflow steps.
+  static absl::StatusOr<std::optional<v1::Change>> ReadChange(pqxx::transaction_base& tx,
+                                                              const std::string& id, bool lock);
+  // Approvals of these changes, in the order they were given.
+  static void AddApprovals(pqxx::transaction_base& tx, std::vector<v1::Change>& changes);
+  static void InsertChange(pqxx::transaction_base& tx, const v1::Change& change);
+  static void WriteHosts(pqxx::transaction_base& tx, const v1::Change& before,
+                         const v1::Change& after);
+  static void WriteApprovals(pqxx::transaction_base& tx, const v1::Change& before,
+                             const v1::Change& after);
+
+  std::shared_ptr<ConnectionPool> pool_;
+};
+
+absl::StatusOr<std::optional<v1::Change>> PgChangeStore::ReadChange(pqxx::transaction_base& tx,
+                                                                    const std::string& id,
+                                                                    bool lock) {
+  pqxx::result rows =
+      tx.exec_params(absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id = $1",
+                                  lock ? " FOR UPDATE" : ""),
+                     id);
+  if (rows.empty()) return std::optional<v1::Change>();
+  ASSIGN_OR_RETURN(v1::Change change, pg::ChangeFromRow(rows[0]));
+  pqxx::result hosts = tx.exec_params(
+      absl::StrCat("SELECT ", pg::kHostColumns,
+                   " FROM change_hosts h WHERE h.change_id = $1 ORDER BY h.position"),
+      id);
+  for (const auto& r : hosts) {
+    ASSIGN_OR_RETURN(*change.add_hosts(), pg::HostFromRow(r));
+  }
+  std::vector<v1::Change> one = {std::move(change)};
+  AddApprovals(tx, one);
+  return std::optional<v1::Change>(std::move(one[0]));
+}
+
+void PgChangeStore::AddApprovals(pqxx::transaction_base& tx, std::vector<v1::Change>& changes) {
+  if (changes.empty()) return;
+  std::map<std::string, v1::Change*> by_id;
+  std::vector<std::string> ids;
+  for (auto& c : changes) {
+    by_id[c.id()] = &c;
+    ids.push_back(c.id());
+  }
+  pqxx::result rows = tx.exec(absl::StrCat(
+      "SELECT ", pg::kApprovalColumns, " FROM change_approvals a WHERE a.change_id IN ",
+      QuotedList(tx, ids), " ORDER BY a.change_id, a.position"));
+  for (const auto& r : rows) {
+    *by_id[r["change_id"].as<std::string>()]->add_approvals() = pg::ApprovalFromRow(r);
+  }
+}
+
+void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& change) {
+  const pg::RowValues row = pg::ChangeRow(tx, change);
+  tx.exec(absl::StrCat("INSERT INTO changes ", row.ColumnList(), " VALUES ", row.ValueList()));
+  std::vector<pg::RowValues> hosts, approvals;
+  for (int i = 0; i < change.hosts_size(); ++i) {
+    hosts.push_back(pg::HostRow(tx, change.id(), i, change.hosts(i)));
+  }
+  for (int i = 0; i < change.approvals_size(); ++i) {
+    approvals.push_back(pg::ApprovalRow(tx, change, i, change.approvals(i)));
+  }
+  InsertRows(tx, "change_hosts", hosts, "");
+  // One row per statement: a duplicate or four-eyes violation then names its own row.
+  for (const auto& a : approvals) {
+    tx.exec(
+        absl::StrCat("INSERT INTO change_approvals ", a.ColumnList(), " VALUES ", a.ValueList()));
+  }
+  WriteHostStatuses(tx, nullptr, change);
+}
+
+// Upserts the host rows that are new or differ (fields or position) and deletes the hosts the
+// step dropped.
+void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& before,
+                               const v1::Change& after) {
+  std::map<std::string, std::pair<int, const v1::ChangeHost*>> old;
+  for (int i = 0; i < before.hosts_size(); ++i) old[before.hosts(i).host()] = {i, &before.hosts(i)};
+  std::vector<pg::RowValues> rows;
+  for (int i = 0; i < after.hosts_size(); ++i) {
+    const v1::ChangeHost& h = after.hosts(i);
+    auto it = old.find(h.host());
+    const bool same = it != old.end() && it->second.first == i &&
+                      MessageDifferencer::Equals(*it->second.second, h);
+    if (it != old.end()) old.erase(it);
+    if (!same) rows.push_back(pg::HostRow(tx, after.id(), i, h));
+  }
+  if (!rows.empty()) {
+    InsertRows(tx, "change_hosts", rows,
+               absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
+                            rows[0].ExcludedAssignments({"change_id", "host"})));
+  }
+  if (!old.empty()) {
+    std::vector<std::string> gone;
+    gone.reserve(old.size());
+    for (const auto& [host, unused] : old) gone.push_back(host);
+    tx.exec_params(absl::StrCat("DELETE FROM change_hosts WHERE change_id = $1 AND host IN ",
+                                QuotedList(tx, gone)),
+                   after.id());
+  }
+}
+
+// Approvals are added by approver; one whose place or fields changed is rewritten, one the
+// step dropped is deleted.
+void PgChangeStore::WriteApprovals(pqxx::transaction_base& tx, const v1::Change& before,
+                                   const v1::Change& after) {
+  std::map<std::string, std::pair<int, const v1::ChangeApproval*>> old;
+  for (int i = 0; i < before.approvals_size(); ++i) {
+    old[before.approvals(i).approver()] = {i, &before.approvals(i)};
+  }
+  for (int i = 0; i < after.approvals_size(); ++i) {
+    const v1::ChangeApproval& a = after.approvals(i);
+    const pg::RowValues row = pg::ApprovalRow(tx, after, i, a);
+    auto it = old.find(a.approver());
+    if (it == old.end()) {
+      tx.exec(absl::StrCat("INSERT INTO change_approvals ", row.ColumnList(), " VALUES ",
+                           row.ValueList()));
+      continue;
+    }
+    const bool same = it->second.first == i && MessageDifferencer::Equals(*it->second.second, a);
+    old.erase(it);
+    if (!same) {
+      tx.exec_params(absl::StrCat("UPDATE change_approvals SET ",
+                                  row.Assignments({"change_id", "approver", "proposed_by"}),
+                                  " WHERE change_id = $1 AND approver = $2"),
+                     after.id(), a.approver());
+    }
+  }
+  for (const auto& [approver, unused] : old) {
+    tx.exec_params("DELETE FROM change_approvals WHERE change_id = $1 AND approver = $2",
+                   after.id(), approver);
+  }
+}
+
+absl::Status PgChangeStore::CreateChange(const v1::Change& change,
+                                         const std::vector<v1::AuditEntry>& audit) {
+  RETURN_IF_ERROR(CheckChange(change));
+  const std::string what = absl::StrCat("storing change ", change.id());
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    if (!tx.exec_params("SELECT 1 FROM changes WHERE id = $1", change.id()).empty()) {
+      return absl::AlreadyExistsError(absl::StrCat("change ", change.id(), " already exists"));
+    }
+    InsertChange(tx, change);
+    InsertAudit(tx, audit);
+    tx.commit();
+    return absl::OkStatus();
+  } catch (...) {
+    return MapWriteError(pool_->dsn(), what, {&change});
+  }
+}
+
+absl::StatusOr<std::optional<v1::Change>> PgChangeStore::GetChange(const std::string& id) {
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading change ", id),
+      [&](pqxx::read_transaction& tx) { return ReadChange(tx, id, /*lock=*/false); });
+}
+
+absl::StatusOr<std::vector<v1::Change>> PgChangeStore::ListChanges(const ChangeQuery& query) {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing changes",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<v1::Change>> {
+        const std::string state = pg::ChangeStateText(query.state);
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", pg::kChangeColumns,
+                         " FROM changes c WHERE ($1 = '' OR c.state = $1) ORDER BY c.seq DESC "
+                         "LIMIT $2"),
+            state, static_cast<int64_t>(query.limit));
+        std::vector<v1::Change> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) {
+          ASSIGN_OR_RETURN(out.emplace_back(), pg::ChangeFromRow(r));
+        }
+        AddApprovals(tx, out);
+        return out;
+      });
+}
+
+absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, const StepFn& step) {
+  const std::string what = absl::StrCat("updating change ", id);
+  std::vector<const v1::Change*> written;  // for naming what a violated constraint was about
+  std::optional<ChangeUpdate> update;
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    ASSIGN_OR_RETURN(std::optional<v1::Change> current, ReadChange(tx, id, /*lock=*/true));
+    if (!current.has_value()) return absl::NotFoundError(absl::StrCat("no change ", id));
+    ASSIGN_OR_RETURN(update, step(*current));
+    if (update->change.id() != id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("change ", id, ": the step returned change '", update->change.id(), "'"));
+    }
+    RETURN_IF_ERROR(CheckChange(update->change));
+    written.push_back(&update->change);
+    if (update->created.has_value()) {
+      RETURN_IF_ERROR(CheckChange(*update->created));
+      if (!tx.exec_params("SELECT 1 FROM changes WHERE id = $1", update->created->id()).empty()) {
+        return absl::AlreadyExistsError(absl::StrCat("change ", id, ": the change it makes, ",
+                                                     update->created->id(), ", already exists"));
+      }
+      written.push_back(&*update->created);
+      // First: the change row may name it (rolled_back_by).
+      InsertChange(tx, *update->created);
+    }
+    if (!MessageDifferencer::Equals(RowPart(*current), RowPart(update->change))) {
+      const pg::RowValues row = pg::ChangeRow(tx, update->change);
+      tx.exec_params(absl::StrCat("UPDATE changes SET ", row.Assignments({"id"}), " WHERE id = $1"),
+                     id);
+    }
+    WriteHosts(tx, *current, update->change);
+    WriteApprovals(tx, *current, update->change);
+    WriteHostStatuses(tx, &*current, update->change);
+    if (update->created.has_value()) WriteHostStatuses(tx, nullptr, *update->created);
+    InsertAudit(tx, update->audit);
+    tx.commit();
+    return update->change;
+  } catch (...) {
+    return MapWriteError(pool_->dsn(), what, written);
+  }
+}
+
+absl::StatusOr<std::vector<v1::Change>> PgChangeStore::PendingForHost(const std::string& host,
+                                                                      absl::Time now) {
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading the pending orders of ", host),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<v1::Change>> {
+        // The common answer (nothing) is one lookup on change_hosts (host, state).
+        pqxx::result hosts = tx.exec_params(
+            absl::StrCat("SELECT ", pg::kHostColumns,
+                         " FROM change_hosts h WHERE h.host = $1 AND h.state = 'DISPATCHED' "
+                         "AND h.order_not_after > $2::timestamptz"),
+            host, pg::Rfc3339(now));
+        std::vector<v1::Change> out;
+        if (hosts.empty()) return out;
+        std::map<std::string, v1::ChangeHost> by_change;
+        std::vector<std::string> ids;
+        for (const auto& r : hosts) {
+          ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+          ids.push_back(r["change_id"].as<std::string>());
+          by_change[ids.back()] = std::move(h);
+        }
+        pqxx::result changes =
+            tx.exec(absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id IN ",
+                                 QuotedList(tx, ids), " ORDER BY c.seq"));
+        for (const auto& r : changes) {
+          ASSIGN_OR_RETURN(v1::Change c, pg::ChangeFromRow(r));
+          *c.add_hosts() = std::move(by_change[c.id()]);
+          out.push_back(std::move(c));
+        }
+        AddApprovals(tx, out);
+        return out;
+      });
+}
+
+absl::StatusOr<std::vector<std::string>> PgChangeStore::LiveChangeIds() {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing live changes",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<std::string>> {
+        pqxx::result rows = tx.exec(
+            "SELECT id FROM changes WHERE state IN ('APPROVED', 'ROLLING_OUT', 'HALTED') "
+            "ORDER BY seq");
+        std::vector<std::string> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) out.push_back(r["id"].as<std::string>());
+        return out;
+      });
+}
+
+absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> PgChangeStore::HostStatuses(
+    const std::vector<std::string>& hosts) {
+  return pool_->Run<pqxx::read_transaction>(
+      "reading the change status of hosts",
+      [&](pqxx::read_transaction& tx)
+          -> absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> {
+        std::map<std::string, v1::HostChangeStatus> out;
+        for (size_t begin = 0; begin < hosts.size(); begin += kHostsPerQuery) {
+          const size_t end = std::min(hosts.size(), begin + kHostsPerQuery);
+          std::vector<std::string> chunk(hosts.begin() + static_cast<std::ptrdiff_t>(begin),
+                                         hosts.begin() + static_cast<std::ptrdiff_t>(end));
+          pqxx::result rows = tx.exec(absl::StrCat("SELECT ", pg::kHostStatusColumns,
+                                                   " FROM host_change_status s WHERE s.host IN ",
+                                                   QuotedList(tx, chunk)));
+          for (const auto& r : rows) out[r["host"].as<std::string>()] = pg::HostStatusFromRow(r);
+        }
+        return out;
+      });
+}
+
+absl::Status PgChangeStore::AppendAudit(const std::vector<v1::AuditEntry>& entries) {
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    InsertAudit(tx, entries);
+    tx.commit();
+    return absl::OkStatus();
+  } catch (...) {
+    return MapWriteError(pool_->dsn(), "appending to the audit log", {});
+  }
+}
+
+absl::StatusOr<std::vector<v1::AuditEntry>> PgChangeStore::ListAudit(const AuditQuery& query) {
+  return pool_->Run<pqxx::read_transaction>(
+      "reading the audit log",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<v1::AuditEntry>> {
+        std::string where = absl::StrCat("l.seq > ", query.after_seq);
+        if (!query.change_id.empty()) {
+          absl::StrAppend(&where, " AND l.change_id = ", tx.quote(query.change_id));
+        }
+        if (!query.waiver_id.empty()) {
+          absl::StrAppend(&where, " AND l.waiver_id = ", tx.quote(query.waiver_id));
+        }
+        pqxx::result rows =
+            tx.exec(absl::StrCat("SELECT ", pg::kAuditColumns, " FROM audit_log l WHERE ", where,
+                                 " ORDER BY l.seq LIMIT ", query.limit));
+        std::vector<v1::AuditEntry> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) out.push_back(pg::AuditFromRow(r));
+        return out;
+      });
+}
+
+absl::Status PgChangeStore::CreateWaiver(const v1::Waiver& waiver, const v1::AuditEntry& audit) {
+  if (waiver.id().empty()) return absl::InvalidArgumentError("waiver: id is empty");
+  if (!waiver.has_expires_at()) {
+    return absl::InvalidArgumentError(absl::StrCat("waiver ", waiver.id(), ": no expires_at"));
+  }
+  v1::Waiver stored = waiver;
+  if (stored.state() == v1::WAIVER_STATE_UNSPECIFIED) stored.set_state(v1::WAIVER_STATE_REQUESTED);
+  const std::string what = absl::StrCat("storing waiver ", waiver.id());
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    if (!tx.exec_params("SELECT 1 FROM waivers WHERE id = $1", waiver.id()).empty()) {
+      return absl::AlreadyExistsError(absl::StrCat("waiver ", waiver.id(), " already exists"));
+    }
+    const pg::RowValues row = pg::WaiverRow(tx, stored);
+    tx.exec(absl::StrCat("INSERT INTO waivers ", row.ColumnList(), " VALUES ", row.ValueList()));
+    InsertAudit(tx, {audit});
+    tx.commit();
+    return absl::OkStatus();
+  } catch (const pqxx::check_violation& e) {
+    if (absl::StrContains(e.what(), "waivers_four_eyes")) {
+      return absl::FailedPreconditionError(absl::StrCat(waiver.created_by(), " requested waiver ",
+                                                        waiver.id(), " and cannot approve it"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
+  } catch (...) {
+    return MapWriteError(pool_->dsn(), what, {});
+  }
+}
+
+absl::StatusOr<v1::Waiver> PgChangeStore::UpdateWaiver(const std::string& id,
+                                                       const WaiverStepFn& step) {
+  const std::string what = absl::StrCat("updating waiver ", id);
+  std::string created_by;
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    pqxx::result rows = tx.exec_params(
+        absl::StrCat("SELECT ", pg::kWaiverColumns, " FROM waivers w WHERE w.id = $1 FOR UPDATE"),
+        id);
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("no waiver ", id));
+    const v1::Waiver current = pg::WaiverFromRow(rows[0]);
+    created_by = current.created_by();
+    ASSIGN_OR_RETURN(auto update, step(current));
+    const v1::Waiver& next = update.first;
+    if (next.id() != id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("waiver ", id, ": the step returned waiver '", next.id(), "'"));
+    }
+    created_by = next.created_by();
+    const pg::RowValues row = pg::WaiverRow(tx, next);
+    tx.exec_params(absl::StrCat("UPDATE waivers SET ", row.Assignments({"id"}), " WHERE id = $1"),
+                   id);
+    InsertAudit(tx, {update.second});
+    tx.commit();
+    return next;
+  } catch (const pqxx::check_violation& e) {
+    if (absl::StrContains(e.what(), "waivers_four_eyes")) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(created_by, " requested waiver ", id, " and cannot approve it"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
+  } catch (...) {
+    return MapWriteError(pool_->dsn(), what, {});
+  }
+}
+
+absl::StatusOr<std::vector<v1::Waiver>> PgChangeStore::ListWaivers(bool include_inactive,
+                                                                   absl::Time now) {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing waivers",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<v1::Waiver>> {
+        pqxx::result rows =
+            tx.exec(absl::StrCat("SELECT ", pg::kWaiverColumns, " FROM waivers w ORDER BY w.id"));
+        std::vector<v1::Waiver> out;
+        for (const auto& r : rows) {
+          v1::Waiver w = pg::WaiverFromRow(r);
+          const absl::Time expires = absl::FromUnixSeconds(w.expires_at().seconds()) +
+                                     absl::Nanoseconds(w.expires_at().nanos());
+          if (w.state() == v1::WAIVER_STATE_APPROVED && expires <= now) {
+            w.set_state(v1::WAIVER_STATE_EXPIRED);
+          }
+          if (!include_inactive && w.state() != v1::WAIVER_STATE_APPROVED) continue;
+          out.push_back(std::move(w));
+        }
+        return out;
+      });
+}
+
+}  // namespace
+
+std::unique_ptr<ChangeStore> NewPgChangeStore(std::shared_ptr<ConnectionPool> pool) {
+  return std::make_unique<PgChangeStore>(std::move(pool));
+}
+
+}  // namespace smbfleet::collector

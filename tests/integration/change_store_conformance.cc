@@ -1,0 +1,639 @@
+// The ChangeStore contract, run against each implementation (see the header).
+#include "tests/integration/change_store_conformance.h"
+
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace smbfleet::collector::store_testing {
+
+void ChangeStoreConformanceTest::SetUp() {
+  under_test_ = GetParam().make();
+  if (!under_test_.skip.empty()) GTEST_SKIP() << under_test_.skip;
+  ASSERT_NE(under_test_.changes, nullptr);
+  store_ = under_test_.changes.get();
+}
+
+namespace {
+
+namespace v1 = smbfleet::v1;
+using google::protobuf::util::MessageDifferencer;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr int64_t kT0 = 1'800'000'000;  // a fixed "now" for orders
+
+google::protobuf::Timestamp Ts(int64_t seconds) {
+  google::protobuf::Timestamp ts;
+  ts.set_seconds(seconds);
+  return ts;
+}
+
+google::protobuf::Timestamp TsOf(absl::Time t) { return Ts(absl::ToUnixSeconds(t)); }
+
+v1::Change NewChange(const std::string& id, const std::string& proposer,
+                     const std::vector<std::string>& hosts) {
+  v1::Change c;
+  c.set_id(id);
+  c.set_state(v1::CHANGE_STATE_PROPOSED);
+  c.set_version(1);
+  c.set_source(v1::CHANGE_SOURCE_HOSTS);
+  c.set_reason("encrypt finance");
+  c.set_proposed_by(proposer);
+  *c.mutable_proposed_at() = Ts(kT0 - 3600);
+  *c.mutable_updated_at() = Ts(kT0 - 3600);
+  *c.mutable_not_after() = Ts(kT0 + 7 * 86400);
+  c.set_content_hash(absl::StrCat("hash-", id));
+  c.set_approvals_required(1);
+  for (const auto& name : hosts) {
+    auto* h = c.add_hosts();
+    h->set_host(name);
+    h->set_state(v1::HOST_CHANGE_STATE_PENDING);
+    h->set_wave(-1);
+    auto* step = h->add_steps();
+    step->set_setting("share.encryptData");
+    step->set_share("finance");
+    step->set_expected_current("false");
+    step->set_value("true");
+  }
+  return c;
+}
+
+v1::AuditEntry Audit(const std::string& actor, const std::string& action,
+                     const std::string& change_id) {
+  v1::AuditEntry e;
+  e.set_actor(actor);
+  e.set_action(action);
+  e.set_change_id(change_id);
+  return e;
+}
+
+v1::ChangeHost* HostOf(v1::Change& c, const std::string& host) {
+  for (auto& h : *c.mutable_hosts()) {
+    if (h.host() == host) return &h;
+  }
+  return nullptr;
+}
+
+void Dispatch(v1::ChangeHost* h, const std::string& nonce, int64_t not_after) {
+  h->set_state(v1::HOST_CHANGE_STATE_DISPATCHED);
+  h->set_wave(0);
+  *h->mutable_dispatched_at() = Ts(kT0);
+  *h->mutable_order_not_after() = Ts(not_after);
+  h->set_nonce(nonce);
+}
+
+void Ack(v1::ChangeHost* h, v1::HostChangeState result, const std::string& message, int64_t at) {
+  h->set_state(result);
+  h->set_message(message);
+  *h->mutable_finished_at() = Ts(at);
+}
+
+// A step that always succeeds with `next` and one audit entry.
+ChangeStore::StepFn Write(const v1::Change& next, const std::string& action) {
+  return [next, action](const v1::Change&) -> absl::StatusOr<ChangeUpdate> {
+    ChangeUpdate u;
+    u.change = next;
+    u.audit.push_back(Audit("carol", action, next.id()));
+    return u;
+  };
+}
+
+// The actions of the audit entries `query` selects, oldest first.
+std::vector<std::string> Actions(ChangeStore& store, const AuditQuery& query) {
+  std::vector<std::string> out;
+  auto entries = store.ListAudit(query);
+  EXPECT_TRUE(entries.ok()) << entries.status();
+  if (!entries.ok()) return out;
+  for (const auto& e : *entries) out.push_back(e.action());
+  return out;
+}
+
+std::string Diff(const google::protobuf::Message& a, const google::protobuf::Message& b) {
+  std::string out;
+  MessageDifferencer d;
+  d.ReportDifferencesToString(&out);
+  return d.Compare(a, b) ? "" : out;
+}
+
+// Sets every field of `m` (one element per repeated field or map), so that a field without a
+// place in the store shows up as a difference.
+void FillEveryField(google::protobuf::Message* m, int depth, int* n) {
+  using FD = google::protobuf::FieldDescriptor;
+  const auto* d = m->GetDescriptor();
+  const auto* r = m->GetReflection();
+  if (d->full_name() == "google.protobuf.Timestamp") {
+    r->SetInt64(m, d->FindFieldByName("seconds"), kT0 + ++*n);
+    r->SetInt32(m, d->FindFieldByName("nanos"), 123000);  // whole microseconds
+    return;
+  }
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FD* f = d->field(i);
+    ++*n;
+    if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
+      if (depth >= 4) continue;
+      FillEveryField(f->is_repeated() ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1,
+                     n);
+      continue;
+    }
+    const bool rep = f->is_repeated();
+    switch (f->cpp_type()) {
+      case FD::CPPTYPE_INT32:
+        rep ? r->AddInt32(m, f, *n) : r->SetInt32(m, f, *n);
+        break;
+      case FD::CPPTYPE_INT64:
+        rep ? r->AddInt64(m, f, *n) : r->SetInt64(m, f, *n);
+        break;
+      case FD::CPPTYPE_UINT32:
+        rep ? r->AddUInt32(m, f, *n) : r->SetUInt32(m, f, *n);
+        break;
+      case FD::CPPTYPE_UINT64:
+        rep ? r->AddUInt64(m, f, *n) : r->SetUInt64(m, f, *n);
+        break;
+      case FD::CPPTYPE_DOUBLE:
+        rep ? r->AddDouble(m, f, *n + 0.5) : r->SetDouble(m, f, *n + 0.5);
+        break;
+      case FD::CPPTYPE_FLOAT:
+        rep ? r->AddFloat(m, f, 2.5F) : r->SetFloat(m, f, 2.5F);
+        break;
+      case FD::CPPTYPE_BOOL:
+        rep ? r->AddBool(m, f, true) : r->SetBool(m, f, true);
+        break;
+      case FD::CPPTYPE_ENUM: {
+        const auto* last = f->enum_type()->value(f->enum_type()->value_count() - 1);
+        rep ? r->AddEnum(m, f, last) : r->SetEnum(m, f, last);
+        break;
+      }
+      case FD::CPPTYPE_STRING: {
+        const std::string s = absl::StrCat(f->name(), "-", *n);
+        rep ? r->AddString(m, f, s) : r->SetString(m, f, s);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+TEST_P(ChangeStoreConformanceTest, CreateGetAndList) {
+  v1::Change a = NewChange("chg-a", "alice", {"fs01", "fs02"});
+  ASSERT_TRUE(store_->CreateChange(a, {Audit("alice", "proposed", "chg-a")}).ok());
+  v1::Change b = NewChange("chg-b", "alice", {"fs03"});
+  auto* approval = b.add_approvals();
+  approval->set_approver("carol");
+  *approval->mutable_at() = Ts(kT0 - 60);
+  approval->set_comment("ok");
+  b.set_state(v1::CHANGE_STATE_APPROVED);
+  ASSERT_TRUE(store_->CreateChange(b, {}).ok());
+
+  auto got = store_->GetChange("chg-a");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(Diff(a, **got), "");
+  EXPECT_EQ(Diff(b, **store_->GetChange("chg-b")), "");
+  EXPECT_FALSE(store_->GetChange("chg-none")->has_value());
+
+  auto all = store_->ListChanges({});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id(), "chg-b");  // newest first
+  EXPECT_EQ((*all)[1].id(), "chg-a");
+  EXPECT_EQ((*all)[0].hosts_size(), 0);
+  EXPECT_EQ((*all)[0].approvals_size(), 1);
+  ChangeQuery proposed;
+  proposed.state = v1::CHANGE_STATE_PROPOSED;
+  auto only = store_->ListChanges(proposed);
+  ASSERT_EQ(only->size(), 1u);
+  EXPECT_EQ((*only)[0].id(), "chg-a");
+  ChangeQuery one;
+  one.limit = 1;
+  EXPECT_EQ(store_->ListChanges(one)->size(), 1u);
+
+  auto audit = store_->ListAudit({});
+  ASSERT_EQ(audit->size(), 1u);
+  EXPECT_EQ((*audit)[0].action(), "proposed");
+}
+
+TEST_P(ChangeStoreConformanceTest, EveryFieldSurvivesTheRoundTrip) {
+  ASSERT_TRUE(store_->CreateChange(NewChange("rt-base", "alice", {"fs09"}), {}).ok());
+  v1::Change c;
+  int n = 0;
+  FillEveryField(&c, 0, &n);
+  c.set_id("rt");
+  c.set_proposed_by("alice");
+  c.set_rollback_of("rt-base");
+  c.set_rolled_back_by("rt-base");
+  ASSERT_EQ(c.approvals_size(), 1);
+  c.mutable_approvals(0)->set_approver("bob");
+  ASSERT_EQ(c.hosts_size(), 1);
+  c.mutable_hosts(0)->set_host("fs01");
+  ASSERT_TRUE(store_->CreateChange(c, {}).ok());
+  auto got = store_->GetChange("rt");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ(Diff(c, **got), "");
+}
+
+TEST_P(ChangeStoreConformanceTest, CreateRefusesAUsedIdAndTheProposersOwnApproval) {
+  ASSERT_TRUE(store_->CreateChange(NewChange("chg-1", "alice", {"fs01"}), {}).ok());
+  auto again = store_->CreateChange(NewChange("chg-1", "bob", {"fs02"}),
+                                    {Audit("bob", "proposed", "chg-1")});
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  EXPECT_EQ((*store_->GetChange("chg-1"))->proposed_by(), "alice");
+
+  v1::Change own = NewChange("chg-2", "alice", {"fs01"});
+  own.add_approvals()->set_approver("alice");
+  auto refused = store_->CreateChange(own, {Audit("alice", "proposed", "chg-2")});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("alice"));
+  EXPECT_FALSE(store_->GetChange("chg-2")->has_value());
+  EXPECT_THAT(*store_->ListAudit({}), IsEmpty());
+}
+
+TEST_P(ChangeStoreConformanceTest, AFailedStepWritesNothing) {
+  v1::Change c = NewChange("chg-1", "alice", {"fs01"});
+  ASSERT_TRUE(store_->CreateChange(c, {}).ok());
+  auto failed =
+      store_->UpdateChange("chg-1", [](const v1::Change&) -> absl::StatusOr<ChangeUpdate> {
+        return absl::AbortedError("the step said no");
+      });
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(failed.status().message(), HasSubstr("the step said no"));
+
+  // An approval by the proposer fails the whole step: neither the state nor the audit entry.
+  v1::Change next = c;
+  next.set_state(v1::CHANGE_STATE_APPROVED);
+  HostOf(next, "fs01")->set_wave(0);
+  next.add_approvals()->set_approver("alice");
+  auto own = store_->UpdateChange("chg-1", Write(next, "approved"));
+  EXPECT_EQ(own.status().code(), absl::StatusCode::kFailedPrecondition) << own.status();
+  EXPECT_THAT(own.status().message(), HasSubstr("alice"));
+  EXPECT_THAT(own.status().message(), HasSubstr("chg-1"));
+
+  // A step that returns another change is refused.
+  v1::Change other = NewChange("chg-x", "alice", {"fs01"});
+  auto wrong = store_->UpdateChange("chg-1", Write(other, "approved"));
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument) << wrong.status();
+
+  // A linked change under a used id fails the whole step too.
+  ASSERT_TRUE(store_->CreateChange(NewChange("chg-2", "bob", {"fs02"}), {}).ok());
+  auto used = store_->UpdateChange("chg-1", [&](const v1::Change& current) {
+    ChangeUpdate u;
+    u.change = current;
+    u.change.set_state(v1::CHANGE_STATE_ROLLED_BACK);
+    u.created = NewChange("chg-2", "carol", {"fs01"});
+    u.audit.push_back(Audit("carol", "rolled_back", "chg-1"));
+    return absl::StatusOr<ChangeUpdate>(u);
+  });
+  EXPECT_EQ(used.status().code(), absl::StatusCode::kAlreadyExists) << used.status();
+  EXPECT_EQ((*store_->GetChange("chg-2"))->proposed_by(), "bob");
+
+  EXPECT_EQ(Diff(c, **store_->GetChange("chg-1")), "");
+  EXPECT_THAT(*store_->ListAudit({}), IsEmpty());
+  EXPECT_THAT(*store_->HostStatuses({"fs01"}), IsEmpty());
+  EXPECT_EQ(store_->UpdateChange("chg-none", Write(c, "approved")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_P(ChangeStoreConformanceTest, StepsOnOneChangeRunOneAfterTheOther) {
+  ASSERT_TRUE(store_->CreateChange(NewChange("chg-1", "alice", {"fs01"}), {}).ok());
+  constexpr int kSteps = 8;
+  auto increment = [&] {
+    for (int i = 0; i < kSteps; ++i) {
+      auto done = store_->UpdateChange(
+          "chg-1", [](const v1::Change& current) -> absl::StatusOr<ChangeUpdate> {
+            ChangeUpdate u;
+            u.change = current;
+            // Read, wait, write: without the lock, the other thread's step would be lost.
+            absl::SleepFor(absl::Milliseconds(5));
+            u.change.set_version(current.version() + 1);
+            u.audit.push_back(Audit("collector", "dispatched", current.id()));
+            return u;
+          });
+      ASSERT_TRUE(done.ok()) << done.status();
+    }
+  };
+  std::thread t1(increment);
+  std::thread t2(increment);
+  t1.join();
+  t2.join();
+  EXPECT_EQ((*store_->GetChange("chg-1"))->version(), 1u + 2 * kSteps);
+  AuditQuery q;
+  q.change_id = "chg-1";
+  EXPECT_EQ(store_->ListAudit(q)->size(), 2u * kSteps);
+}
+
+TEST_P(ChangeStoreConformanceTest, AStepWritesHostsApprovalsAuditAndTheLinkedChange) {
+  v1::Change c = NewChange("chg-1", "alice", {"fs01", "fs02"});
+  ASSERT_TRUE(store_->CreateChange(c, {Audit("alice", "proposed", "chg-1")}).ok());
+
+  v1::Change approved = c;
+  approved.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  auto* a = approved.add_approvals();
+  a->set_approver("carol");
+  *a->mutable_at() = Ts(kT0);
+  approved.mutable_rollout()->set_waves("50%,100%");
+  approved.set_wave_count(2);
+  Dispatch(HostOf(approved, "fs01"), "n1", kT0 + 600);
+  HostOf(approved, "fs02")->set_wave(1);
+  auto written = store_->UpdateChange("chg-1", Write(approved, "approved"));
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(Diff(approved, *written), "");
+  EXPECT_EQ(Diff(approved, **store_->GetChange("chg-1")), "");
+
+  // A second approver, an ack, and the rollback made in the same step.
+  v1::Change rolled = approved;
+  auto* second = rolled.add_approvals();
+  second->set_approver("dave");
+  *second->mutable_at() = Ts(kT0 + 1);
+  v1::ChangeHost* fs01 = HostOf(rolled, "fs01");
+  Ack(fs01, v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 30);
+  auto* before = fs01->add_before();
+  before->set_setting("share.encryptData");
+  before->set_share("finance");
+  before->set_value("false");
+  *fs01->add_after() = *before;
+  fs01->mutable_after(0)->set_value("true");
+  fs01->set_rollback_sent(true);
+  rolled.set_state(v1::CHANGE_STATE_ROLLED_BACK);
+  rolled.set_rolled_back_by("chg-1-rb");
+  v1::Change rollback = NewChange("chg-1-rb", "carol", {"fs01"});
+  rollback.set_source(v1::CHANGE_SOURCE_ROLLBACK);
+  rollback.set_rollback_of("chg-1");
+  rollback.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(rollback, "fs01"), "n2", kT0 + 900);
+  auto step =
+      store_->UpdateChange("chg-1", [&](const v1::Change& current) -> absl::StatusOr<ChangeUpdate> {
+        EXPECT_EQ(Diff(approved, current), "");  // the step sees what the last one wrote
+        ChangeUpdate u;
+        u.change = rolled;
+        u.created = rollback;
+        u.audit = {Audit("dave", "approved", "chg-1"), Audit("fs01", "acked", "chg-1"),
+                   Audit("dave", "rolled_back", "chg-1")};
+        return u;
+      });
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ(Diff(rolled, **store_->GetChange("chg-1")), "");
+  EXPECT_EQ(Diff(rollback, **store_->GetChange("chg-1-rb")), "");
+
+  AuditQuery q;
+  q.change_id = "chg-1";
+  EXPECT_THAT(Actions(*store_, q),
+              ElementsAre("proposed", "approved", "approved", "acked", "rolled_back"));
+}
+
+TEST_P(ChangeStoreConformanceTest, HostStatusKeepsDesiredAndApplied) {
+  v1::Change c = NewChange("chg-1", "alice", {"fs01", "fs02"});
+  ASSERT_TRUE(store_->CreateChange(c, {}).ok());
+  EXPECT_THAT(*store_->HostStatuses({"fs01", "fs02"}), IsEmpty());
+
+  c.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(c, "fs01"), "n1", kT0 + 600);
+  Dispatch(HostOf(c, "fs02"), "n2", kT0 + 600);
+  ASSERT_TRUE(store_->UpdateChange("chg-1", Write(c, "dispatched")).ok());
+  auto dispatched = store_->HostStatuses({"fs01", "fs02", "fs99"});
+  ASSERT_TRUE(dispatched.ok()) << dispatched.status();
+  ASSERT_EQ(dispatched->size(), 2u);  // fs99 never had a change
+  EXPECT_EQ(dispatched->at("fs01").desired_change_id(), "chg-1");
+  EXPECT_EQ(dispatched->at("fs01").desired_version(), 1u);
+  EXPECT_EQ(dispatched->at("fs01").applied_change_id(), "");
+  EXPECT_EQ(dispatched->at("fs01").last_result(), v1::HOST_CHANGE_STATE_UNSPECIFIED);
+
+  Ack(HostOf(c, "fs01"), v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 30);
+  Ack(HostOf(c, "fs02"), v1::HOST_CHANGE_STATE_FAILED, "testparm rejected it", kT0 + 40);
+  ASSERT_TRUE(store_->UpdateChange("chg-1", Write(c, "acked")).ok());
+  auto acked = *store_->HostStatuses({"fs01", "fs02"});
+  EXPECT_EQ(acked["fs01"].applied_change_id(), "chg-1");
+  EXPECT_EQ(acked["fs01"].applied_version(), 1u);
+  EXPECT_EQ(acked["fs01"].last_result(), v1::HOST_CHANGE_STATE_APPLIED);
+  EXPECT_EQ(acked["fs01"].last_error(), "");
+  EXPECT_EQ(acked["fs01"].last_ack_at().seconds(), kT0 + 30);
+  EXPECT_EQ(acked["fs02"].desired_change_id(), "chg-1");
+  EXPECT_EQ(acked["fs02"].applied_change_id(), "");  // desired but not applied
+  EXPECT_EQ(acked["fs02"].last_result(), v1::HOST_CHANGE_STATE_FAILED);
+  EXPECT_EQ(acked["fs02"].last_error(), "testparm rejected it");
+
+  // The rollback is the new desired change of fs01; what it applied stays until it acks.
+  v1::Change rollback = NewChange("chg-1-rb", "carol", {"fs01"});
+  rollback.set_source(v1::CHANGE_SOURCE_ROLLBACK);
+  rollback.set_rollback_of("chg-1");
+  rollback.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(rollback, "fs01"), "n3", kT0 + 900);
+  c.set_state(v1::CHANGE_STATE_ROLLED_BACK);
+  c.set_rolled_back_by("chg-1-rb");
+  ASSERT_TRUE(store_
+                  ->UpdateChange("chg-1",
+                                 [&](const v1::Change&) -> absl::StatusOr<ChangeUpdate> {
+                                   ChangeUpdate u;
+                                   u.change = c;
+                                   u.created = rollback;
+                                   return u;
+                                 })
+                  .ok());
+  auto rolled = *store_->HostStatuses({"fs01"});
+  EXPECT_EQ(rolled["fs01"].desired_change_id(), "chg-1-rb");
+  EXPECT_EQ(rolled["fs01"].applied_change_id(), "chg-1");
+}
+
+TEST_P(ChangeStoreConformanceTest, PendingForHostHasOnlyDispatchedUnexpiredOrders) {
+  const absl::Time now = absl::FromUnixSeconds(kT0 + 60);
+  v1::Change first = NewChange("chg-1", "alice", {"fs01", "fs02"});
+  first.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(first, "fs01"), "n1", kT0 + 600);  // fs02 stays PENDING
+  v1::Change expired = NewChange("chg-2", "alice", {"fs01"});
+  expired.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(expired, "fs01"), "n2", kT0 + 30);
+  v1::Change acked = NewChange("chg-3", "alice", {"fs01"});
+  acked.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(acked, "fs01"), "n3", kT0 + 600);
+  Ack(HostOf(acked, "fs01"), v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 10);
+  v1::Change second = NewChange("chg-4", "alice", {"fs01"});
+  second.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(second, "fs01"), "n4", kT0 + 600);
+  for (const auto* c : {&first, &expired, &acked, &second}) {
+    ASSERT_TRUE(store_->CreateChange(*c, {}).ok()) << c->id();
+  }
+
+  auto pending = store_->PendingForHost("fs01", now);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  ASSERT_EQ(pending->size(), 2u);
+  EXPECT_EQ((*pending)[0].id(), "chg-1");  // oldest first
+  EXPECT_EQ((*pending)[1].id(), "chg-4");
+  ASSERT_EQ((*pending)[0].hosts_size(), 1);  // only the asking host
+  EXPECT_EQ(Diff(*HostOf(first, "fs01"), (*pending)[0].hosts(0)), "");
+  EXPECT_EQ((*pending)[0].content_hash(), "hash-chg-1");
+  EXPECT_THAT(*store_->PendingForHost("fs02", now), IsEmpty());
+  EXPECT_THAT(*store_->PendingForHost("fs01", absl::FromUnixSeconds(kT0 + 600)), IsEmpty());
+}
+
+TEST_P(ChangeStoreConformanceTest, LiveChangesAreApprovedRollingOutOrHalted) {
+  const std::vector<std::pair<std::string, v1::ChangeState>> states = {
+      {"p", v1::CHANGE_STATE_PROPOSED},    {"a", v1::CHANGE_STATE_APPROVED},
+      {"r", v1::CHANGE_STATE_ROLLING_OUT}, {"h", v1::CHANGE_STATE_HALTED},
+      {"c", v1::CHANGE_STATE_COMPLETED},   {"x", v1::CHANGE_STATE_REJECTED},
+      {"b", v1::CHANGE_STATE_ROLLED_BACK}, {"e", v1::CHANGE_STATE_EXPIRED}};
+  for (const auto& [id, state] : states) {
+    v1::Change c = NewChange(id, "alice", {"fs01"});
+    c.set_state(state);
+    ASSERT_TRUE(store_->CreateChange(c, {}).ok()) << id;
+  }
+  auto live = store_->LiveChangeIds();
+  ASSERT_TRUE(live.ok()) << live.status();
+  std::vector<std::string> ids = *live;
+  std::sort(ids.begin(), ids.end());
+  EXPECT_THAT(ids, ElementsAre("a", "h", "r"));
+}
+
+TEST_P(ChangeStoreConformanceTest, AuditIsAppendedInOrderAndReadWithFiltersAndPages) {
+  v1::AuditEntry stamped = Audit("carol", "approved", "chg-1");
+  *stamped.mutable_at() = Ts(kT0);
+  stamped.set_reason("looks right");
+  stamped.set_content_hash("abc");
+  stamped.set_detail("1 of 2");
+  v1::AuditEntry waiver = Audit("bob", "waiver_requested", "");
+  waiver.set_waiver_id("w1");
+  ASSERT_TRUE(store_
+                  ->AppendAudit({Audit("alice", "proposed", "chg-1"), stamped,
+                                 Audit("alice", "proposed", "chg-2"), waiver,
+                                 Audit("fs01", "acked", "chg-1")})
+                  .ok());
+  auto all = store_->ListAudit({});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 5u);
+  for (size_t i = 1; i < all->size(); ++i) EXPECT_GT((*all)[i].seq(), (*all)[i - 1].seq());
+  EXPECT_GT((*all)[0].at().seconds(), 0);  // the store stamps an entry without a time
+  v1::AuditEntry expected = stamped;
+  expected.set_seq((*all)[1].seq());
+  EXPECT_EQ(Diff(expected, (*all)[1]), "");
+
+  AuditQuery by_change;
+  by_change.change_id = "chg-1";
+  EXPECT_THAT(Actions(*store_, by_change), ElementsAre("proposed", "approved", "acked"));
+  AuditQuery by_waiver;
+  by_waiver.waiver_id = "w1";
+  ASSERT_EQ(store_->ListAudit(by_waiver)->size(), 1u);
+
+  AuditQuery page;
+  page.after_seq = (*all)[1].seq();
+  page.limit = 2;
+  auto next = *store_->ListAudit(page);
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_EQ(next[0].seq(), (*all)[2].seq());
+  EXPECT_EQ(next[1].seq(), (*all)[3].seq());
+}
+
+TEST_P(ChangeStoreConformanceTest, WaiversAreRequestedApprovedByAnotherRevokedAndExpire) {
+  const absl::Time now = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  v1::Waiver w;
+  w.set_id("w1");
+  w.set_rule_id("smb1-server-disabled");
+  w.set_host("fs01");
+  w.set_justification("legacy scanner until March");
+  w.set_ticket("CHG-1234");
+  w.set_created_by("bob");
+  *w.mutable_created_at() = TsOf(now - absl::Hours(1));
+  *w.mutable_expires_at() = TsOf(now + absl::Hours(24));
+  w.set_state(v1::WAIVER_STATE_REQUESTED);
+  v1::AuditEntry requested = Audit("bob", "waiver_requested", "");
+  requested.set_waiver_id("w1");
+  ASSERT_TRUE(store_->CreateWaiver(w, requested).ok());
+  EXPECT_EQ(store_->CreateWaiver(w, requested).code(), absl::StatusCode::kAlreadyExists);
+
+  auto active = [&]() -> std::vector<std::string> {
+    std::vector<std::string> ids;
+    if (under_test_.compliance == nullptr) return ids;
+    auto waivers = under_test_.compliance->ActiveWaivers();
+    EXPECT_TRUE(waivers.ok()) << waivers.status();
+    for (const auto& x : *waivers) ids.push_back(x.id());
+    return ids;
+  };
+  auto listed = [&](bool inactive, absl::Time at) {
+    std::vector<std::string> out;
+    auto waivers = store_->ListWaivers(inactive, at);
+    EXPECT_TRUE(waivers.ok()) << waivers.status();
+    if (!waivers.ok()) return out;
+    for (const auto& x : *waivers) {
+      out.push_back(absl::StrCat(x.id(), ":", v1::WaiverState_Name(x.state())));
+    }
+    return out;
+  };
+  EXPECT_THAT(active(), IsEmpty());
+  EXPECT_THAT(listed(false, now), IsEmpty());
+  EXPECT_THAT(listed(true, now), ElementsAre("w1:WAIVER_STATE_REQUESTED"));
+
+  auto approve = [&](const std::string& who) -> ChangeStore::WaiverStepFn {
+    return [who, now](
+               const v1::Waiver& current) -> absl::StatusOr<std::pair<v1::Waiver, v1::AuditEntry>> {
+      v1::Waiver next = current;
+      next.set_state(v1::WAIVER_STATE_APPROVED);
+      next.set_approved_by(who);
+      *next.mutable_approved_at() = TsOf(now);
+      v1::AuditEntry e = Audit(who, "waiver_approved", "");
+      e.set_waiver_id(current.id());
+      return std::make_pair(next, e);
+    };
+  };
+  auto own = store_->UpdateWaiver("w1", approve("bob"));
+  EXPECT_EQ(own.status().code(), absl::StatusCode::kFailedPrecondition) << own.status();
+  EXPECT_THAT(own.status().message(), HasSubstr("bob"));
+  EXPECT_THAT(listed(true, now), ElementsAre("w1:WAIVER_STATE_REQUESTED"));
+  EXPECT_EQ(store_->UpdateWaiver("w-none", approve("carol")).status().code(),
+            absl::StatusCode::kNotFound);
+
+  auto approved = store_->UpdateWaiver("w1", approve("carol"));
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  EXPECT_EQ(approved->state(), v1::WAIVER_STATE_APPROVED);
+  EXPECT_THAT(active(), ElementsAre("w1"));
+  auto stored = *store_->ListWaivers(false, now);
+  ASSERT_EQ(stored.size(), 1u);
+  v1::Waiver expected = w;
+  expected.set_state(v1::WAIVER_STATE_APPROVED);
+  expected.set_approved_by("carol");
+  *expected.mutable_approved_at() = TsOf(now);
+  EXPECT_EQ(Diff(expected, stored[0]), "");
+  EXPECT_THAT(listed(false, now + absl::Hours(25)), IsEmpty());
+  EXPECT_THAT(listed(true, now + absl::Hours(25)), ElementsAre("w1:WAIVER_STATE_EXPIRED"));
+
+  // Approved but already past its expiry: never applies.
+  v1::Waiver old = w;
+  old.set_id("w2");
+  *old.mutable_created_at() = TsOf(now - absl::Hours(48));
+  *old.mutable_expires_at() = TsOf(now - absl::Hours(24));
+  v1::AuditEntry requested_old = requested;
+  requested_old.set_waiver_id("w2");
+  ASSERT_TRUE(store_->CreateWaiver(old, requested_old).ok());
+  ASSERT_TRUE(store_->UpdateWaiver("w2", approve("carol")).ok());
+  EXPECT_THAT(active(), ElementsAre("w1"));
+  EXPECT_THAT(listed(true, now),
+              ElementsAre("w1:WAIVER_STATE_APPROVED", "w2:WAIVER_STATE_EXPIRED"));
+
+  auto revoked = store_->UpdateWaiver(
+      "w1",
+      [&](const v1::Waiver& current) -> absl::StatusOr<std::pair<v1::Waiver, v1::AuditEntry>> {
+        v1::Waiver next = current;
+        next.set_state(v1::WAIVER_STATE_REVOKED);
+        next.set_revoked_by("dave");
+        *next.mutable_revoked_at() = TsOf(now);
+        next.set_revoke_reason("scanner replaced");
+        v1::AuditEntry e = Audit("dave", "waiver_revoked", "");
+        e.set_waiver_id("w1");
+        return std::make_pair(next, e);
+      });
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  EXPECT_THAT(active(), IsEmpty());
+  EXPECT_THAT(listed(false, now), IsEmpty());
+  EXPECT_THAT(listed(true, now), ElementsAre("w1:WAIVER_STATE_REVOKED", "w2:WAIVER_STATE_EXPIRED"));
+
+  AuditQuery q;
+  q.waiver_id = "w1";
+  EXPECT_THAT(Actions(*store_, q),
+              ElementsAre("waiver_requested", "waiver_approved", "waiver_revoked"));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector::store_testing
