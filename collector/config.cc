@@ -24,8 +24,10 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   const YAML::Node& root = *root_or;
   ConfigProblems problems(file);
   CollectorConfig c;
-  CheckKeys(root, {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy"},
-            "", &problems);
+  CheckKeys(
+      root,
+      {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy", "changes"},
+      "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
     problems.Add(root["listen"], "listen",
@@ -92,6 +94,32 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
         problems.Add(policy["file"], "policy.file",
                      absl::StrCat("file not found: ", c.policy_file));
       }
+    }
+  }
+
+  YAML::Node changes = root["changes"];
+  if (changes.IsDefined()) {
+    CheckKeys(changes, {"two_approvers_above_hosts", "lifetime", "ack_timeout", "tick"}, "changes",
+              &problems);
+    uint64_t above = c.changes.two_approvers_above_hosts;
+    if (ReadUint(changes, "two_approvers_above_hosts", "changes", 0, 1'000'000, &above,
+                 &problems)) {
+      c.changes.two_approvers_above_hosts = static_cast<uint32_t>(above);
+    }
+    ReadDuration(changes, "lifetime", "changes", &c.changes.lifetime, &problems);
+    ReadDuration(changes, "ack_timeout", "changes", &c.changes.ack_timeout, &problems);
+    ReadDuration(changes, "tick", "changes", &c.changes.tick, &problems);
+    if (c.changes.lifetime < std::chrono::minutes(1)) {
+      problems.Add(changes["lifetime"], "changes.lifetime", "must be at least 1m");
+    }
+    if (c.changes.ack_timeout < std::chrono::seconds(10) ||
+        c.changes.ack_timeout > c.changes.lifetime) {
+      problems.Add(changes["ack_timeout"], "changes.ack_timeout",
+                   "must be at least 10s and at most changes.lifetime");
+    }
+    if (c.changes.tick < std::chrono::milliseconds(100) ||
+        c.changes.tick > std::chrono::minutes(1)) {
+      problems.Add(changes["tick"], "changes.tick", "must be between 100ms and 1m");
     }
   }
 

@@ -10,6 +10,16 @@
 
 namespace smbfleet::collector {
 
+// The change workflow (docs/collector.md "changes").
+struct ChangesConfig {
+  // A change targeting more hosts than this needs two approvers (so does one whose impact
+  // names a client that would be refused).
+  uint32_t two_approvers_above_hosts = 10;
+  std::chrono::milliseconds lifetime{7 * 24 * 3'600'000};  // proposal to expiry
+  std::chrono::milliseconds ack_timeout{15 * 60'000};      // an order's lifetime on the agent
+  std::chrono::milliseconds tick{1'000};                   // the rollout scheduler's pass
+};
+
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
@@ -21,6 +31,7 @@ struct CollectorConfig {
   uint32_t store_threads = 4;
   std::string log_level = "info";
   std::string policy_file;  // empty: no evaluation
+  ChangesConfig changes;
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

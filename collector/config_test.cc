@@ -52,5 +52,34 @@ TEST_F(CollectorConfigTest, ListsAllProblems) {
   EXPECT_THAT(m, HasSubstr("log_level"));
 }
 
+TEST_F(CollectorConfigTest, ChangesSectionWithDefaultsAndLimits) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->changes.two_approvers_above_hosts, 10u);
+  EXPECT_EQ(defaults->changes.lifetime, std::chrono::hours(7 * 24));
+  EXPECT_EQ(defaults->changes.ack_timeout, std::chrono::minutes(15));
+  EXPECT_EQ(defaults->changes.tick, std::chrono::seconds(1));
+
+  auto set = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base +
+          "changes: {two_approvers_above_hosts: 3, lifetime: 2d, ack_timeout: 5m, tick: 500ms}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->changes.two_approvers_above_hosts, 3u);
+  EXPECT_EQ(set->changes.lifetime, std::chrono::hours(48));
+  EXPECT_EQ(set->changes.ack_timeout, std::chrono::minutes(5));
+  EXPECT_EQ(set->changes.tick, std::chrono::milliseconds(500));
+
+  auto bad = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                  base + "changes: {ack_timeout: 1s, tick: 5m, wat: 1}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("changes.ack_timeout"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("changes.tick"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("changes.wat"));
+}
+
 }  // namespace
 }  // namespace smbfleet::collector

@@ -326,6 +326,27 @@ std::string CurrentSettingValue(const SettingInfo& setting, const Posture& p,
   return v.known ? FormatValue(f->type, v.value) : "";
 }
 
+smbfleet::v1::Impact PlanImpact(const Posture& p, const std::vector<PlanStep>& steps,
+                                absl::Span<const PeerConnection> peers) {
+  Impact result;
+  Impact* impact = &result;
+  for (const PlanStep& step : steps) ImpactOf(step, p, steps, peers, impact);
+  std::set<std::pair<std::string, std::string>> clients;
+  uint32_t sessions = 0;
+  std::set<std::string> session_ids;
+  for (const auto& c : impact->clients()) {
+    clients.insert({c.client_name(), c.client_address()});
+    if (c.source() == smbfleet::v1::IMPACT_SOURCE_SESSION &&
+        session_ids.insert(c.session_id()).second) {
+      ++sessions;
+    }
+  }
+  impact->set_refused_sessions(sessions);
+  impact->set_refused_clients(static_cast<uint32_t>(clients.size()));
+  *impact->mutable_cost() = PredictPlanCost(p, steps);
+  return result;
+}
+
 smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Posture& p,
                                               const smbfleet::v1::HostEvaluation& evaluation,
                                               absl::Span<const PeerConnection> peers,
@@ -412,24 +433,8 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Postur
   // require signing), then switch legacy off. Stable: rule order within a phase.
   std::stable_sort(steps.begin(), steps.end(),
                    [](const PlanStep& a, const PlanStep& b) { return a.phase() < b.phase(); });
-  Impact* impact = plan.mutable_impact();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    steps[i].set_order(static_cast<uint32_t>(i + 1));
-    ImpactOf(steps[i], p, steps, peers, impact);
-  }
-  std::set<std::pair<std::string, std::string>> clients;
-  uint32_t sessions = 0;
-  std::set<std::string> session_ids;
-  for (const auto& c : impact->clients()) {
-    clients.insert({c.client_name(), c.client_address()});
-    if (c.source() == smbfleet::v1::IMPACT_SOURCE_SESSION &&
-        session_ids.insert(c.session_id()).second) {
-      ++sessions;
-    }
-  }
-  impact->set_refused_sessions(sessions);
-  impact->set_refused_clients(static_cast<uint32_t>(clients.size()));
-  *impact->mutable_cost() = PredictPlanCost(p, steps);
+  for (size_t i = 0; i < steps.size(); ++i) steps[i].set_order(static_cast<uint32_t>(i + 1));
+  *plan.mutable_impact() = PlanImpact(p, steps, peers);
   for (auto& s : steps) *plan.add_steps() = std::move(s);
   for (const auto& id : planned_rules) plan.add_rule_ids(id);
   for (const auto& id : manual_rules) {

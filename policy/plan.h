@@ -39,6 +39,12 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy,
                                               absl::Span<const PeerConnection> peers,
                                               absl::Time now);
 
+// The impact of `steps` on the host of `posture` (clients and sessions they would refuse,
+// predicted cost), as PlanRemediation computes it; for a subset of a plan or hand-written steps.
+smbfleet::v1::Impact PlanImpact(const smbfleet::v1::Posture& posture,
+                                const std::vector<smbfleet::v1::PlanStep>& steps,
+                                absl::Span<const PeerConnection> peers);
+
 // The value a setting has in the posture ("true", "SMB_3_0"); empty when unknown.
 std::string CurrentSettingValue(const SettingInfo& setting, const smbfleet::v1::Posture& posture,
                                 absl::string_view share);

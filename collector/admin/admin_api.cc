@@ -13,6 +13,10 @@ constexpr uint32_t kDefaultPageSize = 500;
 constexpr uint32_t kMaxPageSize = 5000;
 constexpr uint32_t kDefaultFindings = 1000;
 constexpr uint32_t kMaxFindings = 10000;
+constexpr uint32_t kDefaultChanges = 100;
+constexpr uint32_t kMaxChanges = 1000;
+constexpr uint32_t kDefaultAudit = 1000;
+constexpr uint32_t kMaxAudit = 10000;
 
 uint32_t Bounded(uint32_t asked, uint32_t fallback, uint32_t max) {
   return asked == 0 ? fallback : std::min(asked, max);
@@ -20,8 +24,34 @@ uint32_t Bounded(uint32_t asked, uint32_t fallback, uint32_t max) {
 
 }  // namespace
 
-AdminApi::AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* router)
-    : hosts_(hosts), compliance_(compliance), router_(router) {}
+AdminApi::AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* router,
+                   ChangeStore* changes, changes::ChangeService* workflow)
+    : hosts_(hosts),
+      compliance_(compliance),
+      router_(router),
+      changes_(changes),
+      workflow_(workflow) {}
+
+absl::Status AdminApi::FillChangeStatus(std::vector<smbfleet::v1::HostSummary*> hosts) {
+  if (changes_ == nullptr || hosts.empty()) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const auto* h : hosts) names.push_back(h->name());
+  ASSIGN_OR_RETURN(auto statuses, changes_->HostStatuses(names));
+  for (auto* h : hosts) {
+    auto it = statuses.find(h->name());
+    if (it != statuses.end()) *h->mutable_change_status() = it->second;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<changes::Actor> AdminApi::ChangeActor(const Principal& caller,
+                                                     Permission permission) {
+  RETURN_IF_ERROR(Authorize(caller, permission));
+  if (workflow_ == nullptr || changes_ == nullptr) {
+    return absl::UnimplementedError("this collector has no change store configured");
+  }
+  return ActorOf(caller);
+}
 
 absl::StatusOr<smbfleet::v1::ListHostsResponse> AdminApi::ListHosts(
     const Principal& caller, const smbfleet::v1::ListHostsRequest& request) {
@@ -36,6 +66,9 @@ absl::StatusOr<smbfleet::v1::ListHostsResponse> AdminApi::ListHosts(
     h.set_connected(router_->Connected(h.name()));
     *response.add_hosts() = std::move(h);
   }
+  std::vector<smbfleet::v1::HostSummary*> summaries;
+  for (auto& h : *response.mutable_hosts()) summaries.push_back(&h);
+  RETURN_IF_ERROR(FillChangeStatus(summaries));
   // A full page may have more behind it.
   if (response.hosts_size() == static_cast<int>(q.limit)) {
     response.set_next_page_token(response.hosts(response.hosts_size() - 1).name());
@@ -51,6 +84,7 @@ absl::StatusOr<smbfleet::v1::GetHostResponse> AdminApi::GetHost(
     return absl::NotFoundError(absl::StrCat("no host named '", request.name(), "'"));
   }
   host->summary.set_connected(router_->Connected(request.name()));
+  RETURN_IF_ERROR(FillChangeStatus({&host->summary}));
   smbfleet::v1::GetHostResponse response;
   *response.mutable_summary() = std::move(host->summary);
   *response.mutable_posture() = std::move(host->posture);
@@ -87,8 +121,143 @@ absl::StatusOr<smbfleet::v1::ListFindingsResponse> AdminApi::ListFindings(
   ASSIGN_OR_RETURN(auto findings, compliance_->ListFindings(
                                       request.host(), request.rule_id(),
                                       Bounded(request.limit(), kDefaultFindings, kMaxFindings)));
+  if (request.include_waived()) {
+    const uint32_t limit = Bounded(request.limit(), kDefaultFindings, kMaxFindings);
+    const uint32_t left = limit - std::min<uint32_t>(limit, findings.size());
+    ASSIGN_OR_RETURN(auto waived,
+                     compliance_->ListWaivedFindings(request.host(), request.rule_id(), left));
+    for (auto& f : waived) findings.push_back(std::move(f));
+  }
   smbfleet::v1::ListFindingsResponse response;
   for (auto& f : findings) *response.add_findings() = std::move(f);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ProposeChangeResponse> AdminApi::ProposeChange(
+    const Principal& caller, const smbfleet::v1::ProposeChangeRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kProposeChange));
+  ASSIGN_OR_RETURN(auto response, workflow_->Propose(actor, request));
+  Logger("collector")
+      ->info("{} proposed change {} for {} hosts", caller.name, response.change().id(),
+             response.change().hosts_size());
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ListChangesResponse> AdminApi::ListChanges(
+    const Principal& caller, const smbfleet::v1::ListChangesRequest& request) {
+  RETURN_IF_ERROR(ChangeActor(caller, Permission::kReadChanges).status());
+  ChangeQuery q;
+  q.state = request.state();
+  q.limit = Bounded(request.limit(), kDefaultChanges, kMaxChanges);
+  ASSIGN_OR_RETURN(auto list, changes_->ListChanges(q));
+  smbfleet::v1::ListChangesResponse response;
+  for (auto& c : list) *response.add_changes() = std::move(c);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::GetChangeResponse> AdminApi::GetChange(
+    const Principal& caller, const smbfleet::v1::GetChangeRequest& request) {
+  RETURN_IF_ERROR(ChangeActor(caller, Permission::kReadChanges).status());
+  ASSIGN_OR_RETURN(std::optional<smbfleet::v1::Change> change, changes_->GetChange(request.id()));
+  if (!change.has_value()) {
+    return absl::NotFoundError(absl::StrCat("no change '", request.id().substr(0, 64), "'"));
+  }
+  smbfleet::v1::GetChangeResponse response;
+  *response.mutable_change() = std::move(*change);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ApproveChangeResponse> AdminApi::ApproveChange(
+    const Principal& caller, const smbfleet::v1::ApproveChangeRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kApproveChange));
+  return workflow_->Approve(actor, request);
+}
+
+absl::StatusOr<smbfleet::v1::RejectChangeResponse> AdminApi::RejectChange(
+    const Principal& caller, const smbfleet::v1::RejectChangeRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kApproveChange));
+  ASSIGN_OR_RETURN(smbfleet::v1::Change change,
+                   workflow_->Reject(actor, request.id(), request.reason()));
+  smbfleet::v1::RejectChangeResponse response;
+  *response.mutable_change() = std::move(change);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ChangeActionResponse> AdminApi::HaltChange(
+    const Principal& caller, const smbfleet::v1::ChangeActionRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kHaltChange));
+  ASSIGN_OR_RETURN(smbfleet::v1::Change change,
+                   workflow_->Halt(actor, request.id(), request.reason()));
+  smbfleet::v1::ChangeActionResponse response;
+  *response.mutable_change() = std::move(change);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ChangeActionResponse> AdminApi::ResumeChange(
+    const Principal& caller, const smbfleet::v1::ChangeActionRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kApproveChange));
+  ASSIGN_OR_RETURN(smbfleet::v1::Change change,
+                   workflow_->Resume(actor, request.id(), request.reason()));
+  smbfleet::v1::ChangeActionResponse response;
+  *response.mutable_change() = std::move(change);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ChangeActionResponse> AdminApi::RollbackChange(
+    const Principal& caller, const smbfleet::v1::ChangeActionRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kApproveChange));
+  return workflow_->Rollback(actor, request.id(), request.reason());
+}
+
+absl::StatusOr<smbfleet::v1::ListAuditResponse> AdminApi::ListAudit(
+    const Principal& caller, const smbfleet::v1::ListAuditRequest& request) {
+  RETURN_IF_ERROR(ChangeActor(caller, Permission::kReadChanges).status());
+  AuditQuery q;
+  q.change_id = request.change_id();
+  q.waiver_id = request.waiver_id();
+  q.after_seq = request.after_seq();
+  q.limit = Bounded(request.limit(), kDefaultAudit, kMaxAudit);
+  ASSIGN_OR_RETURN(auto entries, changes_->ListAudit(q));
+  smbfleet::v1::ListAuditResponse response;
+  for (auto& e : entries) *response.add_entries() = std::move(e);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ListWaiversResponse> AdminApi::ListWaivers(
+    const Principal& caller, const smbfleet::v1::ListWaiversRequest& request) {
+  RETURN_IF_ERROR(ChangeActor(caller, Permission::kReadChanges).status());
+  ASSIGN_OR_RETURN(auto waivers, changes_->ListWaivers(request.include_inactive(), absl::Now()));
+  smbfleet::v1::ListWaiversResponse response;
+  for (auto& w : waivers) *response.add_waivers() = std::move(w);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::RequestWaiverResponse> AdminApi::RequestWaiver(
+    const Principal& caller, const smbfleet::v1::RequestWaiverRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kRequestWaiver));
+  ASSIGN_OR_RETURN(smbfleet::v1::Waiver waiver, workflow_->RequestWaiver(actor, request.waiver()));
+  smbfleet::v1::RequestWaiverResponse response;
+  *response.mutable_waiver() = std::move(waiver);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::ApproveWaiverResponse> AdminApi::ApproveWaiver(
+    const Principal& caller, const smbfleet::v1::ApproveWaiverRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kApproveWaiver));
+  ASSIGN_OR_RETURN(smbfleet::v1::Waiver waiver,
+                   workflow_->ApproveWaiver(actor, request.id(), request.comment()));
+  smbfleet::v1::ApproveWaiverResponse response;
+  *response.mutable_waiver() = std::move(waiver);
+  return response;
+}
+
+absl::StatusOr<smbfleet::v1::RevokeWaiverResponse> AdminApi::RevokeWaiver(
+    const Principal& caller, const smbfleet::v1::RevokeWaiverRequest& request) {
+  ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kRevokeWaiver));
+  ASSIGN_OR_RETURN(smbfleet::v1::Waiver waiver,
+                   workflow_->RevokeWaiver(actor, request.id(), request.reason()));
+  smbfleet::v1::RevokeWaiverResponse response;
+  *response.mutable_waiver() = std::move(waiver);
   return response;
 }
 

@@ -7,7 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "collector/auth/authorize.h"
+#include "collector/changes/change_service.h"
 #include "collector/push/push_router.h"
+#include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
 #include "smbfleet/v1/admin.pb.h"
@@ -16,7 +18,10 @@ namespace smbfleet::collector {
 
 class AdminApi {
  public:
-  AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* router);
+  // `changes` and `workflow` may be null: then the change and waiver calls answer
+  // UNIMPLEMENTED and hosts carry no change status.
+  AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* router,
+           ChangeStore* changes = nullptr, changes::ChangeService* workflow = nullptr);
 
   absl::StatusOr<smbfleet::v1::ListHostsResponse> ListHosts(
       const Principal& caller, const smbfleet::v1::ListHostsRequest& request);
@@ -31,10 +36,46 @@ class AdminApi {
   absl::StatusOr<smbfleet::v1::ListFindingsResponse> ListFindings(
       const Principal& caller, const smbfleet::v1::ListFindingsRequest& request);
 
+  // Change management and waivers (admin.proto): each authorizes by role, then runs one
+  // workflow step.
+  absl::StatusOr<smbfleet::v1::ProposeChangeResponse> ProposeChange(
+      const Principal& caller, const smbfleet::v1::ProposeChangeRequest& request);
+  absl::StatusOr<smbfleet::v1::ListChangesResponse> ListChanges(
+      const Principal& caller, const smbfleet::v1::ListChangesRequest& request);
+  absl::StatusOr<smbfleet::v1::GetChangeResponse> GetChange(
+      const Principal& caller, const smbfleet::v1::GetChangeRequest& request);
+  absl::StatusOr<smbfleet::v1::ApproveChangeResponse> ApproveChange(
+      const Principal& caller, const smbfleet::v1::ApproveChangeRequest& request);
+  absl::StatusOr<smbfleet::v1::RejectChangeResponse> RejectChange(
+      const Principal& caller, const smbfleet::v1::RejectChangeRequest& request);
+  absl::StatusOr<smbfleet::v1::ChangeActionResponse> HaltChange(
+      const Principal& caller, const smbfleet::v1::ChangeActionRequest& request);
+  absl::StatusOr<smbfleet::v1::ChangeActionResponse> ResumeChange(
+      const Principal& caller, const smbfleet::v1::ChangeActionRequest& request);
+  absl::StatusOr<smbfleet::v1::ChangeActionResponse> RollbackChange(
+      const Principal& caller, const smbfleet::v1::ChangeActionRequest& request);
+  absl::StatusOr<smbfleet::v1::ListAuditResponse> ListAudit(
+      const Principal& caller, const smbfleet::v1::ListAuditRequest& request);
+  absl::StatusOr<smbfleet::v1::ListWaiversResponse> ListWaivers(
+      const Principal& caller, const smbfleet::v1::ListWaiversRequest& request);
+  absl::StatusOr<smbfleet::v1::RequestWaiverResponse> RequestWaiver(
+      const Principal& caller, const smbfleet::v1::RequestWaiverRequest& request);
+  absl::StatusOr<smbfleet::v1::ApproveWaiverResponse> ApproveWaiver(
+      const Principal& caller, const smbfleet::v1::ApproveWaiverRequest& request);
+  absl::StatusOr<smbfleet::v1::RevokeWaiverResponse> RevokeWaiver(
+      const Principal& caller, const smbfleet::v1::RevokeWaiverRequest& request);
+
  private:
+  // Authorizes `permission` and maps the caller to the change rules' actor; UNIMPLEMENTED when
+  // this collector has no change workflow.
+  absl::StatusOr<changes::Actor> ChangeActor(const Principal& caller, Permission permission);
+  absl::Status FillChangeStatus(std::vector<smbfleet::v1::HostSummary*> hosts);
+
   HostStore* hosts_;
   ComplianceStore* compliance_;
   PushRouter* router_;
+  ChangeStore* changes_;
+  changes::ChangeService* workflow_;
 };
 
 }  // namespace smbfleet::collector

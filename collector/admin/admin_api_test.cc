@@ -5,7 +5,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
@@ -133,6 +135,127 @@ TEST_F(AdminApiTest, AgentCertificateCannotUseAdminCalls) {
     EXPECT_THAT(std::string(s.message()), HasSubstr("operator"));
   }
   EXPECT_TRUE(router_.sent.empty());
+}
+
+// The change calls through AdminApi: roles from the certificate, the workflow behind them, and
+// desired vs applied on the hosts.
+class AdminApiChangesTest : public AdminApiTest {
+ protected:
+  AdminApiChangesTest() { workflow_.SetOrderSignal(&signal_); }
+
+  smbfleet::v1::ProposeChangeRequest ForFs01() {
+    smbfleet::v1::ProposeChangeRequest req;
+    req.add_hosts("fs01");
+    auto* s = req.add_settings();
+    s->set_setting("server.smb1Enabled");
+    s->set_value("false");
+    return req;
+  }
+
+  Principal As(const std::string& name, const std::string& role) {
+    return PrincipalFromIdentity({name, "operator", role});
+  }
+
+  MemoryChangeStore changes_{&compliance_};
+  changes::ChangeService workflow_{&changes_, &hosts_, &compliance_, nullptr, {}};
+  changes::OrderDispatcher dispatcher_{&changes_, &router_};
+  LocalOrderSignal signal_{
+      [this](const std::vector<std::string>& hosts) { dispatcher_.HostsHaveOrders(hosts); }};
+  AdminApi changes_api_{&hosts_, &compliance_, &router_, &changes_, &workflow_};
+};
+
+TEST_F(AdminApiChangesTest, RolesGateEachCallAndHostsShowDesiredVsApplied) {
+  Report("fs01", 1);
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      changes_api_.ProposeChange(As("vic", "viewer"), ForFs01()).status()));
+  auto proposed = changes_api_.ProposeChange(As("pat", "proposer"), ForFs01());
+  ASSERT_TRUE(proposed.ok()) << proposed.status();
+  const std::string id = proposed->change().id();
+
+  smbfleet::v1::ApproveChangeRequest approve;
+  approve.set_id(id);
+  auto viewer = changes_api_.ApproveChange(As("vic", "viewer"), approve);
+  EXPECT_TRUE(absl::IsPermissionDenied(viewer.status())) << viewer.status();
+  EXPECT_THAT(std::string(viewer.status().message()), HasSubstr("approver"));
+  auto own = changes_api_.ApproveChange(As("pat", "approver"), approve);
+  EXPECT_TRUE(absl::IsFailedPrecondition(own.status())) << own.status();
+
+  router_.connected = {"fs01"};
+  auto approved = changes_api_.ApproveChange(As("ann", "approver"), approve);
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  ASSERT_EQ(router_.sent["fs01"].size(), 1u);
+  EXPECT_EQ(router_.sent["fs01"][0].change_order().change_id(), id);
+
+  auto hosts = changes_api_.ListHosts(operator_, {});
+  ASSERT_TRUE(hosts.ok());
+  ASSERT_EQ(hosts->hosts_size(), 1);
+  EXPECT_EQ(hosts->hosts(0).change_status().desired_change_id(), id);
+  EXPECT_TRUE(hosts->hosts(0).change_status().applied_change_id().empty());
+
+  smbfleet::v1::GetChangeRequest get;
+  get.set_id(id);
+  auto shown = changes_api_.GetChange(As("vic", "viewer"), get);
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_EQ(shown->change().state(), smbfleet::v1::CHANGE_STATE_ROLLING_OUT);
+  get.set_id("nope");
+  EXPECT_TRUE(absl::IsNotFound(changes_api_.GetChange(As("vic", "viewer"), get).status()));
+  EXPECT_EQ(changes_api_.ListChanges(As("vic", "viewer"), {})->changes_size(), 1);
+  smbfleet::v1::ListAuditRequest audit;
+  audit.set_change_id(id);
+  auto entries = changes_api_.ListAudit(As("vic", "viewer"), audit);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->entries_size(), 3);
+  EXPECT_EQ(entries->entries(1).actor(), "ann");
+  EXPECT_TRUE(absl::IsPermissionDenied(changes_api_.ListAudit(agent_, audit).status()));
+}
+
+TEST_F(AdminApiChangesTest, WithoutAWorkflowChangeCallsAreUnimplemented) {
+  auto r = api_.ProposeChange(As("pat", "proposer"), ForFs01());
+  EXPECT_TRUE(absl::IsUnimplemented(r.status())) << r.status();
+  // Authorization still comes first.
+  EXPECT_TRUE(absl::IsPermissionDenied(api_.ProposeChange(agent_, ForFs01()).status()));
+}
+
+TEST_F(AdminApiChangesTest, ApprovedWaiverHidesAFindingThatIncludeWaivedShows) {
+  auto policy = testing::TinyPolicy();
+  pipeline_ = ReportPipeline(&hosts_, &compliance_, &policy);
+  auto report = [&](int n) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(n, absl::kZeroPad12)));
+    r.mutable_posture()->mutable_server()->set_require_signing(false);
+    ASSERT_TRUE(pipeline_.Ingest("fs01", r).ok());
+  };
+  report(1);  // signing not required: a finding
+  smbfleet::v1::ListFindingsRequest findings;
+  findings.set_rule_id("server-signing-required");
+  ASSERT_EQ(changes_api_.ListFindings(operator_, findings)->findings_size(), 1);
+
+  smbfleet::v1::RequestWaiverRequest request;
+  auto* w = request.mutable_waiver();
+  w->set_rule_id("server-signing-required");
+  w->set_host("fs01");
+  w->set_justification("archive share, read-only");
+  w->set_ticket("CHG-7");
+  w->mutable_expires_at()->set_seconds(absl::ToUnixSeconds(absl::Now() + absl::Hours(24)));
+  auto requested = changes_api_.RequestWaiver(As("pat", "proposer"), request);
+  ASSERT_TRUE(requested.ok()) << requested.status();
+  smbfleet::v1::ApproveWaiverRequest approve;
+  approve.set_id(requested->waiver().id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      changes_api_.ApproveWaiver(As("pat", "approver"), approve).status()));
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(changes_api_.ApproveWaiver(As("vic", "viewer"), approve).status()));
+  ASSERT_TRUE(changes_api_.ApproveWaiver(As("ann", "approver"), approve).ok());
+  report(2);  // evaluated again with the waiver
+
+  EXPECT_EQ(changes_api_.ListFindings(operator_, findings)->findings_size(), 0);
+  findings.set_include_waived(true);
+  auto shown = changes_api_.ListFindings(operator_, findings);
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  ASSERT_EQ(shown->findings_size(), 1);
+  EXPECT_EQ(shown->findings(0).waiver_id(), requested->waiver().id());
+  smbfleet::v1::ListWaiversRequest list;
+  EXPECT_EQ(changes_api_.ListWaivers(As("vic", "viewer"), list)->waivers_size(), 1);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "collector/changes/approval.h"
 #include "common/tls.h"
 
 namespace smbfleet::collector {
@@ -30,6 +31,13 @@ enum class Permission {
   kAckChange,      // AgentService.AckChange
   kReadFleet,      // hosts, compliance, findings
   kRequestReport,  // nudge an agent over its stream
+  kReadChanges,    // changes, audit log, waivers: any operator role (viewer and up)
+  kProposeChange,  // proposer, admin
+  kApproveChange,  // approve, reject, resume, rollback: approver (four-eyes in changes/)
+  kHaltChange,     // proposer, approver, admin
+  kRequestWaiver,  // proposer, admin
+  kApproveWaiver,  // approver (never the requester)
+  kRevokeWaiver,   // approver, admin
 };
 
 absl::string_view PermissionName(Permission p);  // "read-fleet"
@@ -39,8 +47,15 @@ Principal PrincipalFromIdentity(const PeerIdentity& id);
 // UNAUTHENTICATED when the peer presented no usable certificate.
 absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context);
 
-// OK or PERMISSION_DENIED naming the principal, what it is and what the call needs.
+// OK or PERMISSION_DENIED naming the principal, what it is and what the call needs. Operator
+// permissions of change management also need a role (the certificate's second OU); reading the
+// fleet and requesting reports do not.
 absl::Status Authorize(const Principal& principal, Permission permission);
+
+// The operator as the change rules (collector/changes/approval.h) see them: the name and the
+// strongest role of the certificate. PERMISSION_DENIED for an agent or an operator with no known
+// role.
+absl::StatusOr<changes::Actor> ActorOf(const Principal& principal);
 
 }  // namespace smbfleet::collector
 

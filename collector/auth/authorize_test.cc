@@ -1,5 +1,7 @@
 #include "collector/auth/authorize.h"
 
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -52,6 +54,49 @@ TEST(AuthorizeTest, UnknownKindsMayDoNothing) {
   for (Permission p : kAdminCalls) EXPECT_FALSE(Authorize(other, p).ok());
   EXPECT_THAT(std::string(Authorize(other, Permission::kReport).message()),
               HasSubstr("is for 'collector'"));
+}
+
+Principal WithRole(const std::string& role) {
+  return PrincipalFromIdentity({"bob", "operator", role});
+}
+
+TEST(AuthorizeTest, ChangeManagementGoesByRole) {
+  struct Case {
+    Permission permission;
+    std::vector<std::string> allowed;
+  };
+  const Case cases[] = {
+      {Permission::kReadChanges, {"viewer", "proposer", "approver", "admin"}},
+      {Permission::kProposeChange, {"proposer", "admin"}},
+      {Permission::kApproveChange, {"approver"}},
+      {Permission::kHaltChange, {"proposer", "approver", "admin"}},
+      {Permission::kRequestWaiver, {"proposer", "admin"}},
+      {Permission::kApproveWaiver, {"approver"}},
+      {Permission::kRevokeWaiver, {"approver", "admin"}},
+  };
+  for (const Case& c : cases) {
+    for (const std::string role : {"viewer", "proposer", "approver", "admin", "", "root"}) {
+      bool want = std::find(c.allowed.begin(), c.allowed.end(), role) != c.allowed.end();
+      absl::Status s = Authorize(WithRole(role), c.permission);
+      EXPECT_EQ(s.ok(), want) << PermissionName(c.permission) << " as '" << role << "': " << s;
+      if (!want) {
+        EXPECT_TRUE(absl::IsPermissionDenied(s));
+        EXPECT_THAT(std::string(s.message()), HasSubstr("needs role"));
+      }
+    }
+    EXPECT_FALSE(Authorize(Agent(), c.permission).ok());
+  }
+  // Reading the fleet keeps working without a role.
+  EXPECT_TRUE(Authorize(WithRole(""), Permission::kReadFleet).ok());
+}
+
+TEST(AuthorizeTest, ActorCarriesTheRole) {
+  auto approver = ActorOf(WithRole("approver"));
+  ASSERT_TRUE(approver.ok());
+  EXPECT_EQ(approver->name, "bob");
+  EXPECT_EQ(approver->role, changes::Role::kApprover);
+  EXPECT_TRUE(absl::IsPermissionDenied(ActorOf(WithRole("")).status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(ActorOf(Agent()).status()));
 }
 
 }  // namespace

@@ -57,6 +57,11 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   IngestResult result;
   result.outcome = *outcome;
   result.received_at = incoming.received_at;
+  // A changed posture may carry new refusal events; rollouts watch the hosts they applied to.
+  if (*outcome == SaveOutcome::kStored && refusals_ != nullptr && refusals_->Watching(host)) {
+    std::vector<SeenRefusal> seen = RefusalsIn(request.posture());
+    if (!seen.empty()) refusals_->RefusalsSeen(host, seen);
+  }
   if (*outcome == SaveOutcome::kDuplicate || policy_ == nullptr) return result;
 
   auto transitions = Evaluate(host, request.posture(), incoming.digest, incoming.received_at);

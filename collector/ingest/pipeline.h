@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "collector/ingest/refusals.h"
 #include "collector/ingest/validate.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
@@ -41,6 +42,10 @@ class ReportPipeline {
   absl::StatusOr<IngestResult> Ingest(const std::string& host,
                                       const smbfleet::v1::ReportRequest& request);
 
+  // Gets the refusal events of stored reports from the hosts it watches (the change
+  // workflow). Set before reports arrive; may stay null.
+  void SetRefusalObserver(RefusalObserver* observer) { refusals_ = observer; }
+
  private:
   // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
   absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
@@ -52,6 +57,7 @@ class ReportPipeline {
   const policy::Policy* policy_;
   Clock clock_;
   IngestLimits limits_;
+  RefusalObserver* refusals_ = nullptr;
 };
 
 // Computes the transitions of `eval` against the host's stored results and saves both, with

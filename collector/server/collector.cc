@@ -1,6 +1,9 @@
 #include "collector/server/collector.h"
 
 #include "absl/strings/str_cat.h"
+#include "collector/store/memory/memory_change_store.h"
+#include "common/logging.h"
+#include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -11,20 +14,51 @@ constexpr size_t kMaxQueuedCalls = 10'000;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(
-    const CollectorConfig& config, const TlsMaterial& tls, Stores stores,
-    std::unique_ptr<policy::Policy> policy) {
+absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfig& config,
+                                                            const TlsMaterial& tls, Stores stores,
+                                                            std::unique_ptr<policy::Policy> policy,
+                                                            OrderSignalFactory signal) {
   std::unique_ptr<Collector> c(new Collector());
   c->stores_ = std::move(stores);
   c->policy_ = std::move(policy);
+  if (c->stores_.changes == nullptr) {
+    Logger("collector")
+        ->warn("no change store from the backend: changes are kept in memory by this process");
+    c->stores_.changes = std::make_unique<MemoryChangeStore>();
+  }
+  ChangeStore* changes = c->stores_.changes.get();
   c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
   c->pipeline_ = std::make_unique<ReportPipeline>(c->stores_.hosts.get(),
                                                   c->stores_.compliance.get(), c->policy_.get());
+
+  changes::ChangeOptions options;
+  options.approval.max_hosts_single_approval =
+      static_cast<int>(config.changes.two_approvers_above_hosts);
+  options.lifetime = absl::FromChrono(config.changes.lifetime);
+  options.ack_timeout = absl::FromChrono(config.changes.ack_timeout);
+  c->dispatcher_ = std::make_unique<changes::OrderDispatcher>(changes, c->registry_.get());
+  c->workflow_ = std::make_unique<changes::ChangeService>(
+      changes, c->stores_.hosts.get(), c->stores_.compliance.get(), c->policy_.get(), options);
+  OrderSignal::Handler handler = [dispatcher =
+                                      c->dispatcher_.get()](const std::vector<std::string>& hosts) {
+    dispatcher->HostsHaveOrders(hosts);
+  };
+  if (signal) {
+    ASSIGN_OR_RETURN(c->signal_, signal(std::move(handler)));
+  } else {
+    c->signal_ = std::make_unique<LocalOrderSignal>(std::move(handler));
+  }
+  c->workflow_->SetOrderSignal(c->signal_.get());
+  c->pipeline_->SetRefusalObserver(c->workflow_.get());
+  c->scheduler_ = std::make_unique<changes::Scheduler>(c->workflow_.get(),
+                                                       absl::FromChrono(config.changes.tick));
+
   c->admin_api_ = std::make_unique<AdminApi>(c->stores_.hosts.get(), c->stores_.compliance.get(),
-                                             c->registry_.get());
+                                             c->registry_.get(), changes, c->workflow_.get());
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
   c->agent_service_ =
-      std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get());
+      std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get(),
+                                         c->workflow_.get(), c->dispatcher_.get());
   c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(), c->work_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -50,6 +84,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(
 void Collector::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  scheduler_->Stop();
   registry_->CloseAll();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
 }

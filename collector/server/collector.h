@@ -4,12 +4,17 @@
 // The whole collector wired together: stores, policy, pipeline, push registry, work queue,
 // services and the gRPC server.
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "collector/admin/admin_api.h"
+#include "collector/changes/change_service.h"
+#include "collector/changes/order_dispatcher.h"
+#include "collector/changes/scheduler.h"
 #include "collector/config.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/push/order_signal.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/admin_service.h"
 #include "collector/service/agent_service.h"
@@ -21,17 +26,24 @@
 
 namespace smbfleet::collector {
 
+// Makes the "these hosts have new orders" signal, given what to do when it arrives. The memory
+// backend (and a single process) uses LocalOrderSignal; PostgreSQL, a NOTIFY/LISTEN one.
+using OrderSignalFactory =
+    std::function<absl::StatusOr<std::unique_ptr<OrderSignal>>(OrderSignal::Handler handler)>;
+
 class Collector {
  public:
   // Starts listening. config.listen may use port 0; port() tells the one chosen. policy may be
-  // null: then nothing is evaluated.
+  // null: then nothing is evaluated. stores.changes may be null: then changes live in memory
+  // (one process, lost at exit). A null `signal` factory makes a LocalOrderSignal.
   static absl::StatusOr<std::unique_ptr<Collector>> Start(
       const CollectorConfig& config, const TlsMaterial& tls, Stores stores,
-      std::unique_ptr<policy::Policy> policy = nullptr);
+      std::unique_ptr<policy::Policy> policy = nullptr, OrderSignalFactory signal = nullptr);
   ~Collector();
 
   int port() const { return port_; }
   StreamRegistry* registry() { return registry_.get(); }
+  changes::ChangeService* workflow() { return workflow_.get(); }
   void Shutdown();
   void Wait();
 
@@ -43,6 +55,10 @@ class Collector {
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<StreamRegistry> registry_;
   std::unique_ptr<ReportPipeline> pipeline_;
+  std::unique_ptr<changes::OrderDispatcher> dispatcher_;
+  std::unique_ptr<changes::ChangeService> workflow_;
+  std::unique_ptr<OrderSignal> signal_;  // its handler calls dispatcher_
+  std::unique_ptr<changes::Scheduler> scheduler_;
   std::unique_ptr<AdminApi> admin_api_;
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<AgentServiceImpl> agent_service_;

@@ -1,6 +1,7 @@
 #include "collector/server/startup.h"
 
 #include "collector/ingest/digest.h"
+#include "collector/store/postgres/order_signal.h"
 #include "collector/store/postgres/pg_store.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -27,6 +28,22 @@ absl::StatusOr<std::unique_ptr<policy::Policy>> LoadPolicy(const std::string& fi
   return policy;
 }
 
+// The order signal between collector processes on one database: NOTIFY/LISTEN, so that an
+// approval made through one process reaches the agents whose streams another holds.
+OrderSignalFactory PgOrderSignalFactory(const std::string& dsn) {
+  return [dsn](OrderSignal::Handler h) -> absl::StatusOr<std::unique_ptr<OrderSignal>> {
+    auto signal = std::make_unique<PgOrderSignal>(dsn, std::move(h));
+    // Only a hint (the orders are in the store): a slow listener delays, never loses, orders.
+    if (!signal->WaitUntilListening(absl::Seconds(5))) {
+      Logger("collector")
+          ->warn(
+              "order signal: not listening yet; other processes' approvals reach this "
+              "process's agents when it is");
+    }
+    return std::unique_ptr<OrderSignal>(std::move(signal));
+  };
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig& config) {
@@ -39,7 +56,8 @@ absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig
                    NewPgStore(config.database_dsn, static_cast<int>(config.database_pool_size)));
   ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
                    LoadPolicy(config.policy_file, *stores.compliance));
-  return Collector::Start(config, tls, std::move(stores), std::move(policy));
+  return Collector::Start(config, tls, std::move(stores), std::move(policy),
+                          PgOrderSignalFactory(config.database_dsn));
 }
 
 }  // namespace smbfleet::collector

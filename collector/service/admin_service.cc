@@ -44,4 +44,105 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListFindings(grpc::CallbackServerCon
   });
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::ProposeChange(grpc::CallbackServerContext* context,
+                                                          const v1::ProposeChangeRequest* request,
+                                                          v1::ProposeChangeResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ProposeChange(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListChanges(grpc::CallbackServerContext* context,
+                                                        const v1::ListChangesRequest* request,
+                                                        v1::ListChangesResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ListChanges(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetChange(grpc::CallbackServerContext* context,
+                                                      const v1::GetChangeRequest* request,
+                                                      v1::GetChangeResponse* response) {
+  return SubmitUnary(context, work_, response,
+                     [this, request](const Principal& p) { return api_->GetChange(p, *request); });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ApproveChange(grpc::CallbackServerContext* context,
+                                                          const v1::ApproveChangeRequest* request,
+                                                          v1::ApproveChangeResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ApproveChange(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RejectChange(grpc::CallbackServerContext* context,
+                                                         const v1::RejectChangeRequest* request,
+                                                         v1::RejectChangeResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->RejectChange(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::HaltChange(grpc::CallbackServerContext* context,
+                                                       const v1::ChangeActionRequest* request,
+                                                       v1::ChangeActionResponse* response) {
+  return SubmitUnary(context, work_, response,
+                     [this, request](const Principal& p) { return api_->HaltChange(p, *request); });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ResumeChange(grpc::CallbackServerContext* context,
+                                                         const v1::ChangeActionRequest* request,
+                                                         v1::ChangeActionResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ResumeChange(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RollbackChange(grpc::CallbackServerContext* context,
+                                                           const v1::ChangeActionRequest* request,
+                                                           v1::ChangeActionResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->RollbackChange(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(grpc::CallbackServerContext* context,
+                                                      const v1::ListAuditRequest* request,
+                                                      v1::ListAuditResponse* response) {
+  return SubmitUnary(context, work_, response,
+                     [this, request](const Principal& p) { return api_->ListAudit(p, *request); });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListWaivers(grpc::CallbackServerContext* context,
+                                                        const v1::ListWaiversRequest* request,
+                                                        v1::ListWaiversResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ListWaivers(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RequestWaiver(grpc::CallbackServerContext* context,
+                                                          const v1::RequestWaiverRequest* request,
+                                                          v1::RequestWaiverResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->RequestWaiver(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ApproveWaiver(grpc::CallbackServerContext* context,
+                                                          const v1::ApproveWaiverRequest* request,
+                                                          v1::ApproveWaiverResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ApproveWaiver(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RevokeWaiver(grpc::CallbackServerContext* context,
+                                                         const v1::RevokeWaiverRequest* request,
+                                                         v1::RevokeWaiverResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->RevokeWaiver(p, *request);
+  });
+}
+
 }  // namespace smbfleet::collector

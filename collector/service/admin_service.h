@@ -28,6 +28,46 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
                                          const smbfleet::v1::ListFindingsRequest* request,
                                          smbfleet::v1::ListFindingsResponse* response) override;
 
+  grpc::ServerUnaryReactor* ProposeChange(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::ProposeChangeRequest* request,
+                                          smbfleet::v1::ProposeChangeResponse* response) override;
+  grpc::ServerUnaryReactor* ListChanges(grpc::CallbackServerContext* context,
+                                        const smbfleet::v1::ListChangesRequest* request,
+                                        smbfleet::v1::ListChangesResponse* response) override;
+  grpc::ServerUnaryReactor* GetChange(grpc::CallbackServerContext* context,
+                                      const smbfleet::v1::GetChangeRequest* request,
+                                      smbfleet::v1::GetChangeResponse* response) override;
+  grpc::ServerUnaryReactor* ApproveChange(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::ApproveChangeRequest* request,
+                                          smbfleet::v1::ApproveChangeResponse* response) override;
+  grpc::ServerUnaryReactor* RejectChange(grpc::CallbackServerContext* context,
+                                         const smbfleet::v1::RejectChangeRequest* request,
+                                         smbfleet::v1::RejectChangeResponse* response) override;
+  grpc::ServerUnaryReactor* HaltChange(grpc::CallbackServerContext* context,
+                                       const smbfleet::v1::ChangeActionRequest* request,
+                                       smbfleet::v1::ChangeActionResponse* response) override;
+  grpc::ServerUnaryReactor* ResumeChange(grpc::CallbackServerContext* context,
+                                         const smbfleet::v1::ChangeActionRequest* request,
+                                         smbfleet::v1::ChangeActionResponse* response) override;
+  grpc::ServerUnaryReactor* RollbackChange(grpc::CallbackServerContext* context,
+                                           const smbfleet::v1::ChangeActionRequest* request,
+                                           smbfleet::v1::ChangeActionResponse* response) override;
+  grpc::ServerUnaryReactor* ListAudit(grpc::CallbackServerContext* context,
+                                      const smbfleet::v1::ListAuditRequest* request,
+                                      smbfleet::v1::ListAuditResponse* response) override;
+  grpc::ServerUnaryReactor* ListWaivers(grpc::CallbackServerContext* context,
+                                        const smbfleet::v1::ListWaiversRequest* request,
+                                        smbfleet::v1::ListWaiversResponse* response) override;
+  grpc::ServerUnaryReactor* RequestWaiver(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::RequestWaiverRequest* request,
+                                          smbfleet::v1::RequestWaiverResponse* response) override;
+  grpc::ServerUnaryReactor* ApproveWaiver(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::ApproveWaiverRequest* request,
+                                          smbfleet::v1::ApproveWaiverResponse* response) override;
+  grpc::ServerUnaryReactor* RevokeWaiver(grpc::CallbackServerContext* context,
+                                         const smbfleet::v1::RevokeWaiverRequest* request,
+                                         smbfleet::v1::RevokeWaiverResponse* response) override;
+
  private:
   AdminApi* api_;
   WorkQueue* work_;

@@ -59,7 +59,22 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
   absl::Status allowed = agent.ok() ? Authorize(*agent, Permission::kWatch) : agent.status();
   if (!allowed.ok()) return RejectWatch(ToGrpcStatus(allowed));
   Log()->info("watch stream of {} opened (agent {})", agent->name, request->agent_version());
-  return new WatchReactor(registry_, agent->name);
+  auto* reactor = new WatchReactor(registry_, agent->name);
+  if (dispatcher_ != nullptr) {
+    // The orders it missed while away, read off gRPC's threads; the agent names the changes it
+    // finished so that they are not sent again.
+    std::vector<std::string> completed(request->completed_change_ids().begin(),
+                                       request->completed_change_ids().end());
+    bool queued = work_->TrySubmit(
+        [dispatcher = dispatcher_, host = agent->name, completed = std::move(completed)] {
+          dispatcher->Connected(host, completed);
+        });
+    if (!queued) {
+      Log()->warn("pending orders of {} not sent: work queue full (sent on the next signal)",
+                  agent->name);
+    }
+  }
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
@@ -67,12 +82,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContex
                                                       v1::AckChangeResponse* response) {
   return SubmitUnary(
       context, work_, response,
-      [request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {
+      [this, request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {
         RETURN_IF_ERROR(Authorize(agent, Permission::kAckChange));
-        // No change order has been issued by this collector version, so none can be
-        // acknowledged.
-        return absl::NotFoundError(absl::StrCat(
-            "no change order '", request->change_id().substr(0, 64), "' was sent to ", agent.name));
+        if (workflow_ == nullptr) {
+          return absl::NotFoundError(absl::StrCat("no change order '",
+                                                  request->change_id().substr(0, 64),
+                                                  "' was sent to ", agent.name));
+        }
+        return workflow_->Ack(agent.name, *request);
       });
 }
 

@@ -2,6 +2,8 @@
 #define SMBFLEET_COLLECTOR_SERVICE_AGENT_SERVICE_H_
 
 #include "collector/auth/authorize.h"
+#include "collector/changes/change_service.h"
+#include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/work_queue.h"
@@ -10,11 +12,19 @@
 namespace smbfleet::collector {
 
 // AgentService over gRPC: reports go through the pipeline on the work queue, Watch streams
-// into the registry. The host is always the certificate's.
+// into the registry (and get their pending change orders), acks into the change workflow. The
+// host is always the certificate's.
 class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackService {
  public:
-  AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry, WorkQueue* work)
-      : pipeline_(pipeline), registry_(registry), work_(work) {}
+  // `workflow` and `dispatcher` may be null: then no orders are sent and acks are NOT_FOUND.
+  AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry, WorkQueue* work,
+                   changes::ChangeService* workflow = nullptr,
+                   changes::OrderDispatcher* dispatcher = nullptr)
+      : pipeline_(pipeline),
+        registry_(registry),
+        work_(work),
+        workflow_(workflow),
+        dispatcher_(dispatcher) {}
 
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const smbfleet::v1::ReportRequest* request,
@@ -32,6 +42,8 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   ReportPipeline* pipeline_;
   StreamRegistry* registry_;
   WorkQueue* work_;
+  changes::ChangeService* workflow_;
+  changes::OrderDispatcher* dispatcher_;
 };
 
 }  // namespace smbfleet::collector

@@ -59,6 +59,12 @@ class ComplianceStore {
   virtual absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() = 0;
   virtual absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(
       const std::string& host, const std::string& rule_id, uint32_t limit) = 0;
+  // What waivers hide: the WAIVED results of the active policy as findings, each with its
+  // waiver_id (ListFindings include_waived). A backend without it answers UNIMPLEMENTED.
+  virtual absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListWaivedFindings(
+      const std::string& host, const std::string& rule_id, uint32_t limit) {
+    return absl::UnimplementedError("this compliance store does not list waived findings yet");
+  }
 };
 
 }  // namespace smbfleet::collector

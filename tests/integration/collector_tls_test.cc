@@ -1,6 +1,8 @@
 // The collector over real mutual TLS, against a real PostgreSQL: identity from the client
-// certificate, refusal of clients without a valid certificate, message size limit, and the
-// Watch stream carrying a report nudge.
+// certificate, refusal of clients without a valid certificate, message size limit, the
+// Watch stream carrying a report nudge, and a change going from proposal to the agent's ack
+// with roles from the operator certificates.
+#include <cstdlib>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -204,6 +206,92 @@ TEST_F(CollectorTlsTest, RequestReportReachesTheAgentsWatchStream) {
   req.set_name("fs01");  // not connected
   auto s2 = admin->RequestReport(&ctx2, req, &resp);
   EXPECT_EQ(s2.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  watch_ctx.TryCancel();
+  reader->Finish();
+}
+
+TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt) {
+  for (const char* who : {"pat proposer", "ann approver", "vic viewer"}) {
+    std::string cmd = absl::StrCat("bash ", SMBFLEET_SOURCE_DIR, "/deploy/ca.sh operator ", pki_,
+                                   " ", who, " >/dev/null");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  auto agent = smbfleet::v1::AgentService::NewStub(Channel(pki_, "agent-fs02"));
+  smbfleet::v1::ReportResponse reported;
+  ASSERT_TRUE(Send(Channel(pki_, "agent-fs02"),
+                   Report("7d0c3a52-7c1f-4a51-9d8e-5f1c2b3a4d01", "fs02"), &reported)
+                  .ok());
+  grpc::ClientContext watch_ctx;
+  smbfleet::v1::WatchRequest wreq;
+  wreq.set_agent_version("test");
+  auto reader = agent->Watch(&watch_ctx, wreq);
+  smbfleet::v1::WatchResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));  // the greeting: the stream is registered
+
+  auto call = [](auto method) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return method(&ctx);
+  };
+  auto pat = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-pat"));
+  auto ann = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-ann"));
+  auto vic = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-vic"));
+  smbfleet::v1::ProposeChangeRequest propose;
+  propose.add_hosts("fs02");
+  auto* setting = propose.add_settings();
+  setting->set_setting("server.requireSigning");
+  setting->set_value("true");
+  smbfleet::v1::ProposeChangeResponse proposed;
+  grpc::Status s =
+      call([&](grpc::ClientContext* c) { return pat->ProposeChange(c, propose, &proposed); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const std::string id = proposed.change().id();
+
+  smbfleet::v1::ApproveChangeRequest approve;
+  approve.set_id(id);
+  smbfleet::v1::ApproveChangeResponse approved;
+  s = call([&](grpc::ClientContext* c) { return vic->ApproveChange(c, approve, &approved); });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  s = call([&](grpc::ClientContext* c) { return pat->ApproveChange(c, approve, &approved); });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  // The order comes down the stream (keepalives may come first).
+  smbfleet::v1::ChangeOrder order;
+  while (reader->Read(&msg)) {
+    if (msg.has_change_order()) {
+      order = msg.change_order();
+      break;
+    }
+  }
+  ASSERT_EQ(order.change_id(), id);
+  ASSERT_EQ(order.settings_size(), 1);
+  EXPECT_EQ(order.settings(0).setting(), "server.requireSigning");
+
+  smbfleet::v1::AckChangeRequest ack;
+  ack.set_change_id(id);
+  ack.set_version(order.version());
+  ack.set_nonce(order.nonce());
+  ack.set_result(smbfleet::v1::AckChangeRequest::RESULT_APPLIED);
+  smbfleet::v1::AckChangeResponse acked;
+  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ack.set_nonce("forged");
+  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+
+  smbfleet::v1::GetChangeRequest get;
+  get.set_id(id);
+  smbfleet::v1::GetChangeResponse shown;
+  s = call([&](grpc::ClientContext* c) { return vic->GetChange(c, get, &shown); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(shown.change().state(), smbfleet::v1::CHANGE_STATE_COMPLETED);
+  smbfleet::v1::ListHostsResponse hosts;
+  s = call([&](grpc::ClientContext* c) { return vic->ListHosts(c, {}, &hosts); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(hosts.hosts_size(), 1);
+  EXPECT_EQ(hosts.hosts(0).change_status().applied_change_id(), id);
   watch_ctx.TryCancel();
   reader->Finish();
 }

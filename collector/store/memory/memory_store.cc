@@ -198,12 +198,24 @@ absl::StatusOr<smbfleet::v1::GetComplianceResponse> MemoryComplianceStore::GetCo
 absl::StatusOr<std::vector<smbfleet::v1::Finding>> MemoryComplianceStore::ListFindings(
     const std::string& host, const std::string& rule_id, uint32_t limit) {
   absl::MutexLock lock(&mu_);
+  return Findings(host, rule_id, limit, smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+}
+
+absl::StatusOr<std::vector<smbfleet::v1::Finding>> MemoryComplianceStore::ListWaivedFindings(
+    const std::string& host, const std::string& rule_id, uint32_t limit) {
+  absl::MutexLock lock(&mu_);
+  return Findings(host, rule_id, limit, smbfleet::v1::COMPLIANCE_STATUS_WAIVED);
+}
+
+std::vector<smbfleet::v1::Finding> MemoryComplianceStore::Findings(
+    const std::string& host, const std::string& rule_id, uint32_t limit,
+    smbfleet::v1::ComplianceStatus status) {
   std::vector<smbfleet::v1::Finding> out;
   for (const auto& [name, by_policy] : results_) {
     if (!host.empty() && name != host) continue;
     for (const auto& [policy, eval] : by_policy) {
       for (const auto& r : eval.results()) {
-        if (r.status() != smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT) continue;
+        if (r.status() != status) continue;
         if (!rule_id.empty() && r.rule_id() != rule_id) continue;
         if (out.size() == limit) return out;
         smbfleet::v1::Finding f;
@@ -215,6 +227,7 @@ absl::StatusOr<std::vector<smbfleet::v1::Finding>> MemoryComplianceStore::ListFi
         f.set_message(r.message());
         *f.mutable_evidence() = r.evidence();
         f.set_policy_version(eval.policy_version());
+        f.set_waiver_id(r.waiver_id());
         *f.mutable_failing_since() = eval.evaluated_at();
         for (const auto& t : transitions_[name]) {
           if (t.rule_id() == r.rule_id() && t.share() == r.share() &&

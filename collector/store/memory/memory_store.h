@@ -60,6 +60,9 @@ class MemoryComplianceStore : public ComplianceStore {
   absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
                                                                   const std::string& rule_id,
                                                                   uint32_t limit) override;
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListWaivedFindings(const std::string& host,
+                                                                        const std::string& rule_id,
+                                                                        uint32_t limit) override;
 
   // Test controls and observations.
   void SetActiveWaivers(std::vector<smbfleet::v1::Waiver> waivers);
@@ -79,6 +82,10 @@ class MemoryComplianceStore : public ComplianceStore {
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<smbfleet::v1::StatusTransition>> transitions_
       ABSL_GUARDED_BY(mu_);
+  std::vector<smbfleet::v1::Finding> Findings(const std::string& host, const std::string& rule_id,
+                                              uint32_t limit, smbfleet::v1::ComplianceStatus status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Status fail_evaluations_ ABSL_GUARDED_BY(mu_);
   size_t evaluations_saved_ ABSL_GUARDED_BY(mu_) = 0;
 };

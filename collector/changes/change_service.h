@@ -1,0 +1,142 @@
+#ifndef SMBFLEET_COLLECTOR_CHANGES_CHANGE_SERVICE_H_
+#define SMBFLEET_COLLECTOR_CHANGES_CHANGE_SERVICE_H_
+
+// The change workflow with its I/O: propose from stored postures, approve / reject / halt /
+// resume / roll back, agents' acks, refusal events, the scheduler's ticks and waivers. Every
+// step is one ChangeStore::UpdateChange whose step function runs the pure core (approval.h,
+// rollout.h through change_rollout.h); after it committed, the hosts that got orders are
+// signalled (OrderSignal) so that whichever collector holds their streams sends them.
+//
+// Callers authorize first (collector/auth Authorize, by AdminApi); these functions still apply
+// the change rules' role, state and four-eyes checks with the Actor they are given.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "collector/changes/approval.h"
+#include "collector/ingest/refusals.h"
+#include "collector/push/order_signal.h"
+#include "collector/store/change_store.h"
+#include "collector/store/compliance_store.h"
+#include "collector/store/host_store.h"
+#include "policy/policy.h"
+#include "smbfleet/v1/admin.pb.h"
+#include "smbfleet/v1/agent.pb.h"
+
+namespace smbfleet::collector::changes {
+
+struct ChangeOptions {
+  ApprovalPolicy approval;                         // changes.two_approvers_above_hosts
+  absl::Duration lifetime = absl::Hours(7 * 24);   // changes.lifetime: proposal to not-after
+  absl::Duration ack_timeout = absl::Minutes(15);  // changes.ack_timeout: an order's lifetime
+  absl::Duration window_poll = absl::Minutes(1);   // hosts waiting for a window: tick this often
+};
+
+class ChangeService : public RefusalObserver {
+ public:
+  using Clock = std::function<absl::Time()>;
+
+  // `policy` may be null: then only --settings proposals are possible.
+  ChangeService(ChangeStore* changes, HostStore* hosts, ComplianceStore* compliance,
+                const policy::Policy* policy, ChangeOptions options, Clock clock = absl::Now);
+
+  // Where dispatched hosts are announced (after each committed step). Set before use.
+  void SetOrderSignal(OrderSignal* signal) { signal_ = signal; }
+
+  absl::StatusOr<smbfleet::v1::ProposeChangeResponse> Propose(
+      const Actor& actor, const smbfleet::v1::ProposeChangeRequest& request);
+  absl::StatusOr<smbfleet::v1::ApproveChangeResponse> Approve(
+      const Actor& actor, const smbfleet::v1::ApproveChangeRequest& request);
+  absl::StatusOr<smbfleet::v1::Change> Reject(const Actor& actor, const std::string& id,
+                                              const std::string& reason);
+  absl::StatusOr<smbfleet::v1::Change> Halt(const Actor& actor, const std::string& id,
+                                            const std::string& reason);
+  absl::StatusOr<smbfleet::v1::Change> Resume(const Actor& actor, const std::string& id,
+                                              const std::string& reason);
+  // The original change (ROLLED_BACK) and the linked rollback change, if any host had applied.
+  absl::StatusOr<smbfleet::v1::ChangeActionResponse> Rollback(const Actor& actor,
+                                                              const std::string& id,
+                                                              const std::string& reason);
+
+  // An agent's ack; `host` is its certificate's. NotFound: no such order was sent to the host;
+  // FailedPrecondition: the version or nonce is not the one last dispatched. The same result
+  // again is accepted and changes nothing. A REFUSED ack halts the rollout like FAILED: the
+  // host will not apply what the rollout expects of every host.
+  absl::StatusOr<smbfleet::v1::AckChangeResponse> Ack(const std::string& host,
+                                                      const smbfleet::v1::AckChangeRequest& ack);
+
+  // RefusalObserver (the report pipeline): cheap for hosts in no live rollout.
+  bool Watching(const std::string& host) const override;
+  void RefusalsSeen(const std::string& host, const std::vector<SeenRefusal>& refusals) override;
+
+  // One scheduler pass: ticks every live change whose deadline passed or whose hosts wait for
+  // a window (at most every window_poll), and refreshes the hosts in live rollouts. Returns
+  // when to come back at the latest.
+  absl::StatusOr<absl::Time> TickDue();
+
+  // Waivers: requested by a proposer, approved by a different approver, revoked by an approver
+  // or admin; each step audited.
+  absl::StatusOr<smbfleet::v1::Waiver> RequestWaiver(const Actor& actor,
+                                                     const smbfleet::v1::Waiver& request);
+  absl::StatusOr<smbfleet::v1::Waiver> ApproveWaiver(const Actor& actor, const std::string& id,
+                                                     const std::string& comment);
+  absl::StatusOr<smbfleet::v1::Waiver> RevokeWaiver(const Actor& actor, const std::string& id,
+                                                    const std::string& reason);
+
+  const ChangeOptions& options() const { return options_; }
+
+ private:
+  struct Prepared;
+  using Prepare = std::function<absl::StatusOr<Prepared>(smbfleet::v1::Change& change)>;
+  struct StepResult {
+    smbfleet::v1::Change change;
+    std::optional<smbfleet::v1::Change> created;
+  };
+
+  // One workflow step on change `id` by `actor` (a person, a host or "collector"), see .cc.
+  absl::StatusOr<StepResult> RunStep(const std::string& id, const std::string& actor,
+                                     const std::string& reason, const Prepare& prepare);
+  absl::StatusOr<smbfleet::v1::Change> Simple(const Actor& actor, ChangeAction action,
+                                              const std::string& id, const std::string& reason);
+  void RefreshWatched(const std::vector<smbfleet::v1::Change>& live);
+  absl::Status ExpireProposals(absl::Time now);
+
+  ChangeStore* changes_;
+  HostStore* hosts_;
+  ComplianceStore* compliance_;
+  const policy::Policy* policy_;
+  const ChangeOptions options_;
+  Clock clock_;
+  OrderSignal* signal_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  // host -> live changes that target it, refreshed by TickDue: the refusal check's cheap test.
+  std::map<std::string, std::vector<std::string>> watched_ ABSL_GUARDED_BY(mu_);
+  // change id -> when it was last ticked for a window.
+  std::map<std::string, absl::Time> window_ticks_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_proposal_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+// The order a host gets for `change` (settings from its steps, id, version, nonce, not-after).
+// `change` must contain `host`; hosts other than it are ignored.
+smbfleet::v1::ChangeOrder OrderFor(const smbfleet::v1::Change& change, const std::string& host);
+
+// Random identifiers: a change id (UUID v4) and an order nonce (128 bits, hex).
+std::string NewChangeId();
+std::string NewNonce();
+
+// The content hash: SHA-256 (hex) over the hosts (by name) and their steps (and the change a
+// rollback undoes); two proposals of the same content hash alike.
+std::string ContentHash(const smbfleet::v1::Change& change);
+
+}  // namespace smbfleet::collector::changes
+
+#endif  // SMBFLEET_COLLECTOR_CHANGES_CHANGE_SERVICE_H_

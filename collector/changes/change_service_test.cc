@@ -1,0 +1,599 @@
+// The change workflow over the in-memory stores, a fake clock and a fake stream registry:
+// propose, four-eyes approval, dispatch over the stream, acks, halts, resume, rollback, expiry,
+// refusal events, audit and waivers.
+#include "collector/changes/change_service.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "collector/changes/order_dispatcher.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_store.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
+#include "gtest/gtest.h"
+
+namespace smbfleet::collector::changes {
+namespace {
+
+namespace v1 = smbfleet::v1;
+using google::protobuf::util::TimeUtil;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// TinyPolicy's rules with remediation: require server signing; encrypt the pii share "hr".
+policy::Policy PlanningPolicy() {
+  auto p = policy::ParsePolicy("planning.yaml", R"(apiVersion: smbfleet/policy/v1
+name: baseline
+version: "7"
+classification:
+  classes: [general, pii]
+  default: general
+  rules: [{name: hr, classification: pii, shareNames: ["hr"]}]
+rules:
+  - id: server-signing-required
+    title: S
+    expect: {server.requireSigning: true}
+    remediation:
+      - {setting: server.requireSigning, value: true, phase: require}
+  - id: pii-encrypted
+    title: E
+    shares: {classifications: [pii]}
+    expect: {share.encrypted: true}
+    remediation:
+      - {setting: share.encryptData, value: true, phase: protect}
+)");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : policy::Policy();
+}
+
+class FakeRouter : public PushRouter {
+ public:
+  bool Send(const std::string& host, const v1::WatchResponse& message) override {
+    if (!Connected(host)) return false;
+    sent[host].push_back(message);
+    return true;
+  }
+  bool Connected(const std::string& host) const override { return connected.count(host) > 0; }
+
+  std::set<std::string> connected;
+  std::map<std::string, std::vector<v1::WatchResponse>> sent;
+};
+
+class ChangeServiceTest : public ::testing::Test {
+ protected:
+  ChangeServiceTest() {
+    service_.SetOrderSignal(&signal_);
+    pipeline_.SetRefusalObserver(&service_);
+  }
+
+  // A report of `name`; `guest_session`: a client that requiring signing would refuse.
+  void Report(const std::string& name, bool require_signing = false, bool hr_encrypted = true,
+              bool guest_session = false, std::map<std::string, std::string> labels = {},
+              std::vector<v1::Event> events = {}) {
+    v1::ReportRequest r;
+    r.set_report_id(
+        absl::StrCat("00000000-0000-4000-8000-", absl::Dec(++reports_, absl::kZeroPad12)));
+    v1::Posture* p = r.mutable_posture();
+    p->mutable_host()->set_hostname(name);
+    for (const auto& [k, v] : labels) (*p->mutable_host()->mutable_labels())[k] = v;
+    p->mutable_server()->set_require_signing(require_signing);
+    p->mutable_server()->set_encrypt_data(false);
+    auto* hr = p->add_shares();
+    hr->set_name("hr");
+    hr->set_path("/srv/hr");
+    hr->set_encrypt_data(hr_encrypted);
+    if (guest_session) {
+      auto* s = p->add_sessions();
+      s->set_session_id("7");
+      s->set_client_name("KIOSK");
+      s->set_client_address("10.0.0.7");
+      s->set_guest(true);
+      s->set_dialect(v1::DIALECT_SMB_3_1_1);
+    }
+    for (auto& e : events) *p->add_events() = std::move(e);
+    auto result = pipeline_.Ingest(name, r);
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
+
+  v1::Change ProposeHosts(std::vector<std::string> hosts) {
+    v1::ProposeChangeRequest req;
+    for (auto& h : hosts) req.add_hosts(h);
+    req.set_reason("harden");
+    auto r = service_.Propose(pat_, req);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->change() : v1::Change();
+  }
+
+  absl::StatusOr<v1::ApproveChangeResponse> ApproveBy(const Actor& who, const std::string& id,
+                                                      v1::RolloutOptions rollout = {}) {
+    v1::ApproveChangeRequest req;
+    req.set_id(id);
+    req.set_comment("ok");
+    *req.mutable_rollout() = std::move(rollout);
+    return service_.Approve(who, req);
+  }
+
+  v1::Change Get(const std::string& id) {
+    auto c = changes_.GetChange(id);
+    EXPECT_TRUE(c.ok() && c->has_value());
+    return c.ok() && c->has_value() ? **c : v1::Change();
+  }
+
+  const v1::ChangeHost& HostOf(const v1::Change& c, const std::string& host) {
+    for (const auto& h : c.hosts()) {
+      if (h.host() == host) return h;
+    }
+    ADD_FAILURE() << "no host " << host;
+    return c.hosts(0);
+  }
+
+  // The host's ack of its order of change `id`.
+  absl::Status AckAs(const std::string& host, const std::string& id,
+                     v1::AckChangeRequest::Result result,
+                     std::vector<v1::SettingChange> before = {}, const std::string& message = "") {
+    v1::Change c = Get(id);
+    v1::AckChangeRequest ack;
+    ack.set_change_id(id);
+    ack.set_version(c.version());
+    ack.set_nonce(HostOf(c, host).nonce());
+    ack.set_result(result);
+    ack.set_message(message);
+    for (auto& b : before) *ack.add_before() = std::move(b);
+    return service_.Ack(host, ack).status();
+  }
+
+  std::vector<std::string> AuditActions(const std::string& id) {
+    AuditQuery q;
+    q.change_id = id;
+    std::vector<std::string> out;
+    auto entries = changes_.ListAudit(q);
+    EXPECT_TRUE(entries.ok());
+    for (const auto& e : entries.value()) out.push_back(e.action());
+    return out;
+  }
+
+  std::vector<std::string> OrdersSentTo(const std::string& host) {
+    std::vector<std::string> out;
+    for (const auto& m : router_.sent[host]) {
+      if (m.has_change_order()) out.push_back(m.change_order().change_id());
+    }
+    return out;
+  }
+
+  absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
+  std::function<absl::Time()> clock_ = [this] { return now_; };
+  policy::Policy policy_ = PlanningPolicy();
+  MemoryHostStore hosts_;
+  MemoryComplianceStore compliance_{&hosts_};
+  MemoryChangeStore changes_{&compliance_};
+  ReportPipeline pipeline_{&hosts_, &compliance_, &policy_, clock_};
+  ChangeService service_{&changes_, &hosts_, &compliance_, &policy_, ChangeOptions{}, clock_};
+  FakeRouter router_;
+  OrderDispatcher dispatcher_{&changes_, &router_, clock_};
+  LocalOrderSignal signal_{
+      [this](const std::vector<std::string>& hosts) { dispatcher_.HostsHaveOrders(hosts); }};
+  Actor pat_{"pat", Role::kProposer};
+  Actor ann_{"ann", Role::kApprover};
+  Actor bob_{"bob", Role::kApprover};
+  Actor vic_{"vic", Role::kViewer};
+  int reports_ = 0;
+};
+
+TEST_F(ChangeServiceTest, ProposeByHostStoresThePlanWithExpectedAndRollbackValues) {
+  Report("fs1", false, false);
+  v1::Change c = ProposeHosts({"fs1"});
+  ASSERT_EQ(c.hosts_size(), 1);
+  EXPECT_EQ(c.state(), v1::CHANGE_STATE_PROPOSED);
+  EXPECT_EQ(c.source(), v1::CHANGE_SOURCE_HOSTS);
+  EXPECT_EQ(c.proposed_by(), "pat");
+  EXPECT_EQ(c.content_hash().size(), 64u);
+  EXPECT_EQ(c.approvals_required(), 1u);
+  EXPECT_EQ(c.policy_name(), "baseline");
+  std::map<std::string, v1::PlanStep> steps;
+  for (const auto& s : c.hosts(0).steps()) steps[s.setting()] = s;
+  ASSERT_EQ(steps.count("server.requireSigning"), 1u);
+  EXPECT_EQ(steps["server.requireSigning"].expected_current(), "false");
+  EXPECT_EQ(steps["server.requireSigning"].value(), "true");
+  EXPECT_EQ(steps["server.requireSigning"].rollback_value(), "false");
+  ASSERT_EQ(steps.count("share.encryptData"), 1u);
+  EXPECT_EQ(steps["share.encryptData"].share(), "hr");
+  EXPECT_EQ(Get(c.id()).hosts_size(), 1);
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed"));
+}
+
+TEST_F(ChangeServiceTest, ProposeByRuleAndLabelKeepsOnlyThatRulesSteps) {
+  Report("fs1", false, false, false, {{"site", "ams"}});
+  Report("fs2", true, false, false, {{"site", "ams"}});   // compliant on the rule
+  Report("fs3", false, false, false, {{"site", "fra"}});  // other site
+  v1::ProposeChangeRequest req;
+  req.set_rule_id("server-signing-required");
+  (*req.mutable_labels())["site"] = "ams";
+  auto r = service_.Propose(pat_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->change().hosts_size(), 1);
+  EXPECT_EQ(r->change().hosts(0).host(), "fs1");
+  ASSERT_EQ(r->change().hosts(0).steps_size(), 1);
+  EXPECT_EQ(r->change().hosts(0).steps(0).setting(), "server.requireSigning");
+  EXPECT_EQ(r->change().source(), v1::CHANGE_SOURCE_RULE);
+
+  req.set_rule_id("no-such-rule");
+  auto bad = service_.Propose(pat_, req);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_THAT(bad.status().message(), HasSubstr("no-such-rule"));
+}
+
+TEST_F(ChangeServiceTest, ProposeTypedSettingsValidatesNameTypeAndShare) {
+  Report("fs1", true, false);
+  v1::ProposeChangeRequest req;
+  req.add_hosts("fs1");
+  auto* s = req.add_settings();
+  s->set_setting("share.encryptData");
+  s->set_share("hr");
+  s->set_value("true");
+  auto r = service_.Propose(pat_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->change().hosts(0).steps_size(), 1);
+  EXPECT_EQ(r->change().hosts(0).steps(0).expected_current(), "false");
+  EXPECT_EQ(r->change().hosts(0).steps(0).rollback_value(), "false");
+  EXPECT_EQ(r->change().source(), v1::CHANGE_SOURCE_SETTINGS);
+
+  struct Bad {
+    std::string setting, share, value, field;
+  };
+  for (const Bad& b : {Bad{"server.noSuchThing", "", "true", "settings[0].setting"},
+                       Bad{"server.requireSigning", "", "maybe", "settings[0].value"},
+                       Bad{"share.encryptData", "../etc", "true", "settings[0].share"},
+                       Bad{"share.encryptData", "nope", "true", "no share 'nope'"}}) {
+    s->set_setting(b.setting);
+    s->set_share(b.share);
+    s->set_value(b.value);
+    auto bad = service_.Propose(pat_, req);
+    EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << b.field << ": " << bad.status();
+    EXPECT_THAT(bad.status().message(), HasSubstr(b.field));
+  }
+  EXPECT_EQ(changes_.ListChanges({})->size(), 1u);  // only the good one
+}
+
+TEST_F(ChangeServiceTest, CompliantHostIsSkippedAndNothingLeftIsRefused) {
+  Report("fs1", true, true);
+  Report("fs2", false, true);
+  v1::ProposeChangeRequest req;
+  req.add_hosts("fs1");
+  req.add_hosts("fs2");
+  auto r = service_.Propose(pat_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->change().hosts_size(), 1);
+  EXPECT_THAT(r->skipped(), ElementsAre(HasSubstr("fs1: compliant")));
+
+  v1::ProposeChangeRequest only;
+  only.add_hosts("fs1");
+  auto none = service_.Propose(pat_, only);
+  EXPECT_TRUE(absl::IsFailedPrecondition(none.status())) << none.status();
+  EXPECT_THAT(none.status().message(), HasSubstr("nothing to change: fs1: compliant"));
+  EXPECT_EQ(changes_.ListChanges({})->size(), 1u);
+
+  v1::ProposeChangeRequest unknown;
+  unknown.add_hosts("ghost");
+  auto nf = service_.Propose(pat_, unknown);
+  EXPECT_TRUE(absl::IsNotFound(nf.status()));
+  EXPECT_THAT(nf.status().message(), HasSubstr("'ghost'"));
+  EXPECT_TRUE(absl::IsPermissionDenied(service_.Propose(vic_, only).status()));
+}
+
+TEST_F(ChangeServiceTest, OwnApprovalAndViewerAreRefused) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  Actor pat_as_approver{"pat", Role::kApprover};
+  auto own = ApproveBy(pat_as_approver, c.id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(own.status())) << own.status();
+  EXPECT_TRUE(absl::IsPermissionDenied(ApproveBy(vic_, c.id()).status()));
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_PROPOSED);
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed"));  // refusals are not steps
+  EXPECT_TRUE(absl::IsNotFound(ApproveBy(ann_, "no-such-change").status()));
+}
+
+TEST_F(ChangeServiceTest, ImpactNamingAClientNeedsTwoApprovers) {
+  Report("fs1", false, true, /*guest_session=*/true);
+  v1::Change c = ProposeHosts({"fs1"});
+  EXPECT_EQ(c.approvals_required(), 2u);
+  ASSERT_EQ(c.impact().refused_clients(), 1u);
+  EXPECT_EQ(c.impact().clients(0).client_name(), "KIOSK");
+  router_.connected = {"fs1"};
+  auto first = ApproveBy(ann_, c.id());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->approvals(), 1u);
+  EXPECT_EQ(first->change().state(), v1::CHANGE_STATE_PROPOSED);
+  EXPECT_THAT(OrdersSentTo("fs1"), IsEmpty());
+  auto again = ApproveBy(ann_, c.id());  // the same person again does not count
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->approvals(), 1u);
+  auto second = ApproveBy(bob_, c.id());
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->change().state(), v1::CHANGE_STATE_ROLLING_OUT);
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id()));
+}
+
+TEST_F(ChangeServiceTest, StalePlanIsRefusedNamingHostAndSetting) {
+  Report("fs1", false, true);
+  v1::Change c = ProposeHosts({"fs1"});
+  Report("fs1", true, true);  // someone fixed it by hand meanwhile
+  auto r = ApproveBy(ann_, c.id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("fs1"));
+  EXPECT_THAT(r.status().message(), HasSubstr("server.requireSigning"));
+  EXPECT_EQ(Get(c.id()).approvals_size(), 0);
+}
+
+TEST_F(ChangeServiceTest, MalformedWaveSpecNamesIt) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  v1::RolloutOptions o;
+  o.set_waves("50%,10%");
+  auto r = ApproveBy(ann_, c.id(), o);
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("50%,10%"));
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_PROPOSED);
+}
+
+TEST_F(ChangeServiceTest, ApprovalDispatchesOverTheStreamWithinTheCall) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  router_.connected = {"fs1"};
+  auto r = ApproveBy(ann_, c.id());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(router_.sent["fs1"].size(), 1u);
+  const v1::ChangeOrder& order = router_.sent["fs1"][0].change_order();
+  EXPECT_EQ(order.change_id(), c.id());
+  EXPECT_EQ(order.version(), 1u);
+  EXPECT_EQ(order.nonce().size(), 32u);
+  EXPECT_EQ(TimeUtil::TimestampToSeconds(order.not_after()),
+            absl::ToUnixSeconds(now_ + absl::Minutes(15)));
+  EXPECT_EQ(order.reason(), "harden");
+  ASSERT_GE(order.settings_size(), 1);
+  EXPECT_FALSE(order.settings(0).expected_current().empty());
+  EXPECT_EQ(HostOf(Get(c.id()), "fs1").state(), v1::HOST_CHANGE_STATE_DISPATCHED);
+  auto status = changes_.HostStatuses({"fs1"});
+  EXPECT_EQ(status->at("fs1").desired_change_id(), c.id());
+}
+
+TEST_F(ChangeServiceTest, AgentConnectingLaterGetsPendingOrdersButNotCompletedOnes) {
+  Report("fs1");
+  v1::Change a = ProposeHosts({"fs1"});
+  ASSERT_TRUE(ApproveBy(ann_, a.id()).ok());
+  v1::ProposeChangeRequest req;
+  req.add_hosts("fs1");
+  auto* s = req.add_settings();
+  s->set_setting("server.smb1Enabled");
+  s->set_value("false");
+  auto b = service_.Propose(pat_, req);
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_TRUE(ApproveBy(ann_, b->change().id()).ok());
+  EXPECT_THAT(OrdersSentTo("fs1"), IsEmpty());  // offline at approval
+
+  router_.connected = {"fs1"};
+  EXPECT_EQ(dispatcher_.Connected("fs1", {a.id()}), 1u);
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(b->change().id()));
+  router_.sent.clear();
+  EXPECT_EQ(dispatcher_.Connected("fs1", {}), 2u);
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(a.id(), b->change().id()));
+}
+
+TEST_F(ChangeServiceTest, AppliedAckCompletesAndIsIdempotent) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_COMPLETED);
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());  // again
+  EXPECT_THAT(AuditActions(c.id()),
+              ElementsAre("proposed", "approved", "dispatched", "acked", "completed"));
+  auto status = changes_.HostStatuses({"fs1"})->at("fs1");
+  EXPECT_EQ(status.applied_change_id(), c.id());
+  EXPECT_EQ(status.last_result(), v1::HOST_CHANGE_STATE_APPLIED);
+
+  // Not the order sent: wrong nonce, unknown change, a host the change does not target.
+  v1::AckChangeRequest wrong;
+  wrong.set_change_id(c.id());
+  wrong.set_version(1);
+  wrong.set_nonce("forged");
+  wrong.set_result(v1::AckChangeRequest::RESULT_FAILED);
+  auto forged = service_.Ack("fs1", wrong);
+  EXPECT_TRUE(absl::IsFailedPrecondition(forged.status())) << forged.status();
+  EXPECT_THAT(forged.status().message(), HasSubstr("forged"));
+  EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs2", wrong).status()));
+  wrong.set_change_id("nope");
+  EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs1", wrong).status()));
+}
+
+TEST_F(ChangeServiceTest, FailedAckHaltsAndTheSecondWaveIsNeverDispatched) {
+  Report("fs1");
+  Report("fs2");
+  v1::Change c = ProposeHosts({"fs1", "fs2"});
+  router_.connected = {"fs1", "fs2"};
+  v1::RolloutOptions o;
+  o.add_canary_hosts("fs1");
+  ASSERT_TRUE(ApproveBy(ann_, c.id(), o).ok());
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id()));
+  ASSERT_TRUE(
+      AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_FAILED, {}, "testparm said no").ok());
+  v1::Change halted = Get(c.id());
+  EXPECT_EQ(halted.state(), v1::CHANGE_STATE_HALTED);
+  EXPECT_THAT(halted.halt_reason(), HasSubstr("testparm said no"));
+  for (int i = 0; i < 5; ++i) {
+    now_ += absl::Hours(1);
+    ASSERT_TRUE(service_.TickDue().ok());
+  }
+  EXPECT_THAT(OrdersSentTo("fs2"), IsEmpty());
+  EXPECT_EQ(HostOf(Get(c.id()), "fs2").state(), v1::HOST_CHANGE_STATE_PENDING);
+
+  // Halt / resume need the approver for resume; the proposer cannot resume.
+  EXPECT_TRUE(absl::IsPermissionDenied(service_.Resume(pat_, c.id(), "").status()));
+  auto resumed = service_.Resume(ann_, c.id(), "fixed the include");
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_THAT(OrdersSentTo("fs2"), ElementsAre(c.id()));
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "approved", "dispatched", "acked",
+                                                "halted", "resumed", "dispatched"));
+}
+
+TEST_F(ChangeServiceTest, RefusedAckHaltsLikeFailed) {
+  Report("fs1");
+  Report("fs2");
+  v1::Change c = ProposeHosts({"fs1", "fs2"});
+  v1::RolloutOptions o;
+  o.add_canary_hosts("fs1");
+  ASSERT_TRUE(ApproveBy(ann_, c.id(), o).ok());
+  ASSERT_TRUE(
+      AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_REFUSED, {}, "enforcement is off").ok());
+  v1::Change halted = Get(c.id());
+  EXPECT_EQ(halted.state(), v1::CHANGE_STATE_HALTED);
+  EXPECT_THAT(halted.halt_reason(), HasSubstr("enforcement is off"));
+  EXPECT_EQ(HostOf(halted, "fs1").state(), v1::HOST_CHANGE_STATE_REFUSED);
+  EXPECT_EQ(HostOf(halted, "fs2").state(), v1::HOST_CHANGE_STATE_PENDING);
+}
+
+TEST_F(ChangeServiceTest, RollbackSendsTheJournaledBeforeValuesAsALinkedChange) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  router_.connected = {"fs1"};
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  v1::SettingChange before;
+  before.set_setting("server.requireSigning");
+  before.set_value("false");
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED, {before}).ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(service_.Rollback(pat_, c.id(), "").status()));
+  auto r = service_.Rollback(ann_, c.id(), "users complain");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->change().state(), v1::CHANGE_STATE_ROLLED_BACK);
+  const v1::Change& rb = r->rollback();
+  EXPECT_EQ(rb.source(), v1::CHANGE_SOURCE_ROLLBACK);
+  EXPECT_EQ(rb.rollback_of(), c.id());
+  EXPECT_EQ(r->change().rolled_back_by(), rb.id());
+  ASSERT_EQ(rb.hosts_size(), 1);
+  ASSERT_EQ(rb.hosts(0).steps_size(), 1);
+  EXPECT_EQ(rb.hosts(0).steps(0).setting(), "server.requireSigning");
+  EXPECT_EQ(rb.hosts(0).steps(0).value(), "false");
+  EXPECT_EQ(rb.hosts(0).state(), v1::HOST_CHANGE_STATE_DISPATCHED);
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id(), rb.id()));
+  EXPECT_EQ(router_.sent["fs1"].back().change_order().rollback_of(), c.id());
+  EXPECT_TRUE(Get(rb.id()).hosts_size() == 1);
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "approved", "dispatched", "acked",
+                                                "completed", "rolled_back"));
+  EXPECT_THAT(AuditActions(rb.id()), ElementsAre("dispatched"));
+  // The rollback order is acked like any other.
+  ASSERT_TRUE(AckAs("fs1", rb.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  EXPECT_EQ(Get(rb.id()).state(), v1::CHANGE_STATE_COMPLETED);
+}
+
+TEST_F(ChangeServiceTest, UnfinishedChangeExpires) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  v1::RolloutOptions o;
+  o.add_windows("*:Sun 03:00-03:01");  // closed now (a Friday); opens briefly each week
+  ASSERT_TRUE(ApproveBy(ann_, c.id(), o).ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_APPROVED);
+  now_ += absl::Hours(8 * 24);
+  ASSERT_TRUE(service_.TickDue().ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_EXPIRED);
+  EXPECT_EQ(AuditActions(c.id()).back(), "expired");
+  EXPECT_THAT(*changes_.LiveChangeIds(), IsEmpty());
+}
+
+TEST_F(ChangeServiceTest, UnapprovedProposalExpiresToo) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  ASSERT_TRUE(service_.TickDue().ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_PROPOSED);
+  now_ += absl::Hours(7 * 24 + 1);
+  ASSERT_TRUE(service_.TickDue().ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_EXPIRED);
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "expired"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(ApproveBy(ann_, c.id()).status()));
+}
+
+TEST_F(ChangeServiceTest, RefusalEventDuringTheWatchPeriodHalts) {
+  Report("fs1");
+  Report("fs2");
+  v1::Change c = ProposeHosts({"fs1", "fs2"});
+  v1::RolloutOptions o;
+  o.add_canary_hosts("fs1");
+  o.set_watch("1h");
+  ASSERT_TRUE(ApproveBy(ann_, c.id(), o).ok());
+  now_ += absl::Minutes(1);
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  ASSERT_TRUE(service_.TickDue().ok());  // fs1 is now watched
+  EXPECT_TRUE(service_.Watching("fs1"));
+  EXPECT_FALSE(service_.Watching("fs2"));
+  now_ += absl::Minutes(5);
+  v1::Event refusal;
+  refusal.set_event_id(1003);
+  refusal.set_kind("unencrypted_rejected");
+  refusal.set_client_name("NEWPC");
+  *refusal.mutable_time() = TimeUtil::SecondsToTimestamp(absl::ToUnixSeconds(now_));
+  Report("fs1", true, true, false, {}, {refusal});
+  v1::Change halted = Get(c.id());
+  EXPECT_EQ(halted.state(), v1::CHANGE_STATE_HALTED);
+  EXPECT_THAT(halted.halt_reason(), HasSubstr("NEWPC"));
+  EXPECT_EQ(HostOf(halted, "fs2").state(), v1::HOST_CHANGE_STATE_PENDING);
+}
+
+TEST_F(ChangeServiceTest, RejectNeedsAReasonAndEndsTheChange) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  EXPECT_TRUE(absl::IsInvalidArgument(service_.Reject(ann_, c.id(), "").status()));
+  auto r = service_.Reject(ann_, c.id(), "not now");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->state(), v1::CHANGE_STATE_REJECTED);
+  EXPECT_EQ(r->rejected_by(), "ann");
+  auto late = ApproveBy(bob_, c.id());
+  EXPECT_TRUE(absl::IsFailedPrecondition(late.status())) << late.status();
+  EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "rejected"));
+}
+
+TEST_F(ChangeServiceTest, WaiversAreRequestedAndApprovedByDifferentPeople) {
+  Report("fs1");
+  v1::Waiver w;
+  w.set_rule_id("server-signing-required");
+  w.set_host("fs1");
+  w.set_justification("legacy scanner until March");
+  w.set_ticket("CHG-42");
+  *w.mutable_expires_at() =
+      TimeUtil::SecondsToTimestamp(absl::ToUnixSeconds(now_ + absl::Hours(48)));
+  EXPECT_TRUE(absl::IsPermissionDenied(service_.RequestWaiver(vic_, w).status()));
+  v1::Waiver past = w;
+  *past.mutable_expires_at() = TimeUtil::SecondsToTimestamp(absl::ToUnixSeconds(now_));
+  auto expired = service_.RequestWaiver(pat_, past);
+  EXPECT_TRUE(absl::IsInvalidArgument(expired.status()));
+  EXPECT_THAT(expired.status().message(), HasSubstr("expires_at"));
+  v1::Waiver no_ticket = w;
+  no_ticket.clear_ticket();
+  EXPECT_THAT(service_.RequestWaiver(pat_, no_ticket).status().message(), HasSubstr("ticket"));
+
+  auto requested = service_.RequestWaiver(pat_, w);
+  ASSERT_TRUE(requested.ok()) << requested.status();
+  EXPECT_EQ(requested->state(), v1::WAIVER_STATE_REQUESTED);
+  Actor pat_as_approver{"pat", Role::kApprover};
+  auto own = service_.ApproveWaiver(pat_as_approver, requested->id(), "");
+  EXPECT_TRUE(absl::IsFailedPrecondition(own.status())) << own.status();
+  auto approved = service_.ApproveWaiver(ann_, requested->id(), "fine");
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  EXPECT_EQ(approved->approved_by(), "ann");
+  EXPECT_EQ(compliance_.ActiveWaivers()->size(), 1u);
+  auto revoked = service_.RevokeWaiver(Actor{"root", Role::kAdmin}, requested->id(), "replaced");
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  EXPECT_EQ(revoked->state(), v1::WAIVER_STATE_REVOKED);
+  EXPECT_THAT(*compliance_.ActiveWaivers(), IsEmpty());
+  AuditQuery q;
+  q.waiver_id = requested->id();
+  std::vector<std::string> actions;
+  auto entries = changes_.ListAudit(q);
+  ASSERT_TRUE(entries.ok());
+  for (const auto& e : entries.value()) actions.push_back(e.action());
+  EXPECT_THAT(actions, ElementsAre("waiver_requested", "waiver_approved", "waiver_revoked"));
+}
+
+}  // namespace
+}  // namespace smbfleet::collector::changes

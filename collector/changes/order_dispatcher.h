@@ -1,0 +1,43 @@
+#ifndef SMBFLEET_COLLECTOR_CHANGES_ORDER_DISPATCHER_H_
+#define SMBFLEET_COLLECTOR_CHANGES_ORDER_DISPATCHER_H_
+
+// Sends change orders down the Watch streams this collector process holds. Two entries:
+// the OrderSignal handler ("these hosts have new orders", from this process or, through
+// PostgreSQL NOTIFY, from another) and a new Watch stream (its pending orders, minus the ones
+// the agent says it completed). The orders themselves always come from the ChangeStore.
+//
+// Cost: per signalled host one hash lookup in the stream registry; only hosts whose stream is
+// here cost a store read. No scan of every stream, no thread per agent.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "collector/push/push_router.h"
+#include "collector/store/change_store.h"
+
+namespace smbfleet::collector::changes {
+
+class OrderDispatcher {
+ public:
+  using Clock = std::function<absl::Time()>;
+  OrderDispatcher(ChangeStore* changes, PushRouter* router, Clock clock = absl::Now)
+      : changes_(changes), router_(router), clock_(std::move(clock)) {}
+
+  // The OrderSignal handler.
+  void HostsHaveOrders(const std::vector<std::string>& hosts);
+  // A Watch stream of `host` opened here. Returns how many orders were sent.
+  size_t Connected(const std::string& host, const std::vector<std::string>& completed_change_ids);
+
+ private:
+  size_t SendPending(const std::string& host, const std::vector<std::string>& completed);
+
+  ChangeStore* changes_;
+  PushRouter* router_;
+  Clock clock_;
+};
+
+}  // namespace smbfleet::collector::changes
+
+#endif  // SMBFLEET_COLLECTOR_CHANGES_ORDER_DISPATCHER_H_

@@ -1,0 +1,42 @@
+#include "collector/changes/scheduler.h"
+
+#include "common/logging.h"
+
+namespace smbfleet::collector::changes {
+
+Scheduler::Scheduler(ChangeService* service, absl::Duration tick)
+    : service_(service), tick_(tick), thread_([this] { Loop(); }) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Wake() {
+  absl::MutexLock lock(&mu_);
+  woken_ = true;
+}
+
+void Scheduler::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      woken_ = false;
+    }
+    auto next = service_->TickDue();
+    if (!next.ok()) {
+      Logger("collector")->warn("rollout scheduler: {}", std::string(next.status().message()));
+    }
+    absl::MutexLock lock(&mu_);
+    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || woken_; };
+    mu_.AwaitWithTimeout(absl::Condition(&wake), tick_);
+  }
+}
+
+}  // namespace smbfleet::collector::changes

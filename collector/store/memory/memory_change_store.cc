@@ -1,0 +1,299 @@
+#include "collector/store/memory/memory_change_store.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace smbfleet::collector {
+namespace {
+
+namespace v1 = smbfleet::v1;
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
+}
+
+bool IsAckResult(v1::HostChangeState s) {
+  return s == v1::HOST_CHANGE_STATE_APPLIED || s == v1::HOST_CHANGE_STATE_FAILED ||
+         s == v1::HOST_CHANGE_STATE_PRECONDITION_FAILED || s == v1::HOST_CHANGE_STATE_REFUSED ||
+         s == v1::HOST_CHANGE_STATE_ROLLED_BACK;
+}
+
+bool IsLive(v1::ChangeState s) {
+  return s == v1::CHANGE_STATE_APPROVED || s == v1::CHANGE_STATE_ROLLING_OUT ||
+         s == v1::CHANGE_STATE_HALTED;
+}
+
+const v1::ChangeHost* FindHost(const v1::Change& change, const std::string& host) {
+  for (const auto& h : change.hosts()) {
+    if (h.host() == host) return &h;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::shared_ptr<absl::Mutex> MemoryChangeStore::StepLock(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto& m = step_locks_[id];
+  if (!m) m = std::make_shared<absl::Mutex>();
+  return m;
+}
+
+absl::Status MemoryChangeStore::CheckNewChangeLocked(const v1::Change& change) const {
+  if (change.id().empty()) return absl::InvalidArgumentError("change: id is empty");
+  if (changes_.count(change.id()) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat("change ", change.id(), " already exists"));
+  }
+  for (const auto& a : change.approvals()) {
+    if (a.approver() == change.proposed_by()) {
+      return absl::FailedPreconditionError(absl::StrCat("change ", change.id(), ": ", a.approver(),
+                                                        " cannot approve their own change"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MemoryChangeStore::InsertLocked(const v1::Change& change) {
+  changes_[change.id()] = Stored{next_change_seq_++, change};
+  UpdateHostStatusesLocked(nullptr, change);
+}
+
+void MemoryChangeStore::AppendAuditLocked(std::vector<v1::AuditEntry> entries) {
+  for (auto& e : entries) {
+    e.set_seq(static_cast<int64_t>(audit_.size()) + 1);
+    if (!e.has_at()) *e.mutable_at() = ToProto(absl::Now());
+    audit_.push_back(std::move(e));
+  }
+}
+
+void MemoryChangeStore::UpdateHostStatusesLocked(const v1::Change* before,
+                                                 const v1::Change& after) {
+  for (const auto& h : after.hosts()) {
+    const v1::ChangeHost* old = before == nullptr ? nullptr : FindHost(*before, h.host());
+    const bool state_changed = old == nullptr || old->state() != h.state();
+    if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED &&
+        (state_changed || old->nonce() != h.nonce())) {
+      auto& s = host_statuses_[h.host()];
+      s.set_desired_change_id(after.id());
+      s.set_desired_version(after.version());
+      continue;
+    }
+    if (!state_changed) continue;
+    if (IsAckResult(h.state()) || h.state() == v1::HOST_CHANGE_STATE_TIMED_OUT) {
+      auto& s = host_statuses_[h.host()];
+      s.set_last_result(h.state());
+      s.set_last_error(h.state() == v1::HOST_CHANGE_STATE_APPLIED ? "" : h.message());
+      if (IsAckResult(h.state())) *s.mutable_last_ack_at() = h.finished_at();
+      if (h.state() == v1::HOST_CHANGE_STATE_APPLIED) {
+        s.set_applied_change_id(after.id());
+        s.set_applied_version(after.version());
+      }
+    }
+  }
+}
+
+absl::Status MemoryChangeStore::CreateChange(const v1::Change& change,
+                                             const std::vector<v1::AuditEntry>& audit) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckNewChangeLocked(change));
+  InsertLocked(change);
+  AppendAuditLocked(audit);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<v1::Change>> MemoryChangeStore::GetChange(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = changes_.find(id);
+  if (it == changes_.end()) return std::optional<v1::Change>();
+  return std::optional<v1::Change>(it->second.change);
+}
+
+absl::StatusOr<std::vector<v1::Change>> MemoryChangeStore::ListChanges(const ChangeQuery& query) {
+  absl::MutexLock lock(&mu_);
+  std::vector<const Stored*> matching;
+  for (const auto& [id, s] : changes_) {
+    if (query.state == v1::CHANGE_STATE_UNSPECIFIED || s.change.state() == query.state) {
+      matching.push_back(&s);
+    }
+  }
+  std::sort(matching.begin(), matching.end(),
+            [](const Stored* a, const Stored* b) { return a->created_seq > b->created_seq; });
+  std::vector<v1::Change> out;
+  for (const Stored* s : matching) {
+    if (out.size() >= query.limit) break;
+    out.push_back(s->change);
+    out.back().clear_hosts();
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Change> MemoryChangeStore::UpdateChange(const std::string& id,
+                                                           const StepFn& step) {
+  std::shared_ptr<absl::Mutex> step_lock = StepLock(id);
+  absl::MutexLock in_order(step_lock.get());
+  v1::Change current;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = changes_.find(id);
+    if (it == changes_.end()) return absl::NotFoundError(absl::StrCat("no change ", id));
+    current = it->second.change;
+  }
+  // The step runs without mu_: it may take its time (and read other changes) while only this
+  // change is held.
+  ASSIGN_OR_RETURN(ChangeUpdate update, step(current));
+  if (update.change.id() != id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("change ", id, ": the step returned change '", update.change.id(), "'"));
+  }
+  absl::MutexLock lock(&mu_);
+  if (update.created.has_value()) RETURN_IF_ERROR(CheckNewChangeLocked(*update.created));
+  auto it = changes_.find(id);
+  UpdateHostStatusesLocked(&current, update.change);
+  it->second.change = update.change;
+  if (update.created.has_value()) InsertLocked(*update.created);
+  AppendAuditLocked(std::move(update.audit));
+  return update.change;
+}
+
+absl::StatusOr<std::vector<v1::Change>> MemoryChangeStore::PendingForHost(const std::string& host,
+                                                                          absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<const Stored*> matching;
+  for (const auto& [id, s] : changes_) {
+    const v1::ChangeHost* h = FindHost(s.change, host);
+    if (h == nullptr || h->state() != v1::HOST_CHANGE_STATE_DISPATCHED) continue;
+    if (FromProto(h->order_not_after()) <= now) continue;
+    matching.push_back(&s);
+  }
+  std::sort(matching.begin(), matching.end(),
+            [](const Stored* a, const Stored* b) { return a->created_seq < b->created_seq; });
+  std::vector<v1::Change> out;
+  for (const Stored* s : matching) {
+    v1::Change c = s->change;
+    c.clear_hosts();
+    *c.add_hosts() = *FindHost(s->change, host);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> MemoryChangeStore::LiveChangeIds() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, s] : changes_) {
+    if (IsLive(s.change.state())) out.push_back(id);
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> MemoryChangeStore::HostStatuses(
+    const std::vector<std::string>& hosts) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, v1::HostChangeStatus> out;
+  for (const auto& h : hosts) {
+    auto it = host_statuses_.find(h);
+    if (it != host_statuses_.end()) out[h] = it->second;
+  }
+  return out;
+}
+
+absl::Status MemoryChangeStore::AppendAudit(const std::vector<v1::AuditEntry>& entries) {
+  absl::MutexLock lock(&mu_);
+  AppendAuditLocked(entries);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::AuditEntry>> MemoryChangeStore::ListAudit(const AuditQuery& query) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::AuditEntry> out;
+  for (const auto& e : audit_) {
+    if (out.size() >= query.limit) break;
+    if (e.seq() <= query.after_seq) continue;
+    if (!query.change_id.empty() && e.change_id() != query.change_id) continue;
+    if (!query.waiver_id.empty() && e.waiver_id() != query.waiver_id) continue;
+    out.push_back(e);
+  }
+  return out;
+}
+
+void MemoryChangeStore::PublishWaiversLocked() {
+  if (compliance_ == nullptr) return;
+  std::vector<v1::Waiver> approved;
+  for (const auto& [id, w] : waivers_) {
+    if (w.state() == v1::WAIVER_STATE_APPROVED) approved.push_back(w);
+  }
+  compliance_->SetActiveWaivers(std::move(approved));
+}
+
+absl::Status MemoryChangeStore::CreateWaiver(const v1::Waiver& waiver,
+                                             const v1::AuditEntry& audit) {
+  absl::MutexLock lock(&mu_);
+  if (waiver.id().empty()) return absl::InvalidArgumentError("waiver: id is empty");
+  if (waivers_.count(waiver.id()) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat("waiver ", waiver.id(), " already exists"));
+  }
+  waivers_[waiver.id()] = waiver;
+  AppendAuditLocked({audit});
+  PublishWaiversLocked();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Waiver> MemoryChangeStore::UpdateWaiver(const std::string& id,
+                                                           const WaiverStepFn& step) {
+  std::shared_ptr<absl::Mutex> step_lock;
+  {
+    absl::MutexLock lock(&mu_);
+    auto& m = waiver_locks_[id];
+    if (!m) m = std::make_shared<absl::Mutex>();
+    step_lock = m;
+  }
+  absl::MutexLock in_order(step_lock.get());
+  v1::Waiver current;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = waivers_.find(id);
+    if (it == waivers_.end()) return absl::NotFoundError(absl::StrCat("no waiver ", id));
+    current = it->second;
+  }
+  ASSIGN_OR_RETURN(auto update, step(current));
+  v1::Waiver& next = update.first;
+  if (next.id() != id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("waiver ", id, ": the step returned waiver '", next.id(), "'"));
+  }
+  if (!next.approved_by().empty() && next.approved_by() == next.created_by()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("waiver ", id, ": ", next.approved_by(), " cannot approve their own waiver"));
+  }
+  absl::MutexLock lock(&mu_);
+  waivers_[id] = next;
+  AppendAuditLocked({std::move(update.second)});
+  PublishWaiversLocked();
+  return next;
+}
+
+absl::StatusOr<std::vector<v1::Waiver>> MemoryChangeStore::ListWaivers(bool include_inactive,
+                                                                       absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::Waiver> out;
+  for (const auto& [id, w] : waivers_) {
+    v1::Waiver shown = w;
+    if (w.state() == v1::WAIVER_STATE_APPROVED && FromProto(w.expires_at()) <= now) {
+      shown.set_state(v1::WAIVER_STATE_EXPIRED);
+    }
+    if (!include_inactive && shown.state() != v1::WAIVER_STATE_APPROVED) continue;
+    out.push_back(std::move(shown));
+  }
+  return out;
+}
+
+}  // namespace smbfleet::collector
