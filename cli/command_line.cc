@@ -265,6 +265,7 @@ absl::StatusOr<smbfleet::v1::ApproveChangeRequest> BuildApproveRequest(const App
     }
     rollout->add_windows(w);
   }
+  rollout->set_max_precondition_failed(flags.max_precondition_failed);
   return req;
 }
 
@@ -388,6 +389,8 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   approve->add_option("--watch", approve_flags.watch, "pause after each wave, e.g. 10m");
   approve->add_option("--window", approve_flags.windows,
                       "maintenance window per label, e.g. 'site=ams:Sat 22:00-06:00 UTC+01:00'");
+  approve->add_option("--max-precondition-failed", approve_flags.max_precondition_failed,
+                      "halt when more hosts than this ack PRECONDITION_FAILED (default 0)");
   auto* reject = changes->add_subcommand("reject", "reject a change (approver role)");
   reject->add_option("ID", change_id, "change id")->required();
   reject->add_option("--reason", reason, "why")->required();

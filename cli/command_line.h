@@ -5,6 +5,7 @@
 // request to send, so that every flag's meaning is checked and tested without a collector.
 // The commands, flags and exit codes are the product contract in docs/smbfleetctl.md.
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -90,6 +91,7 @@ struct ApproveFlags {
   std::string waves;
   std::string watch;
   std::vector<std::string> windows;
+  uint32_t max_precondition_failed = 0;  // halt when more hosts than this ack PRECONDITION_FAILED
 };
 absl::StatusOr<smbfleet::v1::ApproveChangeRequest> BuildApproveRequest(const ApproveFlags& flags);
 

@@ -177,9 +177,10 @@ TEST(CommandLineTest, UnreadableSettingsFileIsNamed) {
 }
 
 TEST(CommandLineTest, ApproveCarriesTheRollout) {
-  auto inv = Parse({"changes", "approve", "c-1", "--comment", "ok", "--canary", "fs01", "fs02",
-                    "--waves", "10%,50%,100%", "--watch", "10m", "--window",
-                    "site=ams:Sat 22:00-06:00 UTC+01:00", "--format=json"});
+  auto inv =
+      Parse({"changes", "approve", "c-1", "--comment", "ok", "--canary", "fs01", "fs02", "--waves",
+             "10%,50%,100%", "--watch", "10m", "--window", "site=ams:Sat 22:00-06:00 UTC+01:00",
+             "--max-precondition-failed", "2", "--format=json"});
   ASSERT_TRUE(inv.ok()) << inv.status();
   EXPECT_EQ(inv->global.format, "json");
   const auto& req = RequestOf<smbfleet::v1::ApproveChangeRequest>(*inv);
@@ -189,6 +190,9 @@ TEST(CommandLineTest, ApproveCarriesTheRollout) {
   EXPECT_EQ(req.rollout().waves(), "10%,50%,100%");
   EXPECT_EQ(req.rollout().watch(), "10m");
   EXPECT_THAT(req.rollout().windows(), ElementsAre("site=ams:Sat 22:00-06:00 UTC+01:00"));
+  EXPECT_EQ(req.rollout().max_precondition_failed(), 2u);
+  EXPECT_FALSE(Parse({"changes", "approve", "c-1", "--max-precondition-failed", "-1"}).ok());
+  EXPECT_FALSE(Parse({"changes", "approve", "c-1", "--max-precondition-failed", "some"}).ok());
 }
 
 TEST(CommandLineTest, MalformedRolloutIsAUsageErrorNamingTheFlag) {

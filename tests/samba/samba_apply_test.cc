@@ -8,6 +8,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/core/change_executor.h"
+#include "agent/core/testing/fake_clock.h"
+#include "agent/core/testing/fake_collector_client.h"
 #include "agent/platform/samba/samba_applier.h"
 #include "agent/platform/samba/samba_source.h"
 #include "common/files.h"
@@ -332,6 +335,55 @@ TEST(SambaApplyTest, ConcurrentAppliesDoNotInterleave) {
   EXPECT_FALSE(p.client().require_signing());
   EXPECT_THAT(StagingLeftovers(l), ::testing::IsEmpty());
   EXPECT_EQ(Verdict(l, "finance", {}), "ok");
+}
+
+// The agent's change executor over the real applier: an order applies and acks with before and
+// after; a stale expected_current changes nothing.
+TEST(SambaApplyTest, ChangeOrderThroughTheExecutor) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  agent::testing::FakeClock clock;
+  agent::testing::FakeCollectorClient client(&clock);
+  agent::ChangeExecutorOptions options;
+  options.changes.enforce = true;
+  options.changes.allow = {"share.encryptData"};
+  options.changes.journal_dir = l.dir() + "/journal";
+  agent::ChangeExecutor executor(options, applier.get(), &client, &clock);
+  ASSERT_TRUE(executor.Open().ok());
+
+  auto order = [](const std::string& id, const std::string& expected) {
+    v1::ChangeOrder o;
+    o.set_change_id(id);
+    o.set_version(1);
+    *o.add_settings() = Change("share.encryptData", "true", "finance");
+    o.mutable_settings(0)->set_expected_current(expected);
+    return o;
+  };
+  std::string conf_before = ReadFile(l.smb_conf()).value_or("<missing>");
+  std::string finance_before =
+      ReadFile(l.managed_dir() + "/share-finance.conf").value_or("<missing>");
+  executor.Submit(order("stale", "true"));  // the share is not encrypted
+  executor.Drain();
+  ASSERT_EQ(client.acks().size(), 1u);
+  EXPECT_EQ(client.acks()[0].result(), v1::AckChangeRequest::RESULT_PRECONDITION_FAILED);
+  EXPECT_THAT(client.acks()[0].message(),
+              HasSubstr("expected current value 'true', found 'false'"));
+  EXPECT_EQ(ReadFile(l.smb_conf()).value_or(""), conf_before);
+  EXPECT_EQ(ReadFile(l.managed_dir() + "/share-finance.conf").value_or("<missing>"),
+            finance_before);
+
+  executor.Submit(order("encrypt-finance", "false"));
+  executor.Drain();
+  ASSERT_EQ(client.acks().size(), 2u);
+  const v1::AckChangeRequest ack = client.acks()[1];
+  EXPECT_EQ(ack.result(), v1::AckChangeRequest::RESULT_APPLIED) << ack.message();
+  ASSERT_EQ(ack.before_size(), 1);
+  EXPECT_EQ(ack.before(0).value(), "false");
+  ASSERT_EQ(ack.after_size(), 1);
+  EXPECT_EQ(ack.after(0).value(), "true");
+  EXPECT_EQ(Verdict(l, "finance", {"-mSMB2_10"}), "NT_STATUS_ACCESS_DENIED");
 }
 
 }  // namespace

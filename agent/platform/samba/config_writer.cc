@@ -121,6 +121,11 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& parent) {
   return d;
 }
 
+void StagingDir::Adopt(const std::string& path) {
+  StagingDir d;
+  d.path_ = path;
+}
+
 StagingDir::StagingDir(StagingDir&& other) noexcept : path_(std::move(other.path_)) {
   other.path_.clear();
 }
@@ -154,6 +159,23 @@ absl::StatusOr<std::unique_ptr<ApplyLock>> ApplyLock::Acquire(const std::string&
     }
   }
   return lock;
+}
+
+void RemoveStagingLeftovers(const std::string& managed_dir) {
+  DIR* d = ::opendir(managed_dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& name : names) {
+    std::string path = managed_dir + "/" + name;
+    if (absl::StartsWith(name, ".stage-")) {
+      StagingDir::Adopt(path);  // removes it
+    } else if (name.size() > 7 && name[0] == '.' && name[name.size() - 7] == '.' &&
+               (absl::StartsWith(name, ".posture.conf.") || absl::StartsWith(name, ".share-"))) {
+      ::unlink(path.c_str());  // a temp file of WriteFileDurably (".NAME.XXXXXX")
+    }
+  }
 }
 
 ApplyLock::~ApplyLock() {

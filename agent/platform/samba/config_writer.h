@@ -48,6 +48,8 @@ std::string RedirectIncludes(const std::string& conf,
 class StagingDir {
  public:
   static absl::StatusOr<StagingDir> Create(const std::string& parent);
+  // Removes a staging folder left behind (by a process killed mid-apply).
+  static void Adopt(const std::string& path);
   StagingDir(StagingDir&& other) noexcept;
   StagingDir& operator=(StagingDir&&) = delete;
   ~StagingDir();
@@ -71,6 +73,10 @@ class ApplyLock {
   std::unique_lock<std::mutex> held_;
   int fd_ = -1;
 };
+
+// Removes staging folders and temp files a killed apply left in managed_dir. Call with the
+// ApplyLock held, so that no apply is staging at the time.
+void RemoveStagingLeftovers(const std::string& managed_dir);
 
 struct WriteResult {
   std::vector<std::string> files_changed;  // paths written

@@ -290,6 +290,7 @@ ApplyResult SambaApplier::DoApply(const std::vector<SettingChange>& changes,
         absl::InternalError(absl::StrCat("cannot take the apply lock: ", lock.status().message())));
     return result;
   }
+  RemoveStagingLeftovers(writer_.managed_dir());
   result.set_status(ApplyInto(changes, options, &result));
   return result;
 }

@@ -468,6 +468,18 @@ TEST_F(SambaApplierTest, RejectedCandidateLeavesTheLiveFilesByteIdenticalAndNoSt
   }
 }
 
+TEST_F(SambaApplierTest, LeftoversOfAKilledApplyAreRemovedByTheNextApply) {
+  ASSERT_TRUE(MakeDirs(dir_ + "/conf.d/.stage-AbC123").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/conf.d/.stage-AbC123/smb.conf", "[global]\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/conf.d/.posture.conf.x1Y2z3", "half").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/conf.d/notes.txt", "kept").ok());
+  auto r = applier_->Apply({Change("server.requireSigning", "true")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/conf.d/.stage-AbC123"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/conf.d/.posture.conf.x1Y2z3"));
+  EXPECT_EQ(Read(dir_ + "/conf.d/notes.txt"), "kept");
+}
+
 TEST_F(SambaApplierTest, RedirectIncludesRewritesOnlyTheNamedIncludeLines) {
   std::string conf =
       "[global]\n  include = /etc/samba/conf.d/posture.conf\n  # include = /etc/samba/conf.d/"

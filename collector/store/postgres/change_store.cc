@@ -44,12 +44,13 @@ std::string QuotedList(const pqxx::transaction_base& tx, const std::vector<std::
   return absl::StrCat("(", absl::StrJoin(quoted, ", "), ")");
 }
 
-// The change without hosts and approvals: what its own row holds.
-v1::Change RowPart(const v1::Change& c) {
-  v1::Change part = c;
-  part.clear_hosts();
-  part.clear_approvals();
-  return part;
+// Whether the change's own row (everything but hosts and approvals) differs; without copying
+// the hosts, which may be many.
+bool RowDiffers(const v1::Change& a, const v1::Change& b) {
+  MessageDifferencer d;
+  d.IgnoreField(v1::Change::descriptor()->FindFieldByName("hosts"));
+  d.IgnoreField(v1::Change::descriptor()->FindFieldByName("approvals"));
+  return !d.Compare(a, b);
 }
 
 // What a write that failed on a constraint meant, in the workflow's words. `changes` are those
@@ -130,13 +131,6 @@ void InsertAudit(pqxx::transaction_base& tx, const std::vector<v1::AuditEntry>& 
   InsertRows(tx, "audit_log", rows, "");
 }
 
-const v1::ChangeHost* FindHost(const v1::Change& c, const std::string& host) {
-  for (const auto& h : c.hosts()) {
-    if (h.host() == host) return &h;
-  }
-  return nullptr;
-}
-
 // Desired vs applied for the hosts whose state this write changed (`before` null for a new
 // change): a host newly DISPATCHED (or dispatched anew, with a new nonce) is desired at the
 // change's version; an ack result or a timeout is the host's last result, and APPLIED is where
@@ -163,8 +157,13 @@ void WriteHostStatuses(pqxx::transaction_base& tx, const v1::Change* before,
                           "EXCLUDED.applied_change_id, applied_version = EXCLUDED.applied_version");
   const std::string id = tx.quote(after.id());
   const std::string version = absl::StrCat(static_cast<int64_t>(after.version()));
+  std::map<absl::string_view, const v1::ChangeHost*> old_hosts;
+  if (before != nullptr) {
+    for (const auto& h : before->hosts()) old_hosts[h.host()] = &h;
+  }
   for (const auto& h : after.hosts()) {
-    const v1::ChangeHost* old = before == nullptr ? nullptr : FindHost(*before, h.host());
+    auto found = old_hosts.find(h.host());
+    const v1::ChangeHost* old = found == old_hosts.end() ? nullptr : found->second;
     const bool state_changed = old == nullptr || old->state() != h.state();
     const std::string host = tx.quote(h.host());
     if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED &&
@@ -416,7 +415,7 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
       // First: the change row may name it (rolled_back_by).
       InsertChange(tx, *update->created);
     }
-    if (!MessageDifferencer::Equals(RowPart(*current), RowPart(update->change))) {
+    if (RowDiffers(*current, update->change)) {
       const pg::RowValues row = pg::ChangeRow(tx, update->change);
       tx.exec_params(absl::StrCat("UPDATE changes SET ", row.Assignments({"id"}), " WHERE id = $1"),
                      id);
@@ -427,7 +426,7 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
     if (update->created.has_value()) WriteHostStatuses(tx, nullptr, *update->created);
     InsertAudit(tx, update->audit);
     tx.commit();
-    return update->change;
+    return std::move(update->change);
   } catch (...) {
     return MapWriteError(pool_->dsn(), what, written);
   }
