@@ -2,6 +2,7 @@
 // certificate, refusal of clients without a valid certificate, message size limit, the
 // Watch stream carrying a report nudge, and a change going from proposal to the agent's ack
 // with roles from the operator certificates.
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -254,6 +255,7 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
   s = call([&](grpc::ClientContext* c) { return pat->ApproveChange(c, approve, &approved); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  const absl::Time approving = absl::Now();
   s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
   ASSERT_TRUE(s.ok()) << s.error_message();
 
@@ -266,6 +268,9 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
     }
   }
   ASSERT_EQ(order.change_id(), id);
+  // A figure, not an assertion: approval call to the order read off the agent's stream.
+  std::printf("{\"approval_to_order_ms\": %.1f}\n",
+              absl::ToDoubleMilliseconds(absl::Now() - approving));
   ASSERT_EQ(order.settings_size(), 1);
   EXPECT_EQ(order.settings(0).setting(), "server.requireSigning");
 

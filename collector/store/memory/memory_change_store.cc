@@ -41,6 +41,16 @@ const v1::ChangeHost* FindHost(const v1::Change& change, const std::string& host
 
 }  // namespace
 
+MemoryChangeStore::MemoryChangeStore(MemoryComplianceStore* compliance) : compliance_(compliance) {
+  if (compliance_ != nullptr) {
+    compliance_->SetWaiverSource([this] { return ListWaivers(false, absl::Now()); });
+  }
+}
+
+MemoryChangeStore::~MemoryChangeStore() {
+  if (compliance_ != nullptr) compliance_->SetWaiverSource(nullptr);
+}
+
 std::shared_ptr<absl::Mutex> MemoryChangeStore::StepLock(const std::string& id) {
   absl::MutexLock lock(&mu_);
   auto& m = step_locks_[id];
@@ -154,6 +164,12 @@ absl::StatusOr<v1::Change> MemoryChangeStore::UpdateChange(const std::string& id
     return absl::InvalidArgumentError(
         absl::StrCat("change ", id, ": the step returned change '", update.change.id(), "'"));
   }
+  for (const auto& a : update.change.approvals()) {
+    if (a.approver() == update.change.proposed_by()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "change ", id, ": ", a.approver(), " cannot approve their own change (four-eyes)"));
+    }
+  }
   absl::MutexLock lock(&mu_);
   if (update.created.has_value()) RETURN_IF_ERROR(CheckNewChangeLocked(*update.created));
   auto it = changes_.find(id);
@@ -225,15 +241,6 @@ absl::StatusOr<std::vector<v1::AuditEntry>> MemoryChangeStore::ListAudit(const A
   return out;
 }
 
-void MemoryChangeStore::PublishWaiversLocked() {
-  if (compliance_ == nullptr) return;
-  std::vector<v1::Waiver> approved;
-  for (const auto& [id, w] : waivers_) {
-    if (w.state() == v1::WAIVER_STATE_APPROVED) approved.push_back(w);
-  }
-  compliance_->SetActiveWaivers(std::move(approved));
-}
-
 absl::Status MemoryChangeStore::CreateWaiver(const v1::Waiver& waiver,
                                              const v1::AuditEntry& audit) {
   absl::MutexLock lock(&mu_);
@@ -243,7 +250,6 @@ absl::Status MemoryChangeStore::CreateWaiver(const v1::Waiver& waiver,
   }
   waivers_[waiver.id()] = waiver;
   AppendAuditLocked({audit});
-  PublishWaiversLocked();
   return absl::OkStatus();
 }
 
@@ -277,7 +283,6 @@ absl::StatusOr<v1::Waiver> MemoryChangeStore::UpdateWaiver(const std::string& id
   absl::MutexLock lock(&mu_);
   waivers_[id] = next;
   AppendAuditLocked({std::move(update.second)});
-  PublishWaiversLocked();
   return next;
 }
 

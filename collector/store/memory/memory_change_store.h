@@ -20,10 +20,11 @@ namespace smbfleet::collector {
 
 class MemoryChangeStore : public ChangeStore {
  public:
-  // When `compliance` is given, approved waivers are handed to it (its ActiveWaivers), as the
-  // SQL view waivers_active does for the PostgreSQL store.
-  explicit MemoryChangeStore(MemoryComplianceStore* compliance = nullptr)
-      : compliance_(compliance) {}
+  // When `compliance` is given, its ActiveWaivers are this store's waivers in force (approved,
+  // unrevoked, unexpired), as the SQL view waivers_active is for the PostgreSQL store. Destroy
+  // this store first.
+  explicit MemoryChangeStore(MemoryComplianceStore* compliance = nullptr);
+  ~MemoryChangeStore() override;
 
   absl::Status CreateChange(const smbfleet::v1::Change& change,
                             const std::vector<smbfleet::v1::AuditEntry>& audit) override;
@@ -60,7 +61,6 @@ class MemoryChangeStore : public ChangeStore {
   void UpdateHostStatusesLocked(const smbfleet::v1::Change* before,
                                 const smbfleet::v1::Change& after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PublishWaiversLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lock that keeps steps on one change in order; created on first use.
   std::shared_ptr<absl::Mutex> StepLock(const std::string& id);
 

@@ -102,8 +102,18 @@ absl::Status MemoryComplianceStore::ActivatePolicy(const std::string& name,
 }
 
 absl::StatusOr<std::vector<smbfleet::v1::Waiver>> MemoryComplianceStore::ActiveWaivers() {
+  WaiverSource source;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!waiver_source_) return waivers_;
+    source = waiver_source_;
+  }
+  return source();
+}
+
+void MemoryComplianceStore::SetWaiverSource(WaiverSource source) {
   absl::MutexLock lock(&mu_);
-  return waivers_;
+  waiver_source_ = std::move(source);
 }
 
 absl::StatusOr<std::string> MemoryComplianceStore::EvaluationKey(const std::string& host) {

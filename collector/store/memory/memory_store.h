@@ -6,6 +6,7 @@
 // classifications on GetHost) without SQL; what only SQL views compute (compliance over time)
 // is not modelled.
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -66,6 +67,10 @@ class MemoryComplianceStore : public ComplianceStore {
 
   // Test controls and observations.
   void SetActiveWaivers(std::vector<smbfleet::v1::Waiver> waivers);
+  // ActiveWaivers asks `source` instead (MemoryChangeStore's waivers in force now); null: the
+  // list SetActiveWaivers gave.
+  using WaiverSource = std::function<absl::StatusOr<std::vector<smbfleet::v1::Waiver>>()>;
+  void SetWaiverSource(WaiverSource source);
   // Every SaveEvaluation fails with this status until it is set back to OK.
   void FailEvaluations(absl::Status status);
   size_t evaluations_saved() const;
@@ -76,6 +81,7 @@ class MemoryComplianceStore : public ComplianceStore {
   mutable absl::Mutex mu_;
   std::map<std::string, std::string> active_versions_ ABSL_GUARDED_BY(mu_);  // by policy name
   std::vector<smbfleet::v1::Waiver> waivers_ ABSL_GUARDED_BY(mu_);
+  WaiverSource waiver_source_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> keys_ ABSL_GUARDED_BY(mu_);  // by host
   // host -> policy name -> its latest evaluation.
   std::map<std::string, std::map<std::string, smbfleet::v1::HostEvaluation>> results_

@@ -1,0 +1,40 @@
+// The ChangeStore contract (change_store_conformance.h) against MemoryChangeStore, the store of
+// the workflow's unit tests and of a collector without a database.
+#include <memory>
+#include <utility>
+
+#include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_store.h"
+#include "tests/integration/change_store_conformance.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using store_testing::ChangeStoreConformanceTest;
+using store_testing::ChangeStoreFactory;
+using store_testing::ChangeStoreUnderTest;
+
+// A MemoryComplianceStore that owns the host store it shares.
+class OwningComplianceStore : public MemoryComplianceStore {
+ public:
+  explicit OwningComplianceStore(std::unique_ptr<MemoryHostStore> hosts)
+      : MemoryComplianceStore(hosts.get()), hosts_(std::move(hosts)) {}
+
+ private:
+  std::unique_ptr<MemoryHostStore> hosts_;
+};
+
+ChangeStoreUnderTest MakeMemoryStore() {
+  ChangeStoreUnderTest out;
+  auto compliance = std::make_unique<OwningComplianceStore>(std::make_unique<MemoryHostStore>());
+  out.changes = std::make_unique<MemoryChangeStore>(compliance.get());
+  out.compliance = std::move(compliance);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Memory, ChangeStoreConformanceTest,
+                         ::testing::Values(ChangeStoreFactory{"memory", MakeMemoryStore}),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace smbfleet::collector
