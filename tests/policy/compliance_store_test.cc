@@ -100,6 +100,56 @@ TEST(ComplianceStoreTest, HistoryGivesFailingSinceAndCompliancePerDay) {
   EXPECT_EQ(smbfleet::testing::QueryValue(dsn, "SELECT count(*) FROM compliance_current"), "0");
 }
 
+TEST(ComplianceStoreTest, WaivedFindingsShowWhatTheWaiverHidesAndSinceWhen) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = smbfleet::testing::CreateTestDatabase();
+  Migrate(dsn);
+  {
+    pqxx::connection c(dsn);
+    pqxx::work tx(c);
+    tx.exec(
+        "INSERT INTO hosts (name, labels, first_seen, last_seen) VALUES "
+        "('fs01', '{}', now(), now())");
+    tx.exec(
+        "INSERT INTO policy_versions (policy_name, version, active) VALUES "
+        "('baseline', '7', true)");
+    tx.commit();
+  }
+  auto stores = collector::NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
+  Policy policy = collector::testing::TinyPolicy();
+  smbfleet::v1::Posture p;
+  p.mutable_host()->set_hostname("fs01");
+  p.mutable_server()->set_require_signing(false);
+
+  smbfleet::v1::Waiver w;
+  w.set_id("w-signing");
+  w.set_rule_id("server-signing-required");
+  w.set_host("fs01");
+  w.set_state(smbfleet::v1::WAIVER_STATE_APPROVED);
+  w.set_justification("legacy scanner until March");
+  w.set_approved_by("bob");
+  absl::Time failing = absl::FromUnixSeconds(1'780'000'000);
+  w.mutable_expires_at()->set_seconds(absl::ToUnixSeconds(failing + absl::Hours(24 * 30)));
+  Store(*stores->compliance, EvaluateHost(policy, p, {}, failing));
+  Store(*stores->compliance, EvaluateHost(policy, p, {w}, failing + absl::Hours(5)));
+
+  auto failing_now = stores->compliance->ListFindings("fs01", "server-signing-required", 10);
+  ASSERT_TRUE(failing_now.ok()) << failing_now.status();
+  EXPECT_TRUE(failing_now->empty());  // the waiver hides it from the plain findings
+
+  auto waived = stores->compliance->ListWaivedFindings("", "", 10);
+  ASSERT_TRUE(waived.ok()) << waived.status();
+  ASSERT_EQ(waived->size(), 1u);
+  EXPECT_EQ((*waived)[0].host(), "fs01");
+  EXPECT_EQ((*waived)[0].rule_id(), "server-signing-required");
+  EXPECT_EQ((*waived)[0].waiver_id(), "w-signing");
+  EXPECT_EQ((*waived)[0].failing_since().seconds(), absl::ToUnixSeconds(failing));
+  auto other_host = stores->compliance->ListWaivedFindings("fs02", "", 10);
+  ASSERT_TRUE(other_host.ok());
+  EXPECT_TRUE(other_host->empty());
+}
+
 TEST(ComplianceStoreTest, WaiversNeedApproverExpiryAndFourEyes) {
   SMBFLEET_REQUIRE_PG();
   std::string dsn = smbfleet::testing::CreateTestDatabase();

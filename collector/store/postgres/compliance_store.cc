@@ -243,6 +243,35 @@ class PgComplianceStore : public ComplianceStore {
         });
   }
 
+  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListWaivedFindings(const std::string& host,
+                                                                        const std::string& rule_id,
+                                                                        uint32_t limit) override {
+    return pool_->Run<pqxx::read_transaction>(
+        "listing waived findings",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Finding>> {
+          // failing_since: when the result last turned NON_COMPLIANT (before the waiver hid it).
+          pqxx::result rows = tx.exec_params(
+              "SELECT c.host, c.rule_id, c.share_name, c.classification, c.severity, c.message, "
+              "c.evidence::text AS evidence, COALESCE(c.waiver_id, '') AS waiver_id, "
+              "EXTRACT(EPOCH FROM COALESCE((SELECT max(t.at) FROM compliance_transitions t "
+              "  WHERE t.host_id = c.host_id AND t.policy_name = c.policy_name "
+              "    AND t.rule_id = c.rule_id AND t.share_name = c.share_name "
+              "    AND t.to_status = 'NON_COMPLIANT'), c.evaluated_at))::float8 AS failing_since, "
+              "c.policy_version FROM compliance_current c "
+              "WHERE c.status = 'WAIVED' AND ($1 = '' OR c.host = $1) AND ($2 = '' OR c.rule_id "
+              "= $2) ORDER BY c.host, c.rule_id, c.share_name LIMIT $3",
+              host, rule_id, static_cast<int64_t>(limit));
+          std::vector<smbfleet::v1::Finding> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) {
+            smbfleet::v1::Finding f = FindingFromRow(r);
+            f.set_waiver_id(r["waiver_id"].as<std::string>());
+            out.push_back(std::move(f));
+          }
+          return out;
+        });
+  }
+
  private:
   std::shared_ptr<ConnectionPool> pool_;
 };
