@@ -62,6 +62,13 @@ std::string WhyText(const smbfleet::v1::AffectedClient& a) {
   return text;
 }
 
+// "first seen 2027-01-15 06:10:00Z, last seen 2027-01-15 06:55:00Z", or "" without a time.
+std::string SeenText(const smbfleet::v1::AffectedClient& a) {
+  if (!a.has_first_seen()) return "";
+  return absl::StrCat("first seen ", TimeText(a.first_seen()), ", last seen ",
+                      TimeText(a.last_seen()));
+}
+
 std::string ApprovalCount(const Change& c) {
   return absl::StrCat(c.approvals_size(), "/", c.approvals_required());
 }
@@ -97,6 +104,7 @@ void RenderHostDetail(const ChangeHost& h, std::ostream& out) {
         << impact.refused_sessions() << " session(s):\n";
     for (const auto& a : impact.clients()) {
       out << "    " << ClientText(a) << "\n      " << WhyText(a) << "\n";
+      if (a.has_first_seen()) out << "      " << SeenText(a) << "\n";
     }
   }
   if (!impact.cost().summary().empty()) out << "  cost: " << Clean(impact.cost().summary()) << "\n";
@@ -162,6 +170,7 @@ void RenderChange(const Change& c, std::ostream& out) {
         << impact.hosts_with_impact() << " of " << impact.hosts() << " host(s)\n";
     for (const auto& a : impact.clients()) {
       out << "  " << ClientText(a) << "\n    " << WhyText(a) << "\n";
+      if (a.has_first_seen()) out << "    " << SeenText(a) << "\n";
     }
   }
 

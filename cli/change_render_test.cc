@@ -36,6 +36,8 @@ v1::AffectedClient Kiosk() {
   a.set_dialect(v1::DIALECT_SMB_2_1);
   a.set_reason("dialect SMB_2_1 cannot encrypt");
   a.set_evidence("session 7 dialect 2.1");
+  *a.mutable_first_seen() = At(kNow - absl::Minutes(50));
+  *a.mutable_last_seen() = At(kNow - absl::Minutes(5));
   return a;
 }
 
@@ -124,6 +126,7 @@ TEST(ChangeRenderTest, ShowPutsFleetImpactFirstThenApprovalsRolloutAndHosts) {
   EXPECT_THAT(s, HasSubstr("share.encryptData [finance]: dialect SMB_2_1 cannot encrypt "
                            "(session 7 dialect 2.1)"));
   EXPECT_THAT(s, HasSubstr("ann at 2027-01-15 06:00:00Z: looks right"));
+  EXPECT_THAT(s, HasSubstr("first seen 2027-01-15 07:10:00Z, last seen 2027-01-15 07:55:00Z"));
   EXPECT_THAT(s, HasSubstr("window site=ams:Sat 22:00-06:00 UTC+01:00"));
   EXPECT_THAT(s, HasSubstr("fs01  APPLIED  wave 1"));
   EXPECT_THAT(s, HasSubstr("share.encryptData [finance]: false -> true  (host reports true)"));

@@ -1,6 +1,7 @@
 #include "policy/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -13,6 +14,7 @@
 namespace smbfleet::policy {
 namespace {
 
+using google::protobuf::Timestamp;
 using smbfleet::v1::AffectedClient;
 using smbfleet::v1::Dialect;
 using smbfleet::v1::Event;
@@ -47,12 +49,20 @@ bool SessionUsesShare(const Posture& p, const Session& s, absl::string_view shar
 // Collects the clients one step would refuse, without duplicates.
 class ImpactBuilder {
  public:
-  ImpactBuilder(const PlanStep& step, Impact* impact) : step_(step), impact_(impact) {}
+  // `collected_at`: when the posture was taken (the time its sessions were last seen).
+  ImpactBuilder(const PlanStep& step, const Timestamp& collected_at, Impact* impact)
+      : step_(step), collected_at_(collected_at), impact_(impact) {}
 
   void FromSession(const Session& s, std::string reason, absl::string_view share = "") {
     AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_SESSION, s.client_name(),
                             s.client_address(), s.user(), s.session_id());
     if (c == nullptr) return;
+    if (collected_at_.seconds() > 0) {
+      Timestamp connected = collected_at_;
+      connected.set_seconds(collected_at_.seconds() - s.seconds_exists());
+      Seen(c, connected);
+      Seen(c, collected_at_);
+    }
     c->set_reason(std::move(reason));
     c->set_share(std::string(share));
     c->set_dialect(s.dialect());
@@ -63,9 +73,16 @@ class ImpactBuilder {
   }
 
   void FromEvent(const Event& e, std::string reason) {
-    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_EVENT, e.client_name(), e.client_address(),
-                            e.user(), absl::StrCat("event:", e.event_id()));
+    const std::string key = absl::StrCat("event:", e.event_id());
+    if (AffectedClient* seen = Find(smbfleet::v1::IMPACT_SOURCE_EVENT, e.client_name(),
+                                    e.client_address(), e.user(), key)) {
+      if (e.has_time()) Seen(seen, e.time());  // the same client refused again: widen the span
+      return;
+    }
+    AffectedClient* c =
+        Add(smbfleet::v1::IMPACT_SOURCE_EVENT, e.client_name(), e.client_address(), e.user(), key);
     if (c == nullptr) return;
+    if (e.has_time()) Seen(c, e.time());
     c->set_reason(std::move(reason));
     c->set_share(e.share_name());
     std::string when = e.has_time() ? google::protobuf::util::TimeUtil::ToString(e.time()) : "";
@@ -93,6 +110,9 @@ class ImpactBuilder {
     AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION, conn.server_name(), "",
                             conn.user(), absl::StrCat("own:", conn.share_name()));
     if (c == nullptr) return;
+    if (collected_at_.seconds() > 0) {
+      Seen(c, collected_at_);
+    }
     c->set_reason(std::move(reason));
     c->set_share(conn.share_name());
     c->set_dialect(conn.dialect());
@@ -102,11 +122,31 @@ class ImpactBuilder {
   }
 
  private:
+  using Key = std::tuple<int, std::string, std::string, std::string, std::string>;
+
+  static void Seen(AffectedClient* c, const Timestamp& at) {
+    auto before = [](const Timestamp& a, const Timestamp& b) {
+      return a.seconds() < b.seconds() || (a.seconds() == b.seconds() && a.nanos() < b.nanos());
+    };
+    if (!c->has_first_seen() || before(at, c->first_seen())) *c->mutable_first_seen() = at;
+    if (!c->has_last_seen() || before(c->last_seen(), at)) *c->mutable_last_seen() = at;
+  }
+
+  // The entry already made for this client, or null.
+  AffectedClient* Find(smbfleet::v1::ImpactSource source, const std::string& name,
+                       const std::string& address, const std::string& user,
+                       const std::string& discriminator) {
+    auto it =
+        seen_.find(std::make_tuple(static_cast<int>(source), name, address, user, discriminator));
+    return it == seen_.end() ? nullptr : impact_->mutable_clients(it->second);
+  }
+
+  // A new entry, or null when this client is already listed.
   AffectedClient* Add(smbfleet::v1::ImpactSource source, const std::string& name,
                       const std::string& address, const std::string& user,
                       const std::string& discriminator) {
-    auto key = std::make_tuple(static_cast<int>(source), name, address, user, discriminator);
-    if (!seen_.insert(key).second) return nullptr;
+    Key key = std::make_tuple(static_cast<int>(source), name, address, user, discriminator);
+    if (!seen_.emplace(std::move(key), impact_->clients_size()).second) return nullptr;
     AffectedClient* c = impact_->add_clients();
     c->set_setting(step_.share().empty() ? step_.setting()
                                          : absl::StrCat(step_.setting(), "[", step_.share(), "]"));
@@ -118,8 +158,9 @@ class ImpactBuilder {
   }
 
   const PlanStep& step_;
+  Timestamp collected_at_;
   Impact* impact_;
-  std::set<std::tuple<int, std::string, std::string, std::string, std::string>> seen_;
+  std::map<Key, int> seen_;  // each client's index in impact_->clients()
 };
 
 bool PlanSets(const std::vector<PlanStep>& steps, absl::string_view setting,
@@ -192,7 +233,7 @@ void RefusedWithoutEncryption(const Posture& p, absl::string_view share,
 
 void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep>& steps,
               absl::Span<const PeerConnection> peers, Impact* impact) {
-  ImpactBuilder b(step, impact);
+  ImpactBuilder b(step, p.collected_at(), impact);
   const std::string& setting = step.setting();
   if (setting == "server.smb1Enabled" && step.value() == "false") {
     for (const Session& s : p.sessions()) {

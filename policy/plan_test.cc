@@ -191,6 +191,37 @@ TEST(PlanTest, ImpactNamesTheClientsThatWouldBreak) {
   EXPECT_FALSE(plan.impact().cost().summary().empty());
 }
 
+TEST(PlanTest, ImpactSaysWhenEachClientWasSeen) {
+  Policy policy = Baseline();
+  Posture p = LegacyWindows();
+  p.mutable_collected_at()->set_seconds(1796000000);
+  for (auto& s : *p.mutable_sessions()) s.set_seconds_exists(600);
+  // NAS-BACKUP was refused twice: the span runs from the first event to the last.
+  auto* again = p.add_events();
+  *again = p.events(0);
+  again->mutable_time()->set_seconds(1795993600);
+  auto* earlier = p.add_events();
+  *earlier = p.events(0);
+  earlier->mutable_time()->set_seconds(1795980000);
+  auto eval = EvaluateHost(policy, p, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, p, eval, {}, kNow);
+
+  int checked = 0;
+  for (const auto* c : For(plan, "server.requireSigning")) {
+    if (c->client_name() == "NAS-BACKUP") {
+      EXPECT_EQ(c->first_seen().seconds(), 1795980000);
+      EXPECT_EQ(c->last_seen().seconds(), 1795993600);
+      ++checked;
+    }
+    if (c->client_name() == "KIOSK") {  // a live session: from its connect to the report
+      EXPECT_EQ(c->first_seen().seconds(), 1796000000 - 600);
+      EXPECT_EQ(c->last_seen().seconds(), 1796000000);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);  // each client listed once, however many events name it
+}
+
 TEST(PlanTest, MinDialectImpactAndCompliantHostHasNoPlan) {
   Policy policy = Baseline();
   Posture samba;
