@@ -11,6 +11,7 @@
 #include "collector/ingest/pipeline.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_store.h"
+#include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -23,32 +24,6 @@ using google::protobuf::util::TimeUtil;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-// TinyPolicy's rules with remediation: require server signing; encrypt the pii share "hr".
-policy::Policy PlanningPolicy() {
-  auto p = policy::ParsePolicy("planning.yaml", R"(apiVersion: smbfleet/policy/v1
-name: baseline
-version: "7"
-classification:
-  classes: [general, pii]
-  default: general
-  rules: [{name: hr, classification: pii, shareNames: ["hr"]}]
-rules:
-  - id: server-signing-required
-    title: S
-    expect: {server.requireSigning: true}
-    remediation:
-      - {setting: server.requireSigning, value: true, phase: require}
-  - id: pii-encrypted
-    title: E
-    shares: {classifications: [pii]}
-    expect: {share.encrypted: true}
-    remediation:
-      - {setting: share.encryptData, value: true, phase: protect}
-)");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *std::move(p) : policy::Policy();
-}
 
 class FakeRouter : public PushRouter {
  public:
@@ -166,7 +141,7 @@ class ChangeServiceTest : public ::testing::Test {
 
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   std::function<absl::Time()> clock_ = [this] { return now_; };
-  policy::Policy policy_ = PlanningPolicy();
+  policy::Policy policy_ = collector::testing::PlanningPolicy();
   MemoryHostStore hosts_;
   MemoryComplianceStore compliance_{&hosts_};
   MemoryChangeStore changes_{&compliance_};

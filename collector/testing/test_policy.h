@@ -9,6 +9,8 @@
 namespace smbfleet::collector::testing {
 
 policy::Policy TinyPolicy();
+// TinyPolicy's rules with remediation: require server signing; encrypt the pii share "hr".
+policy::Policy PlanningPolicy();
 
 }  // namespace smbfleet::collector::testing
 
