@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/approval_signing.h"
 #include "common/files.h"
 #include "common/yaml_config.h"
 #include "policy/settings.h"
@@ -25,7 +26,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   AgentConfig c;
   CheckKeys(root,
             {"collector", "tls", "source", "labels", "schedule", "spool", "limits", "log_level",
-             "tool_env", "changes"},
+             "tool_env", "changes", "trust"},
             "", &problems);
 
   YAML::Node collector = root["collector"];
@@ -124,6 +125,36 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     }
     if (ReadString(changes, "journal", "changes", &c.changes.journal_dir, &problems)) {
       c.changes.journal_dir = ResolvePath(file, c.changes.journal_dir);
+    }
+  }
+
+  YAML::Node trust = root["trust"];
+  if (trust.IsDefined()) {
+    CheckKeys(trust, {"approvers", "root", "min_approvals"}, "trust", &problems);
+    std::vector<std::pair<std::string, std::string>> approvers;
+    if (ReadStringMap(trust, "approvers", "trust", &approvers, &problems)) {
+      for (auto& [name, text] : approvers) {
+        absl::StatusOr<std::string> raw = ParsePublicKeyText(text);
+        if (!raw.ok()) {
+          problems.Add(trust["approvers"], JoinPath("trust.approvers", name),
+                       raw.status().message());
+          continue;
+        }
+        c.trust.approvers[name] = *raw;
+      }
+    }
+    std::string root_text;
+    if (ReadString(trust, "root", "trust", &root_text, &problems)) {
+      absl::StatusOr<std::string> raw = ParsePublicKeyText(root_text);
+      if (raw.ok()) {
+        c.trust.root_public_key = *raw;
+      } else {
+        problems.Add(trust["root"], "trust.root", raw.status().message());
+      }
+    }
+    uint64_t min = c.trust.min_approvals;
+    if (ReadUint(trust, "min_approvals", "trust", 1, 16, &min, &problems)) {
+      c.trust.min_approvals = static_cast<uint32_t>(min);
     }
   }
 

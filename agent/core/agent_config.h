@@ -20,6 +20,16 @@ struct ChangesConfig {
   std::string journal_dir;      // not in the YAML: "<spool.dir>-changes"
 };
 
+// Whose approvals this host accepts (`trust:` in the YAML; docs/threat-model.md). An order is
+// applied only with at least max(min_approvals, the order's approvals_required) valid signatures
+// by distinct approvers, none of them the proposer. With no approver keys and no root, every
+// order is refused.
+struct TrustConfig {
+  std::map<std::string, std::string> approvers;  // name -> raw Ed25519 public key (pinned)
+  std::string root_public_key;  // raw key of the offline root that signs approver sets
+  uint32_t min_approvals = 1;
+};
+
 struct AgentConfig {
   std::string collector_address;      // host:port
   std::string collector_server_name;  // TLS name to verify; empty = host part of the address
@@ -38,6 +48,7 @@ struct AgentConfig {
   // Environment for the platform's tools (e.g. NSS_WRAPPER_* for a private Samba).
   std::map<std::string, std::string> tool_env;
   ChangesConfig changes;
+  TrustConfig trust;
 };
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text);

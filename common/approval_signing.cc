@@ -1,0 +1,208 @@
+#include "common/approval_signing.h"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace smbfleet {
+namespace {
+
+constexpr size_t kPublicKeySize = 32;
+constexpr size_t kSignatureSize = 64;
+constexpr absl::string_view kPublicKeyPrefix = "ed25519:";
+
+struct PkeyDeleter {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct PkeyCtxDeleter {
+  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
+};
+struct MdCtxDeleter {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+struct BioDeleter {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
+
+absl::StatusOr<Pkey> ReadPrivateKey(absl::string_view pem) {
+  std::unique_ptr<BIO, BioDeleter> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  Pkey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key) return absl::InvalidArgumentError("not an unencrypted PEM private key");
+  if (EVP_PKEY_get_id(key.get()) != EVP_PKEY_ED25519) {
+    return absl::InvalidArgumentError("the private key is not an Ed25519 key");
+  }
+  return key;
+}
+
+absl::StatusOr<Ed25519Key> KeyOf(const Pkey& key) {
+  Ed25519Key out;
+  std::unique_ptr<BIO, BioDeleter> bio(BIO_new(BIO_s_mem()));
+  if (!bio ||
+      PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    return absl::InternalError("cannot encode the Ed25519 private key");
+  }
+  char* data = nullptr;
+  long len = BIO_get_mem_data(bio.get(), &data);  // NOLINT(google-runtime-int): OpenSSL's type
+  out.private_pem.assign(data, static_cast<size_t>(len));
+  size_t raw_len = kPublicKeySize;
+  out.public_raw.resize(kPublicKeySize);
+  if (EVP_PKEY_get_raw_public_key(key.get(), reinterpret_cast<unsigned char*>(&out.public_raw[0]),
+                                  &raw_len) != 1 ||
+      raw_len != kPublicKeySize) {
+    return absl::InternalError("cannot read the Ed25519 public key");
+  }
+  return out;
+}
+
+std::string Sha256Hex(absl::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
+std::string Serialize(const v1::ApprovalPayload& payload) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  payload.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Ed25519Key> GenerateEd25519Key() {
+  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxDeleter> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr));
+  EVP_PKEY* raw = nullptr;
+  if (!ctx || EVP_PKEY_keygen_init(ctx.get()) != 1 || EVP_PKEY_keygen(ctx.get(), &raw) != 1) {
+    return absl::InternalError("cannot generate an Ed25519 key");
+  }
+  return KeyOf(Pkey(raw));
+}
+
+absl::StatusOr<Ed25519Key> Ed25519KeyFromPem(absl::string_view private_pem) {
+  ASSIGN_OR_RETURN(Pkey key, ReadPrivateKey(private_pem));
+  return KeyOf(key);
+}
+
+std::string KeyId(absl::string_view public_raw) { return Sha256Hex(public_raw).substr(0, 16); }
+
+std::string PublicKeyText(absl::string_view public_raw) {
+  return absl::StrCat(kPublicKeyPrefix, absl::Base64Escape(public_raw));
+}
+
+absl::StatusOr<std::string> ParsePublicKeyText(absl::string_view text) {
+  if (!absl::StartsWith(text, kPublicKeyPrefix)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("public key does not start with '", kPublicKeyPrefix, "'"));
+  }
+  std::string raw;
+  if (!absl::Base64Unescape(text.substr(kPublicKeyPrefix.size()), &raw)) {
+    return absl::InvalidArgumentError("public key is not valid base64 after 'ed25519:'");
+  }
+  if (raw.size() != kPublicKeySize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("public key has ", raw.size(), " bytes, an Ed25519 key has ", kPublicKeySize));
+  }
+  return raw;
+}
+
+absl::StatusOr<std::string> SignEd25519(absl::string_view private_pem, absl::string_view message) {
+  ASSIGN_OR_RETURN(Pkey key, ReadPrivateKey(private_pem));
+  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  std::string sig(kSignatureSize, '\0');
+  size_t sig_len = sig.size();
+  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1 ||
+      EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(&sig[0]), &sig_len,
+                     reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1) {
+    return absl::InternalError("Ed25519 signing failed");
+  }
+  sig.resize(sig_len);
+  return sig;
+}
+
+absl::Status VerifyEd25519(absl::string_view public_raw, absl::string_view message,
+                           absl::string_view signature) {
+  const absl::Status bad = absl::PermissionDeniedError("signature does not verify");
+  if (public_raw.size() != kPublicKeySize || signature.size() != kSignatureSize) return bad;
+  Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
+                                       reinterpret_cast<const unsigned char*>(public_raw.data()),
+                                       public_raw.size()));
+  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  if (!key || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1) {
+    return bad;
+  }
+  if (EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                       signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+                       message.size()) != 1) {
+    return bad;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CanonicalApprovalPayload(v1::ApprovalPayload payload) {
+  if (payload.change_id().empty()) {
+    return absl::InvalidArgumentError("approval payload: change_id is empty");
+  }
+  if (payload.nonce().empty()) {
+    return absl::InvalidArgumentError("approval payload: nonce is empty");
+  }
+  if (!payload.has_not_after()) {
+    return absl::InvalidArgumentError("approval payload: not_after is unset");
+  }
+  if (payload.hosts().empty()) {
+    return absl::InvalidArgumentError("approval payload: no hosts");
+  }
+  payload.set_format(std::string(kApprovalFormat));
+  auto* hosts = payload.mutable_hosts();
+  std::sort(hosts->begin(), hosts->end(),
+            [](const v1::HostOrder& a, const v1::HostOrder& b) { return a.host() < b.host(); });
+  std::set<std::string> seen;
+  for (v1::HostOrder& h : *hosts) {
+    if (!seen.insert(h.host()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("approval payload: host '", h.host(), "' appears twice"));
+    }
+    auto* settings = h.mutable_settings();
+    std::sort(settings->begin(), settings->end(),
+              [](const v1::SettingChange& a, const v1::SettingChange& b) {
+                return std::tie(a.setting(), a.share()) < std::tie(b.setting(), b.share());
+              });
+  }
+  return Serialize(payload);
+}
+
+absl::StatusOr<v1::ApprovalPayload> ParseApprovalPayload(absl::string_view bytes) {
+  v1::ApprovalPayload payload;
+  if (!payload.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError("approval payload is not a valid ApprovalPayload message");
+  }
+  if (payload.format() != kApprovalFormat) {
+    return absl::InvalidArgumentError(absl::StrCat("approval payload has format '",
+                                                   payload.format().substr(0, 64), "', expected '",
+                                                   kApprovalFormat, "'"));
+  }
+  ASSIGN_OR_RETURN(std::string canonical, CanonicalApprovalPayload(payload));
+  if (canonical != bytes) {
+    return absl::InvalidArgumentError("approval payload is not in canonical encoding");
+  }
+  return payload;
+}
+
+}  // namespace smbfleet
