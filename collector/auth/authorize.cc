@@ -44,6 +44,17 @@ constexpr Grant kGrants[] = {
     {PrincipalKind::kOperator, Permission::kRequestWaiver, kProposer | kAdmin},
     {PrincipalKind::kOperator, Permission::kApproveWaiver, kApprover},
     {PrincipalKind::kOperator, Permission::kRevokeWaiver, kApprover | kAdmin},
+    {PrincipalKind::kAnonymous, Permission::kEnroll, 0},
+    {PrincipalKind::kAgent, Permission::kRenewCertificate, 0},
+    {PrincipalKind::kOperator, Permission::kWhoAmI, 0},
+    {PrincipalKind::kOperator, Permission::kManageApiTokens, kAdmin},
+    {PrincipalKind::kOperator, Permission::kManageEnrollment, kAdmin},
+    {PrincipalKind::kOperator, Permission::kReadCertificates, kAnyRole},
+    {PrincipalKind::kOperator, Permission::kRevokeCertificate, kAdmin},
+    {PrincipalKind::kOperator, Permission::kSetHostLabels, kAdmin},
+    {PrincipalKind::kOperator, Permission::kReadApproverKeys, kAnyRole},
+    {PrincipalKind::kOperator, Permission::kManageApproverKeys, kAdmin},
+    {PrincipalKind::kOperator, Permission::kPublishApproverSet, kAdmin},
 };
 
 absl::string_view KindName(PrincipalKind kind) {
@@ -52,6 +63,8 @@ absl::string_view KindName(PrincipalKind kind) {
       return "agent";
     case PrincipalKind::kOperator:
       return "operator";
+    case PrincipalKind::kAnonymous:
+      return "anonymous";
     case PrincipalKind::kUnknown:
       break;
   }
@@ -109,6 +122,28 @@ absl::string_view PermissionName(Permission p) {
       return "approve-waiver";
     case Permission::kRevokeWaiver:
       return "revoke-waiver";
+    case Permission::kEnroll:
+      return "enroll";
+    case Permission::kRenewCertificate:
+      return "renew-certificate";
+    case Permission::kWhoAmI:
+      return "whoami";
+    case Permission::kManageApiTokens:
+      return "manage-api-tokens";
+    case Permission::kManageEnrollment:
+      return "manage-enrollment";
+    case Permission::kReadCertificates:
+      return "read-certificates";
+    case Permission::kRevokeCertificate:
+      return "revoke-certificate";
+    case Permission::kSetHostLabels:
+      return "set-host-labels";
+    case Permission::kReadApproverKeys:
+      return "read-approver-keys";
+    case Permission::kManageApproverKeys:
+      return "manage-approver-keys";
+    case Permission::kPublishApproverSet:
+      return "publish-approver-set";
   }
   return "unknown";
 }

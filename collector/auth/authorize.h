@@ -16,7 +16,9 @@
 
 namespace smbfleet::collector {
 
-enum class PrincipalKind { kUnknown, kAgent, kOperator };
+// kAnonymous: a TLS connection with neither a client certificate nor a bearer token (only
+// enrollment, which its token authenticates, is open to it).
+enum class PrincipalKind { kUnknown, kAgent, kOperator, kAnonymous };
 
 struct Principal {
   std::string name;  // an agent's host name, an operator's user name
@@ -38,6 +40,18 @@ enum class Permission {
   kRequestWaiver,  // proposer, admin
   kApproveWaiver,  // approver (never the requester)
   kRevokeWaiver,   // approver, admin
+  // Identity and trust (docs/roles.md).
+  kEnroll,              // EnrollmentService.Enroll: anonymous; the enrollment token decides
+  kRenewCertificate,    // EnrollmentService.RenewCertificate: the agent itself
+  kWhoAmI,              // anyone authenticated
+  kManageApiTokens,     // create, list, revoke people's bearer tokens
+  kManageEnrollment,    // create, list, revoke enrollment tokens
+  kReadCertificates,    // issued certificates and revocations
+  kRevokeCertificate,   // revoke a certificate or a host
+  kSetHostLabels,       // the labels policy trusts
+  kReadApproverKeys,    // approver keys and the published approver set
+  kManageApproverKeys,  // register and revoke approver keys
+  kPublishApproverSet,  // forward a root-signed approver set to the agents
 };
 
 absl::string_view PermissionName(Permission p);  // "read-fleet"
