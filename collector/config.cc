@@ -54,7 +54,13 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node limits = root["limits"];
   if (limits.IsDefined()) {
-    CheckKeys(limits, {"max_report_bytes"}, "limits", &problems);
+    CheckKeys(limits, {"max_report_bytes", "nudge_interval", "nudges_per_minute"}, "limits",
+              &problems);
+    ReadDuration(limits, "nudge_interval", "limits", &c.nudge_interval, &problems);
+    uint64_t per_minute = c.nudges_per_minute;
+    if (ReadUint(limits, "nudges_per_minute", "limits", 1, 100'000, &per_minute, &problems)) {
+      c.nudges_per_minute = static_cast<uint32_t>(per_minute);
+    }
     uint64_t max = c.max_report_bytes;
     if (ReadByteSize(limits, "max_report_bytes", "limits", &max, &problems)) {
       if (max < 4096 || max > (256u << 20)) {

@@ -26,6 +26,10 @@ struct CollectorConfig {
   std::string database_dsn;  // libpq connection string or URI
   uint32_t database_pool_size = 4;
   uint64_t max_report_bytes = 4 << 20;
+  // RequestReport: one nudge per host per interval, and at most nudges_per_minute from one
+  // person across the fleet (each costs a host a collection).
+  std::chrono::milliseconds nudge_interval{60'000};
+  uint32_t nudges_per_minute = 30;
   std::chrono::milliseconds keepalive_interval{60'000};
   std::chrono::milliseconds max_connection_age{6 * 3'600'000};
   uint32_t store_threads = 4;

@@ -33,6 +33,24 @@ TEST_F(CollectorConfigTest, ValidConfigWithRelativePaths) {
   EXPECT_EQ(c->max_report_bytes, 1u << 20);
 }
 
+TEST_F(CollectorConfigTest, NudgeLimitsHaveDefaultsAndCanBeSet) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->nudge_interval, std::chrono::seconds(60));
+  EXPECT_EQ(defaults->nudges_per_minute, 30u);
+  auto set = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                  base + "limits: {nudge_interval: 5m, nudges_per_minute: 100}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->nudge_interval, std::chrono::minutes(5));
+  EXPECT_EQ(set->nudges_per_minute, 100u);
+  auto bad =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "limits: {nudges_per_minute: 0}\n");
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("limits.nudges_per_minute"));
+}
+
 TEST_F(CollectorConfigTest, ListsAllProblems) {
   auto c = ParseCollectorConfig(dir_ + "/collector.yaml",
                                 "listen: nowhere\n"

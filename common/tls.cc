@@ -107,6 +107,7 @@ absl::StatusOr<PeerIdentity> IdentityFromPem(const std::string& pem) {
   auto ous = NameEntries(subject, NID_organizationalUnitName);
   if (!ous.empty()) id.kind = ous[0];
   if (ous.size() > 1) id.role = ous[1];
+  if (ous.size() > 1) id.roles.assign(ous.begin() + 1, ous.end());
   return id;
 }
 

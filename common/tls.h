@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/tls_files.h"
@@ -34,6 +35,7 @@ struct PeerIdentity {
   std::string common_name;
   std::string kind;
   std::string role;  // second OU for people ("viewer", "proposer", "approver", "admin")
+  std::vector<std::string> roles = {};  // every OU after the kind: one person, several roles
 };
 
 absl::StatusOr<PeerIdentity> IdentityFromPem(const std::string& pem);

@@ -5,7 +5,8 @@
 #   ca.sh collector DIR NAME [IP...]     server certificate for a collector (SAN: NAME, localhost, IPs)
 #   ca.sh agent DIR HOSTNAME             client certificate of an agent: CN=HOSTNAME, OU=agent
 #   ca.sh operator DIR USER ROLE [FILE]  client certificate of a person: CN=USER, OU=operator, OU=ROLE
-#                                        (ROLE: viewer, proposer, approver, admin), written to
+#                                        (ROLE: viewer, proposer, approver, admin, or several
+#                                        joined by commas, one OU each), written to
 #                                        DIR/FILE.pem and .key (default operator-USER); one person
 #                                        may hold a certificate per role
 #   ca.sh roles DIR                      one operator per role for trying change management:
@@ -69,8 +70,14 @@ operator() {
   local dir=$1 user=$2 role=$3 file=${4:-operator-$2}
   valid_name "$user"
   valid_name "$file"
-  case "$role" in viewer|proposer|approver|admin) ;; *) die "role '$role' is not one of viewer, proposer, approver, admin";; esac
-  issue "$dir" "$file" "/O=smbfleet/OU=operator/OU=$role/CN=$user" \
+  local ous="" r
+  IFS=, read -ra wanted <<< "$role"
+  [[ ${#wanted[@]} -gt 0 ]] || die "no role given"
+  for r in "${wanted[@]}"; do
+    case "$r" in viewer|proposer|approver|admin) ;; *) die "role '$r' is not one of viewer, proposer, approver, admin";; esac
+    ous="$ous/OU=$r"
+  done
+  issue "$dir" "$file" "/O=smbfleet/OU=operator$ous/CN=$user" \
     "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature
 extendedKeyUsage=clientAuth"
@@ -100,5 +107,5 @@ case "$cmd" in
     operator "$dir" admin admin
     roles "$dir"
     for h in "$@"; do agent "$dir" "$h"; done ;;
-  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" >&2; exit 2 ;;
 esac

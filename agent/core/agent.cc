@@ -159,6 +159,10 @@ absl::Status Agent::CollectAndSpool(const std::string& reason) {
   Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
               source_->Describe(), report.posture().shares_size(), report.posture().sessions_size(),
               report.posture().probe_errors_size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_report_ = clock_->Now();
+  }
   return spool_->Put(report);
 }
 
@@ -201,6 +205,22 @@ void Agent::Nudge(const std::string& reason) {
   cv_.notify_all();
 }
 
+bool Agent::CollectorNudge(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (last_report_.has_value() && clock_->Now() - *last_report_ < config_.min_nudge_interval) {
+      auto ago =
+          std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now() - *last_report_);
+      Log()->debug(
+          "report request ignored: the last report is {} ms old (min_nudge_interval {} ms)",
+          ago.count(), config_.min_nudge_interval.count());
+      return false;
+    }
+  }
+  Nudge(reason);
+  return true;
+}
+
 void Agent::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -239,7 +259,7 @@ void Agent::WatchLoop(uint64_t seed) {
     absl::Status s = client_->Watch(request, [this](const smbfleet::v1::WatchResponse& m) {
       if (m.has_report_now()) {
         Log()->info("collector asks for a report: {}", m.report_now().reason());
-        Nudge("nudge");
+        CollectorNudge("nudge");
       } else if (m.has_change_order()) {
         if (changes_ == nullptr) {
           Log()->warn("change {} ignored: this agent takes no change orders",

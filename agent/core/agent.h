@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ class Agent {
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
   void Nudge(const std::string& reason);
+  // A ReportNow from the collector: a Nudge, unless the last report was collected less than
+  // schedule.min_nudge_interval ago (then ignored, logged at debug). True if it nudged.
+  bool CollectorNudge(const std::string& reason);
 
   // Delivers everything spooled, oldest first: a report leaves the spool only once the collector
   // acknowledged it; a permanent refusal (IsPermanentReportError) moves it aside; any other
@@ -92,6 +96,7 @@ class Agent {
   std::mutex mu_;
   std::condition_variable cv_;  // nudge_reason_ or stopped_ changed
   std::string nudge_reason_ ABSL_GUARDED_BY(mu_);
+  std::optional<Clock::TimePoint> last_report_ ABSL_GUARDED_BY(mu_);  // last collected
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 

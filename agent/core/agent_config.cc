@@ -74,7 +74,9 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
 
   YAML::Node schedule = root["schedule"];
   if (schedule.IsDefined()) {
-    CheckKeys(schedule, {"interval", "splay", "benchmark_interval"}, "schedule", &problems);
+    CheckKeys(schedule, {"interval", "splay", "benchmark_interval", "min_nudge_interval"},
+              "schedule", &problems);
+    ReadDuration(schedule, "min_nudge_interval", "schedule", &c.min_nudge_interval, &problems);
     ReadDuration(schedule, "interval", "schedule", &c.interval, &problems);
     ReadDuration(schedule, "splay", "schedule", &c.splay, &problems);
     ReadDuration(schedule, "benchmark_interval", "schedule", &c.benchmark_interval, &problems);

@@ -39,6 +39,9 @@ struct AgentConfig {
   std::chrono::milliseconds interval{3'600'000};
   std::chrono::milliseconds splay{600'000};
   std::chrono::milliseconds benchmark_interval{86'400'000};  // 0 = never
+  // A ReportNow from the collector this soon after the last report is ignored (the collector
+  // limits nudges too; this holds even if it does not).
+  std::chrono::milliseconds min_nudge_interval{30'000};
   std::chrono::milliseconds report_timeout{30'000};
   std::chrono::milliseconds max_backoff{300'000};
   std::string spool_dir = "/var/lib/smbfleet/spool";

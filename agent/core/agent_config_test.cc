@@ -37,6 +37,21 @@ TEST_F(AgentConfigTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(c->tls.ca, dir_ + "/ca.pem");
 }
 
+TEST_F(AgentConfigTest, MinNudgeIntervalDefaultsToThirtySeconds) {
+  const std::string base =
+      "collector: {address: 'collector.example:7443'}\n"
+      "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  auto defaults = ParseAgentConfig(dir_ + "/agent.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->min_nudge_interval, std::chrono::seconds(30));
+  auto set = ParseAgentConfig(dir_ + "/agent.yaml", base + "schedule: {min_nudge_interval: 2m}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->min_nudge_interval, std::chrono::minutes(2));
+  auto bad =
+      ParseAgentConfig(dir_ + "/agent.yaml", base + "schedule: {min_nudge_interval: soon}\n");
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("schedule.min_nudge_interval"));
+}
+
 TEST_F(AgentConfigTest, ListsEveryProblem) {
   auto c = ParseAgentConfig(dir_ + "/agent.yaml",
                             "collector: {address: nope}\n"

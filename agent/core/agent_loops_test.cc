@@ -45,6 +45,8 @@ class AgentLoopsTest : public ::testing::Test {
     config_.splay = seconds(60);
     config_.max_backoff = seconds(8);
     config_.benchmark_interval = seconds(0);
+    // Nudges come at once after a report here; their limit has a test of its own.
+    config_.min_nudge_interval = seconds(0);
     spool_ = std::make_unique<Spool>(dir_, 100);
     ASSERT_TRUE(spool_->Open().ok());
   }
@@ -131,6 +133,49 @@ TEST_F(AgentLoopsTest, ReportsAfterTheSplayThenEveryIntervalAndAtOnceOnReportNow
   agent->Stop();
   run.join();
   EXPECT_EQ(client_.reports().size(), 3u);
+}
+
+TEST_F(AgentLoopsTest, ReportNowSoonAfterAReportIsIgnored) {
+  config_.min_nudge_interval = seconds(30);
+  auto agent = NewAgent();
+  std::thread run([&] { agent->Run(); });
+  const std::thread::id scheduler = run.get_id();
+  auto first = clock_.AwaitWait(scheduler, 1);
+  ASSERT_TRUE(first.has_value());
+  clock_.AdvanceTo(first->deadline);
+  ASSERT_TRUE(client_.AwaitReports(1));
+  ASSERT_TRUE(clock_.AwaitWait(scheduler, 2).has_value());
+  ASSERT_TRUE(client_.AwaitWatchCalls(1));
+
+  smbfleet::v1::WatchResponse now;
+  now.mutable_report_now()->set_reason("operator");
+  clock_.Advance(seconds(29));
+  client_.SendWatch(now);
+  // Ignored: the scheduler is not woken (a nudge would end its wait at once).
+  EXPECT_FALSE(clock_.AwaitWait(scheduler, 3, milliseconds(300)).has_value());
+  EXPECT_EQ(client_.reports().size(), 1u);
+
+  clock_.Advance(seconds(1));
+  client_.SendWatch(now);
+  ASSERT_TRUE(client_.AwaitReports(2));
+  EXPECT_EQ(client_.reports()[1].reason(), "nudge");
+  auto after = clock_.AwaitWait(scheduler, 3);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->start, first->deadline + seconds(30));
+  agent->Stop();
+  run.join();
+  EXPECT_EQ(client_.reports().size(), 2u);
+}
+
+TEST_F(AgentLoopsTest, CollectorNudgeIsLimitedByTheLastReport) {
+  config_.min_nudge_interval = seconds(30);
+  auto agent = NewAgent();
+  EXPECT_TRUE(agent->CollectorNudge("first"));  // no report yet
+  ASSERT_TRUE(agent->RunOnce("startup").ok());
+  clock_.Advance(seconds(29));
+  EXPECT_FALSE(agent->CollectorNudge("too soon"));
+  clock_.Advance(seconds(1));
+  EXPECT_TRUE(agent->CollectorNudge("in time"));
 }
 
 TEST_F(AgentLoopsTest, FlushRemovesOnlyAcknowledgedReports) {

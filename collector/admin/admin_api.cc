@@ -1,6 +1,7 @@
 #include "collector/admin/admin_api.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
@@ -30,7 +31,12 @@ AdminApi::AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* ro
       compliance_(compliance),
       router_(router),
       changes_(changes),
-      workflow_(workflow) {}
+      workflow_(workflow),
+      nudges_(std::make_unique<NudgeLimiter>()) {}
+
+void AdminApi::SetNudgeLimits(NudgeLimits limits, NudgeLimiter::Clock clock) {
+  nudges_ = std::make_unique<NudgeLimiter>(limits, std::move(clock));
+}
 
 absl::Status AdminApi::FillChangeStatus(std::vector<smbfleet::v1::HostSummary*> hosts) {
   if (changes_ == nullptr || hosts.empty()) return absl::OkStatus();
@@ -50,7 +56,7 @@ absl::StatusOr<changes::Actor> AdminApi::ChangeActor(const Principal& caller,
   if (workflow_ == nullptr || changes_ == nullptr) {
     return absl::UnimplementedError("this collector has no change store configured");
   }
-  return ActorOf(caller);
+  return ActorOf(caller, permission);
 }
 
 absl::StatusOr<smbfleet::v1::ListHostsResponse> AdminApi::ListHosts(
@@ -95,11 +101,13 @@ absl::StatusOr<smbfleet::v1::GetHostResponse> AdminApi::GetHost(
 absl::StatusOr<smbfleet::v1::RequestReportResponse> AdminApi::RequestReport(
     const Principal& caller, const smbfleet::v1::RequestReportRequest& request) {
   RETURN_IF_ERROR(Authorize(caller, Permission::kRequestReport));
+  RETURN_IF_ERROR(nudges_->Admit(caller.name, request.name()));
   smbfleet::v1::WatchResponse nudge;
   nudge.mutable_report_now()->set_reason(request.reason().empty()
                                              ? absl::StrCat("requested by ", caller.name)
                                              : request.reason().substr(0, 200));
   if (!router_->Send(request.name(), nudge)) {
+    nudges_->Undelivered(request.name());
     return absl::FailedPreconditionError(
         absl::StrCat("host '", request.name(), "' has no open stream to this collector"));
   }

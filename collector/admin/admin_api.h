@@ -5,7 +5,10 @@
 // service and (later) the web console's JSON API. Each call authorizes its caller itself, so
 // no adapter can forget to.
 
+#include <memory>
+
 #include "absl/status/statusor.h"
+#include "collector/admin/nudge_limiter.h"
 #include "collector/auth/authorize.h"
 #include "collector/changes/change_service.h"
 #include "collector/push/push_router.h"
@@ -28,7 +31,11 @@ class AdminApi {
   // NOT_FOUND for a host that never reported.
   absl::StatusOr<smbfleet::v1::GetHostResponse> GetHost(
       const Principal& caller, const smbfleet::v1::GetHostRequest& request);
-  // FAILED_PRECONDITION when the host has no open stream.
+  // Replaces the RequestReport limits (defaults: NudgeLimits{}); before serving calls.
+  void SetNudgeLimits(NudgeLimits limits, NudgeLimiter::Clock clock = absl::Now);
+
+  // FAILED_PRECONDITION when the host has no open stream; RESOURCE_EXHAUSTED when the host was
+  // asked too recently or the caller asked too often (NudgeLimiter).
   absl::StatusOr<smbfleet::v1::RequestReportResponse> RequestReport(
       const Principal& caller, const smbfleet::v1::RequestReportRequest& request);
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance(
@@ -76,6 +83,7 @@ class AdminApi {
   PushRouter* router_;
   ChangeStore* changes_;
   changes::ChangeService* workflow_;
+  std::unique_ptr<NudgeLimiter> nudges_;
 };
 
 }  // namespace smbfleet::collector

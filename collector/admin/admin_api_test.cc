@@ -107,17 +107,59 @@ TEST_F(AdminApiTest, GetHostShowsTheClassificationOfEachShare) {
 }
 
 TEST_F(AdminApiTest, RequestReportGoesThroughTheRouter) {
+  const Principal nudger = PrincipalFromIdentity({"alice", "operator", "proposer"});
   router_.connected = {"fs01"};
   smbfleet::v1::RequestReportRequest req;
   req.set_name("fs01");
-  auto resp = api_.RequestReport(operator_, req);
+  auto resp = api_.RequestReport(nudger, req);
   ASSERT_TRUE(resp.ok()) << resp.status();
   EXPECT_TRUE(resp->delivered());
   ASSERT_EQ(router_.sent["fs01"].size(), 1u);
   EXPECT_THAT(router_.sent["fs01"][0].report_now().reason(), HasSubstr("alice"));
 
   req.set_name("fs02");
-  EXPECT_TRUE(absl::IsFailedPrecondition(api_.RequestReport(operator_, req).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(api_.RequestReport(nudger, req).status()));
+}
+
+TEST_F(AdminApiTest, ViewersAndOperatorsWithoutARoleCannotNudge) {
+  router_.connected = {"fs01"};
+  smbfleet::v1::RequestReportRequest req;
+  req.set_name("fs01");
+  auto viewer = api_.RequestReport(operator_, req);
+  EXPECT_TRUE(absl::IsPermissionDenied(viewer.status())) << viewer.status();
+  EXPECT_THAT(std::string(viewer.status().message()), HasSubstr("request-report"));
+  const Principal roleless = PrincipalFromIdentity({"rob", "operator", ""});
+  EXPECT_TRUE(absl::IsPermissionDenied(api_.RequestReport(roleless, req).status()));
+  auto list = api_.ListHosts(roleless, {});
+  EXPECT_TRUE(absl::IsPermissionDenied(list.status())) << list.status();
+  EXPECT_THAT(std::string(list.status().message()), HasSubstr("has no role"));
+  EXPECT_TRUE(router_.sent.empty());
+}
+
+TEST_F(AdminApiTest, NudgesAreRateLimitedPerHostAndPerCaller) {
+  absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  api_.SetNudgeLimits({absl::Seconds(60), 2}, [&now] { return now; });
+  const Principal ann = PrincipalFromIdentity({"ann", "operator", "approver"});
+  const Principal pat = PrincipalFromIdentity({"pat", "operator", "proposer"});
+  router_.connected = {"fs01", "fs02", "fs03"};
+  smbfleet::v1::RequestReportRequest req;
+  req.set_name("fs01");
+  ASSERT_TRUE(api_.RequestReport(ann, req).ok());
+  now += absl::Seconds(10);
+  auto again = api_.RequestReport(pat, req);
+  EXPECT_TRUE(absl::IsResourceExhausted(again.status())) << again.status();
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("host 'fs01'"));
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr("2027-01-15T08:01:00Z"));
+  EXPECT_EQ(router_.sent["fs01"].size(), 1u);
+
+  req.set_name("fs02");
+  ASSERT_TRUE(api_.RequestReport(ann, req).ok());
+  req.set_name("fs03");
+  auto capped = api_.RequestReport(ann, req);
+  EXPECT_TRUE(absl::IsResourceExhausted(capped.status())) << capped.status();
+  EXPECT_THAT(std::string(capped.status().message()), HasSubstr("'ann'"));
+  EXPECT_TRUE(router_.sent["fs03"].empty());
+  EXPECT_TRUE(api_.RequestReport(pat, req).ok());
 }
 
 TEST_F(AdminApiTest, AgentCertificateCannotUseAdminCalls) {
@@ -207,6 +249,26 @@ TEST_F(AdminApiChangesTest, RolesGateEachCallAndHostsShowDesiredVsApplied) {
   ASSERT_EQ(entries->entries_size(), 3);
   EXPECT_EQ(entries->entries(1).actor(), "ann");
   EXPECT_TRUE(absl::IsPermissionDenied(changes_api_.ListAudit(agent_, audit).status()));
+}
+
+TEST_F(AdminApiChangesTest, SeveralRolesActWithTheRoleTheCallNeedsButNeverOnTheirOwnChange) {
+  Report("fs01", 1);
+  PeerIdentity id{"max", "operator", "proposer", {"proposer", "approver"}};
+  const Principal max = PrincipalFromIdentity(id);
+  auto proposed = changes_api_.ProposeChange(max, ForFs01());
+  ASSERT_TRUE(proposed.ok()) << proposed.status();
+  smbfleet::v1::ApproveChangeRequest approve;
+  approve.set_id(proposed->change().id());
+  auto own = changes_api_.ApproveChange(max, approve);
+  EXPECT_TRUE(absl::IsFailedPrecondition(own.status())) << own.status();
+  EXPECT_EQ(changes::RefusalOf(own.status()), changes::Refusal::kOwnChange);
+
+  // Someone else's change the same person may approve.
+  auto other = changes_api_.ProposeChange(As("pat", "proposer"), ForFs01());
+  ASSERT_TRUE(other.ok()) << other.status();
+  approve.set_id(other->change().id());
+  auto approved = changes_api_.ApproveChange(max, approve);
+  EXPECT_TRUE(approved.ok()) << approved.status();
 }
 
 TEST_F(AdminApiChangesTest, WithoutAWorkflowChangeCallsAreUnimplemented) {

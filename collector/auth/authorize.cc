@@ -1,5 +1,6 @@
 #include "collector/auth/authorize.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,23 +21,26 @@ constexpr RoleMask kApprover = Bit(Role::kApprover);
 constexpr RoleMask kAdmin = Bit(Role::kAdmin);
 constexpr RoleMask kAnyRole = kViewer | kProposer | kApprover | kAdmin;
 
-// `roles`: the operator roles a permission needs; 0 = any operator, whatever its role.
+// `roles`: the operator roles of which one grants the permission; 0 = any principal of the kind,
+// with or without a role (agents, enrollment, WhoAmI).
 struct Grant {
   PrincipalKind kind;
   Permission permission;
   RoleMask roles;
 };
 
-// Who may do what. Agents act for their own host only (the service takes the host from the
-// principal); operators read the fleet whatever their role; change management goes by role
-// (viewer < proposer; approver and admin are separate: running the collector does not make one
-// a change manager), and the four-eyes rules live in collector/changes/approval.h.
+// Who may do what (docs/roles.md is this table; a test keeps them equal). Agents act for their
+// own host only (the service takes the host from the principal). Operators need a role for
+// everything but WhoAmI: viewers read; nudging a host costs it a collection, so it needs a role
+// that acts on the fleet; change management goes by role (approver and admin are separate:
+// running the collector does not make one a change manager), and the four-eyes rules live in
+// collector/changes/approval.h; identity and trust are the admin's.
 constexpr Grant kGrants[] = {
     {PrincipalKind::kAgent, Permission::kReport, 0},
     {PrincipalKind::kAgent, Permission::kWatch, 0},
     {PrincipalKind::kAgent, Permission::kAckChange, 0},
-    {PrincipalKind::kOperator, Permission::kReadFleet, 0},
-    {PrincipalKind::kOperator, Permission::kRequestReport, 0},
+    {PrincipalKind::kOperator, Permission::kReadFleet, kAnyRole},
+    {PrincipalKind::kOperator, Permission::kRequestReport, kProposer | kApprover | kAdmin},
     {PrincipalKind::kOperator, Permission::kReadChanges, kAnyRole},
     {PrincipalKind::kOperator, Permission::kProposeChange, kProposer | kAdmin},
     {PrincipalKind::kOperator, Permission::kApproveChange, kApprover},
@@ -55,6 +59,48 @@ constexpr Grant kGrants[] = {
     {PrincipalKind::kOperator, Permission::kReadApproverKeys, kAnyRole},
     {PrincipalKind::kOperator, Permission::kManageApproverKeys, kAdmin},
     {PrincipalKind::kOperator, Permission::kPublishApproverSet, kAdmin},
+};
+
+constexpr MethodPermission kMethods[] = {
+    {"smbfleet.v1.AgentService.Report", Permission::kReport},
+    {"smbfleet.v1.AgentService.Watch", Permission::kWatch},
+    {"smbfleet.v1.AgentService.AckChange", Permission::kAckChange},
+    {"smbfleet.v1.EnrollmentService.Enroll", Permission::kEnroll},
+    {"smbfleet.v1.EnrollmentService.RenewCertificate", Permission::kRenewCertificate},
+    {"smbfleet.v1.AdminService.ListHosts", Permission::kReadFleet},
+    {"smbfleet.v1.AdminService.GetHost", Permission::kReadFleet},
+    {"smbfleet.v1.AdminService.RequestReport", Permission::kRequestReport},
+    {"smbfleet.v1.AdminService.GetCompliance", Permission::kReadFleet},
+    {"smbfleet.v1.AdminService.ListFindings", Permission::kReadFleet},
+    {"smbfleet.v1.AdminService.ProposeChange", Permission::kProposeChange},
+    {"smbfleet.v1.AdminService.ListChanges", Permission::kReadChanges},
+    {"smbfleet.v1.AdminService.GetChange", Permission::kReadChanges},
+    {"smbfleet.v1.AdminService.ApproveChange", Permission::kApproveChange},
+    {"smbfleet.v1.AdminService.RejectChange", Permission::kApproveChange},
+    {"smbfleet.v1.AdminService.HaltChange", Permission::kHaltChange},
+    {"smbfleet.v1.AdminService.ResumeChange", Permission::kApproveChange},
+    {"smbfleet.v1.AdminService.RollbackChange", Permission::kApproveChange},
+    {"smbfleet.v1.AdminService.ListAudit", Permission::kReadChanges},
+    {"smbfleet.v1.AdminService.ListWaivers", Permission::kReadChanges},
+    {"smbfleet.v1.AdminService.RequestWaiver", Permission::kRequestWaiver},
+    {"smbfleet.v1.AdminService.ApproveWaiver", Permission::kApproveWaiver},
+    {"smbfleet.v1.AdminService.RevokeWaiver", Permission::kRevokeWaiver},
+    {"smbfleet.v1.AdminService.WhoAmI", Permission::kWhoAmI},
+    {"smbfleet.v1.AdminService.CreateApiToken", Permission::kManageApiTokens},
+    {"smbfleet.v1.AdminService.ListApiTokens", Permission::kManageApiTokens},
+    {"smbfleet.v1.AdminService.RevokeApiToken", Permission::kManageApiTokens},
+    {"smbfleet.v1.AdminService.CreateEnrollmentToken", Permission::kManageEnrollment},
+    {"smbfleet.v1.AdminService.ListEnrollmentTokens", Permission::kManageEnrollment},
+    {"smbfleet.v1.AdminService.RevokeEnrollmentToken", Permission::kManageEnrollment},
+    {"smbfleet.v1.AdminService.ListCertificates", Permission::kReadCertificates},
+    {"smbfleet.v1.AdminService.RevokeCertificate", Permission::kRevokeCertificate},
+    {"smbfleet.v1.AdminService.ListRevocations", Permission::kReadCertificates},
+    {"smbfleet.v1.AdminService.SetHostLabels", Permission::kSetHostLabels},
+    {"smbfleet.v1.AdminService.RegisterApproverKey", Permission::kManageApproverKeys},
+    {"smbfleet.v1.AdminService.ListApproverKeys", Permission::kReadApproverKeys},
+    {"smbfleet.v1.AdminService.RevokeApproverKey", Permission::kManageApproverKeys},
+    {"smbfleet.v1.AdminService.PublishApproverSet", Permission::kPublishApproverSet},
+    {"smbfleet.v1.AdminService.GetApproverSet", Permission::kReadApproverKeys},
 };
 
 absl::string_view KindName(PrincipalKind kind) {
@@ -94,7 +140,26 @@ std::string RoleList(RoleMask roles) {
   return absl::StrJoin(names, "' or '");
 }
 
+// The strongest of the principal's roles within `roles`: approver over admin over proposer over
+// viewer.
+std::optional<Role> StrongestRole(const Principal& principal, RoleMask roles) {
+  for (Role r : {Role::kApprover, Role::kAdmin, Role::kProposer, Role::kViewer}) {
+    if ((roles & Bit(r)) != 0 && HasRole(principal, Bit(r))) return r;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+absl::Span<const MethodPermission> MethodPermissions() { return kMethods; }
+
+absl::StatusOr<Permission> PermissionOfMethod(absl::string_view full_name) {
+  for (const MethodPermission& m : kMethods) {
+    if (m.method == full_name) return m.permission;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("method '", full_name, "' has no entry in the authorization table"));
+}
 
 absl::string_view PermissionName(Permission p) {
   switch (p) {
@@ -157,7 +222,11 @@ Principal PrincipalFromIdentity(const PeerIdentity& id) {
   } else if (id.kind == KindName(PrincipalKind::kOperator)) {
     p.kind = PrincipalKind::kOperator;
   }
-  if (!id.role.empty()) p.roles.push_back(id.role);
+  if (!id.roles.empty()) {
+    p.roles = id.roles;
+  } else if (!id.role.empty()) {
+    p.roles.push_back(id.role);
+  }
   return p;
 }
 
@@ -174,24 +243,27 @@ absl::Status Authorize(const Principal& principal, Permission permission) {
         PermissionName(permission), ") needs '", g == nullptr ? "nobody" : KindName(g->kind), "'"));
   }
   if (g->roles == 0 || HasRole(principal, g->roles)) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      "operator '", principal.name, "' has role '", absl::StrJoin(principal.roles, ","),
-      "', this call (", PermissionName(permission), ") needs role '", RoleList(g->roles), "'"));
+  std::string held = principal.roles.empty()
+                         ? std::string("no role")
+                         : absl::StrCat("role '", absl::StrJoin(principal.roles, ","), "'");
+  return absl::PermissionDeniedError(absl::StrCat("operator '", principal.name, "' has ", held,
+                                                  ", this call (", PermissionName(permission),
+                                                  ") needs role '", RoleList(g->roles), "'"));
+}
+
+absl::StatusOr<changes::Actor> ActorOf(const Principal& principal, Permission permission) {
+  RETURN_IF_ERROR(Authorize(principal, permission));
+  const Grant* g = GrantFor(permission);
+  changes::Actor actor;
+  actor.name = principal.name;
+  // Authorize passed: a role-less grant takes the strongest role held, if any.
+  std::optional<Role> role = StrongestRole(principal, g->roles == 0 ? kAnyRole : g->roles);
+  if (role.has_value()) actor.role = *role;
+  return actor;
 }
 
 absl::StatusOr<changes::Actor> ActorOf(const Principal& principal) {
-  RETURN_IF_ERROR(Authorize(principal, Permission::kReadChanges));
-  changes::Actor actor;
-  actor.name = principal.name;
-  bool found = false;
-  // The strongest role for the change rules: approver over admin over proposer over viewer.
-  for (Role r : {Role::kApprover, Role::kAdmin, Role::kProposer, Role::kViewer}) {
-    if (!found && HasRole(principal, Bit(r))) {
-      actor.role = r;
-      found = true;
-    }
-  }
-  return actor;
+  return ActorOf(principal, Permission::kReadChanges);
 }
 
 }  // namespace smbfleet::collector

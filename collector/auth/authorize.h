@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "collector/changes/approval.h"
 #include "common/tls.h"
 
@@ -23,16 +24,18 @@ enum class PrincipalKind { kUnknown, kAgent, kOperator, kAnonymous };
 struct Principal {
   std::string name;  // an agent's host name, an operator's user name
   PrincipalKind kind = PrincipalKind::kUnknown;
-  std::string kind_text;           // as the credential says it, for messages ("collector")
-  std::vector<std::string> roles;  // operators: "viewer", "proposer", "approver", "admin"
+  std::string kind_text;  // as the credential says it, for messages ("collector")
+  // Operators: any of "viewer", "proposer", "approver", "admin"; a call passes if one of them
+  // grants it. None: only WhoAmI.
+  std::vector<std::string> roles;
 };
 
 enum class Permission {
   kReport,         // AgentService.Report
   kWatch,          // AgentService.Watch
   kAckChange,      // AgentService.AckChange
-  kReadFleet,      // hosts, compliance, findings
-  kRequestReport,  // nudge an agent over its stream
+  kReadFleet,      // hosts, compliance, findings: any operator role (viewer and up)
+  kRequestReport,  // nudge an agent over its stream: proposer, approver, admin
   kReadChanges,    // changes, audit log, waivers: any operator role (viewer and up)
   kProposeChange,  // proposer, admin
   kApproveChange,  // approve, reject, resume, rollback: approver (four-eyes in changes/)
@@ -56,19 +59,32 @@ enum class Permission {
 
 absl::string_view PermissionName(Permission p);  // "read-fleet"
 
-// From a verified client certificate: CN, first OU as kind, a further OU as role.
+// The permission each RPC needs, by its full name ("smbfleet.v1.AdminService.ListHosts").
+// Every method of AdminService, AgentService and EnrollmentService has one (a test walks the
+// service descriptors); docs/roles.md shows the same table.
+struct MethodPermission {
+  absl::string_view method;
+  Permission permission;
+};
+absl::Span<const MethodPermission> MethodPermissions();
+// NOT_FOUND naming the method when the table has no entry (then nobody may call it).
+absl::StatusOr<Permission> PermissionOfMethod(absl::string_view full_name);
+
+// From a verified client certificate: CN, first OU as kind, the further OUs as roles.
 Principal PrincipalFromIdentity(const PeerIdentity& id);
 // UNAUTHENTICATED when the peer presented no usable certificate.
 absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context);
 
-// OK or PERMISSION_DENIED naming the principal, what it is and what the call needs. Operator
-// permissions of change management also need a role (the certificate's second OU); reading the
-// fleet and requesting reports do not.
+// OK or PERMISSION_DENIED naming the principal, what it is and what the call needs. Every
+// operator permission but WhoAmI needs a role; one of the principal's roles is enough.
 absl::Status Authorize(const Principal& principal, Permission permission);
 
-// The operator as the change rules (collector/changes/approval.h) see them: the name and the
-// strongest role of the certificate. PERMISSION_DENIED for an agent or an operator with no known
-// role.
+// The operator as the change rules (collector/changes/approval.h) see them: the name and one
+// role, the strongest (approver over admin over proposer over viewer) of those that grant
+// `permission`, so that a proposer who is also an approver proposes as proposer and approves as
+// approver (four-eyes goes by name: never their own change). PERMISSION_DENIED as Authorize.
+absl::StatusOr<changes::Actor> ActorOf(const Principal& principal, Permission permission);
+// ActorOf for reading changes: the strongest role the principal holds.
 absl::StatusOr<changes::Actor> ActorOf(const Principal& principal);
 
 }  // namespace smbfleet::collector

@@ -55,6 +55,8 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
 
   c->admin_api_ = std::make_unique<AdminApi>(c->stores_.hosts.get(), c->stores_.compliance.get(),
                                              c->registry_.get(), changes, c->workflow_.get());
+  c->admin_api_->SetNudgeLimits(
+      {absl::FromChrono(config.nudge_interval), static_cast<int>(config.nudges_per_minute)});
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
   c->agent_service_ =
       std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get(),

@@ -142,6 +142,8 @@ start_collector() {
     echo "tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}"
     echo "database: {dsn: '$dsn'}"
     echo "watch: {keepalive_interval: 5s}"
+    # The tests nudge a host several times within seconds; docs/roles.md has the limits' tests.
+    echo "limits: {nudge_interval: 0s}"
     echo "policy: {file: '$e2e_root/policy/policies/baseline.yaml'}"
     echo "log_level: info"
     local line
@@ -165,7 +167,7 @@ agent_config() {
   echo "tls: {cert: pki/agent-$host.pem, key: pki/agent-$host.key, ca: pki/ca.pem}"
   echo "source: 'samba:$(lab conf "$labdir")'"
   echo "labels: {site: lab}"
-  echo "schedule: {interval: 1h, splay: 0s, benchmark_interval: 24h}"
+  echo "schedule: {interval: 1h, splay: 0s, benchmark_interval: 24h, min_nudge_interval: 0s}"
   # One folder per agent: the change journal's default place is beside the spool.
   echo "spool: {dir: agent-$host/spool}"
   [[ -z "$changes" ]] || echo "changes: $changes"
