@@ -67,7 +67,7 @@ struct MethodPermission {
   Permission permission;
 };
 absl::Span<const MethodPermission> MethodPermissions();
-// NOT_FOUND naming the method when the table has no entry (then nobody may call it).
+// NOT_FOUND naming the method when the table has no entry.
 absl::StatusOr<Permission> PermissionOfMethod(absl::string_view full_name);
 
 // From a verified client certificate: CN, first OU as kind, the further OUs as roles.
