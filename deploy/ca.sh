@@ -71,6 +71,7 @@ operator() {
   valid_name "$user"
   valid_name "$file"
   local ous="" r
+  local -a wanted
   IFS=, read -ra wanted <<< "$role"
   [[ ${#wanted[@]} -gt 0 ]] || die "no role given"
   for r in "${wanted[@]}"; do
