@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "common/safe_text.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 
 namespace smbfleet {
@@ -27,6 +28,14 @@ absl::Status SetLogLevel(const std::string& level) {
   spdlog::set_level(parsed);
   spdlog::apply_all([parsed](const std::shared_ptr<spdlog::logger>& l) { l->set_level(parsed); });
   return absl::OkStatus();
+}
+
+std::string LogSafe(absl::string_view field, size_t max_bytes) {
+  return QuoteUnsafeText(field, max_bytes);
+}
+
+std::string LogSafe(const absl::Status& status) {
+  return QuoteUnsafeText(status.message(), kLogErrorMaxBytes);
 }
 
 }  // namespace smbfleet
