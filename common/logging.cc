@@ -1,7 +1,9 @@
 #include "common/logging.h"
 
+#include <algorithm>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/safe_text.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -31,6 +33,14 @@ absl::Status SetLogLevel(const std::string& level) {
 }
 
 std::string LogSafe(absl::string_view field, size_t max_bytes) {
+  auto plain = [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           absl::string_view("._-:/@+").find(c) != absl::string_view::npos;
+  };
+  if (!field.empty() && field.size() <= max_bytes &&
+      std::all_of(field.begin(), field.end(), plain)) {
+    return std::string(field);
+  }
   return QuoteUnsafeText(field, max_bytes);
 }
 

@@ -17,10 +17,10 @@ std::shared_ptr<spdlog::logger> Logger(const std::string& component);
 // "trace", "debug", "info", "warn", "error", "off".
 absl::Status SetLogLevel(const std::string& level);
 
-// Every field a host, a person or the network supplied (names, versions, labels, ids, reasons,
-// error text that quotes them) goes into a log line through LogSafe: one double-quoted field with
-// newlines, control characters, bidirectional controls and invalid UTF-8 escaped and the length
-// capped, so that it cannot forge a line or hide what follows.
+// Every field a host, a person or the network supplied (names, ids, versions, labels, reasons,
+// errors quoting them) reaches a log line through LogSafe, so it cannot forge a line: a plain
+// token (letters, digits, . _ - : / @ +) as is; else one double-quoted field with quotes, control
+// and bidi characters and invalid UTF-8 escaped, capped in length.
 inline constexpr size_t kLogFieldMaxBytes = 256;
 inline constexpr size_t kLogErrorMaxBytes = 2048;
 std::string LogSafe(absl::string_view field, size_t max_bytes = kLogFieldMaxBytes);

@@ -26,6 +26,17 @@ TEST(LogSafeTest, AForgedLineStaysInsideItsField) {
   EXPECT_THAT(text, HasSubstr("(agent \"1.0\\x0a2026-12-03T10:00:00.000+0000 info"));
 }
 
+TEST(LogSafeTest, PlainTokensStayBareAndEverythingElseIsQuoted) {
+  EXPECT_EQ(LogSafe("fs01.corp.example"), "fs01.corp.example");
+  EXPECT_EQ(LogSafe("0f8fad5b-d9cb-469f-a165-70867728950e"),
+            "0f8fad5b-d9cb-469f-a165-70867728950e");
+  EXPECT_EQ(LogSafe("1.4.0+build/7"), "1.4.0+build/7");
+  EXPECT_EQ(LogSafe(""), "\"\"");
+  EXPECT_EQ(LogSafe("fs01 admin"), "\"fs01 admin\"");  // a space would split the field
+  EXPECT_EQ(LogSafe("fs01\""), "\"fs01\\\"\"");
+  EXPECT_EQ(LogSafe("Z\xc3\xbcrich"), "\"Z\xc3\xbcrich\"");
+}
+
 TEST(LogSafeTest, CapsLongFieldsAndErrors) {
   EXPECT_EQ(LogSafe(std::string(1000, 'a')).size(),
             kLogFieldMaxBytes + 2 + std::string("...(744 more bytes)").size());

@@ -80,13 +80,16 @@ std::string EscapeUnsafeText(absl::string_view s) {
   return out;
 }
 
+absl::string_view Utf8Prefix(absl::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t keep = max_bytes;
+  // Back off to the start of the character the cut falls in.
+  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xc0) == 0x80) --keep;
+  return s.substr(0, keep);
+}
+
 std::string QuoteUnsafeText(absl::string_view s, size_t max_bytes) {
-  size_t keep = s.size();
-  if (keep > max_bytes) {
-    keep = max_bytes;
-    // Back off to the start of a character so that the cut does not show as invalid bytes.
-    while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xc0) == 0x80) --keep;
-  }
+  const size_t keep = Utf8Prefix(s, max_bytes).size();
   std::string out = "\"";
   out.reserve(keep + 2);
   AppendEscaped(s.substr(0, keep), /*quoted=*/true, &out);

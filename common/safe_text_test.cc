@@ -33,6 +33,14 @@ TEST(SafeTextTest, EscapesWhatCouldDriveATerminalAndKeepsOtherText) {
   for (const Case& c : cases) EXPECT_EQ(EscapeUnsafeText(c.in), c.out) << c.in;
 }
 
+TEST(SafeTextTest, Utf8PrefixNeverEndsInsideACharacter) {
+  EXPECT_EQ(Utf8Prefix("abc", 5), "abc");
+  EXPECT_EQ(Utf8Prefix("ab\xc3\xbc", 3), "ab");
+  EXPECT_EQ(Utf8Prefix("ab\xc3\xbc", 4), "ab\xc3\xbc");
+  EXPECT_EQ(Utf8Prefix("\xf0\x9f\x93\x81z", 3), "");
+  EXPECT_EQ(Utf8Prefix("\xf0\x9f\x93\x81z", 4), "\xf0\x9f\x93\x81");
+}
+
 TEST(SafeTextTest, QuotedFieldEscapesItsQuotesAndIsCutOnACharacter) {
   EXPECT_EQ(QuoteUnsafeText("fs01", 10), "\"fs01\"");
   EXPECT_EQ(QuoteUnsafeText("a\"b\\c\nd", 64), "\"a\\\"b\\\\c\\x0ad\"");
