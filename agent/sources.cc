@@ -43,7 +43,7 @@ namespace {
 class OwningWindowsApplier : public SettingsApplier {
  public:
   explicit OwningWindowsApplier(CommandRunner* runner)
-      : powershell_(windows::NewPowerShellRunner(runner)),
+      : powershell_(windows::NewPowerShellRunner(runner, platform::PowerShellPath())),
         applier_(windows::WindowsOptions{}, powershell_.get()) {}
 
   absl::StatusOr<std::vector<smbfleet::v1::SettingChange>> Read(

@@ -33,7 +33,7 @@ int Fail(const grpc::Status& s, const std::string& what, std::ostream& err) {
 int PrintJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
   auto json = ToJson(message);
   if (!json.ok()) {
-    err << "smbfleetctl: " << json.status().message() << "\n";
+    err << "smbfleetctl: " << Clean(json.status().message()) << "\n";
     return kExitFailed;
   }
   out << *json;

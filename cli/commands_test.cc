@@ -165,6 +165,19 @@ TEST_F(CommandsTest, TheCollectorsRefusalsBecomeTheContractsExitCodes) {
   EXPECT_THAT(ok.out, HasSubstr("c-42: approval 1 of 2 recorded; PROPOSED (needs 1 more)"));
 }
 
+// The collector's message quotes a host's share name: a right-to-left mark or a C1 CSI in it is
+// printed escaped, not obeyed by the terminal.
+TEST_F(CommandsTest, TheCollectorsMessageIsPrintedEscaped) {
+  admin_.Answer(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "share 'pay\xe2\x80\x8froll\xc2\x9b"
+                             "2J' is not managed"));
+  Result r = Run({"changes", "approve", "c-42"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_THAT(r.err, HasSubstr("share 'pay\\u200froll\\xc2\\x9b2J' is not managed"));
+  EXPECT_THAT(r.err, Not(HasSubstr("\xe2\x80\x8f")));
+  EXPECT_THAT(r.err, Not(HasSubstr("\xc2\x9b")));
+}
+
 TEST_F(CommandsTest, WatchExitsZeroWhenEveryHostApplied) {
   admin_.Polls({WithHosts(v1::CHANGE_STATE_ROLLING_OUT, {v1::HOST_CHANGE_STATE_DISPATCHED}),
                 WithHosts(v1::CHANGE_STATE_ROLLING_OUT, {v1::HOST_CHANGE_STATE_DISPATCHED}),

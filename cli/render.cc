@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/safe_text.h"
 
 namespace smbfleet::cli {
 namespace {
@@ -51,49 +52,9 @@ std::string TimeText(const google::protobuf::Timestamp& ts) {
                           absl::UTCTimeZone());
 }
 
-// Host- and operator-supplied strings are shown with control characters escaped (C0, DEL and
-// the UTF-8 C1 range, whose U+009B is a CSI on some terminals), and bytes that are not UTF-8 as
-// \xNN, so that a hostile share name cannot rewrite the terminal.
-std::string Clean(absl::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      if (c < 0x20 || c == 0x7f) {
-        absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
-      } else {
-        out.push_back(static_cast<char>(c));
-      }
-      ++i;
-      continue;
-    }
-    size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-    bool valid = len > 0 && c < 0xf5 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    }
-    bool c1 = valid && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0;
-    if (!valid || c1) {
-      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
-      ++i;
-      continue;
-    }
-    if (len == 3 && c == 0xe2) {
-      // Bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069) reorder what follows.
-      auto b1 = static_cast<unsigned char>(s[i + 1]), b2 = static_cast<unsigned char>(s[i + 2]);
-      if ((b1 == 0x80 && b2 >= 0xaa && b2 <= 0xae) || (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9)) {
-        absl::StrAppend(&out, "\\u", absl::Hex(0x2000 | ((b1 & 0x3f) << 6) | (b2 & 0x3f)));
-        i += 3;
-        continue;
-      }
-    }
-    out.append(s.data() + i, len);
-    i += len;
-  }
-  return out;
-}
+// Host- and operator-supplied strings and the collector's messages go through the one escaper
+// the logs use, so that a hostile share name cannot rewrite the terminal or reorder a line.
+std::string Clean(absl::string_view s) { return EscapeUnsafeText(s); }
 
 // Column widths from the content.
 void Table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {

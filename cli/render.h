@@ -28,7 +28,7 @@ std::string HostChangeStateText(smbfleet::v1::HostChangeState s);
 // Shared by every view.
 // "2026-12-01 10:00:00Z"; "-" for an unset time.
 std::string TimeText(const google::protobuf::Timestamp& ts);
-// Control characters (C0, DEL, C1), bidirectional overrides and bytes that are not UTF-8 shown
+// Control characters (C0, DEL, C1), bidirectional controls and bytes that are not UTF-8 shown
 // escaped (\x1b, \u202e): every string a host or a person supplied goes through this.
 std::string Clean(absl::string_view s);
 // Left-aligned columns, two spaces apart, widths from the content.

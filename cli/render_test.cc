@@ -128,5 +128,47 @@ TEST(RenderTest, CleanKeepsUtf8AndEscapesWhatCouldDriveTheTerminal) {
   EXPECT_EQ(Clean("\xff\xc3"), "\\xff\\xc3");       // not UTF-8, truncated sequence
 }
 
+// Every bidirectional control, not only the overrides: marks (U+200E, U+200F, U+061C) and
+// embeddings reorder a line as well.
+TEST(RenderTest, CleanEscapesEveryBidiControlAndC1) {
+  struct Case {
+    std::string in, out;
+  };
+  const Case cases[] = {
+      {"a\xe2\x80\x8ez", "a\\u200ez"},
+      {"a\xe2\x80\x8fz", "a\\u200fz"},
+      {"a\xd8\x9cz", "a\\u061cz"},
+      {"a\xe2\x80\xaaz", "a\\u202az"},
+      {"a\xe2\x81\xa6z", "a\\u2066z"},
+      {"a\xe2\x81\xa9z", "a\\u2069z"},
+      {"a\xc2\x80z", "a\\xc2\\x80z"},
+      {"a\xc2\x9fz", "a\\xc2\\x9fz"},
+      {"a\xe0\x80\x9bz", "a\\xe0\\x80\\x9bz"},  // overlong: not UTF-8
+  };
+  for (const Case& c : cases) EXPECT_EQ(Clean(c.in), c.out) << c.out;
+}
+
+// A share name that would reverse the line it is printed on, and one that would start a CSI
+// sequence, are shown escaped wherever the host view prints share names.
+TEST(RenderTest, HostViewEscapesHostileShareAndHostNames) {
+  smbfleet::v1::GetHostResponse h;
+  h.mutable_summary()->set_name("fs01\xe2\x80\x8f");
+  auto* share = h.mutable_posture()->add_shares();
+  share->set_name("pay\xe2\x80\xaeroll");
+  share->set_path(
+      "/srv/\xc2\x9b"
+      "2J");
+  auto* session = h.mutable_posture()->add_sessions();
+  session->set_user("eve\xd8\x9c");
+  session->add_shares()->set_name("pay\xe2\x80\xaeroll");
+  std::ostringstream out;
+  RenderHost(h, out);
+  for (const char* raw : {"\xe2\x80\x8f", "\xe2\x80\xae", "\xc2\x9b", "\xd8\x9c"}) {
+    EXPECT_THAT(out.str(), Not(HasSubstr(raw))) << out.str();
+  }
+  EXPECT_THAT(out.str(), HasSubstr("pay\\u202eroll"));
+  EXPECT_THAT(out.str(), HasSubstr("fs01\\u200f"));
+}
+
 }  // namespace
 }  // namespace smbfleet::cli

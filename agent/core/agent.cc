@@ -140,7 +140,7 @@ void Agent::RefreshBenchmark() {
   next_benchmark_ = now + config_.benchmark_interval;
   auto result = benchmark_();
   if (!result.ok()) {
-    Log()->warn("crypto benchmark failed: {}", std::string(result.status().message()));
+    Log()->warn("crypto benchmark failed: {}", LogSafe(result.status()));
     return;
   }
   last_benchmark_ = *std::move(result);
@@ -148,7 +148,7 @@ void Agent::RefreshBenchmark() {
   smbfleet::v1::Posture keep;
   for (const auto& b : last_benchmark_) *keep.add_benchmarks() = b;
   if (auto s = WriteFileAtomic(cache, keep.SerializeAsString(), 0600); !s.ok()) {
-    Log()->warn("cannot keep the benchmark result: {}", std::string(s.message()));
+    Log()->warn("cannot keep the benchmark result: {}", LogSafe(s));
   }
 }
 
@@ -171,21 +171,21 @@ absl::Status Agent::Flush() {
   for (const auto& id : ids) {
     auto report = spool_->Get(id);
     if (!report.ok()) {
-      Log()->error("{}; moving it aside", std::string(report.status().message()));
+      Log()->error("{}; moving it aside", LogSafe(report.status()));
       spool_->Reject(id).IgnoreError();
       continue;
     }
     auto response = client_->Report(*report);
     if (!response.ok()) {
       if (IsPermanentReportError(response.status())) {
-        Log()->error("collector refused report {} for good: {}; kept in {}/rejected", id,
-                     std::string(response.status().message()), config_.spool_dir);
+        Log()->error("collector refused report {} for good: {}; kept in {}/rejected", LogSafe(id),
+                     LogSafe(response.status()), config_.spool_dir);
         spool_->Reject(id).IgnoreError();
         continue;
       }
       return response.status();
     }
-    Log()->info("report {} delivered as {}: {}", id, response->host(),
+    Log()->info("report {} delivered as {}: {}", LogSafe(id), LogSafe(response->host()),
                 smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
     RETURN_IF_ERROR(spool_->Remove(id));
   }
@@ -258,12 +258,12 @@ void Agent::WatchLoop(uint64_t seed) {
     }
     absl::Status s = client_->Watch(request, [this](const smbfleet::v1::WatchResponse& m) {
       if (m.has_report_now()) {
-        Log()->info("collector asks for a report: {}", m.report_now().reason());
+        Log()->info("collector asks for a report: {}", LogSafe(m.report_now().reason()));
         CollectorNudge("nudge");
       } else if (m.has_change_order()) {
         if (changes_ == nullptr) {
           Log()->warn("change {} ignored: this agent takes no change orders",
-                      m.change_order().change_id());
+                      LogSafe(m.change_order().change_id()));
         } else {
           changes_->Submit(m.change_order());
         }
@@ -273,8 +273,7 @@ void Agent::WatchLoop(uint64_t seed) {
     // A stream that stayed up a while was healthy: start the backoff over.
     if (clock_->Now() - started > std::chrono::minutes(1)) backoff.Reset();
     auto wait = backoff.Next();
-    Log()->info("watch stream ended ({}); reconnecting in {} ms", std::string(s.message()),
-                wait.count());
+    Log()->info("watch stream ended ({}); reconnecting in {} ms", LogSafe(s), wait.count());
     std::unique_lock<std::mutex> lock(mu_);
     clock_->WaitUntil(lock, cv_, clock_->Now() + wait,
                       [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return stopped_; });
@@ -297,7 +296,7 @@ void Agent::Run() {
     bool scheduled = clock_->Now() >= next;
     if (!nudged.empty() || scheduled) {
       absl::Status s = CollectAndSpool(nudged.empty() ? reason : nudged);
-      if (!s.ok()) Log()->error("collection failed: {}", std::string(s.message()));
+      if (!s.ok()) Log()->error("collection failed: {}", LogSafe(s));
       if (scheduled) {
         next = clock_->Now() + SplayedInterval(config_.interval, config_.splay, rng_);
         reason = "schedule";
@@ -309,7 +308,7 @@ void Agent::Run() {
       retry.Reset();
     } else {
       Log()->warn("collector unreachable, reports stay spooled (next try within {} ms): {}",
-                  retry.Ceiling().count(), std::string(delivered.message()));
+                  retry.Ceiling().count(), LogSafe(delivered));
     }
   }
   client_->CancelWatch();

@@ -23,7 +23,7 @@ constexpr int kCrashExitCode = 75;
 std::shared_ptr<spdlog::logger> Log() { return Logger("agent"); }
 
 std::string OrderName(const ChangeOrder& o) {
-  return absl::StrCat("change ", o.change_id(), " v", o.version());
+  return absl::StrCat("change ", LogSafe(o.change_id()), " v", o.version());
 }
 
 // Values compare in the allowlist's spelling ("true", "SMB_3_0"), whatever the sender wrote.
@@ -169,8 +169,7 @@ void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<Set
              outcome.message);
   if (absl::Status s = journal_.Put(entry); !s.ok()) {
     // Without a journal the ack can still be sent once; it will not survive a restart.
-    Log()->error("{}: cannot journal the result: {}", OrderName(entry.order),
-                 std::string(s.message()));
+    Log()->error("{}: cannot journal the result: {}", OrderName(entry.order), LogSafe(s));
     if (!Crash(CrashPoint::kAfterFinish)) client_->AckChange(ack).IgnoreError();
     return;
   }
@@ -203,7 +202,7 @@ void ChangeExecutor::Process(const ChangeOrder& order) {
     ack.set_nonce(order.nonce());
     ack.set_result(AckChangeRequest::RESULT_FAILED);
     ack.set_message(absl::StrCat("order refused: ", s.message()));
-    Log()->error("change order refused: {}", std::string(s.message()));
+    Log()->error("change order refused: {}", LogSafe(s));
     client_->AckChange(ack).IgnoreError();
     return;
   }
@@ -217,8 +216,10 @@ void ChangeExecutor::Process(const ChangeOrder& order) {
     return;
   }
   Log()->info("{}: {} setting(s){}{}", OrderName(order), order.settings_size(),
-              order.rollback_of().empty() ? "" : absl::StrCat(", rolls back ", order.rollback_of()),
-              order.reason().empty() ? "" : absl::StrCat(", reason: ", order.reason()));
+              order.rollback_of().empty()
+                  ? ""
+                  : absl::StrCat(", rolls back ", LogSafe(order.rollback_of())),
+              order.reason().empty() ? "" : absl::StrCat(", reason: ", LogSafe(order.reason())));
 
   if (order.has_not_after()) {
     absl::Time not_after = absl::FromUnixSeconds(order.not_after().seconds()) +
@@ -372,21 +373,19 @@ bool ChangeExecutor::DeliverAcks() {
     if (crashed_) return false;
     absl::Status s = client_->AckChange(entry.ack);
     if (!s.ok() && !IsPermanentAckError(s)) {
-      Log()->warn("{}: ack not delivered, will retry: {}", OrderName(entry.order),
-                  std::string(s.message()));
+      Log()->warn("{}: ack not delivered, will retry: {}", OrderName(entry.order), LogSafe(s));
       all = false;
       break;
     }
     if (!s.ok()) {
       Log()->error("{}: the collector refused the ack for good: {}", OrderName(entry.order),
-                   std::string(s.message()));
+                   LogSafe(s));
     }
     if (Crash(CrashPoint::kAfterAck)) return false;
     if (s.ok() && TouchedHost(entry.ack.result()) && on_changed_) on_changed_();
     entry.state = JournalState::kAcked;
     if (absl::Status w = journal_.Put(entry); !w.ok()) {
-      Log()->error("{}: cannot journal the delivered ack: {}", OrderName(entry.order),
-                   std::string(w.message()));
+      Log()->error("{}: cannot journal the delivered ack: {}", OrderName(entry.order), LogSafe(w));
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

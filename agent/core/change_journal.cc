@@ -140,8 +140,8 @@ absl::Status ChangeJournal::Open() {
       return Parse(path, text);
     }();
     if (!entry.ok()) {
-      Logger("agent")->error("change journal: {}; moved aside to {}.bad",
-                             std::string(entry.status().message()), path);
+      Logger("agent")->error("change journal: {}; moved aside to {}.bad", LogSafe(entry.status()),
+                             path);
       std::rename(path.c_str(), (path + ".bad").c_str());
       continue;
     }

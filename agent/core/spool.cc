@@ -81,7 +81,7 @@ absl::Status Spool::Put(const smbfleet::v1::ReportRequest& report) {
   auto entries = Entries(dir_);
   while (entries.size() >= max_reports_) {
     Logger("agent")->warn("spool full ({} reports): dropping the oldest, {}", max_reports_,
-                          entries.front().id);
+                          LogSafe(entries.front().id));
     ::unlink(absl::StrCat(dir_, "/", entries.front().file).c_str());
     entries.erase(entries.begin());
     ++dropped_;

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -25,6 +26,12 @@ absl::Status InstallStopHandler(std::function<void()> on_stop);
 // stop. On Windows, as a service when the service control manager started the process, else in
 // the foreground; on POSIX always in the foreground (systemd sends SIGTERM). Returns run's code.
 int RunUntilStopped(const std::function<int()>& run, const std::function<void()>& stop);
+
+// Windows PowerShell by its full path in the system directory (GetSystemDirectoryW), so that a
+// powershell.exe planted in the agent's folder or working directory is never the one started.
+// Other builds return the same path under C:\Windows\System32: there it only names the program
+// in an error.
+std::string PowerShellPath();
 
 // `--source=windows`: live collection through PowerShell and the Event Log. Only the Windows
 // build has it; elsewhere a FailedPrecondition that points at windows-capture:DIR.

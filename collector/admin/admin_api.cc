@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/safe_text.h"
 #include "common/status_macros.h"
 
 namespace smbfleet::collector {
@@ -105,13 +106,14 @@ absl::StatusOr<smbfleet::v1::RequestReportResponse> AdminApi::RequestReport(
   smbfleet::v1::WatchResponse nudge;
   nudge.mutable_report_now()->set_reason(request.reason().empty()
                                              ? absl::StrCat("requested by ", caller.name)
-                                             : request.reason().substr(0, 200));
+                                             : std::string(Utf8Prefix(request.reason(), 200)));
   if (!router_->Send(request.name(), nudge)) {
     nudges_->Undelivered(request.name());
     return absl::FailedPreconditionError(
         absl::StrCat("host '", request.name(), "' has no open stream to this collector"));
   }
-  Logger("collector")->info("{} asked {} to report now", caller.name, request.name());
+  Logger("collector")
+      ->info("{} asked {} to report now", LogSafe(caller.name), LogSafe(request.name()));
   smbfleet::v1::RequestReportResponse response;
   response.set_delivered(true);
   return response;
@@ -146,8 +148,8 @@ absl::StatusOr<smbfleet::v1::ProposeChangeResponse> AdminApi::ProposeChange(
   ASSIGN_OR_RETURN(changes::Actor actor, ChangeActor(caller, Permission::kProposeChange));
   ASSIGN_OR_RETURN(auto response, workflow_->Propose(actor, request));
   Logger("collector")
-      ->info("{} proposed change {} for {} hosts", caller.name, response.change().id(),
-             response.change().hosts_size());
+      ->info("{} proposed change {} for {} hosts", LogSafe(caller.name),
+             LogSafe(response.change().id()), response.change().hosts_size());
   return response;
 }
 

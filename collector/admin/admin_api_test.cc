@@ -162,6 +162,18 @@ TEST_F(AdminApiTest, NudgesAreRateLimitedPerHostAndPerCaller) {
   EXPECT_TRUE(api_.RequestReport(pat, req).ok());
 }
 
+// A long reason is cut to 200 bytes on a character boundary: a cut inside "\xc3\xbc" would make
+// the WatchResponse a string that is not UTF-8, which the agent's parser refuses.
+TEST_F(AdminApiTest, LongNudgeReasonIsCutOnACharacter) {
+  router_.connected = {"fs01"};
+  smbfleet::v1::RequestReportRequest req;
+  req.set_name("fs01");
+  req.set_reason(std::string(199, 'a') + "\xc3\xbc" + std::string(50, 'b'));
+  ASSERT_TRUE(api_.RequestReport(operator_, req).ok());
+  ASSERT_EQ(router_.sent["fs01"].size(), 1u);
+  EXPECT_EQ(router_.sent["fs01"][0].report_now().reason(), std::string(199, 'a'));
+}
+
 TEST_F(AdminApiTest, AgentCertificateCannotUseAdminCalls) {
   Report("fs01", 1);
   router_.connected = {"fs01"};

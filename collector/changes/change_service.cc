@@ -486,7 +486,7 @@ absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host
     return absl::NotFoundError(absl::StrCat("no change order '", id, "' was sent to ", host));
   }
   RETURN_IF_ERROR(r.status());
-  Log()->info("change {}: {} acked {}", id, host, HostStateName(result));
+  Log()->info("change {}: {} acked {}", LogSafe(id), LogSafe(host), HostStateName(result));
   return v1::AckChangeResponse();
 }
 
@@ -515,8 +515,8 @@ void ChangeService::RefusalsSeen(const std::string& host,
     };
     auto r = RunStep(id, kCollector, "", prepare);
     if (!r.ok()) {
-      Log()->warn("change {}: refusal events of {} not applied: {}", id, host,
-                  std::string(r.status().message()));
+      Log()->warn("change {}: refusal events of {} not applied: {}", LogSafe(id), LogSafe(host),
+                  LogSafe(r.status()));
     }
   }
 }
@@ -546,7 +546,7 @@ absl::Status ChangeService::ExpireProposals(absl::Time now) {
     };
     auto r = RunStep(c.id(), kCollector, "", prepare);
     if (!r.ok()) {
-      Log()->warn("change {}: not expired: {}", c.id(), std::string(r.status().message()));
+      Log()->warn("change {}: not expired: {}", LogSafe(c.id()), LogSafe(r.status()));
     }
   }
   return absl::OkStatus();
@@ -574,7 +574,7 @@ absl::StatusOr<absl::Time> ChangeService::TickDue() {
     if (!change.has_value()) continue;
     auto rollout = RolloutFromChange(*change, options_.ack_timeout);
     if (!rollout.ok()) {
-      Log()->error("change {}: {}", id, std::string(rollout.status().message()));
+      Log()->error("change {}: {}", LogSafe(id), LogSafe(rollout.status()));
       continue;
     }
     absl::Time deadline = NextDeadline(*rollout);
@@ -602,7 +602,7 @@ absl::StatusOr<absl::Time> ChangeService::TickDue() {
       };
       auto r = RunStep(id, kCollector, "", prepare);
       if (!r.ok()) {
-        Log()->warn("change {}: tick failed: {}", id, std::string(r.status().message()));
+        Log()->warn("change {}: tick failed: {}", LogSafe(id), LogSafe(r.status()));
         continue;
       }
       *change = std::move(r->change);

@@ -25,7 +25,7 @@ size_t OrderDispatcher::SendPending(const std::string& host,
   if (!pending.ok()) {
     // The agent gets them on its next reconnect or the next signal.
     Logger("collector")
-        ->warn("pending orders of {} not read: {}", host, std::string(pending.status().message()));
+        ->warn("pending orders of {} not read: {}", LogSafe(host), LogSafe(pending.status()));
     return 0;
   }
   size_t sent = 0;
@@ -36,7 +36,7 @@ size_t OrderDispatcher::SendPending(const std::string& host,
     if (!router_->Send(host, message)) break;
     ++sent;
   }
-  if (sent > 0) Logger("collector")->info("sent {} change orders to {}", sent, host);
+  if (sent > 0) Logger("collector")->info("sent {} change orders to {}", sent, LogSafe(host));
   return sent;
 }
 

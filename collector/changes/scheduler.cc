@@ -31,7 +31,7 @@ void Scheduler::Loop() {
     }
     auto next = service_->TickDue();
     if (!next.ok()) {
-      Logger("collector")->warn("rollout scheduler: {}", std::string(next.status().message()));
+      Logger("collector")->warn("rollout scheduler: {}", LogSafe(next.status()));
     }
     absl::MutexLock lock(&mu_);
     auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || woken_; };

@@ -51,7 +51,7 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   incoming.received_at = clock_();
   auto outcome = hosts_->SaveReport(incoming);
   if (!outcome.ok()) {
-    Log()->error("{}", std::string(outcome.status().message()));
+    Log()->error("{}", LogSafe(outcome.status()));
     return absl::UnavailableError("report not stored; keep it and retry later");
   }
   IngestResult result;
@@ -67,7 +67,7 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   auto transitions = Evaluate(host, request.posture(), incoming.digest, incoming.received_at);
   if (!transitions.ok()) {
     result.evaluation = transitions.status();
-    Log()->error("not evaluating {}: {}", host, std::string(transitions.status().message()));
+    Log()->error("not evaluating {}: {}", LogSafe(host), LogSafe(transitions.status()));
   } else if (transitions->has_value()) {
     result.evaluated = true;
     result.transitions = **transitions;
@@ -96,8 +96,8 @@ absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string
   subject.mutable_host()->set_hostname(host);
   const auto eval = policy::EvaluateHost(*policy_, subject, waivers, now);
   ASSIGN_OR_RETURN(size_t transitions, RecordEvaluation(*compliance_, host, eval, key));
-  Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", host, eval.compliant(),
-               eval.non_compliant(), transitions);
+  Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(host),
+               eval.compliant(), eval.non_compliant(), transitions);
   return std::optional<size_t>(transitions);
 }
 

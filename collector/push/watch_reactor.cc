@@ -63,7 +63,7 @@ void WatchReactor::OnCancel() {
 
 void WatchReactor::OnDone() {
   registry_->Unregister(host_, this);
-  Logger("collector")->info("watch stream of {} closed", host_);
+  Logger("collector")->info("watch stream of {} closed", LogSafe(host_));
   delete this;
 }
 

@@ -33,7 +33,7 @@ absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
   RETURN_IF_ERROR(Authorize(agent, Permission::kReport));
   auto result = pipeline_->Ingest(agent.name, request);
   if (absl::IsInvalidArgument(result.status())) {
-    Log()->warn("report from {} refused: {}", agent.name, std::string(result.status().message()));
+    Log()->warn("report from {} refused: {}", LogSafe(agent.name), LogSafe(result.status()));
   }
   RETURN_IF_ERROR(result);
   v1::ReportResponse response;
@@ -41,7 +41,8 @@ absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
   *response.mutable_received_at() =
       google::protobuf::util::TimeUtil::TimeTToTimestamp(absl::ToTimeT(result->received_at));
   response.set_outcome(ToProto(result->outcome));
-  Log()->debug("report {} from {}: {}", request.report_id(), agent.name,
+  Log()->debug("report {} from {} (agent {}): {}", LogSafe(request.report_id()),
+               LogSafe(agent.name), LogSafe(request.posture().host().agent_version()),
                v1::ReportResponse::Outcome_Name(response.outcome()));
   return response;
 }
@@ -58,7 +59,8 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
   auto agent = PrincipalOf(*context);
   absl::Status allowed = agent.ok() ? Authorize(*agent, Permission::kWatch) : agent.status();
   if (!allowed.ok()) return RejectWatch(ToGrpcStatus(allowed));
-  Log()->info("watch stream of {} opened (agent {})", agent->name, request->agent_version());
+  Log()->info("watch stream of {} opened (agent {})", LogSafe(agent->name),
+              LogSafe(request->agent_version()));
   auto* reactor = new WatchReactor(registry_, agent->name);
   if (dispatcher_ != nullptr) {
     // The orders it missed while away, read off gRPC's threads; the agent names the changes it
@@ -71,7 +73,7 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
         });
     if (!queued) {
       Log()->warn("pending orders of {} not sent: work queue full (sent on the next signal)",
-                  agent->name);
+                  LogSafe(agent->name));
     }
   }
   return reactor;

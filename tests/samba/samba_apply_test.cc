@@ -193,6 +193,63 @@ TEST(SambaApplyTest, InjectionAttemptsAreRefused) {
   }
 }
 
+// Every file smb.conf reads, by name, so that a refused change can be shown to have changed none.
+std::map<std::string, std::string> ConfigFiles(SambaLab& lab) {
+  std::map<std::string, std::string> files = {{"smb.conf", ReadFile(lab.smb_conf()).value_or("")}};
+  for (const auto& e : std::filesystem::directory_iterator(lab.managed_dir())) {
+    files[e.path().filename().string()] = ReadFile(e.path().string()).value_or("");
+  }
+  return files;
+}
+
+// Section breaks, include lines and smb.conf's % substitutions, in share names and in values:
+// each is refused with an error naming the setting's field, and no file changes.
+TEST(SambaApplyTest, HostileSharesAndValuesNameTheFieldAndChangeNothing) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  ASSERT_TRUE(applier->Apply({Change("server.requireSigning", "true")}).ok());
+  const auto before = ConfigFiles(l);
+  struct Case {
+    v1::SettingChange change;
+    const char* field;
+  };
+  const Case cases[] = {
+      {Change("share.encryptData", "true", "finance]\n[global]"), "settings[0].share"},
+      {Change("share.encryptData", "true", "finance\ninclude = /etc/passwd"), "settings[0].share"},
+      {Change("share.encryptData", "true", "fin%U"), "settings[0].share"},
+      {Change("share.encryptData", "true", "fin%m\\..\\x"), "settings[0].share"},
+      {Change("share.encryptData", "true\ninclude = /etc/passwd", "finance"), "settings[0]"},
+      {Change("server.minDialect", "SMB_3_0\n[global]\n  guest ok = yes"), "settings[0]"},
+      {Change("server.requireSigning", "%U"), "settings[0]"},
+      {Change("server.minDialect", "include = /etc/passwd"), "settings[0]"},
+  };
+  for (const Case& c : cases) {
+    auto r = applier->Apply({c.change});
+    ASSERT_FALSE(r.ok()) << c.change.ShortDebugString();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.field)) << r.status();
+    EXPECT_EQ(ConfigFiles(l), before) << c.change.ShortDebugString();
+  }
+  EXPECT_EQ(Verdict(l, "finance", {}), "ok");
+  EXPECT_TRUE(Collect(l).server().require_signing());
+}
+
+// A share named like one of smbcontrol's options ("-d10" is its debug level) reaches the real
+// smbcontrol after "--": the close-share goes out without a warning instead of "Invalid option".
+TEST(SambaApplyTest, CloseShareOfAShareNamedLikeAnOptionReachesSmbcontrol) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  auto r =
+      ApplierFor(**lab)->Apply({Change("server.requireSigning", "true")}, {"close-share:-d10"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r.warnings, ::testing::IsEmpty());
+  bool closed = false;
+  for (const std::string& a : r.actions) closed |= absl::EndsWith(a, "close-share -d10");
+  EXPECT_TRUE(closed) << ::testing::PrintToString(r.actions);
+}
+
 TEST(SambaApplyTest, CloseShareMakesHeldSessionsReconnect) {
   auto lab = SambaLab::Start();
   ASSERT_TRUE(lab.ok()) << lab.status();

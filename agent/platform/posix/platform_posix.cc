@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/platform/platform.h"
+#include "agent/platform/windows/shim/system_paths.h"
 #include "common/logging.h"
 
 namespace smbfleet::agent::platform {
@@ -63,11 +64,13 @@ absl::Status InstallStopHandler(std::function<void()> on_stop) {
 
 int RunUntilStopped(const std::function<int()>& run, const std::function<void()>& stop) {
   if (absl::Status s = InstallStopHandler(stop); !s.ok()) {
-    Logger("agent")->error("{}", std::string(s.message()));
+    Logger("agent")->error("{}", LogSafe(s));
     return 1;
   }
   return run();
 }
+
+std::string PowerShellPath() { return windows::shim::PowerShellPathIn("C:\\Windows\\System32"); }
 
 absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext&) {
   return absl::FailedPreconditionError(

@@ -347,7 +347,7 @@ absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<Parameter
   }
 
   Command reload;
-  reload.argv = {options_.smbcontrol, "-s", options_.smb_conf, "smbd", "reload-config"};
+  reload.argv = {options_.smbcontrol, "-s", options_.smb_conf, "--", "smbd", "reload-config"};
   reload.env = options_.env;
   reload.timeout = options_.timeout;
   absl::StatusOr<CommandResult> r = runner_->Run(reload);

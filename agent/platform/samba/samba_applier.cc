@@ -355,7 +355,8 @@ absl::Status SambaApplier::ApplyInto(const std::vector<SettingChange>& changes,
   // already in effect for new connections.
   auto smbcontrol = [&](const std::vector<std::string>& args) {
     Command c;
-    c.argv = {options_.samba.smbcontrol, "-s", options_.samba.smb_conf, "smbd"};
+    // "--": a share named "-d..." is a share, not one of smbcontrol's options.
+    c.argv = {options_.samba.smbcontrol, "-s", options_.samba.smb_conf, "--", "smbd"};
     c.argv.insert(c.argv.end(), args.begin(), args.end());
     c.env = options_.samba.env;
     c.timeout = options_.samba.timeout;

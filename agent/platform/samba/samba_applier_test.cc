@@ -36,13 +36,14 @@ class FakeSamba {
     // Any smb.conf: the live one, or the applier's staged copy of it.
     runner->SetPrefixHandler("testparm -s -v ",
                              [this](const Command& c) { return Testparm(c.argv.back()); });
-    runner->SetHandler("smbcontrol -s " + conf + " smbd reload-config", [this](const Command&) {
+    runner->SetHandler("smbcontrol -s " + conf + " -- smbd reload-config", [this](const Command&) {
       ++reloads;
       return reload_result;
     });
-    for (const char* args : {"close-share *", "close-share finance", "close-share demo",
-                             "kill-client-ip 127.0.0.1", "kill-client-ip 10.0.0.7"}) {
-      runner->Set("smbcontrol -s " + conf + " smbd " + args, FakeRunner::Ok(""));
+    for (const char* args :
+         {"close-share *", "close-share finance", "close-share demo", "close-share -d10",
+          "kill-client-ip 127.0.0.1", "kill-client-ip 10.0.0.7"}) {
+      runner->Set("smbcontrol -s " + conf + " -- smbd " + args, FakeRunner::Ok(""));
     }
     runner->Set("smbstatus -s " + conf + " --json",
                 FakeRunner::Ok(R"({"sessions": {"1": {"session_id": "1",
@@ -159,7 +160,7 @@ class SambaApplierTest : public ::testing::Test {
   std::string Share(const std::string& s) const { return dir_ + "/conf.d/share-" + s + ".conf"; }
   std::string Read(const std::string& path) const { return ReadFile(path).value_or("<missing>"); }
   std::string Cmd(const std::string& args) const {
-    return "smbcontrol -s " + options_.samba.smb_conf + " smbd " + args;
+    return "smbcontrol -s " + options_.samba.smb_conf + " -- smbd " + args;
   }
 
   std::string dir_;
@@ -380,6 +381,20 @@ TEST_F(SambaApplierTest, OptionsCloseSharesAndKillClients) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(r.actions, Contains(Cmd("close-share demo")));
   EXPECT_THAT(r.actions, Contains(Cmd("kill-client-ip 10.0.0.7")));
+}
+
+// A share whose name looks like an option ("-d10" is smbcontrol's debug level) reaches smbcontrol
+// after "--", as the share to close.
+TEST_F(SambaApplierTest, ShareNamedLikeAnOptionIsPassedAfterDoubleDash) {
+  auto r = applier_->Apply({Change("server.requireSigning", "true")}, {"close-share:-d10"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r.warnings, IsEmpty());
+  std::vector<std::string> close;
+  for (const std::string& a : runner_.argvs()) {
+    if (absl::StrContains(a, "close-share")) close.push_back(a);
+  }
+  EXPECT_THAT(
+      close, ElementsAre("smbcontrol -s " + options_.samba.smb_conf + " -- smbd close-share -d10"));
 }
 
 TEST_F(SambaApplierTest, ReadReportsCurrentValuesWithoutWriting) {

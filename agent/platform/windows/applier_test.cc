@@ -261,5 +261,24 @@ TEST(WindowsApplierTest, OptionsAreRefusedBeforeAnythingRuns) {
   EXPECT_THAT(runner.calls(), SizeIs(0));
 }
 
+// Values are typed (bool, dialect) before any script is planned: PowerShell quoting, subexpressions
+// and backticks in a value are refused with the setting named, and nothing runs.
+TEST(WindowsApplierTest, HostileValuesAreRefusedBeforeAnythingRuns) {
+  const std::vector<v1::SettingChange> changes = {
+      Change("server.requireSigning", "true'; Remove-Item C:\\ -Recurse; '"),
+      Change("server.requireSigning", "$(Remove-Item C:\\ -Recurse)"),
+      Change("server.requireSigning", "`$true"),
+      Change("server.minDialect", "SMB_3_0; & calc.exe"),
+      Change("share.encryptData", "$true -or $(calc)", "HR"),
+  };
+  for (const auto& c : changes) {
+    FakePowerShellRunner runner(Fixture("ws2025"));
+    ApplyResult r = WindowsApplier({}, &runner).Apply({c});
+    EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_FAILED) << c.value();
+    EXPECT_THAT(r.message(), HasSubstr(c.setting())) << r.message();
+    EXPECT_THAT(runner.calls(), SizeIs(0)) << c.value();
+  }
+}
+
 }  // namespace
 }  // namespace smbfleet::agent::windows

@@ -8,6 +8,7 @@
 #include "agent/platform/platform.h"
 #include "agent/platform/windows/shim/console.h"
 #include "agent/platform/windows/shim/service.h"
+#include "agent/platform/windows/shim/system_paths.h"
 #include "agent/platform/windows/windows_native.h"
 #include "common/logging.h"
 
@@ -31,11 +32,13 @@ int RunUntilStopped(const std::function<int()>& run, const std::function<void()>
   if (as_service) return code;
   // Not started by the service control manager: a console run.
   if (absl::Status s = InstallStopHandler(stop); !s.ok()) {
-    Logger("agent")->error("{}", std::string(s.message()));
+    Logger("agent")->error("{}", LogSafe(s));
     return 1;
   }
   return run();
 }
+
+std::string PowerShellPath() { return windows::shim::SystemPowerShellPath(); }
 
 absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext& context) {
   windows::WindowsOptions options;

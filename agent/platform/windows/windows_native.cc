@@ -9,6 +9,7 @@
 #include "agent/platform/windows/events.h"
 #include "agent/platform/windows/shim/event_log.h"
 #include "agent/platform/windows/shim/process.h"
+#include "agent/platform/windows/shim/system_paths.h"
 #include "nlohmann/json.hpp"
 
 namespace smbfleet::agent::windows {
@@ -74,7 +75,7 @@ class DefaultLiveSource : public PostureSource {
  public:
   explicit DefaultLiveSource(WindowsOptions options)
       : commands_(NewWindowsCommandRunner()),
-        powershell_(NewPowerShellRunner(commands_.get())),
+        powershell_(NewPowerShellRunner(commands_.get(), shim::SystemPowerShellPath())),
         events_(NewNativeEventsRunner(powershell_.get())),
         source_(NewWindowsLiveSource(std::move(options), events_.get())) {}
 

@@ -60,8 +60,10 @@ inline constexpr char kDataEnvVar[] = "SMBFLEET_DATA";
 
 // `powershell.exe -NoLogo -NoProfile -NonInteractive -ExecutionPolicy Bypass -OutputFormat Text
 // -EncodedCommand <base64 UTF-16LE of prelude + script>` through `runner` (not owned).
-std::unique_ptr<PowerShellRunner> NewPowerShellRunner(
-    CommandRunner* runner, std::string powershell_exe = "powershell.exe");
+// powershell_exe is a full path (platform::PowerShellPath()), never a bare name that the search
+// order would resolve in the agent's folder or working directory first.
+std::unique_ptr<PowerShellRunner> NewPowerShellRunner(CommandRunner* runner,
+                                                      std::string powershell_exe);
 // The argv/env NewPowerShellRunner would run (for tests and logs).
 Command BuildPowerShellCommand(const PowerShellScript& script, const std::string& powershell_exe);
 

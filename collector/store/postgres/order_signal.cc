@@ -76,7 +76,7 @@ void PgOrderSignal::HostsHaveOrders(const std::vector<std::string>& hosts) {
       Log()->warn(
           "order signal for {} host(s) not sent (they get their orders when they "
           "reconnect or on the scheduler's next pass): {}",
-          hosts.size(), std::string(MapPgException(dsn_, "notifying").message()));
+          hosts.size(), LogSafe(MapPgException(dsn_, "notifying")));
       send_failed_ = true;
     }
   }
@@ -130,7 +130,7 @@ void PgOrderSignal::Listen() {
       }
       if (!outage_logged) {
         Log()->warn("order signal: not listening, retrying with backoff: {}",
-                    std::string(MapPgException(dsn_, "listening for orders").message()));
+                    LogSafe(MapPgException(dsn_, "listening for orders")));
         outage_logged = true;
       }
       stop_.WaitForNotificationWithTimeout(backoff);

@@ -7,6 +7,7 @@
 #include "agent/platform/windows/shim/cmdline.h"
 #include "agent/platform/windows/shim/event_log.h"
 #include "agent/platform/windows/shim/process.h"
+#include "agent/platform/windows/shim/system_paths.h"
 
 using namespace smbfleet::agent::windows::shim;
 
@@ -20,6 +21,14 @@ int main() {
       r.outcome == ProcessOutcome::kExited && r.stdout_data.find("hello") != std::string::npos;
   std::printf("process: %s (%s)\n", ok ? "ok" : "FAILED", r.error.c_str());
   failures += ok ? 0 : 1;
+
+  // PowerShell by its full path: found without the search order.
+  ProcessRequest ps;
+  ps.argv = {SystemPowerShellPath(), "-NoProfile", "-NonInteractive", "-Command", "exit 7"};
+  ps.timeout_ms = 60000;
+  r = RunProcess(ps);
+  std::printf("powershell %s: %s\n", ps.argv[0].c_str(),
+              r.outcome == ProcessOutcome::kExited && r.exit_code == 7 ? "ok" : r.error.c_str());
 
   ProcessRequest slow;
   slow.argv = {"cmd.exe", "/c", "ping", "-n", "30", "127.0.0.1"};
