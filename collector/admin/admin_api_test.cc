@@ -169,7 +169,8 @@ TEST_F(AdminApiTest, LongNudgeReasonIsCutOnACharacter) {
   smbfleet::v1::RequestReportRequest req;
   req.set_name("fs01");
   req.set_reason(std::string(199, 'a') + "\xc3\xbc" + std::string(50, 'b'));
-  ASSERT_TRUE(api_.RequestReport(operator_, req).ok());
+  const Principal nudger = PrincipalFromIdentity({"alice", "operator", "proposer"});
+  ASSERT_TRUE(api_.RequestReport(nudger, req).ok());
   ASSERT_EQ(router_.sent["fs01"].size(), 1u);
   EXPECT_EQ(router_.sent["fs01"][0].report_now().reason(), std::string(199, 'a'));
 }
