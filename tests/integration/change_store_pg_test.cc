@@ -13,6 +13,7 @@
 #include "collector/store/postgres/pg_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
 #include "tests/testing/pg_fixture.h"
 
@@ -46,6 +47,26 @@ ChangeStoreUnderTest MakePgStore() {
 
 INSTANTIATE_TEST_SUITE_P(Pg, ChangeStoreConformanceTest,
                          ::testing::Values(ChangeStoreFactory{"postgres", MakePgStore}),
+                         [](const auto& info) { return info.param.name; });
+
+store_testing::ApproverKeyStoreUnderTest MakePgKeyStore() {
+  store_testing::ApproverKeyStoreUnderTest out;
+  if (::smbfleet::testing::AdminDsn().empty()) {
+    out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
+    return out;
+  }
+  const std::string dsn = CreateTestDatabase();
+  absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
+  EXPECT_TRUE(migrated.ok()) << migrated;
+  auto stores = NewPgStore(dsn, 2);
+  EXPECT_TRUE(stores.ok()) << stores.status();
+  if (stores.ok()) out.keys = std::move(stores->approver_keys);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pg, ApproverKeyStoreConformanceTest,
+                         ::testing::Values(store_testing::ApproverKeyStoreFactory{"postgres",
+                                                                                  MakePgKeyStore}),
                          [](const auto& info) { return info.param.name; });
 
 v1::Change Proposed(const std::string& id, const std::string& proposer) {
