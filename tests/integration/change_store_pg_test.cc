@@ -23,6 +23,7 @@ namespace {
 namespace v1 = smbfleet::v1;
 using ::smbfleet::testing::CreateTestDatabase;
 using ::smbfleet::testing::QueryValue;
+using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
