@@ -220,8 +220,12 @@ void RenderChangeAction(const std::string& action, const Change& c, const Change
   }
   out << "\n";
   if (rollback != nullptr && !rollback->id().empty()) {
-    out << "rollback change " << Clean(rollback->id()) << " sent to " << rollback->hosts_size()
-        << " host(s): smbfleetctl changes watch " << Clean(rollback->id()) << "\n";
+    // A rollback change is signed like any change: proposed first, sent once approved.
+    out << "rollback change " << Clean(rollback->id())
+        << (rollback->state() == smbfleet::v1::CHANGE_STATE_PROPOSED ? " proposed for "
+                                                                     : " sent to ")
+        << rollback->hosts_size() << " host(s): smbfleetctl changes watch " << Clean(rollback->id())
+        << "\n";
   }
 }
 

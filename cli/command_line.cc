@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "collector/changes/rollout_spec.h"
+#include "common/approval_signing.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/yaml_config.h"
@@ -323,6 +324,26 @@ absl::StatusOr<smbfleet::v1::RequestWaiverRequest> BuildWaiverRequest(const Waiv
   return req;
 }
 
+// The public key an admin is given: "ed25519:BASE64" or @FILE holding it (as `keys show`
+// prints it, "public key: ed25519:..." lines included).
+absl::StatusOr<std::string> PublicKeyArgument(const std::string& text) {
+  std::string value = text;
+  if (absl::StartsWith(text, "@")) {
+    auto content = ReadFile(text.substr(1), 64 << 10);
+    if (!content.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--public-key: ", content.status().message()));
+    }
+    value = *content;
+    const size_t at = value.find("ed25519:");
+    if (at != std::string::npos) value = value.substr(at);
+    value = std::string(absl::StripAsciiWhitespace(value.substr(0, value.find('\n'))));
+  }
+  auto raw = ParsePublicKeyText(absl::StripAsciiWhitespace(value));
+  if (!raw.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--public-key: ", raw.status().message()));
+  return raw;
+}
+
 absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now) {
   Invocation inv;
   CLI::App app{"The operator's command line over the collector's AdminService.", "smbfleetctl"};
@@ -389,6 +410,10 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   approve->add_option("--watch", approve_flags.watch, "pause after each wave, e.g. 10m");
   approve->add_option("--window", approve_flags.windows,
                       "maintenance window per label, e.g. 'site=ams:Sat 22:00-06:00 UTC+01:00'");
+  std::string approver_key;
+  approve->add_option("--key", approver_key,
+                      "your approver key (default $SMBFLEET_APPROVER_KEY or "
+                      "~/.config/smbfleet/approver.key)");
   approve->add_option("--max-precondition-failed", approve_flags.max_precondition_failed,
                       "halt when more hosts than this ack PRECONDITION_FAILED (default 0)");
   auto* reject = changes->add_subcommand("reject", "reject a change (approver role)");
@@ -403,6 +428,9 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     auto* sub = changes->add_subcommand(name, kHelp.at(name));
     sub->add_option("ID", change_id, "change id")->required();
     sub->add_option("--reason", reason, "why");
+    if (std::string(name) == "rollback") {
+      sub->add_option("--key", approver_key, "your approver key: the rollback is signed at once");
+    }
     actions.emplace_back(name, sub);
   }
   std::string interval_text = "1s", timeout_text;
@@ -440,6 +468,19 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   waiver_revoke->add_option("ID", waiver_id, "waiver id")->required();
   waiver_revoke->add_option("--reason", reason, "why")->required();
 
+  // approvers: the public keys approvals are checked against (docs/smbfleetctl.md)
+  auto* approvers = app.add_subcommand("approvers", "register, list and revoke approver keys");
+  std::string approver_name, public_key_text, key_id;
+  bool all_keys = false;
+  auto* approvers_add = approvers->add_subcommand("add", "register NAME's public key (admin)");
+  approvers_add->add_option("NAME", approver_name, "the approver's operator name")->required();
+  approvers_add->add_option("--public-key", public_key_text, "ed25519:BASE64 or @FILE")->required();
+  auto* approvers_list = approvers->add_subcommand("list", "registered approver keys");
+  approvers_list->add_flag("--all", all_keys, "also revoked keys");
+  auto* approvers_revoke = approvers->add_subcommand("revoke", "revoke an approver key (admin)");
+  approvers_revoke->add_option("KEY_ID", key_id, "key id")->required();
+  approvers_revoke->add_option("--reason", reason, "why")->required();
+
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::CallForHelp&) {
@@ -457,13 +498,14 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   // Checked here rather than with require_subcommand so that `changes bogus` names "bogus".
   for (const CLI::App* group :
        {static_cast<const CLI::App*>(&app), static_cast<const CLI::App*>(host),
-        static_cast<const CLI::App*>(changes), static_cast<const CLI::App*>(waivers)}) {
+        static_cast<const CLI::App*>(changes), static_cast<const CLI::App*>(waivers),
+        static_cast<const CLI::App*>(approvers)}) {
     if ((group == &app || group->parsed()) && group->get_subcommands().empty()) {
       std::vector<std::string> names;
       for (const CLI::App* sub : group->get_subcommands(std::function<bool(const CLI::App*)>())) {
         names.push_back(sub->get_name());
       }
-      if (group == &app) names.push_back("policy");
+      if (group == &app) names.insert(names.end(), {"policy", "keys"});
       return absl::InvalidArgumentError(absl::StrCat(
           group == &app ? "no command given" : group->get_name() + ": no subcommand given",
           " (one of ", absl::StrJoin(names, ", "), ")"));
@@ -474,7 +516,25 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     inv.command = std::move(command);
     inv.request = std::make_shared<decltype(request)>(std::move(request));
   };
-  if (hosts->parsed()) {
+  inv.approver_key = approver_key;
+  if (approvers_add->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("NAME", approver_name));
+    smbfleet::v1::RegisterApproverKeyRequest req;
+    req.set_name(approver_name);
+    ASSIGN_OR_RETURN(*req.mutable_public_key(), PublicKeyArgument(public_key_text));
+    set("approvers add", req);
+  } else if (approvers_list->parsed()) {
+    smbfleet::v1::ListApproverKeysRequest req;
+    req.set_include_revoked(all_keys);
+    set("approvers list", req);
+  } else if (approvers_revoke->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("KEY_ID", key_id));
+    RETURN_IF_ERROR(NonEmpty("--reason", reason));
+    smbfleet::v1::RevokeApproverKeyRequest req;
+    req.set_key_id(key_id);
+    req.set_reason(reason);
+    set("approvers revoke", req);
+  } else if (hosts->parsed()) {
     smbfleet::v1::ListHostsRequest req;
     req.set_name_prefix(prefix);
     set("hosts", req);

@@ -42,6 +42,8 @@ struct Invocation {
   // The request to send, of the type the command's RPC takes (e.g. ApproveChangeRequest).
   std::shared_ptr<google::protobuf::Message> request;
   WatchFlags watch;
+  // `changes approve|rollback --key`: the approver key file to sign with (empty: the default).
+  std::string approver_key;
 };
 
 // Parses the arguments after the program name ("policy ..." is handled elsewhere). A mistake
@@ -49,6 +51,10 @@ struct Invocation {
 // naming the flag or file and the value: smbfleetctl prints it and exits 2. `now` anchors
 // relative expiry times (`waivers request --expires 30d`).
 absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now);
+
+// `approvers add --public-key`: "ed25519:BASE64", or @FILE holding it (as `keys show` prints
+// it); the raw 32-byte key, or InvalidArgument naming the flag.
+absl::StatusOr<std::string> PublicKeyArgument(const std::string& text);
 
 // The request as a typed message; the caller knows which type the command carries.
 template <typename T>

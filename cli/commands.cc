@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/change_render.h"
+#include "cli/commands_approvals.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/json.h"
@@ -148,6 +149,7 @@ int Watch(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& er
 int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
   const std::string& cmd = inv.command;
   const bool json = inv.global.format == "json";
+  if (IsApprovalCommand(cmd)) return ExecuteApprovals(inv, stub, out, err);
   if (cmd == "hosts") return ListHosts(inv, stub, out, err);
   if (cmd == "host show") {
     const auto& req = RequestOf<v1::GetHostRequest>(inv);

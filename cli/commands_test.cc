@@ -1,10 +1,16 @@
 #include "cli/commands.h"
 
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 
 #include "absl/time/clock.h"
+#include "cli/commands_approvals.h"
+#include "common/approval_signing.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -35,6 +41,7 @@ class FakeAdmin final : public v1::AdminService::Service {
   grpc::Status ApproveChange(grpc::ServerContext*, const v1::ApproveChangeRequest* req,
                              v1::ApproveChangeResponse* resp) override {
     std::lock_guard<std::mutex> lock(mu_);
+    approved_.push_back(*req);
     if (!answer_.ok()) return answer_;
     resp->mutable_change()->set_id(req->id());
     resp->mutable_change()->set_state(v1::CHANGE_STATE_PROPOSED);
@@ -46,6 +53,14 @@ class FakeAdmin final : public v1::AdminService::Service {
   grpc::Status GetChange(grpc::ServerContext*, const v1::GetChangeRequest* req,
                          v1::GetChangeResponse* resp) override {
     std::lock_guard<std::mutex> lock(mu_);
+    // A change to be approved: its payload, whatever the other calls answer.
+    auto payload = payloads_.find(req->id());
+    if (payload != payloads_.end()) {
+      resp->mutable_change()->set_id(req->id());
+      resp->mutable_change()->set_state(v1::CHANGE_STATE_PROPOSED);
+      resp->set_approval_payload(payload->second);
+      return grpc::Status::OK;
+    }
     if (!answer_.ok()) return answer_;
     if (polls_.empty()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "no change " + req->id());
     *resp->mutable_change() = polls_[std::min(gets_, polls_.size() - 1)];
@@ -64,6 +79,30 @@ class FakeAdmin final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status RollbackChange(grpc::ServerContext*, const v1::ChangeActionRequest* req,
+                              v1::ChangeActionResponse* resp) override {
+    resp->mutable_change()->set_id(req->id());
+    resp->mutable_change()->set_state(v1::CHANGE_STATE_ROLLED_BACK);
+    resp->mutable_rollback()->set_id("rb-7");
+    resp->mutable_rollback()->set_state(v1::CHANGE_STATE_PROPOSED);
+    return grpc::Status::OK;
+  }
+  grpc::Status RegisterApproverKey(grpc::ServerContext*, const v1::RegisterApproverKeyRequest* req,
+                                   v1::RegisterApproverKeyResponse* resp) override {
+    resp->mutable_key()->set_name(req->name());
+    resp->mutable_key()->set_key_id(KeyId(req->public_key()));
+    resp->mutable_key()->set_public_key(req->public_key());
+    return grpc::Status::OK;
+  }
+
+  void Payload(const std::string& id, std::string payload) {
+    std::lock_guard<std::mutex> lock(mu_);
+    payloads_[id] = std::move(payload);
+  }
+  std::vector<v1::ApproveChangeRequest> approved() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return approved_;
+  }
   void Answer(grpc::Status s) {
     std::lock_guard<std::mutex> lock(mu_);
     answer_ = std::move(s);
@@ -83,7 +122,30 @@ class FakeAdmin final : public v1::AdminService::Service {
   std::vector<v1::Change> polls_;
   size_t gets_ = 0;
   v1::ProposeChangeRequest proposed_;
+  std::map<std::string, std::string> payloads_;
+  std::vector<v1::ApproveChangeRequest> approved_;
 };
+
+// The canonical payload of a one-host change `id`.
+std::string PayloadOf(const std::string& id, const std::string& rollback_of = "") {
+  v1::ApprovalPayload p;
+  p.set_change_id(id);
+  p.set_version(1);
+  p.set_nonce("00112233445566778899aabbccddeeff");
+  p.mutable_not_after()->set_seconds(1'900'000'000);
+  p.set_proposed_by("pat");
+  p.set_approvals_required(1);
+  p.set_rollback_of(rollback_of);
+  auto* h = p.add_hosts();
+  h->set_host("fs01");
+  auto* s = h->add_settings();
+  s->set_setting("server.requireSigning");
+  s->set_expected_current("false");
+  s->set_value("true");
+  auto bytes = CanonicalApprovalPayload(p);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : "";
+}
 
 class CommandsTest : public ::testing::Test {
  protected:
@@ -97,7 +159,21 @@ class CommandsTest : public ::testing::Test {
     stub_ = v1::AdminService::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
-  void TearDown() override { server_->Shutdown(); }
+  void TearDown() override {
+    server_->Shutdown();
+    unsetenv("SMBFLEET_APPROVER_KEY");
+  }
+
+  // An approver key in a private file, the default for signing commands; the payload of c-42.
+  Ed25519Key UseNewApproverKey() {
+    auto key = GenerateEd25519Key();
+    EXPECT_TRUE(key.ok());
+    key_path_ = ::testing::TempDir() + "/approver-" + std::to_string(++keys_) + ".key";
+    std::ofstream(key_path_) << key->private_pem;
+    setenv("SMBFLEET_APPROVER_KEY", key_path_.c_str(), 1);
+    admin_.Payload("c-42", PayloadOf("c-42"));
+    return *key;
+  }
 
   struct Result {
     int rc;
@@ -113,6 +189,8 @@ class CommandsTest : public ::testing::Test {
   }
 
   FakeAdmin admin_;
+  std::string key_path_;
+  int keys_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::AdminService::Stub> stub_;
 };
@@ -145,6 +223,7 @@ TEST_F(CommandsTest, ProposeSendsTheHostsAndPrintsTheIdFirst) {
 }
 
 TEST_F(CommandsTest, TheCollectorsRefusalsBecomeTheContractsExitCodes) {
+  UseNewApproverKey();
   struct Case {
     grpc::StatusCode code;
     int rc;
@@ -225,6 +304,99 @@ TEST_F(CommandsTest, AuditReadsEveryPage) {
   EXPECT_EQ(limited.rc, 0) << limited.err;
   EXPECT_THAT(limited.out, HasSubstr("\n3 "));
   EXPECT_THAT(limited.out, Not(HasSubstr("\n4 ")));
+}
+
+}  // namespace
+}  // namespace smbfleet::cli
+
+namespace smbfleet::cli {
+namespace {
+
+TEST_F(CommandsTest, ApproveSignsWhatThePayloadSaysWithTheLocalKey) {
+  Ed25519Key key = UseNewApproverKey();
+  Result r = Run({"changes", "approve", "c-42", "--comment", "ok"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // What the signature covers is shown from the payload.
+  EXPECT_THAT(r.out, HasSubstr("signing change c-42 version 1"));
+  EXPECT_THAT(r.out, HasSubstr("fs01"));
+  EXPECT_THAT(r.out, HasSubstr("server.requireSigning: false -> true"));
+  ASSERT_EQ(admin_.approved().size(), 1u);
+  const v1::ApproveChangeRequest sent = admin_.approved()[0];
+  EXPECT_EQ(sent.comment(), "ok");
+  EXPECT_EQ(sent.signature().key_id(), KeyId(key.public_raw));
+  EXPECT_TRUE(VerifyEd25519(key.public_raw, PayloadOf("c-42"), sent.signature().signature()).ok());
+  // The private key is never sent nor printed.
+  EXPECT_THAT(sent.DebugString(), Not(HasSubstr("PRIVATE KEY")));
+  EXPECT_THAT(r.out + r.err, Not(HasSubstr("PRIVATE KEY")));
+
+  // Another key file named with --key signs instead.
+  auto other = GenerateEd25519Key();
+  const std::string other_path = ::testing::TempDir() + "/other-approver.key";
+  std::ofstream(other_path) << other->private_pem;
+  ASSERT_EQ(Run({"changes", "approve", "c-42", "--key", other_path}).rc, 0);
+  EXPECT_EQ(admin_.approved().back().signature().key_id(), KeyId(other->public_raw));
+
+  // No key: nothing is sent.
+  Result missing = Run({"changes", "approve", "c-42", "--key", "/nonexistent/approver.key"});
+  EXPECT_EQ(missing.rc, 2);
+  EXPECT_THAT(missing.err, HasSubstr("keys init"));
+  EXPECT_EQ(admin_.approved().size(), 2u);
+}
+
+TEST_F(CommandsTest, RollbackSignsTheRollbackChangeAtOnce) {
+  Ed25519Key key = UseNewApproverKey();
+  admin_.Payload("rb-7", PayloadOf("rb-7", "c-42"));
+  Result r = Run({"changes", "rollback", "c-42", "--reason", "undo"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(rollback of c-42)"));
+  ASSERT_EQ(admin_.approved().size(), 1u);
+  EXPECT_EQ(admin_.approved()[0].id(), "rb-7");
+  EXPECT_TRUE(VerifyEd25519(key.public_raw, PayloadOf("rb-7", "c-42"),
+                            admin_.approved()[0].signature().signature())
+                  .ok());
+}
+
+TEST_F(CommandsTest, KeysInitWritesAPrivateFileOnceAndShowPrintsItsPublicHalf) {
+  const std::string path = ::testing::TempDir() + "/keys-init/approver.key";
+  std::remove(path.c_str());
+  std::ostringstream out, err;
+  ASSERT_EQ(RunKeysCommand({"init", "--key", path}, out, err), 0) << err.str();
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_THAT(out.str(), HasSubstr("public key: ed25519:"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("PRIVATE")));
+  std::ifstream in(path);
+  std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto key = Ed25519KeyFromPem(pem);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_THAT(out.str(), HasSubstr(KeyId(key->public_raw)));
+
+  std::ostringstream again_out, again_err;
+  EXPECT_EQ(RunKeysCommand({"init", "--key", path}, again_out, again_err), 5);
+  EXPECT_THAT(again_err.str(), HasSubstr("not replaced"));
+  std::ifstream still(path);
+  std::string unchanged((std::istreambuf_iterator<char>(still)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(unchanged, pem);
+
+  std::ostringstream show_out, show_err;
+  ASSERT_EQ(RunKeysCommand({"show", "--key", path}, show_out, show_err), 0);
+  EXPECT_THAT(show_out.str(), HasSubstr(PublicKeyText(key->public_raw)));
+  EXPECT_THAT(show_out.str(), Not(HasSubstr("PRIVATE")));
+}
+
+TEST_F(CommandsTest, ApproversAddTakesThePublicKeyTextOrAFile) {
+  auto key = GenerateEd25519Key();
+  Result r = Run({"approvers", "add", "ann", "--public-key", PublicKeyText(key->public_raw)});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("registered approver key " + KeyId(key->public_raw) + " of ann"));
+  const std::string file = ::testing::TempDir() + "/ann.pub";
+  std::ofstream(file) << "public key: " << PublicKeyText(key->public_raw) << "\nkey id: x\n";
+  EXPECT_EQ(Run({"approvers", "add", "ann", "--public-key", "@" + file}).rc, 0);
+  auto bad =
+      ParseCommandLine({"approvers", "add", "ann", "--public-key", "ed25519:AAAA"}, absl::Now());
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--public-key"));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/commands_approvals.h"
 #include "cli/ctl_config.h"
 #include "cli/exit_code.h"
 #include "cli/policy_command.h"
@@ -24,6 +25,10 @@ int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "policy") {
     return RunPolicyCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), std::cout,
                             std::cerr);
+  }
+  if (!argv.empty() && argv[0] == "keys") {
+    return RunKeysCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), std::cout,
+                          std::cerr);
   }
   auto parsed = ParseCommandLine(argv, absl::Now());
   if (!parsed.ok()) {

@@ -80,7 +80,20 @@ agent_config() {  # name source
   echo "labels: {site: demo}"
   echo "schedule: {interval: 10m, splay: 5s, benchmark_interval: 24h}"
   echo "spool: {dir: spool/$name}"
+  echo "trust: $trust"
 }
+
+echo "== approver keys ($run/keys)"
+# Each approver's own Ed25519 key, as `smbfleetctl keys init` makes it on their machine; only
+# the public halves leave: an admin registers them and the agents pin them (`trust:`).
+mkdir -p -m 700 "$run/keys"
+for who in approver-a approver-b; do
+  [[ -f "$run/keys/$who.key" ]] ||
+    "$build/cli/smbfleetctl" keys init --key "$run/keys/$who.key" >/dev/null
+  "$build/cli/smbfleetctl" keys show --key "$run/keys/$who.key" >"$run/keys/$who.pub"
+done
+approver_public() { sed -n 's/^public key: //p' "$run/keys/$1.pub"; }
+trust="{approvers: {approver-a: '$(approver_public approver-a)', approver-b: '$(approver_public approver-b)'}}"
 
 echo "== agents"
 {
@@ -115,6 +128,10 @@ ctl=$build/cli/smbfleetctl
 for _ in $(seq 1 60); do
   "$ctl" host show "$samba_host" >/dev/null 2>&1 && break
   sleep 1
+done
+# The admin registers the approvers' public keys (already there from an earlier run is fine).
+for who in approver-a approver-b; do
+  "$ctl" approvers add "$who" --public-key "@$run/keys/$who.pub" >/dev/null 2>&1 || true
 done
 
 echo "== a change for $samba_host, proposed by 'proposer'"
@@ -152,13 +169,14 @@ if [[ -n "$change" ]]; then
     approvers+=(approver-b)
   fi
   echo
-  echo "Change $change waits for approval (operator certificates in $run/pki, one per role):"
+  echo "Change $change waits for approval (operator certificates in $run/pki, one per role; each"
+  echo "approver signs with their own key from $run/keys):"
   echo
   for who in "${approvers[@]}"; do
-    echo "  $ctl --config $run/ctl-$who.yaml changes approve $change"
+    echo "  $ctl --config $run/ctl-$who.yaml changes approve $change --key $run/keys/$who.key"
   done
   echo "  $ctl changes watch $change"
-  echo "  $ctl --config $run/ctl-approver-a.yaml changes rollback $change   # undo it"
+  echo "  $ctl --config $run/ctl-approver-a.yaml changes rollback $change --key $run/keys/approver-a.key   # undo it"
   echo "  $ctl audit --change $change"
   echo
 fi

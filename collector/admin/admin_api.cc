@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/changes/approval_payload.h"
 #include "common/logging.h"
 #include "common/safe_text.h"
 #include "common/status_macros.h"
@@ -161,7 +162,10 @@ absl::StatusOr<smbfleet::v1::ListChangesResponse> AdminApi::ListChanges(
   q.limit = Bounded(request.limit(), kDefaultChanges, kMaxChanges);
   ASSIGN_OR_RETURN(auto list, changes_->ListChanges(q));
   smbfleet::v1::ListChangesResponse response;
-  for (auto& c : list) *response.add_changes() = std::move(c);
+  for (auto& c : list) {
+    c.clear_approval_payload();  // as large as the change; GetChange has it
+    *response.add_changes() = std::move(c);
+  }
   return response;
 }
 
@@ -173,6 +177,17 @@ absl::StatusOr<smbfleet::v1::GetChangeResponse> AdminApi::GetChange(
     return absl::NotFoundError(absl::StrCat("no change '", request.id().substr(0, 64), "'"));
   }
   smbfleet::v1::GetChangeResponse response;
+  // What an approval signs, while one can be given.
+  if (change->state() == smbfleet::v1::CHANGE_STATE_PROPOSED) {
+    auto payload = changes::ApprovalPayloadBytes(*change);
+    if (payload.ok()) {
+      response.set_approval_payload(*std::move(payload));
+    } else {
+      Logger("collector")
+          ->warn("change {}: no approval payload: {}", change->id(),
+                 std::string(payload.status().message()));
+    }
+  }
   *response.mutable_change() = std::move(*change);
   return response;
 }

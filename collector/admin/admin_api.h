@@ -12,6 +12,7 @@
 #include "collector/auth/authorize.h"
 #include "collector/changes/change_service.h"
 #include "collector/push/push_router.h"
+#include "collector/store/approver_key_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
@@ -25,6 +26,9 @@ class AdminApi {
   // UNIMPLEMENTED and hosts carry no change status.
   AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* router,
            ChangeStore* changes = nullptr, changes::ChangeService* workflow = nullptr);
+
+  // Where approvers' public keys are registered; the key calls answer UNIMPLEMENTED without it.
+  void SetApproverKeys(ApproverKeyStore* keys) { keys_ = keys; }
 
   absl::StatusOr<smbfleet::v1::ListHostsResponse> ListHosts(
       const Principal& caller, const smbfleet::v1::ListHostsRequest& request);
@@ -72,6 +76,16 @@ class AdminApi {
   absl::StatusOr<smbfleet::v1::RevokeWaiverResponse> RevokeWaiver(
       const Principal& caller, const smbfleet::v1::RevokeWaiverRequest& request);
 
+  // Approver keys (approver_keys_api.cc): an admin registers a person's public key under their
+  // operator name (INVALID_ARGUMENT names a bad name or key; ALREADY_EXISTS for a key id that
+  // is registered) and revokes it (a reason is required); any operator lists them.
+  absl::StatusOr<smbfleet::v1::RegisterApproverKeyResponse> RegisterApproverKey(
+      const Principal& caller, const smbfleet::v1::RegisterApproverKeyRequest& request);
+  absl::StatusOr<smbfleet::v1::ListApproverKeysResponse> ListApproverKeys(
+      const Principal& caller, const smbfleet::v1::ListApproverKeysRequest& request);
+  absl::StatusOr<smbfleet::v1::RevokeApproverKeyResponse> RevokeApproverKey(
+      const Principal& caller, const smbfleet::v1::RevokeApproverKeyRequest& request);
+
  private:
   // Authorizes `permission` and maps the caller to the change rules' actor; UNIMPLEMENTED when
   // this collector has no change workflow.
@@ -84,6 +98,7 @@ class AdminApi {
   ChangeStore* changes_;
   changes::ChangeService* workflow_;
   std::unique_ptr<NudgeLimiter> nudges_;
+  ApproverKeyStore* keys_ = nullptr;
 };
 
 }  // namespace smbfleet::collector

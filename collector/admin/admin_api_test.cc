@@ -7,9 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
+#include "common/approval_signing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -196,7 +198,41 @@ TEST_F(AdminApiTest, AgentCertificateCannotUseAdminCalls) {
 // desired vs applied on the hosts.
 class AdminApiChangesTest : public AdminApiTest {
  protected:
-  AdminApiChangesTest() { workflow_.SetOrderSignal(&signal_); }
+  AdminApiChangesTest() {
+    workflow_.SetOrderSignal(&signal_);
+    workflow_.SetApproverKeys(&keys_);
+    changes_api_.SetApproverKeys(&keys_);
+  }
+
+  // `name`'s key, made on "their machine" and registered by an admin on first use.
+  const Ed25519Key& KeyOf(const std::string& name) {
+    auto it = people_keys_.find(name);
+    if (it != people_keys_.end()) return it->second;
+    auto key = GenerateEd25519Key();
+    EXPECT_TRUE(key.ok()) << key.status();
+    smbfleet::v1::RegisterApproverKeyRequest reg;
+    reg.set_name(name);
+    reg.set_public_key(key->public_raw);
+    auto registered = changes_api_.RegisterApproverKey(As("root", "admin"), reg);
+    EXPECT_TRUE(registered.ok()) << registered.status();
+    return people_keys_.emplace(name, *std::move(key)).first->second;
+  }
+
+  // `request` signed by `name` over the payload GetChange shows, as smbfleetctl signs it.
+  smbfleet::v1::ApproveChangeRequest SignedBy(const std::string& name,
+                                              smbfleet::v1::ApproveChangeRequest request) {
+    const Ed25519Key& key = KeyOf(name);
+    smbfleet::v1::GetChangeRequest get;
+    get.set_id(request.id());
+    auto shown = changes_api_.GetChange(As(name, "viewer"), get);
+    EXPECT_TRUE(shown.ok()) << shown.status();
+    auto signature = SignEd25519(key.private_pem, shown.ok() ? shown->approval_payload() : "");
+    EXPECT_TRUE(signature.ok()) << signature.status();
+    request.mutable_signature()->set_approver(name);
+    request.mutable_signature()->set_key_id(KeyId(key.public_raw));
+    request.mutable_signature()->set_signature(signature.ok() ? *signature : "");
+    return request;
+  }
 
   smbfleet::v1::ProposeChangeRequest ForFs01() {
     smbfleet::v1::ProposeChangeRequest req;
@@ -212,6 +248,8 @@ class AdminApiChangesTest : public AdminApiTest {
   }
 
   MemoryChangeStore changes_{&compliance_};
+  MemoryApproverKeyStore keys_;
+  std::map<std::string, Ed25519Key> people_keys_;
   changes::ChangeService workflow_{&changes_, &hosts_, &compliance_, nullptr, {}};
   changes::OrderDispatcher dispatcher_{&changes_, &router_};
   LocalOrderSignal signal_{
@@ -232,11 +270,11 @@ TEST_F(AdminApiChangesTest, RolesGateEachCallAndHostsShowDesiredVsApplied) {
   auto viewer = changes_api_.ApproveChange(As("vic", "viewer"), approve);
   EXPECT_TRUE(absl::IsPermissionDenied(viewer.status())) << viewer.status();
   EXPECT_THAT(std::string(viewer.status().message()), HasSubstr("approver"));
-  auto own = changes_api_.ApproveChange(As("pat", "approver"), approve);
+  auto own = changes_api_.ApproveChange(As("pat", "approver"), SignedBy("pat", approve));
   EXPECT_TRUE(absl::IsFailedPrecondition(own.status())) << own.status();
 
   router_.connected = {"fs01"};
-  auto approved = changes_api_.ApproveChange(As("ann", "approver"), approve);
+  auto approved = changes_api_.ApproveChange(As("ann", "approver"), SignedBy("ann", approve));
   ASSERT_TRUE(approved.ok()) << approved.status();
   ASSERT_EQ(router_.sent["fs01"].size(), 1u);
   EXPECT_EQ(router_.sent["fs01"][0].change_order().change_id(), id);
@@ -272,7 +310,7 @@ TEST_F(AdminApiChangesTest, SeveralRolesActWithTheRoleTheCallNeedsButNeverOnThei
   ASSERT_TRUE(proposed.ok()) << proposed.status();
   smbfleet::v1::ApproveChangeRequest approve;
   approve.set_id(proposed->change().id());
-  auto own = changes_api_.ApproveChange(max, approve);
+  auto own = changes_api_.ApproveChange(max, SignedBy("max", approve));
   EXPECT_TRUE(absl::IsFailedPrecondition(own.status())) << own.status();
   EXPECT_EQ(changes::RefusalOf(own.status()), changes::Refusal::kOwnChange);
 
@@ -280,8 +318,82 @@ TEST_F(AdminApiChangesTest, SeveralRolesActWithTheRoleTheCallNeedsButNeverOnThei
   auto other = changes_api_.ProposeChange(As("pat", "proposer"), ForFs01());
   ASSERT_TRUE(other.ok()) << other.status();
   approve.set_id(other->change().id());
-  auto approved = changes_api_.ApproveChange(max, approve);
+  auto approved = changes_api_.ApproveChange(max, SignedBy("max", approve));
   EXPECT_TRUE(approved.ok()) << approved.status();
+}
+
+TEST_F(AdminApiChangesTest, AdminsRegisterListAndRevokeApproverKeys) {
+  auto key = GenerateEd25519Key();
+  ASSERT_TRUE(key.ok());
+  smbfleet::v1::RegisterApproverKeyRequest reg;
+  reg.set_name("Ann");
+  reg.set_public_key(key->public_raw);
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      changes_api_.RegisterApproverKey(As("ann", "approver"), reg).status()));
+  smbfleet::v1::RegisterApproverKeyRequest bad = reg;
+  bad.set_name("ann\nroot");
+  auto bad_name = changes_api_.RegisterApproverKey(As("root", "admin"), bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad_name.status())) << bad_name.status();
+  EXPECT_THAT(std::string(bad_name.status().message()), HasSubstr("name:"));
+  bad = reg;
+  bad.set_public_key("short");
+  auto bad_key = changes_api_.RegisterApproverKey(As("root", "admin"), bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(bad_key.status())) << bad_key.status();
+  EXPECT_THAT(std::string(bad_key.status().message()), HasSubstr("public_key:"));
+
+  auto registered = changes_api_.RegisterApproverKey(As("root", "admin"), reg);
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  EXPECT_EQ(registered->key().name(), "ann");  // operator names compare without case
+  EXPECT_EQ(registered->key().key_id(), KeyId(key->public_raw));
+  EXPECT_EQ(registered->key().added_by(), "root");
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(changes_api_.RegisterApproverKey(As("root", "admin"), reg).status()));
+
+  auto listed = changes_api_.ListApproverKeys(As("vic", "viewer"), {});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->keys_size(), 1);
+  EXPECT_EQ(listed->keys(0).public_key(), key->public_raw);
+
+  smbfleet::v1::RevokeApproverKeyRequest revoke;
+  revoke.set_key_id(registered->key().key_id());
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      changes_api_.RevokeApproverKey(As("root", "admin"), revoke).status()));
+  revoke.set_reason("laptop lost");
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      changes_api_.RevokeApproverKey(As("vic", "viewer"), revoke).status()));
+  auto revoked = changes_api_.RevokeApproverKey(As("root", "admin"), revoke);
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  EXPECT_EQ(revoked->key().revoked_by(), "root");
+  EXPECT_EQ(changes_api_.ListApproverKeys(As("vic", "viewer"), {})->keys_size(), 0);
+  smbfleet::v1::ListApproverKeysRequest all;
+  all.set_include_revoked(true);
+  EXPECT_EQ(changes_api_.ListApproverKeys(As("vic", "viewer"), all)->keys_size(), 1);
+
+  // Ann's revoked key no longer approves anything.
+  Report("fs01", 1);
+  auto proposed = changes_api_.ProposeChange(As("pat", "proposer"), ForFs01());
+  ASSERT_TRUE(proposed.ok()) << proposed.status();
+  smbfleet::v1::GetChangeRequest get;
+  get.set_id(proposed->change().id());
+  auto shown = changes_api_.GetChange(As("ann", "approver"), get);
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  ASSERT_FALSE(shown->approval_payload().empty());
+  smbfleet::v1::ApproveChangeRequest approve;
+  approve.set_id(proposed->change().id());
+  approve.mutable_signature()->set_key_id(registered->key().key_id());
+  approve.mutable_signature()->set_signature(
+      *SignEd25519(key->private_pem, shown->approval_payload()));
+  auto refused = changes_api_.ApproveChange(As("ann", "approver"), approve);
+  EXPECT_TRUE(absl::IsPermissionDenied(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("revoked"));
+
+  smbfleet::v1::ListAuditRequest audit;
+  auto entries = changes_api_.ListAudit(As("vic", "viewer"), audit);
+  ASSERT_TRUE(entries.ok());
+  std::vector<std::string> actions;
+  for (const auto& e : entries->entries()) actions.push_back(e.action());
+  EXPECT_THAT(actions, ::testing::ElementsAre("approver_key_registered", "approver_key_revoked",
+                                              "proposed"));
 }
 
 TEST_F(AdminApiChangesTest, WithoutAWorkflowChangeCallsAreUnimplemented) {

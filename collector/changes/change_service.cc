@@ -9,10 +9,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collector/changes/approval_payload.h"
 #include "collector/changes/change_rollout.h"
 #include "collector/changes/rollout.h"
 #include "collector/changes/stale_plan.h"
 #include "collector/ingest/digest.h"
+#include "common/approval_signing.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
@@ -188,6 +190,16 @@ v1::ChangeOrder OrderFor(const v1::Change& change, const std::string& host) {
     c->set_value(s.value());
     c->set_rollback_value(s.rollback_value());
   }
+  // Exactly the bytes the approvers signed. A change stored without them has no valid order;
+  // the agent refuses it.
+  order.set_approval_payload(change.approval_payload());
+  for (const auto& a : change.approvals()) {
+    if (a.signature().empty()) continue;
+    v1::OrderSignature* sig = order.add_signatures();
+    sig->set_approver(a.approver());
+    sig->set_key_id(a.key_id());
+    sig->set_signature(a.signature());
+  }
   return order;
 }
 
@@ -270,19 +282,24 @@ absl::StatusOr<ChangeService::StepResult> ChangeService::RunStep(const std::stri
     // The person's (or host's) row first, then what the state machine did about it.
     u.audit.insert(u.audit.begin(), p.audit.begin(), p.audit.end());
     if (!rollback_hosts.empty()) {
+      // A linked change that restores the journaled before-values. It is signed like any
+      // change: PROPOSED here, dispatched once its approvers signed it. The original proposer
+      // stays the proposer (their signature never counts); the person who asked for it is
+      // requested_by.
       v1::Change rb;
       rb.set_id(NewChangeId());
-      rb.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+      rb.set_state(v1::CHANGE_STATE_PROPOSED);
       rb.set_version(1);
       rb.set_source(v1::CHANGE_SOURCE_ROLLBACK);
       rb.set_rollback_of(c.id());
       rb.set_reason(rollback_reason.empty() ? absl::StrCat("rollback of change ", c.id())
                                             : rollback_reason);
-      rb.set_proposed_by(actor);
+      rb.set_proposed_by(c.proposed_by());
+      rb.set_requested_by(action_actor);
+      rb.set_approval_nonce(NewNonce());
       *rb.mutable_proposed_at() = Ts(now);
       *rb.mutable_updated_at() = Ts(now);
       *rb.mutable_not_after() = Ts(now + options_.lifetime);
-      rb.set_wave_count(1);
       rb.set_policy_name(c.policy_name());
       rb.set_policy_version(c.policy_version());
       for (const std::string& host : rollback_hosts) {
@@ -292,18 +309,17 @@ absl::StatusOr<ChangeService::StepResult> ChangeService::RunStep(const std::stri
         h->set_host(host);
         *h->mutable_labels() = applied->labels();
         for (auto& s : RollbackSteps(*applied)) *h->add_steps() = std::move(s);
-        h->set_state(v1::HOST_CHANGE_STATE_DISPATCHED);
-        h->set_wave(0);
-        *h->mutable_dispatched_at() = Ts(now);
-        h->set_nonce(NewNonce());
-        *h->mutable_order_not_after() = Ts(now + options_.ack_timeout);
-        dispatched.push_back(host);
+        h->set_state(v1::HOST_CHANGE_STATE_PENDING);
+        h->set_wave(-1);
       }
       rb.mutable_impact()->set_hosts(static_cast<uint32_t>(rb.hosts_size()));
+      rb.set_approvals_required(
+          static_cast<uint32_t>(RequiredApprovals(FactsOf(rb), options_.approval)));
       rb.set_content_hash(ContentHash(rb));
       c.set_rolled_back_by(rb.id());
-      auto e = Entry(action_actor, "dispatched", rb.id(), rb.reason(),
-                     absl::StrCat("rollback of ", c.id(), ": ", HostList(rollback_hosts)));
+      auto e = Entry(action_actor, "proposed", rb.id(), rb.reason(),
+                     absl::StrCat("rollback of ", c.id(), ": ", HostList(rollback_hosts), "; ",
+                                  rb.approvals_required(), " approvals required"));
       e.set_content_hash(rb.content_hash());
       u.audit.push_back(std::move(e));
       created = rb;
@@ -331,12 +347,17 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
   if (!current.has_value()) {
     return absl::NotFoundError(absl::StrCat("no change '", request.id().substr(0, 64), "'"));
   }
+  ASSIGN_OR_RETURN(v1::ApproverKey key, SigningKeyOf(actor, request));
+  // A rollback restores what the hosts journaled; the agents check the applied values
+  // themselves, and the latest reports may predate the applied change.
+  const bool rollback = current->source() == v1::CHANGE_SOURCE_ROLLBACK;
   // The plans against each host's latest posture, read before the step so that the step holds
   // the change only as long as the decision takes.
   std::vector<v1::RemediationPlan> plans;
   std::map<std::string, HostRecord> records;
   std::map<std::string, const v1::Posture*> latest;
   for (const auto& h : current->hosts()) {
+    if (rollback) break;
     v1::RemediationPlan plan;
     plan.set_hostname(h.host());
     *plan.mutable_steps() = h.steps();
@@ -352,6 +373,17 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
     ChangeFacts facts = FactsOf(c);
     facts.stale = stale;
     ASSIGN_OR_RETURN(outcome, changes::Approve(facts, actor, options_.approval));
+    // Over the change as stored now, under its lock: a view fetched before the change moved on
+    // does not verify.
+    ASSIGN_OR_RETURN(std::string payload, ApprovalPayloadBytes(c));
+    if (!VerifyEd25519(key.public_key(), payload, request.signature().signature()).ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "change ", c.id(), ": the signature by ", actor.name, "'s key ", key.key_id(),
+          " does not verify over the change as it is now (version ", c.version(), ", content hash ",
+          c.content_hash().substr(0, 12),
+          "); the change moved on since it was fetched, or the signature is over something "
+          "else: show the change again and sign what it shows"));
+    }
     Prepared p;
     if (!outcome.counted) {
       p.skip = true;
@@ -361,10 +393,13 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
     approval->set_approver(actor.name);
     *approval->mutable_at() = Ts(clock_());
     approval->set_comment(request.comment());
+    approval->set_key_id(key.key_id());
+    approval->set_signature(request.signature().signature());
+    c.set_approval_payload(payload);
     c.set_approvals_required(static_cast<uint32_t>(outcome.required));
-    p.audit.push_back(
-        Entry(actor.name, "approved", c.id(), request.comment(),
-              absl::StrCat("approval ", outcome.approvals, " of ", outcome.required)));
+    p.audit.push_back(Entry(actor.name, "approved", c.id(), request.comment(),
+                            absl::StrCat("approval ", outcome.approvals, " of ", outcome.required,
+                                         ", signed with key ", key.key_id())));
     if (outcome.Complete()) {
       *c.mutable_rollout() = request.rollout();
       p.events.push_back(Event::Approve(spec));
@@ -377,6 +412,41 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
   response.set_approvals(static_cast<uint32_t>(outcome.approvals));
   response.set_approvals_required(static_cast<uint32_t>(outcome.required));
   return response;
+}
+
+absl::StatusOr<v1::ApproverKey> ChangeService::SigningKeyOf(
+    const Actor& actor, const v1::ApproveChangeRequest& request) {
+  const v1::OrderSignature& sig = request.signature();
+  if (sig.signature().empty() || sig.key_id().empty()) {
+    return absl::InvalidArgumentError(
+        "signature: required; an approval is the approver's signature over the change's "
+        "approval payload (smbfleetctl changes approve signs it)");
+  }
+  if (keys_ == nullptr) {
+    return absl::FailedPreconditionError("this collector has no approver key registry");
+  }
+  const std::string key_id = sig.key_id().substr(0, 64);
+  ASSIGN_OR_RETURN(std::optional<v1::ApproverKey> key, keys_->GetKey(key_id));
+  if (!key.has_value()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("signature.key_id: approver key '", key_id, "' is not registered"));
+  }
+  if (!absl::EqualsIgnoreCase(key->name(), actor.name)) {
+    return absl::PermissionDeniedError(absl::StrCat("signature.key_id: approver key ", key_id,
+                                                    " is registered to ", key->name(), ", not to ",
+                                                    actor.name));
+  }
+  if (!sig.approver().empty() && !absl::EqualsIgnoreCase(sig.approver(), actor.name)) {
+    return absl::PermissionDeniedError(absl::StrCat("signature.approver: '",
+                                                    sig.approver().substr(0, 64), "' is not ",
+                                                    actor.name, ", who is calling"));
+  }
+  if (key->has_revoked_at()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "signature.key_id: approver key ", key_id, " of ", key->name(), " was revoked by ",
+        key->revoked_by(), " at ", TimeUtil::ToString(key->revoked_at())));
+  }
+  return *std::move(key);
 }
 
 absl::StatusOr<v1::Change> ChangeService::Simple(const Actor& actor, ChangeAction action,

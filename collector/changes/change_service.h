@@ -24,6 +24,7 @@
 #include "collector/changes/approval.h"
 #include "collector/ingest/refusals.h"
 #include "collector/push/order_signal.h"
+#include "collector/store/approver_key_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
@@ -50,9 +51,16 @@ class ChangeService : public RefusalObserver {
 
   // Where dispatched hosts are announced (after each committed step). Set before use.
   void SetOrderSignal(OrderSignal* signal) { signal_ = signal; }
+  // The approvers' registered keys that approvals are checked against. Set before use: without
+  // it every approval is refused.
+  void SetApproverKeys(ApproverKeyStore* keys) { keys_ = keys; }
 
   absl::StatusOr<smbfleet::v1::ProposeChangeResponse> Propose(
       const Actor& actor, const smbfleet::v1::ProposeChangeRequest& request);
+  // Besides the four-eyes rules, the request's signature must be by the caller's own registered,
+  // unrevoked key (PERMISSION_DENIED otherwise) over ApprovalPayloadBytes of the change as
+  // stored now (FAILED_PRECONDITION: the change moved on since it was fetched, or the signature
+  // is over something else). The approval keeps the key id and the signature.
   absl::StatusOr<smbfleet::v1::ApproveChangeResponse> Approve(
       const Actor& actor, const smbfleet::v1::ApproveChangeRequest& request);
   absl::StatusOr<smbfleet::v1::Change> Reject(const Actor& actor, const std::string& id,
@@ -62,6 +70,8 @@ class ChangeService : public RefusalObserver {
   absl::StatusOr<smbfleet::v1::Change> Resume(const Actor& actor, const std::string& id,
                                               const std::string& reason);
   // The original change (ROLLED_BACK) and the linked rollback change, if any host had applied.
+  // The rollback change is PROPOSED (proposed_by: the original proposer, requested_by: the
+  // caller) and is dispatched, like any change, once approvers signed it.
   absl::StatusOr<smbfleet::v1::ChangeActionResponse> Rollback(const Actor& actor,
                                                               const std::string& id,
                                                               const std::string& reason);
@@ -104,6 +114,9 @@ class ChangeService : public RefusalObserver {
   // One workflow step on change `id` by `actor` (a person, a host or "collector"), see .cc.
   absl::StatusOr<StepResult> RunStep(const std::string& id, const std::string& actor,
                                      const std::string& reason, const Prepare& prepare);
+  // The caller's registered, unrevoked key that the request's signature names.
+  absl::StatusOr<smbfleet::v1::ApproverKey> SigningKeyOf(
+      const Actor& actor, const smbfleet::v1::ApproveChangeRequest& request);
   absl::StatusOr<smbfleet::v1::Change> Simple(const Actor& actor, ChangeAction action,
                                               const std::string& id, const std::string& reason);
   void RefreshWatched(const std::vector<smbfleet::v1::Change>& live);
@@ -116,6 +129,7 @@ class ChangeService : public RefusalObserver {
   const ChangeOptions options_;
   Clock clock_;
   OrderSignal* signal_ = nullptr;
+  ApproverKeyStore* keys_ = nullptr;
 
   mutable absl::Mutex mu_;
   // host -> live changes that target it, refreshed by TickDue: the refusal check's cheap test.
@@ -125,8 +139,9 @@ class ChangeService : public RefusalObserver {
   absl::Time last_proposal_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
-// The order a host gets for `change` (settings from its steps, id, version, nonce, not-after).
-// `change` must contain `host`; hosts other than it are ignored.
+// The order a host gets for `change` (settings from its steps, id, version, nonce, not-after),
+// with the change's approval payload and every approval's signature, which is what the agent
+// verifies and applies. `change` must contain `host`; hosts other than it are ignored.
 smbfleet::v1::ChangeOrder OrderFor(const smbfleet::v1::Change& change, const std::string& host);
 
 // Random identifiers: a change id (UUID v4) and an order nonce (128 bits, hex).

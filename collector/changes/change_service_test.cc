@@ -7,11 +7,14 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "collector/changes/approval_payload.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
+#include "common/approval_signing.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -42,7 +45,42 @@ class ChangeServiceTest : public ::testing::Test {
  protected:
   ChangeServiceTest() {
     service_.SetOrderSignal(&signal_);
+    service_.SetApproverKeys(&keys_);
     pipeline_.SetRefusalObserver(&service_);
+  }
+
+  // Each person's Ed25519 key, made and registered under their name on first use.
+  const Ed25519Key& KeyOf(const std::string& name) {
+    auto it = people_keys_.find(name);
+    if (it != people_keys_.end()) return it->second;
+    auto key = GenerateEd25519Key();
+    EXPECT_TRUE(key.ok()) << key.status();
+    v1::ApproverKey registered;
+    registered.set_name(name);
+    registered.set_key_id(KeyId(key->public_raw));
+    registered.set_public_key(key->public_raw);
+    registered.set_added_by("root");
+    EXPECT_TRUE(keys_.AddKey(registered).ok());
+    return people_keys_.emplace(name, *std::move(key)).first->second;
+  }
+
+  // `name`'s signature over change `id` as stored now (as smbfleetctl makes it from GetChange).
+  v1::OrderSignature SignedBy(const std::string& name, const std::string& id) {
+    const Ed25519Key& key = KeyOf(name);
+    v1::OrderSignature sig;
+    sig.set_approver(name);
+    sig.set_key_id(KeyId(key.public_raw));
+    auto stored = changes_.GetChange(id);
+    std::string payload = "no such change";
+    if (stored.ok() && stored->has_value()) {
+      auto bytes = ApprovalPayloadBytes(**stored);
+      EXPECT_TRUE(bytes.ok()) << bytes.status();
+      if (bytes.ok()) payload = *bytes;
+    }
+    auto signature = SignEd25519(key.private_pem, payload);
+    EXPECT_TRUE(signature.ok()) << signature.status();
+    sig.set_signature(signature.ok() ? *signature : "");
+    return sig;
   }
 
   // A report of `name`; `guest_session`: a client that requiring signing would refuse.
@@ -89,6 +127,7 @@ class ChangeServiceTest : public ::testing::Test {
     req.set_id(id);
     req.set_comment("ok");
     *req.mutable_rollout() = std::move(rollout);
+    *req.mutable_signature() = SignedBy(who.name, id);
     return service_.Approve(who, req);
   }
 
@@ -145,6 +184,8 @@ class ChangeServiceTest : public ::testing::Test {
   MemoryHostStore hosts_;
   MemoryComplianceStore compliance_{&hosts_};
   MemoryChangeStore changes_{&compliance_};
+  MemoryApproverKeyStore keys_;
+  std::map<std::string, Ed25519Key> people_keys_;
   ReportPipeline pipeline_{&hosts_, &compliance_, &policy_, clock_};
   ChangeService service_{&changes_, &hosts_, &compliance_, &policy_, ChangeOptions{}, clock_};
   FakeRouter router_;
@@ -451,16 +492,199 @@ TEST_F(ChangeServiceTest, RollbackSendsTheJournaledBeforeValuesAsALinkedChange) 
   ASSERT_EQ(rb.hosts(0).steps_size(), 1);
   EXPECT_EQ(rb.hosts(0).steps(0).setting(), "server.requireSigning");
   EXPECT_EQ(rb.hosts(0).steps(0).value(), "false");
-  EXPECT_EQ(rb.hosts(0).state(), v1::HOST_CHANGE_STATE_DISPATCHED);
+  EXPECT_EQ(rb.hosts(0).steps(0).expected_current(), "true");
+  // Signed like any change: proposed (by the original proposer, asked for by ann), and nothing
+  // is sent before an approver signed it.
+  EXPECT_EQ(rb.state(), v1::CHANGE_STATE_PROPOSED);
+  EXPECT_EQ(rb.proposed_by(), "pat");
+  EXPECT_EQ(rb.requested_by(), "ann");
+  EXPECT_FALSE(rb.approval_nonce().empty());
+  EXPECT_EQ(rb.hosts(0).state(), v1::HOST_CHANGE_STATE_PENDING);
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id()));
+  auto signed_rb = ApproveBy(ann_, rb.id());
+  ASSERT_TRUE(signed_rb.ok()) << signed_rb.status();
+  EXPECT_EQ(HostOf(Get(rb.id()), "fs1").state(), v1::HOST_CHANGE_STATE_DISPATCHED);
   EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id(), rb.id()));
-  EXPECT_EQ(router_.sent["fs1"].back().change_order().rollback_of(), c.id());
+  const v1::ChangeOrder& order = router_.sent["fs1"].back().change_order();
+  EXPECT_EQ(order.rollback_of(), c.id());
+  ASSERT_EQ(order.signatures_size(), 1);
+  EXPECT_EQ(order.signatures(0).approver(), "ann");
+  EXPECT_TRUE(VerifyEd25519(KeyOf("ann").public_raw, order.approval_payload(),
+                            order.signatures(0).signature())
+                  .ok());
+  auto payload = ParseApprovalPayload(order.approval_payload());
+  ASSERT_TRUE(payload.ok()) << payload.status();
+  EXPECT_EQ(payload->rollback_of(), c.id());
+  EXPECT_EQ(payload->proposed_by(), "pat");
+  ASSERT_EQ(payload->hosts_size(), 1);
+  ASSERT_EQ(payload->hosts(0).settings_size(), 1);
+  EXPECT_EQ(payload->hosts(0).settings(0).expected_current(), "true");
+  EXPECT_EQ(payload->hosts(0).settings(0).value(), "false");
   EXPECT_TRUE(Get(rb.id()).hosts_size() == 1);
   EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "approved", "dispatched", "acked",
                                                 "completed", "rolled_back"));
-  EXPECT_THAT(AuditActions(rb.id()), ElementsAre("dispatched"));
+  EXPECT_THAT(AuditActions(rb.id()), ElementsAre("proposed", "approved", "dispatched"));
   // The rollback order is acked like any other.
   ASSERT_TRUE(AckAs("fs1", rb.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
   EXPECT_EQ(Get(rb.id()).state(), v1::CHANGE_STATE_COMPLETED);
+}
+
+TEST_F(ChangeServiceTest, RollbackIsNotSignedByTheOriginalProposer) {
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  router_.connected = {"fs1"};
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  auto r = service_.Rollback(ann_, c.id(), "undo");
+  ASSERT_TRUE(r.ok()) << r.status();
+  Actor pat_as_approver{"pat", Role::kApprover};
+  auto own = ApproveBy(pat_as_approver, r->rollback().id());
+  EXPECT_EQ(RefusalOf(own.status()), Refusal::kOwnChange) << own.status();
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id()));
+  EXPECT_TRUE(ApproveBy(bob_, r->rollback().id()).ok());
+  EXPECT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id(), r->rollback().id()));
+}
+
+TEST_F(ChangeServiceTest, DispatchedOrderCarriesThePayloadEveryApproverSigned) {
+  Report("fs1", false, true, /*guest_session=*/true);
+  v1::Change c = ProposeHosts({"fs1"});
+  ASSERT_EQ(c.approvals_required(), 2u);
+  router_.connected = {"fs1"};
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  EXPECT_THAT(OrdersSentTo("fs1"), IsEmpty());
+  ASSERT_TRUE(ApproveBy(bob_, c.id()).ok());
+  ASSERT_THAT(OrdersSentTo("fs1"), ElementsAre(c.id()));
+  const v1::ChangeOrder& order = router_.sent["fs1"].back().change_order();
+  ASSERT_EQ(order.signatures_size(), 2);
+  for (const auto& sig : order.signatures()) {
+    const Ed25519Key& key = KeyOf(sig.approver());
+    EXPECT_EQ(sig.key_id(), KeyId(key.public_raw));
+    EXPECT_TRUE(VerifyEd25519(key.public_raw, order.approval_payload(), sig.signature()).ok())
+        << sig.approver();
+  }
+  auto payload = ParseApprovalPayload(order.approval_payload());
+  ASSERT_TRUE(payload.ok()) << payload.status();
+  EXPECT_EQ(payload->change_id(), c.id());
+  EXPECT_EQ(payload->version(), c.version());
+  EXPECT_EQ(payload->nonce(), c.approval_nonce());
+  EXPECT_EQ(payload->proposed_by(), "pat");
+  EXPECT_EQ(payload->approvals_required(), 2u);
+  EXPECT_EQ(payload->content_hash(), c.content_hash());
+  EXPECT_EQ(payload->not_after().seconds(), c.not_after().seconds());
+  ASSERT_EQ(payload->hosts_size(), 1);
+  EXPECT_EQ(payload->hosts(0).host(), "fs1");
+  ASSERT_EQ(payload->hosts(0).settings_size(), order.settings_size());
+  for (int i = 0; i < order.settings_size(); ++i) {
+    bool found = false;
+    for (const auto& s : payload->hosts(0).settings()) {
+      found |= s.setting() == order.settings(i).setting() &&
+               s.expected_current() == order.settings(i).expected_current() &&
+               s.value() == order.settings(i).value();
+    }
+    EXPECT_TRUE(found) << order.settings(i).setting();
+  }
+  // The stored approvals keep the key and the signature.
+  v1::Change stored = Get(c.id());
+  ASSERT_EQ(stored.approvals_size(), 2);
+  EXPECT_EQ(stored.approvals(0).key_id(), KeyId(KeyOf("ann").public_raw));
+  EXPECT_EQ(stored.approvals(0).signature(), order.signatures(0).signature());
+}
+
+// Each bad signature is refused and leaves the change as it was: no approval, no audit row.
+class BadSignatureTest : public ChangeServiceTest {
+ protected:
+  void SetUp() override {
+    Report("fs1");
+    change_ = ProposeHosts({"fs1"});
+    router_.connected = {"fs1"};
+    KeyOf("ann");
+    KeyOf("bob");
+  }
+
+  absl::Status ApproveAsAnnWith(const v1::OrderSignature& sig) {
+    v1::ApproveChangeRequest req;
+    req.set_id(change_.id());
+    *req.mutable_signature() = sig;
+    return service_.Approve(ann_, req).status();
+  }
+
+  void ExpectNothingStored() {
+    v1::Change now = Get(change_.id());
+    EXPECT_EQ(now.state(), v1::CHANGE_STATE_PROPOSED);
+    EXPECT_EQ(now.approvals_size(), 0);
+    EXPECT_THAT(AuditActions(change_.id()), ElementsAre("proposed"));
+    EXPECT_THAT(OrdersSentTo("fs1"), IsEmpty());
+  }
+
+  v1::Change change_;
+};
+
+TEST_F(BadSignatureTest, NoSignatureIsRefused) {
+  absl::Status s = ApproveAsAnnWith({});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("signature"));
+  ExpectNothingStored();
+}
+
+TEST_F(BadSignatureTest, AnotherPersonsKeyIsRefused) {
+  // Bob's valid signature, sent by ann as hers.
+  v1::OrderSignature bobs = SignedBy("bob", change_.id());
+  bobs.set_approver("ann");
+  absl::Status s = ApproveAsAnnWith(bobs);
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("registered to bob"));
+  ExpectNothingStored();
+}
+
+TEST_F(BadSignatureTest, ARevokedKeyIsRefused) {
+  v1::OrderSignature sig = SignedBy("ann", change_.id());
+  ASSERT_TRUE(keys_.RevokeKey(sig.key_id(), "root", "laptop lost", now_).ok());
+  absl::Status s = ApproveAsAnnWith(sig);
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("revoked"));
+  ExpectNothingStored();
+}
+
+TEST_F(BadSignatureTest, AForgedSignatureIsRefused) {
+  v1::OrderSignature sig = SignedBy("ann", change_.id());
+  std::string forged = sig.signature();
+  forged[7] ^= 0x01;
+  sig.set_signature(forged);
+  absl::Status s = ApproveAsAnnWith(sig);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("does not verify"));
+  ExpectNothingStored();
+}
+
+TEST_F(BadSignatureTest, AStalePayloadIsRefusedSayingTheChangeMovedOn) {
+  // Ann signs what she fetched; then the stored change is altered (another value for fs1).
+  v1::OrderSignature sig = SignedBy("ann", change_.id());
+  auto altered = changes_.UpdateChange(change_.id(), [](const v1::Change& c) {
+    ChangeUpdate u;
+    u.change = c;
+    u.change.mutable_hosts(0)->mutable_steps(0)->set_value("false");
+    return absl::StatusOr<ChangeUpdate>(std::move(u));
+  });
+  ASSERT_TRUE(altered.ok()) << altered.status();
+  absl::Status s = ApproveAsAnnWith(sig);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("moved on"));
+  EXPECT_EQ(Get(change_.id()).approvals_size(), 0);
+  EXPECT_THAT(OrdersSentTo("fs1"), IsEmpty());
+  // Signed again over what it is now, it counts.
+  v1::ApproveChangeRequest req;
+  req.set_id(change_.id());
+  *req.mutable_signature() = SignedBy("ann", change_.id());
+  EXPECT_TRUE(service_.Approve(ann_, req).ok());
+}
+
+TEST_F(BadSignatureTest, ASignatureOverAnotherChangeIsRefused) {
+  Report("fs2");
+  v1::Change other = ProposeHosts({"fs2"});
+  v1::OrderSignature sig = SignedBy("ann", other.id());
+  absl::Status s = ApproveAsAnnWith(sig);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  ExpectNothingStored();
 }
 
 TEST_F(ChangeServiceTest, UnfinishedChangeExpires) {

@@ -294,6 +294,9 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
   change.set_id(NewChangeId());
   change.set_state(v1::CHANGE_STATE_PROPOSED);
   change.set_version(1);
+  // What approvers sign names the order with this: an agent never applies (id, version, nonce)
+  // twice.
+  change.set_approval_nonce(NewNonce());
   change.set_source(by_rule       ? v1::CHANGE_SOURCE_RULE
                     : by_settings ? v1::CHANGE_SOURCE_SETTINGS
                                   : v1::CHANGE_SOURCE_HOSTS);

@@ -1,6 +1,7 @@
 #include "collector/server/collector.h"
 
 #include "absl/strings/str_cat.h"
+#include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -26,6 +27,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
         ->warn("no change store from the backend: changes are kept in memory by this process");
     c->stores_.changes = std::make_unique<MemoryChangeStore>();
   }
+  if (c->stores_.approver_keys == nullptr) {
+    c->stores_.approver_keys = std::make_unique<MemoryApproverKeyStore>();
+  }
   ChangeStore* changes = c->stores_.changes.get();
   c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
   c->pipeline_ = std::make_unique<ReportPipeline>(c->stores_.hosts.get(),
@@ -49,6 +53,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
     c->signal_ = std::make_unique<LocalOrderSignal>(std::move(handler));
   }
   c->workflow_->SetOrderSignal(c->signal_.get());
+  c->workflow_->SetApproverKeys(c->stores_.approver_keys.get());
   c->pipeline_->SetRefusalObserver(c->workflow_.get());
   c->scheduler_ = std::make_unique<changes::Scheduler>(c->workflow_.get(),
                                                        absl::FromChrono(config.changes.tick));
@@ -57,6 +62,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
                                              c->registry_.get(), changes, c->workflow_.get());
   c->admin_api_->SetNudgeLimits(
       {absl::FromChrono(config.nudge_interval), static_cast<int>(config.nudges_per_minute)});
+  c->admin_api_->SetApproverKeys(c->stores_.approver_keys.get());
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
   c->agent_service_ =
       std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get(),

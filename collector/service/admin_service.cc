@@ -145,4 +145,28 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RevokeWaiver(grpc::CallbackServerCon
   });
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::RegisterApproverKey(
+    grpc::CallbackServerContext* context, const v1::RegisterApproverKeyRequest* request,
+    v1::RegisterApproverKeyResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->RegisterApproverKey(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListApproverKeys(
+    grpc::CallbackServerContext* context, const v1::ListApproverKeysRequest* request,
+    v1::ListApproverKeysResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->ListApproverKeys(p, *request);
+  });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RevokeApproverKey(
+    grpc::CallbackServerContext* context, const v1::RevokeApproverKeyRequest* request,
+    v1::RevokeApproverKeyResponse* response) {
+  return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
+    return api_->RevokeApproverKey(p, *request);
+  });
+}
+
 }  // namespace smbfleet::collector

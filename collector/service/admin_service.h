@@ -67,6 +67,15 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
   grpc::ServerUnaryReactor* RevokeWaiver(grpc::CallbackServerContext* context,
                                          const smbfleet::v1::RevokeWaiverRequest* request,
                                          smbfleet::v1::RevokeWaiverResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterApproverKey(
+      grpc::CallbackServerContext* context, const smbfleet::v1::RegisterApproverKeyRequest* request,
+      smbfleet::v1::RegisterApproverKeyResponse* response) override;
+  grpc::ServerUnaryReactor* ListApproverKeys(
+      grpc::CallbackServerContext* context, const smbfleet::v1::ListApproverKeysRequest* request,
+      smbfleet::v1::ListApproverKeysResponse* response) override;
+  grpc::ServerUnaryReactor* RevokeApproverKey(
+      grpc::CallbackServerContext* context, const smbfleet::v1::RevokeApproverKeyRequest* request,
+      smbfleet::v1::RevokeApproverKeyResponse* response) override;
 
  private:
   AdminApi* api_;

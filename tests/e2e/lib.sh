@@ -5,7 +5,9 @@
 #   e2e_init COLLECTOR AGENT SMBFLEETCTL
 #
 # and gets a private work directory ($work), development certificates for every operator role
-# ($work/pki), and a cleanup on exit that stops, by PID, everything started through these
+# ($work/pki), each operator's approver key ($work/keys, made by `smbfleetctl keys init`; the
+# first collector started registers approver-a's, approver-b's and the proposer's as an admin
+# would, and agent configs pin them under `trust:`), and a cleanup on exit that stops, by PID, everything started through these
 # helpers (processes, Samba labs, databases). Every wait is a bounded poll that fails naming
 # what it waited for and shows the tails of the logs. KEEP_E2E=1 keeps $work.
 set -euo pipefail
@@ -27,6 +29,31 @@ e2e_init() {  # e2e_init COLLECTOR AGENT SMBFLEETCTL [HOST...]: certificates for
   chmod 755 "$work"  # smbd serves the shares as the lab user
   trap e2e_cleanup EXIT
   bash "$e2e_root/deploy/ca.sh" dev "$work/pki" "$@" >/dev/null
+  # Each person's approver key, made on "their machine": the private key stays in $work/keys.
+  # proposer-approver (change_test) is the proposer's name with the approver role.
+  mkdir -m 700 "$work/keys"
+  local who
+  for who in admin viewer proposer approver-a approver-b proposer-approver; do
+    "$ctl_bin" keys init --key "$work/keys/$who.key" >"$work/keys/$who.pub"
+  done
+  approvers_registered=
+}
+
+# approver_public WHO: the public key text of WHO's approver key.
+approver_public() { sed -n 's/^public key: //p' "$work/keys/$1.pub"; }
+
+# The approvers agents trust: `trust:` of an agent configuration.
+trust_yaml() {
+  echo "{approvers: {approver-a: '$(approver_public approver-a)', approver-b: '$(approver_public approver-b)', proposer: '$(approver_public proposer-approver)'}}"
+}
+
+# An admin registers the approvers' public keys (once per database, on the collector `ctl` uses).
+register_approvers() {
+  [[ -z "${approvers_registered:-}" ]] || return 0
+  ctl admin approvers add approver-a --public-key "@$work/keys/approver-a.pub" >/dev/null
+  ctl admin approvers add approver-b --public-key "@$work/keys/approver-b.pub" >/dev/null
+  ctl admin approvers add proposer --public-key "@$work/keys/proposer-approver.pub" >/dev/null
+  approvers_registered=1
 }
 
 e2e_cleanup() {
@@ -154,6 +181,7 @@ start_collector() {
   wait_for_file "$work/$name.port" 30 || fail "collector $name did not start"
   collector_port[$name]=$(<"$work/$name.port")
   : "${ctl_port:=${collector_port[$name]}}"
+  register_approvers || fail "registering the approvers' keys"
 }
 
 # --- agents ---------------------------------------------------------------------------------
@@ -171,6 +199,7 @@ agent_config() {
   # One folder per agent: the change journal's default place is beside the spool.
   echo "spool: {dir: agent-$host/spool}"
   [[ -z "$changes" ]] || echo "changes: $changes"
+  echo "trust: $(trust_yaml)"
   echo "tool_env:"
   lab env "$labdir" | sed -E "s/^([^=]+)=(.*)$/  \1: '\2'/"
 }
@@ -185,11 +214,11 @@ start_agent() {
 # --- smbfleetctl ----------------------------------------------------------------------------
 
 # ctl WHO ARGS...: smbfleetctl with the certificate of operator WHO (admin, viewer, proposer,
-# approver-a, approver-b) against the collector on $ctl_port.
+# approver-a, approver-b) against the collector on $ctl_port; WHO's approver key signs.
 ctl() {
   local who=$1
   shift
-  "$ctl_bin" --collector "127.0.0.1:$ctl_port" --cert "$work/pki/operator-$who.pem" \
+  SMBFLEET_APPROVER_KEY="$work/keys/$who.key" "$ctl_bin" --collector "127.0.0.1:$ctl_port" --cert "$work/pki/operator-$who.pem" \
     --key "$work/pki/operator-$who.key" --ca "$work/pki/ca.pem" "$@"
 }
 

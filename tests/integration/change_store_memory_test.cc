@@ -3,13 +3,16 @@
 #include <memory>
 #include <utility>
 
+#include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_store.h"
+#include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
 
 namespace smbfleet::collector {
 namespace {
 
+using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
@@ -34,6 +37,16 @@ ChangeStoreUnderTest MakeMemoryStore() {
 
 INSTANTIATE_TEST_SUITE_P(Memory, ChangeStoreConformanceTest,
                          ::testing::Values(ChangeStoreFactory{"memory", MakeMemoryStore}),
+                         [](const auto& info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Memory, ApproverKeyStoreConformanceTest,
+                         ::testing::Values(store_testing::ApproverKeyStoreFactory{
+                             "memory",
+                             [] {
+                               store_testing::ApproverKeyStoreUnderTest out;
+                               out.keys = std::make_unique<MemoryApproverKeyStore>();
+                               return out;
+                             }}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

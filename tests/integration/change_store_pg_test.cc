@@ -13,6 +13,7 @@
 #include "collector/store/postgres/pg_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
 #include "tests/testing/pg_fixture.h"
 
@@ -22,6 +23,7 @@ namespace {
 namespace v1 = smbfleet::v1;
 using ::smbfleet::testing::CreateTestDatabase;
 using ::smbfleet::testing::QueryValue;
+using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
@@ -46,6 +48,26 @@ ChangeStoreUnderTest MakePgStore() {
 
 INSTANTIATE_TEST_SUITE_P(Pg, ChangeStoreConformanceTest,
                          ::testing::Values(ChangeStoreFactory{"postgres", MakePgStore}),
+                         [](const auto& info) { return info.param.name; });
+
+store_testing::ApproverKeyStoreUnderTest MakePgKeyStore() {
+  store_testing::ApproverKeyStoreUnderTest out;
+  if (::smbfleet::testing::AdminDsn().empty()) {
+    out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
+    return out;
+  }
+  const std::string dsn = CreateTestDatabase();
+  absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
+  EXPECT_TRUE(migrated.ok()) << migrated;
+  auto stores = NewPgStore(dsn, 2);
+  EXPECT_TRUE(stores.ok()) << stores.status();
+  if (stores.ok()) out.keys = std::move(stores->approver_keys);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pg, ApproverKeyStoreConformanceTest,
+                         ::testing::Values(store_testing::ApproverKeyStoreFactory{"postgres",
+                                                                                  MakePgKeyStore}),
                          [](const auto& info) { return info.param.name; });
 
 v1::Change Proposed(const std::string& id, const std::string& proposer) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/server/collector.h"
 #include "collector/store/postgres/pg_store.h"
+#include "common/approval_signing.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -248,6 +249,23 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   ASSERT_TRUE(s.ok()) << s.error_message();
   const std::string id = proposed.change().id();
 
+  // Ann's key, made on her machine; an admin registers its public half.
+  auto ann_key = GenerateEd25519Key();
+  ASSERT_TRUE(ann_key.ok()) << ann_key.status();
+  auto admin = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-admin"));
+  smbfleet::v1::RegisterApproverKeyRequest reg;
+  reg.set_name("ann");
+  reg.set_public_key(ann_key->public_raw);
+  smbfleet::v1::RegisterApproverKeyResponse registered;
+  s = call([&](grpc::ClientContext* c) { return admin->RegisterApproverKey(c, reg, &registered); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  smbfleet::v1::GetChangeRequest to_sign;
+  to_sign.set_id(id);
+  smbfleet::v1::GetChangeResponse fetched;
+  s = call([&](grpc::ClientContext* c) { return ann->GetChange(c, to_sign, &fetched); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_FALSE(fetched.approval_payload().empty());
+
   smbfleet::v1::ApproveChangeRequest approve;
   approve.set_id(id);
   smbfleet::v1::ApproveChangeResponse approved;
@@ -255,6 +273,12 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
   s = call([&](grpc::ClientContext* c) { return pat->ApproveChange(c, approve, &approved); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  approve.mutable_signature()->set_approver("ann");
+  approve.mutable_signature()->set_key_id(registered.key().key_id());
+  approve.mutable_signature()->set_signature(
+      *SignEd25519(ann_key->private_pem, fetched.approval_payload()));
   const absl::Time approving = absl::Now();
   s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -273,6 +297,12 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
               absl::ToDoubleMilliseconds(absl::Now() - approving));
   ASSERT_EQ(order.settings_size(), 1);
   EXPECT_EQ(order.settings(0).setting(), "server.requireSigning");
+  // What the agent verifies: the payload ann signed, with her signature.
+  EXPECT_EQ(order.approval_payload(), fetched.approval_payload());
+  ASSERT_EQ(order.signatures_size(), 1);
+  EXPECT_TRUE(
+      VerifyEd25519(ann_key->public_raw, order.approval_payload(), order.signatures(0).signature())
+          .ok());
 
   smbfleet::v1::AckChangeRequest ack;
   ack.set_change_id(id);

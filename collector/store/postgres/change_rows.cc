@@ -1,5 +1,6 @@
 #include "collector/store/postgres/change_rows.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -149,11 +150,11 @@ std::string WaiverStateText(v1::WaiverState s) {
 }
 
 RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
-  // Fields 1-25 have columns (or rows: hosts, approvals); whatever else Change has (fields
-  // added later) goes to `more`. A field that gets a column is added to this list.
+  // Fields 1-25, 28 and 29 have columns (or rows: hosts, approvals); whatever else Change has
+  // (fields added later) goes to `more`. A field that gets a column is added to this list.
   v1::Change more = c;
-  for (int field : {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
-                    14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25}) {
+  for (int field : {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
+                    15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 28, 29}) {
     more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
   }
   RowValues row;
@@ -182,6 +183,8 @@ RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
   row.Add("rolled_back_by", c.rolled_back_by().empty() ? "NULL" : Text(tx, c.rolled_back_by()));
   row.Add("policy_name", Text(tx, c.policy_name()));
   row.Add("policy_version", Text(tx, c.policy_version()));
+  row.Add("approval_nonce", Text(tx, c.approval_nonce()));
+  row.Add("requested_by", Text(tx, c.requested_by()));
   row.Add("more", Json(tx, true, more));
   return row;
 }
@@ -225,6 +228,9 @@ RowValues ApprovalRow(const pqxx::transaction_base& tx, const v1::Change& change
   row.Add("position", Int(position));
   row.Add("at", Time(tx, a.at()));
   row.Add("comment", Text(tx, a.comment()));
+  row.Add("key_id", Text(tx, a.key_id()));
+  row.Add("signature",
+          absl::StrCat("decode(", tx.quote(absl::BytesToHexString(a.signature())), ", 'hex')"));
   return row;
 }
 
@@ -275,7 +281,8 @@ const char kChangeColumns[] = R"sql(
   (EXTRACT(EPOCH FROM c.not_after) * 1000000)::bigint AS not_after,
   c.content_hash, c.approvals_required, c.rejected_by, c.rollout::text AS rollout,
   c.current_wave, c.wave_count, c.halt_reason, c.impact::text AS impact, c.rollback_of,
-  c.rolled_back_by, c.policy_name, c.policy_version, c.more::text AS more
+  c.rolled_back_by, c.policy_name, c.policy_version, c.approval_nonce, c.requested_by,
+  c.more::text AS more
 )sql";
 
 const char kHostColumns[] = R"sql(
@@ -290,7 +297,8 @@ const char kHostColumns[] = R"sql(
 )sql";
 
 const char kApprovalColumns[] = R"sql(
-  a.change_id, a.approver, (EXTRACT(EPOCH FROM a.at) * 1000000)::bigint AS at, a.comment
+  a.change_id, a.approver, (EXTRACT(EPOCH FROM a.at) * 1000000)::bigint AS at, a.comment,
+  a.key_id, encode(a.signature, 'hex') AS signature
 )sql";
 
 const char kAuditColumns[] = R"sql(
@@ -348,6 +356,8 @@ absl::StatusOr<v1::Change> ChangeFromRow(const pqxx::row& r) {
   c.set_rolled_back_by(Str(r["rolled_back_by"]));
   c.set_policy_name(r["policy_name"].as<std::string>());
   c.set_policy_version(r["policy_version"].as<std::string>());
+  c.set_approval_nonce(r["approval_nonce"].as<std::string>());
+  c.set_requested_by(r["requested_by"].as<std::string>());
   return c;
 }
 
@@ -382,6 +392,8 @@ v1::ChangeApproval ApprovalFromRow(const pqxx::row& r) {
   a.set_approver(r["approver"].as<std::string>());
   SetTime(r["at"], [&] { return a.mutable_at(); });
   a.set_comment(r["comment"].as<std::string>());
+  a.set_key_id(r["key_id"].as<std::string>());
+  a.set_signature(absl::HexStringToBytes(r["signature"].as<std::string>()));
   return a;
 }
 
