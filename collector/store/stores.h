@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "collector/store/approver_set_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
@@ -14,7 +15,8 @@ namespace smbfleet::collector {
 struct Stores {
   std::unique_ptr<HostStore> hosts;
   std::unique_ptr<ComplianceStore> compliance;
-  std::unique_ptr<ChangeStore> changes;  // may be null until a backend provides it
+  std::unique_ptr<ChangeStore> changes;             // may be null until a backend provides it
+  std::unique_ptr<ApproverSetStore> approver_sets;  // null: kept in memory by this process
 };
 
 }  // namespace smbfleet::collector

@@ -3,6 +3,7 @@
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
+#include "collector/store/postgres/approver_set_store.h"
 #include "collector/store/postgres/change_store.h"
 #include "collector/store/postgres/compliance_store.h"
 #include "collector/store/postgres/connection_pool.h"
@@ -25,6 +26,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size) {
   stores.hosts = NewPgHostStore(pool);
   stores.compliance = NewPgComplianceStore(pool);
   stores.changes = NewPgChangeStore(pool);
+  stores.approver_sets = NewPgApproverSetStore(pool);
   return stores;
 }
 
