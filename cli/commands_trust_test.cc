@@ -31,7 +31,7 @@ class TrustCommandTest : public ::testing::Test {
   int Run(const std::vector<std::string>& args) {
     out_.str("");
     err_.str("");
-    StubFactory no_collector = [this](const GlobalFlags&) {
+    StubFactory no_collector = [](const GlobalFlags&) {
       ADD_FAILURE() << "this command should not call the collector";
       return absl::StatusOr<std::unique_ptr<v1::AdminService::StubInterface>>(
           absl::UnavailableError("no collector in this test"));

@@ -34,7 +34,7 @@ absl::Status ApproverTrust::Open() {
                           std::string(set.status().message()));
     return absl::OkStatus();
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   serial_ = set->serial();
   keys_ = WithApproverSet(PinnedKeys(config_), *set);
   return absl::OkStatus();
@@ -43,7 +43,7 @@ absl::Status ApproverTrust::Open() {
 absl::Status ApproverTrust::Accept(const smbfleet::v1::SignedApproverSet& signed_set) {
   ASSIGN_OR_RETURN(smbfleet::v1::ApproverSet set,
                    VerifyApproverSet(signed_set, config_.root_public_key));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (set.serial() <= serial_) {
     return absl::FailedPreconditionError(absl::StrCat("approver set serial ", set.serial(),
                                                       " refused: this host holds serial ", serial_,
@@ -58,12 +58,12 @@ absl::Status ApproverTrust::Accept(const smbfleet::v1::SignedApproverSet& signed
 }
 
 TrustedKeys ApproverTrust::Keys() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return keys_;
 }
 
 uint64_t ApproverTrust::serial() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return serial_;
 }
 

@@ -8,11 +8,11 @@
 // no longer counts (unless pinned): that is how an approver is revoked on the agents.
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/core/agent_config.h"
 #include "agent/core/order_verifier.h"
 #include "smbfleet/v1/trust.pb.h"
@@ -39,7 +39,7 @@ class ApproverTrust {
  private:
   const TrustConfig config_;
   const std::string state_path_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   uint64_t serial_ ABSL_GUARDED_BY(mu_) = 0;
   TrustedKeys keys_ ABSL_GUARDED_BY(mu_);
 };
