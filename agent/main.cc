@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,14 +17,19 @@
 #include "agent/bench/crypto_bench.h"
 #include "agent/core/agent.h"
 #include "agent/core/agent_config.h"
+#include "agent/core/approver_trust.h"
 #include "agent/core/change_executor.h"
 #include "agent/core/command_runner.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
 #include "agent/platform/platform.h"
 #include "agent/sources.h"
+#include "common/approval_signing.h"
+#include "common/files.h"
 #include "common/json.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 namespace smbfleet::agent {
@@ -140,6 +146,13 @@ int Bench(const Flags& flags) {
   return 0;
 }
 
+// The host an order must name: this agent's certificate identity, as the collector sees it.
+absl::StatusOr<std::string> OwnHostIdentity(const AgentConfig& config) {
+  ASSIGN_OR_RETURN(std::string pem, ReadFile(config.tls.cert, 1 << 20));
+  ASSIGN_OR_RETURN(PeerIdentity id, IdentityFromPem(pem));
+  return absl::AsciiStrToLower(id.common_name);
+}
+
 int RunService(const Flags& flags) {
   if (flags.config.empty()) return Usage("run needs --config FILE");
   auto config = LoadAgentConfig(flags.config);
@@ -162,6 +175,17 @@ int RunService(const Flags& flags) {
   ChangeExecutorOptions change_options;
   change_options.changes = config->changes;
   change_options.ack_max_backoff = config->max_backoff;
+  if (auto s = MakeDirs(config->changes.journal_dir, 0700); !s.ok()) return Fail(s);
+  ApproverTrust trust(config->trust, config->changes.journal_dir + "/approver-set.pb");
+  if (auto s = trust.Open(); !s.ok()) return Fail(s);
+  change_options.trust = &trust;
+  agent.set_approver_trust(&trust);
+  if (auto host = OwnHostIdentity(*config); host.ok()) {
+    change_options.host = *host;
+  } else {
+    log->warn("change orders will be refused: this agent's host identity is unknown ({})",
+              std::string(host.status().message()));
+  }
   auto crash = CrashPointFromEnv();  // test only, see docs/agent-changes.md
   if (!crash.ok()) return Fail(crash.status());
   change_options.crash_after = *crash;
@@ -176,6 +200,14 @@ int RunService(const Flags& flags) {
                 ? absl::StrCat("enforced for ", absl::StrJoin(config->changes.allow, ", "))
                 : std::string("refused (changes.enforce is false)"),
             config->changes.journal_dir);
+  log->info(
+      "approvals: {} pinned approver key(s), {}, at least {} signature(s) per order",
+      config->trust.approvers.size(),
+      config->trust.root_public_key.empty()
+          ? std::string("no approver-set root")
+          : absl::StrCat("approver sets signed by root ", KeyId(config->trust.root_public_key),
+                         ", held serial ", trust.serial()),
+      config->trust.min_approvals);
   log->info("smbfleet-agent {} reporting {} to {}", kVersion, (*source)->Describe(),
             config->collector_address);
   if (flags.once) {

@@ -247,6 +247,7 @@ TEST_F(CommandsTest, TheCollectorsRefusalsBecomeTheContractsExitCodes) {
 // The collector's message quotes a host's share name: a right-to-left mark or a C1 CSI in it is
 // printed escaped, not obeyed by the terminal.
 TEST_F(CommandsTest, TheCollectorsMessageIsPrintedEscaped) {
+  UseNewApproverKey();
   admin_.Answer(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "share 'pay\xe2\x80\x8froll\xc2\x9b"
                              "2J' is not managed"));

@@ -10,16 +10,49 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/commands_approvals.h"
+#include "cli/commands_trust.h"
 #include "cli/ctl_config.h"
 #include "cli/exit_code.h"
 #include "cli/policy_command.h"
 #include "cli/render.h"
+#include "common/status_macros.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "smbfleet/v1/admin.grpc.pb.h"
 
 namespace smbfleet::cli {
 namespace {
+
+// The collector's AdminService, from the config file and the flags that override it.
+absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Connect(
+    const GlobalFlags& flags) {
+  CtlConfig config;
+  std::string config_file = flags.config;
+  if (config_file.empty() && std::getenv("SMBFLEET_CTL_CONFIG") != nullptr) {
+    config_file = std::getenv("SMBFLEET_CTL_CONFIG");
+  }
+  if (!config_file.empty()) {
+    ASSIGN_OR_RETURN(config, LoadCtlConfig(config_file));
+  }
+  if (!flags.collector.empty()) config.collector_address = flags.collector;
+  if (!flags.cert.empty()) config.tls.cert = flags.cert;
+  if (!flags.key.empty()) config.tls.key = flags.key;
+  if (!flags.ca.empty()) config.tls.ca = flags.ca;
+  if (config.tls.cert.empty() || config.tls.key.empty() || config.tls.ca.empty()) {
+    return absl::InvalidArgumentError(
+        "an operator certificate is needed: --config FILE or --cert, --key and --ca");
+  }
+  ASSIGN_OR_RETURN(TlsMaterial tls, LoadTls(config.tls));
+  grpc::ChannelArguments channel_args;
+  channel_args.SetSslTargetNameOverride(
+      config.server_name.empty()
+          ? config.collector_address.substr(0, config.collector_address.rfind(':'))
+          : config.server_name);
+  channel_args.SetMaxReceiveMessageSize(256 << 20);
+  auto channel = grpc::CreateCustomChannel(config.collector_address,
+                                           MutualTlsChannelCredentials(tls), channel_args);
+  return smbfleet::v1::AdminService::NewStub(channel);
+}
 
 int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "policy") {
@@ -29,6 +62,10 @@ int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "keys") {
     return RunKeysCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), std::cout,
                           std::cerr);
+  }
+  if (!argv.empty() && argv[0] == "trust") {
+    return RunTrustCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), Connect,
+                           std::cout, std::cerr);
   }
   auto parsed = ParseCommandLine(argv, absl::Now());
   if (!parsed.ok()) {
@@ -45,43 +82,12 @@ int Run(const std::vector<std::string>& argv) {
     return kExitOk;
   }
 
-  CtlConfig config;
-  std::string config_file = inv.global.config;
-  if (config_file.empty() && std::getenv("SMBFLEET_CTL_CONFIG") != nullptr) {
-    config_file = std::getenv("SMBFLEET_CTL_CONFIG");
-  }
-  if (!config_file.empty()) {
-    auto loaded = LoadCtlConfig(config_file);
-    if (!loaded.ok()) {
-      std::cerr << "smbfleetctl: " << loaded.status().message() << "\n";
-      return kExitUsage;
-    }
-    config = *loaded;
-  }
-  if (!inv.global.collector.empty()) config.collector_address = inv.global.collector;
-  if (!inv.global.cert.empty()) config.tls.cert = inv.global.cert;
-  if (!inv.global.key.empty()) config.tls.key = inv.global.key;
-  if (!inv.global.ca.empty()) config.tls.ca = inv.global.ca;
-  if (config.tls.cert.empty() || config.tls.key.empty() || config.tls.ca.empty()) {
-    std::cerr << "smbfleetctl: an operator certificate is needed: --config FILE or --cert, --key "
-                 "and --ca\n";
+  auto stub = Connect(inv.global);
+  if (!stub.ok()) {
+    std::cerr << "smbfleetctl: " << stub.status().message() << "\n";
     return kExitUsage;
   }
-  auto tls = LoadTls(config.tls);
-  if (!tls.ok()) {
-    std::cerr << "smbfleetctl: " << tls.status().message() << "\n";
-    return kExitUsage;
-  }
-  grpc::ChannelArguments channel_args;
-  channel_args.SetSslTargetNameOverride(
-      config.server_name.empty()
-          ? config.collector_address.substr(0, config.collector_address.rfind(':'))
-          : config.server_name);
-  channel_args.SetMaxReceiveMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(config.collector_address,
-                                           MutualTlsChannelCredentials(*tls), channel_args);
-  auto stub = smbfleet::v1::AdminService::NewStub(channel);
-  return Execute(inv, *stub, std::cout, std::cerr);
+  return Execute(inv, **stub, std::cout, std::cerr);
 }
 
 }  // namespace

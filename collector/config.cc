@@ -24,10 +24,10 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   const YAML::Node& root = *root_or;
   ConfigProblems problems(file);
   CollectorConfig c;
-  CheckKeys(
-      root,
-      {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy", "changes"},
-      "", &problems);
+  CheckKeys(root,
+            {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
+             "changes", "approver_sets"},
+            "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
     problems.Add(root["listen"], "listen",
@@ -101,6 +101,12 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
                      absl::StrCat("file not found: ", c.policy_file));
       }
     }
+  }
+
+  YAML::Node approver_sets = root["approver_sets"];
+  if (approver_sets.IsDefined()) {
+    CheckKeys(approver_sets, {"poll"}, "approver_sets", &problems);
+    ReadDuration(approver_sets, "poll", "approver_sets", &c.approver_set_poll, &problems);
   }
 
   YAML::Node changes = root["changes"];

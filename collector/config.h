@@ -36,6 +36,9 @@ struct CollectorConfig {
   std::string log_level = "info";
   std::string policy_file;  // empty: no evaluation
   ChangesConfig changes;
+  // How often a replica re-reads the latest published approver set, so that a set published
+  // through another replica reaches the agents connected here (`approver_sets.poll`; 0 = never).
+  std::chrono::milliseconds approver_set_poll{5'000};
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

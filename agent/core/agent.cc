@@ -260,6 +260,14 @@ void Agent::WatchLoop(uint64_t seed) {
       if (m.has_report_now()) {
         Log()->info("collector asks for a report: {}", LogSafe(m.report_now().reason()));
         CollectorNudge("nudge");
+      } else if (m.has_approver_set()) {
+        // Before any order that follows on the stream, so that the order is checked against it.
+        if (trust_ == nullptr) return;
+        absl::Status s = trust_->Accept(m.approver_set());
+        if (!s.ok()) {
+          Log()->log(absl::IsFailedPrecondition(s) ? spdlog::level::debug : spdlog::level::warn,
+                     "approver set from the collector not taken: {}", LogSafe(s));
+        }
       } else if (m.has_change_order()) {
         if (changes_ == nullptr) {
           Log()->warn("change {} ignored: this agent takes no change orders",

@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "agent/core/agent_config.h"
+#include "agent/core/approver_trust.h"
 #include "agent/core/change_executor.h"
 #include "agent/core/clock.h"
 #include "agent/core/source.h"
@@ -58,6 +59,9 @@ class Agent {
   // change ids open each Watch stream, and each order that touched the host nudges a report with
   // reason after_change. Call before Run().
   void set_change_executor(ChangeExecutor* executor);
+  // Approver sets from the Watch stream go to `trust` (not owned; opened by the caller); without
+  // one they are ignored. Call before Run().
+  void set_approver_trust(ApproverTrust* trust) { trust_ = trust; }
 
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
@@ -88,6 +92,7 @@ class Agent {
   HostInfoFn host_info_;
   Clock* clock_;
   ChangeExecutor* changes_ = nullptr;
+  ApproverTrust* trust_ = nullptr;
   // Used by the Run() thread only (the watch thread gets its own seed).
   std::vector<smbfleet::v1::Benchmark> last_benchmark_;
   Clock::TimePoint next_benchmark_{};

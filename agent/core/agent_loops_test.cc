@@ -11,6 +11,7 @@
 #include "agent/core/testing/fake_clock.h"
 #include "agent/core/testing/fake_collector_client.h"
 #include "agent/core/testing/fake_settings_applier.h"
+#include "agent/core/testing/test_approvals.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -278,7 +279,11 @@ TEST_F(AgentLoopsTest, WatchReconnectsWithCappedJitteredBackoffAndStopsPromptly)
 TEST_F(AgentLoopsTest, ChangeOrderOnTheStreamIsAppliedAckedAndFollowedByAnAfterChangeReport) {
   testing::FakeSettingsApplier applier;
   applier.values[{"share.encryptData", "finance"}] = "false";
+  testing::TestApprovals approvals;
+  ApproverTrust trust(approvals.Trust({"alice"}), dir_ + "-approver-set.pb");
   ChangeExecutorOptions options;
+  options.trust = &trust;
+  options.host = "fs01";
   options.changes.enforce = true;
   options.changes.allow = {"share.encryptData"};
   options.changes.journal_dir = dir_ + "-journal";
@@ -301,6 +306,9 @@ TEST_F(AgentLoopsTest, ChangeOrderOnTheStreamIsAppliedAckedAndFollowedByAnAfterC
   setting->set_share("finance");
   setting->set_value("true");
   setting->set_expected_current("false");
+  *order = approvals.Sign(
+      *order, testing::TestApprovals::PayloadOf(*order, {"fs01"}, absl::Now() + absl::Hours(1)),
+      {"alice"});
   client_.SendWatch(m);
 
   ASSERT_TRUE(client_.AwaitAcks(1));
@@ -320,6 +328,59 @@ TEST_F(AgentLoopsTest, ChangeOrderOnTheStreamIsAppliedAckedAndFollowedByAnAfterC
   clock_.AdvanceTo(wait->deadline);
   ASSERT_TRUE(client_.AwaitWatchCalls(2));
   EXPECT_THAT(client_.watch_requests()[1].completed_change_ids(), ElementsAre("chg-1"));
+  agent->Stop();
+  run.join();
+  EXPECT_EQ(applier.applies, 1);
+}
+
+TEST_F(AgentLoopsTest, ApproverSetOnTheStreamIsTrustedForTheOrdersThatFollow) {
+  testing::FakeSettingsApplier applier;
+  applier.values[{"share.encryptData", "finance"}] = "false";
+  testing::TestApprovals approvals;
+  ApproverTrust trust(approvals.Trust({}), dir_ + "-approver-set.pb");
+  std::filesystem::remove(dir_ + "-approver-set.pb");
+  ChangeExecutorOptions options;
+  options.trust = &trust;
+  options.host = "fs01";
+  options.changes.enforce = true;
+  options.changes.allow = {"share.encryptData"};
+  options.changes.journal_dir = dir_ + "-journal";
+  std::filesystem::remove_all(options.changes.journal_dir);
+  ChangeExecutor changes(options, &applier, &client_, &clock_);
+  ASSERT_TRUE(changes.Open().ok());
+  auto agent = NewAgent();
+  agent->set_change_executor(&changes);
+  agent->set_approver_trust(&trust);
+  std::thread run([&] { agent->Run(); });
+  ASSERT_TRUE(client_.AwaitWatchCalls(1));
+
+  auto order_by_bob = [&](const std::string& id) {
+    smbfleet::v1::WatchResponse m;
+    auto* order = m.mutable_change_order();
+    order->set_change_id(id);
+    order->set_version(1);
+    order->set_nonce("n-" + id);
+    auto* setting = order->add_settings();
+    setting->set_setting("share.encryptData");
+    setting->set_share("finance");
+    setting->set_value("true");
+    *order = approvals.Sign(
+        *order, testing::TestApprovals::PayloadOf(*order, {"fs01"}, absl::Now() + absl::Hours(1)),
+        {"bob"});
+    return m;
+  };
+  client_.SendWatch(order_by_bob("before-set"));
+  ASSERT_TRUE(client_.AwaitAcks(1));
+  EXPECT_EQ(client_.acks()[0].result(), smbfleet::v1::AckChangeRequest::RESULT_REFUSED);
+
+  smbfleet::v1::WatchResponse set;
+  *set.mutable_approver_set() = approvals.Set(1, {"bob"});
+  client_.SendWatch(set);
+  client_.SendWatch(order_by_bob("after-set"));
+  ASSERT_TRUE(client_.AwaitAcks(2));
+  EXPECT_EQ(client_.acks()[1].result(), smbfleet::v1::AckChangeRequest::RESULT_APPLIED)
+      << client_.acks()[1].message();
+  EXPECT_EQ(trust.serial(), 1u);
   agent->Stop();
   run.join();
   EXPECT_EQ(applier.applies, 1);

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "agent/core/order_verifier.h"
+#include "common/approval_signing.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "policy/settings.h"
@@ -31,6 +33,10 @@ std::string Normalized(const std::string& setting, const std::string& value) {
   absl::StatusOr<policy::SettingInfo> info = policy::LookupSetting(setting);
   if (!info.ok()) return value;
   return policy::NormalizeSettingValue(*info, value).value_or(value);
+}
+
+absl::Time TimeOf(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
 
 std::string Where(const SettingChange& s) {
@@ -86,11 +92,21 @@ ChangeExecutor::ChangeExecutor(ChangeExecutorOptions options, SettingsApplier* a
       client_(client),
       clock_(clock),
       journal_(options_.changes.journal_dir),
+      replay_(options_.changes.journal_dir + "/applied-orders.json"),
       ack_backoff_(std::chrono::seconds(1), options_.ack_max_backoff, seed) {}
 
 absl::Status ChangeExecutor::Open() {
   std::lock_guard<std::mutex> apply(apply_mu_);
   RETURN_IF_ERROR(journal_.Open());
+  RETURN_IF_ERROR(replay_.Open());
+  // A crash between the journal's "started" and the replay record: the order may have been
+  // applied, so it is remembered before it is recovered.
+  for (const JournalEntry& e : journal_.InState(JournalState::kStarted)) {
+    absl::StatusOr<v1::ApprovalPayload> p = ParseApprovalPayload(e.order.approval_payload());
+    if (!p.ok() || replay_.Seen(e.order.change_id(), e.order.version(), p->nonce())) continue;
+    RETURN_IF_ERROR(replay_.Record(e.order.change_id(), e.order.version(), p->nonce(),
+                                   TimeOf(p->not_after()), options_.wall_now()));
+  }
   for (const JournalEntry& e : journal_.InState(JournalState::kStarted)) {
     if (crashed_) break;
     Recover(e);
@@ -123,13 +139,17 @@ bool ChangeExecutor::Crash(CrashPoint point) {
   return true;
 }
 
-absl::Status ChangeExecutor::CheckAllowed(const ChangeOrder& order) const {
+absl::Status ChangeExecutor::CheckConsent() const {
   if (applier_ == nullptr) return absl::PermissionDeniedError(options_.no_applier_reason);
   if (!options_.changes.enforce) {
     return absl::PermissionDeniedError(
         "change enforcement is off on this host (changes.enforce is false in the agent's own "
         "config); nothing was changed");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ChangeExecutor::CheckAllowed(const ChangeOrder& order) const {
   for (const SettingChange& s : order.settings()) {
     if (options_.changes.allow.count(s.setting()) == 0) {
       return absl::PermissionDeniedError(absl::StrCat(
@@ -193,48 +213,62 @@ absl::Status ChangeExecutor::RestoreBefore(const JournalEntry& entry) {
   return r.status();
 }
 
-void ChangeExecutor::Process(const ChangeOrder& order) {
+void ChangeExecutor::Process(const ChangeOrder& raw) {
   if (crashed_) return;
-  if (absl::Status s = ChangeJournal::ValidateChangeId(order.change_id()); !s.ok()) {
+  if (absl::Status s = ChangeJournal::ValidateChangeId(raw.change_id()); !s.ok()) {
     AckChangeRequest ack;
-    ack.set_change_id(order.change_id());
-    ack.set_version(order.version());
-    ack.set_nonce(order.nonce());
+    ack.set_change_id(raw.change_id());
+    ack.set_version(raw.version());
+    ack.set_nonce(raw.nonce());
     ack.set_result(AckChangeRequest::RESULT_FAILED);
     ack.set_message(absl::StrCat("order refused: ", s.message()));
     Log()->error("change order refused: {}", LogSafe(s));
     client_->AckChange(ack).IgnoreError();
     return;
   }
-  if (const JournalEntry* done = journal_.Find(order.change_id(), order.version())) {
+  if (const JournalEntry* done = journal_.Find(raw.change_id(), raw.version())) {
     if (done->state == JournalState::kStarted) return;  // recovered by Open(); never here
     Log()->info("{} was already carried out ({}); sending its ack again, not applying it",
-                OrderName(order), AckChangeRequest::Result_Name(done->ack.result()));
+                OrderName(raw), AckChangeRequest::Result_Name(done->ack.result()));
     JournalEntry again = *done;
     again.state = JournalState::kFinished;
     if (absl::Status s = journal_.Put(again); !s.ok()) client_->AckChange(again.ack).IgnoreError();
     return;
   }
-  Log()->info("{}: {} setting(s){}{}", OrderName(order), order.settings_size(),
+  // The host's own consent first: a host that takes no orders says so whatever the order is.
+  if (absl::Status s = CheckConsent(); !s.ok()) {
+    FinishUntouched(raw, {AckResultOf(s), std::string(s.message())}, {});
+    return;
+  }
+  const TrustedKeys keys = options_.trust ? options_.trust->Keys() : TrustedKeys{};
+  OrderCheck check;
+  check.host = options_.host;
+  check.now = options_.wall_now();
+  check.min_approvals = options_.trust ? options_.trust->min_approvals() : 1;
+  absl::StatusOr<VerifiedOrder> verified = VerifyOrder(raw, keys, check);
+  if (!verified.ok()) {
+    FinishUntouched(raw, {AckResultOf(verified.status()), std::string(verified.status().message())},
+                    {});
+    return;
+  }
+  const ChangeOrder& order = verified->order;
+  const v1::ApprovalPayload& payload = verified->payload;
+  if (replay_.Seen(order.change_id(), order.version(), payload.nonce())) {
+    FinishUntouched(order,
+                    {AckChangeRequest::RESULT_REFUSED,
+                     absl::StrCat("replay: ", OrderName(order),
+                                  " with this approval nonce was already carried out on this "
+                                  "host; not applied again")},
+                    {});
+    return;
+  }
+  Log()->info("{}: {} setting(s), {} approval signature(s){}{}", OrderName(order),
+              order.settings_size(), order.signatures_size(),
               order.rollback_of().empty()
                   ? ""
                   : absl::StrCat(", rolls back ", LogSafe(order.rollback_of())),
               order.reason().empty() ? "" : absl::StrCat(", reason: ", LogSafe(order.reason())));
 
-  if (order.has_not_after()) {
-    absl::Time not_after = absl::FromUnixSeconds(order.not_after().seconds()) +
-                           absl::Nanoseconds(order.not_after().nanos());
-    if (options_.wall_now() >= not_after) {
-      FinishUntouched(
-          order,
-          {AckChangeRequest::RESULT_FAILED,
-           absl::StrCat("order expired at ",
-                        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", not_after, absl::UTCTimeZone()),
-                        "; not applied")},
-          {});
-      return;
-    }
-  }
   if (absl::Status s = CheckAllowed(order); !s.ok()) {
     FinishUntouched(order, {AckResultOf(s), std::string(s.message())}, {});
     return;
@@ -276,6 +310,16 @@ void ChangeExecutor::Process(const ChangeOrder& order) {
         order,
         {AckChangeRequest::RESULT_FAILED,
          absl::StrCat("cannot write the change journal (", s.message(), "); nothing was changed")},
+        *current);
+    return;
+  }
+  if (absl::Status s = replay_.Record(order.change_id(), order.version(), payload.nonce(),
+                                      TimeOf(payload.not_after()), options_.wall_now());
+      !s.ok()) {
+    Finish(
+        std::move(entry),
+        {AckChangeRequest::RESULT_FAILED, absl::StrCat("cannot record the order against replay (",
+                                                       s.message(), "); nothing was changed")},
         *current);
     return;
   }

@@ -3,18 +3,20 @@
 
 // Carries out the change orders that arrive on the Watch stream, one at a time:
 //
-//   expired? -> enforcement and local allowlist -> read current values, check expected_current
+//   enforcement on? -> approvals (OrderVerifier: signatures, host, not-after) -> replay?
+//   -> local allowlist -> read current values, check expected_current
 //   -> journal "started" with the before-values -> apply (platform SettingsApplier)
 //   -> journal "finished" with the ack (before/after) -> AckChange -> report "after_change"
 //   -> journal "acked"
 //
-// Nothing is touched for an expired order (FAILED), a refused one (REFUSED) or a failed
-// precondition (PRECONDITION_FAILED). A failed apply is undone from the journaled before-values
-// (ROLLED_BACK; FAILED naming both errors when the undo fails too). An order already in the
-// journal is not applied again: its ack is sent again. Acks are retried with backoff until the
-// collector has them, across restarts. At start, Open() finishes orders a crash interrupted: if
-// the host has the order's values it acks APPLIED, otherwise it restores the before-values and
-// acks ROLLED_BACK "interrupted by agent restart".
+// Only the signed payload's settings for this host are applied, never the order's unsigned
+// fields. Nothing is touched for an expired order (FAILED), a refused one (REFUSED: approvals,
+// replay, enforcement, allowlist) or a failed precondition (PRECONDITION_FAILED). A failed apply is
+// undone from the journaled before-values (ROLLED_BACK; FAILED naming both errors when the undo
+// fails too). An order already in the journal is not applied again: its ack is sent again. Acks are
+// retried with backoff until the collector has them, across restarts. At start, Open() finishes
+// orders a crash interrupted: if the host has the order's values it acks APPLIED, otherwise it
+// restores the before-values and acks ROLLED_BACK "interrupted by agent restart".
 
 #include <condition_variable>
 #include <cstdint>
@@ -28,9 +30,11 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "agent/core/agent_config.h"
+#include "agent/core/approver_trust.h"
 #include "agent/core/backoff.h"
 #include "agent/core/change_journal.h"
 #include "agent/core/clock.h"
+#include "agent/core/replay_store.h"
 #include "agent/core/settings_applier.h"
 #include "agent/core/transport.h"
 #include "smbfleet/v1/agent.pb.h"
@@ -52,6 +56,10 @@ absl::StatusOr<CrashPoint> CrashPointFromEnv();
 
 struct ChangeExecutorOptions {
   ChangesConfig changes;
+  // The approver keys this host trusts (not owned). Null: every order is refused.
+  ApproverTrust* trust = nullptr;
+  // This host's certificate identity: only the payload's settings for it are applied.
+  std::string host;
   // Why the applier is null, for the REFUSED message (e.g. "source windows-capture:DIR").
   std::string no_applier_reason = "this agent's source cannot apply changes";
   size_t max_completed_ids = 100;  // WatchRequest.completed_change_ids
@@ -99,6 +107,9 @@ class ChangeExecutor {
   void FinishUntouched(const smbfleet::v1::ChangeOrder& order, Outcome outcome,
                        std::vector<smbfleet::v1::SettingChange> current);
   void Finish(JournalEntry entry, Outcome outcome, std::vector<smbfleet::v1::SettingChange> after);
+  // Enforcement on and an applier: the host takes orders at all.
+  absl::Status CheckConsent() const;
+  // Every setting of the (verified) order on the local allowlist.
   absl::Status CheckAllowed(const smbfleet::v1::ChangeOrder& order) const;
   // Restores before-values; OK when the host has them again.
   absl::Status RestoreBefore(const JournalEntry& entry);
@@ -118,6 +129,7 @@ class ChangeExecutor {
   // The journal and the applier are used by one thread at a time: apply_mu_.
   std::mutex apply_mu_;
   ChangeJournal journal_ ABSL_GUARDED_BY(apply_mu_);
+  ReplayStore replay_ ABSL_GUARDED_BY(apply_mu_);  // in the journal folder
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -13,6 +13,7 @@
 #include "agent/core/testing/fake_clock.h"
 #include "agent/core/testing/fake_collector_client.h"
 #include "agent/core/testing/fake_settings_applier.h"
+#include "agent/core/testing/test_approvals.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -27,6 +28,7 @@ using testing::FakeCollectorClient;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
+using testing::TestApprovals;
 
 using FakeApplier = testing::FakeSettingsApplier;
 
@@ -40,6 +42,10 @@ class ChangeExecutorTest : public ::testing::Test {
     options_.changes.allow = {"server.requireSigning", "share.encryptData"};
     options_.changes.journal_dir = dir_;
     options_.wall_now = [this] { return now_; };
+    options_.host = "fs01";
+    trust_ = std::make_unique<ApproverTrust>(approvals_.Trust({"alice", "bob"}),
+                                             dir_ + "/approver-set.pb");
+    options_.trust = trust_.get();
     applier_.values[{"server.requireSigning", ""}] = "false";
     applier_.values[{"share.encryptData", "finance"}] = "false";
   }
@@ -71,6 +77,11 @@ class ChangeExecutorTest : public ::testing::Test {
     return o;
   }
 
+  // The order as approved by `by` for fs01: what the collector forwards.
+  ChangeOrder Signed(const ChangeOrder& o, const std::vector<std::string>& by = {"alice"}) {
+    return approvals_.Sign(o, TestApprovals::PayloadOf(o, {"fs01"}, now_ + absl::Hours(1)), by);
+  }
+
   std::vector<AckChangeRequest> Acks() { return client_.acks(); }
   std::string Value(const std::string& setting, const std::string& share = "") {
     return applier_.values[{setting, share}];
@@ -79,6 +90,8 @@ class ChangeExecutorTest : public ::testing::Test {
   std::string dir_;
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   ChangeExecutorOptions options_;
+  TestApprovals approvals_;
+  std::unique_ptr<ApproverTrust> trust_;
   FakeApplier applier_;
   FakeClock clock_;
   FakeCollectorClient client_{&clock_};
@@ -87,7 +100,7 @@ class ChangeExecutorTest : public ::testing::Test {
 
 TEST_F(ChangeExecutorTest, AppliesJournalsAcksWithBeforeAndAfterAndAsksForAReport) {
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   const std::vector<AckChangeRequest> acks = Acks();
@@ -110,7 +123,7 @@ TEST_F(ChangeExecutorTest, AppliesJournalsAcksWithBeforeAndAfterAndAsksForARepor
 TEST_F(ChangeExecutorTest, EnforcementOffIsRefusedWithTheReasonAndNothingIsTouched) {
   options_.changes.enforce = false;
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
@@ -123,7 +136,7 @@ TEST_F(ChangeExecutorTest, EnforcementOffIsRefusedWithTheReasonAndNothingIsTouch
 TEST_F(ChangeExecutorTest, SettingNotOnTheLocalAllowlistIsRefusedNamingIt) {
   options_.changes.allow = {"server.requireSigning"};
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
@@ -136,7 +149,7 @@ TEST_F(ChangeExecutorTest, NoApplierIsRefused) {
   options_.no_applier_reason = "source windows-capture:/x cannot apply changes";
   ChangeExecutor e(options_, nullptr, &client_, &clock_);
   ASSERT_TRUE(e.Open().ok());
-  e.Submit(Order());
+  e.Submit(Signed(Order()));
   e.Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
@@ -146,7 +159,7 @@ TEST_F(ChangeExecutorTest, NoApplierIsRefused) {
 TEST_F(ChangeExecutorTest, PreconditionMismatchNamesSettingExpectedAndFoundAndNeverApplies) {
   applier_.values[{"share.encryptData", "finance"}] = "true";
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_PRECONDITION_FAILED);
@@ -159,10 +172,10 @@ TEST_F(ChangeExecutorTest, PreconditionMismatchNamesSettingExpectedAndFoundAndNe
 
 TEST_F(ChangeExecutorTest, TheSameOrderTwiceIsAppliedOnceAndItsAckSentAgain) {
   auto e = Open();
-  e->Submit(Order());
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
+  e->Submit(Signed(Order()));
   e->Drain();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   EXPECT_EQ(applier_.applies, 1);
   // The two queued copies share one ack; the later resend gets it again.
@@ -172,7 +185,7 @@ TEST_F(ChangeExecutorTest, TheSameOrderTwiceIsAppliedOnceAndItsAckSentAgain) {
     EXPECT_EQ(a.SerializeAsString(), Acks()[0].SerializeAsString());
   }
   // A new version of the change is a new order.
-  e->Submit(Order("c1", 2));
+  e->Submit(Signed(Order("c1", 2)));
   e->Drain();
   EXPECT_EQ(applier_.applies, 1);  // preconditions (expected false) no longer hold
   EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_PRECONDITION_FAILED);
@@ -182,7 +195,7 @@ TEST_F(ChangeExecutorTest, ExpiredOrderIsNeverApplied) {
   auto e = Open();
   ChangeOrder o = Order();
   o.mutable_not_after()->set_seconds(absl::ToUnixSeconds(now_));  // "at" counts as expired
-  e->Submit(o);
+  e->Submit(Signed(o));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_FAILED);
@@ -192,7 +205,7 @@ TEST_F(ChangeExecutorTest, ExpiredOrderIsNeverApplied) {
 
   o.set_change_id("c2");
   o.mutable_not_after()->set_seconds(absl::ToUnixSeconds(now_) + 60);
-  e->Submit(o);
+  e->Submit(Signed(o));
   e->Drain();
   EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_APPLIED);
 }
@@ -200,7 +213,7 @@ TEST_F(ChangeExecutorTest, ExpiredOrderIsNeverApplied) {
 TEST_F(ChangeExecutorTest, FailedApplyIsRolledBackToTheBeforeValues) {
   applier_.fail_at = 1;  // requireSigning is set, then share.encryptData fails
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_ROLLED_BACK);
@@ -215,7 +228,7 @@ TEST_F(ChangeExecutorTest, FailedApplyIsRolledBackToTheBeforeValues) {
 TEST_F(ChangeExecutorTest, FailedRollbackIsFailedNamingBothErrors) {
   applier_.fail_from = 1;  // the second set fails, and so does every set of the restore
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_FAILED);
@@ -227,7 +240,7 @@ TEST_F(ChangeExecutorTest, ApplierThatRestoredItselfIsRolledBackWithoutASecondAp
   applier_.fail_at = 0;
   applier_.fail_status = absl::AbortedError("testparm rejected the new files; restored");
   auto e = Open();
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_ROLLED_BACK);
   EXPECT_THAT(Acks()[0].message(), HasSubstr("testparm rejected"));
@@ -239,7 +252,7 @@ TEST_F(ChangeExecutorTest, AckIsRetriedUntilDeliveredAndSurvivesARestart) {
       {absl::UnavailableError("collector down"), absl::UnavailableError("collector down")});
   {
     auto e = Open();
-    e->Submit(Order());
+    e->Submit(Signed(Order()));
     e->Drain();  // first try fails
     EXPECT_EQ(changed_, 0);
     EXPECT_EQ(e->CompletedChangeIds(), std::vector<std::string>{"c1"});
@@ -271,12 +284,12 @@ TEST_P(ChangeExecutorCrashTest, RecoversToExactlyOneResult) {
   const CrashCase& c = GetParam();
   {
     auto crashed = Open(c.point);
-    crashed->Submit(Order());
+    crashed->Submit(Signed(Order()));
     crashed->Drain();
     ASSERT_TRUE(crashed->crashed());
   }
   auto e = Open();
-  e->Submit(Order());  // the collector resends what it has no ack for
+  e->Submit(Signed(Order()));  // the collector resends what it has no ack for
   e->Drain();
   std::vector<AckChangeRequest> acks = Acks();
   ASSERT_THAT(acks, SizeIs(c.acks));
@@ -286,7 +299,7 @@ TEST_P(ChangeExecutorCrashTest, RecoversToExactlyOneResult) {
   }
   EXPECT_EQ(Value("share.encryptData", "finance"), c.value_after);
   EXPECT_LE(applier_.applies, 1);
-  e->Submit(Order());
+  e->Submit(Signed(Order()));
   e->Drain();
   EXPECT_LE(applier_.applies, 1);  // never applied again
 }
@@ -310,7 +323,7 @@ TEST_F(ChangeExecutorTest, RecoveryOfAHalfAppliedOrderRestoresTheBeforeValues) {
     auto crashed = Open(CrashPoint::kAfterApply);
     applier_.fail_at = 1;  // the crash comes after one of two settings took effect
     applier_.fail_status = absl::InternalError("killed");
-    crashed->Submit(Order());
+    crashed->Submit(Signed(Order()));
     crashed->Drain();
   }
   EXPECT_EQ(Value("server.requireSigning"), "true");
@@ -329,7 +342,7 @@ TEST_F(ChangeExecutorTest, CompletedIdsAreBoundedAndMostRecentFirst) {
   for (const char* id : {"a", "b", "c"}) {
     ChangeOrder o = Order(id);
     o.clear_settings();
-    e->Submit(o);  // no settings: finished as FAILED without touching anything
+    e->Submit(Signed(o));  // no settings: finished as FAILED without touching anything
   }
   e->Drain();
   EXPECT_EQ(e->CompletedChangeIds(), (std::vector<std::string>{"c", "b"}));
@@ -337,12 +350,205 @@ TEST_F(ChangeExecutorTest, CompletedIdsAreBoundedAndMostRecentFirst) {
 
 TEST_F(ChangeExecutorTest, MalformedChangeIdIsAckedFailedAndNotJournaled) {
   auto e = Open();
-  e->Submit(Order("../../etc/passwd"));
+  e->Submit(Signed(Order("../../etc/passwd")));
   e->Drain();
   ASSERT_THAT(Acks(), SizeIs(1));
   EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_FAILED);
   EXPECT_EQ(applier_.applies, 0);
   EXPECT_THAT(e->CompletedChangeIds(), IsEmpty());
+}
+
+// --- Approvals (docs/threat-model.md): what the collector or its database cannot make a host do.
+
+TEST_F(ChangeExecutorTest, TamperedUnsignedFieldsAreIgnoredAndThePayloadsValuesApplied) {
+  auto e = Open();
+  ChangeOrder o = Signed(Order());
+  o.mutable_settings(1)->set_value("false");  // the collector rewrites what it sends in clear
+  SettingChange* extra = o.add_settings();
+  extra->set_setting("server.requireSigning");
+  extra->set_value("false");
+  o.add_options("kill-client-ip");
+  e->Submit(o);
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_APPLIED) << Acks()[0].message();
+  EXPECT_EQ(Value("server.requireSigning"), "true");
+  EXPECT_EQ(Value("share.encryptData", "finance"), "true");
+  EXPECT_THAT(Acks()[0].after(), SizeIs(2));
+  EXPECT_THAT(applier_.last_options, IsEmpty());
+}
+
+TEST_F(ChangeExecutorTest, TamperedPayloadByteIsRefusedAndNothingIsTouched) {
+  auto e = Open();
+  ChangeOrder o = Signed(Order());
+  std::string* bytes = o.mutable_approval_payload();
+  size_t at = bytes->rfind("true");  // share.encryptData's new value
+  ASSERT_NE(at, std::string::npos);
+  (*bytes)[at] = 'T';
+  e->Submit(o);
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("signature 1 (approver 'alice', key '" +
+                                             KeyId(approvals_.key("alice").public_raw) +
+                                             "'): does not verify over the payload"));
+  EXPECT_EQ(applier_.applies, 0);
+  EXPECT_EQ(applier_.reads, 0);
+  EXPECT_EQ(Value("share.encryptData", "finance"), "false");
+}
+
+TEST_F(ChangeExecutorTest, UnsignedOrderIsRefused) {
+  auto e = Open();
+  e->Submit(Order());
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("the order carries no approval payload"));
+  EXPECT_EQ(applier_.applies, 0);
+}
+
+TEST_F(ChangeExecutorTest, WithoutTrustConfiguredEveryOrderIsRefused) {
+  options_.trust = nullptr;
+  auto e = Open();
+  e->Submit(Signed(Order()));
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("no approver keys configured"));
+  EXPECT_EQ(applier_.applies, 0);
+}
+
+TEST_F(ChangeExecutorTest, OneOfTwoRequiredSignaturesDroppedIsRefusedCountingThem) {
+  trust_ = std::make_unique<ApproverTrust>(approvals_.Trust({"alice", "bob"}, 2),
+                                           dir_ + "/approver-set.pb");
+  options_.trust = trust_.get();
+  auto e = Open();
+  ChangeOrder o = Signed(Order(), {"alice", "bob"});
+  o.mutable_signatures()->RemoveLast();
+  e->Submit(o);
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("1 valid signature(s) by distinct approvers of 2"));
+  EXPECT_EQ(applier_.applies, 0);
+
+  e->Submit(Signed(Order("c2"), {"alice", "bob"}));
+  e->Drain();
+  EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_APPLIED) << Acks().back().message();
+}
+
+TEST_F(ChangeExecutorTest, OrderForAnotherHostIsRefused) {
+  auto e = Open();
+  ChangeOrder o = Order();
+  e->Submit(
+      approvals_.Sign(o, TestApprovals::PayloadOf(o, {"fs02"}, now_ + absl::Hours(1)), {"alice"}));
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("this host ('fs01') is not among the 1 host(s)"));
+  EXPECT_EQ(applier_.applies, 0);
+}
+
+TEST_F(ChangeExecutorTest, SignedNotAfterPassedIsNeverApplied) {
+  auto e = Open();
+  ChangeOrder o = Order();
+  v1::ApprovalPayload p = TestApprovals::PayloadOf(o, {"fs01"}, now_ - absl::Seconds(1));
+  ChangeOrder signed_order = approvals_.Sign(o, p, {"alice"});
+  signed_order.mutable_not_after()->set_seconds(absl::ToUnixSeconds(now_) + 3600);  // unsigned
+  e->Submit(signed_order);
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_FAILED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("order expired at"));
+  EXPECT_EQ(applier_.applies, 0);
+}
+
+TEST_F(ChangeExecutorTest, ReplayedAppliedOrderIsRefusedAfterARestartEvenWithoutItsJournalEntry) {
+  {
+    auto e = Open();
+    e->Submit(Signed(Order()));
+    e->Drain();
+    ASSERT_EQ(Acks().back().result(), AckChangeRequest::RESULT_APPLIED);
+  }
+  // Someone puts the old values back by hand; the journal entry is gone (pruned).
+  applier_.values[{"server.requireSigning", ""}] = "false";
+  applier_.values[{"share.encryptData", "finance"}] = "false";
+  ASSERT_TRUE(std::filesystem::remove(dir_ + "/c1@1.order.json"));
+  auto e = Open();
+  e->Submit(Signed(Order()));
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(2));
+  EXPECT_EQ(Acks()[1].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[1].message(), HasSubstr("replay: change c1 v1"));
+  EXPECT_EQ(applier_.applies, 1);
+  EXPECT_EQ(Value("share.encryptData", "finance"), "false");
+}
+
+TEST_F(ChangeExecutorTest, CrashBetweenApplyAndAckStillRemembersTheOrder) {
+  {
+    auto crashed = Open(CrashPoint::kAfterApply);
+    crashed->Submit(Signed(Order()));
+    crashed->Drain();
+    ASSERT_TRUE(crashed->crashed());
+  }
+  { Open()->Drain(); }  // recovers: APPLIED
+  ASSERT_TRUE(std::filesystem::remove(dir_ + "/c1@1.order.json"));
+  applier_.values[{"share.encryptData", "finance"}] = "false";
+  auto e = Open();
+  e->Submit(Signed(Order()));
+  e->Drain();
+  EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks().back().message(), HasSubstr("replay"));
+  EXPECT_EQ(applier_.applies, 1);
+}
+
+TEST_F(ChangeExecutorTest, RollbackOrdersAreVerifiedTheSameWay) {
+  auto e = Open();
+  ChangeOrder rollback = Order("r1");
+  rollback.set_rollback_of("c0");
+  ChangeOrder forged = Signed(rollback, {"mallory"});
+  e->Submit(forged);
+  e->Drain();
+  ASSERT_THAT(Acks(), SizeIs(1));
+  EXPECT_EQ(Acks()[0].result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks()[0].message(), HasSubstr("key not trusted by this host"));
+  EXPECT_EQ(applier_.applies, 0);
+
+  e->Submit(Signed(Order("r2")));
+  e->Drain();
+  EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_APPLIED);
+}
+
+TEST_F(ChangeExecutorTest, KeyRevokedByANewerApproverSetNoLongerCounts) {
+  trust_ = std::make_unique<ApproverTrust>(approvals_.Trust({}), dir_ + "/approver-set.pb");
+  options_.trust = trust_.get();
+  auto e = Open();
+  ASSERT_TRUE(trust_->Accept(approvals_.Set(1, {"alice", "bob"})).ok());
+  e->Submit(Signed(Order("c1"), {"bob"}));
+  e->Drain();
+  EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_APPLIED) << Acks().back().message();
+
+  ASSERT_TRUE(trust_->Accept(approvals_.Set(2, {"alice"})).ok());  // bob's key revoked
+  applier_.values[{"share.encryptData", "finance"}] = "false";
+  applier_.values[{"server.requireSigning", ""}] = "false";
+  e->Submit(Signed(Order("c2"), {"bob"}));
+  e->Drain();
+  EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_THAT(Acks().back().message(), HasSubstr("approver 'bob'"));
+  EXPECT_THAT(Acks().back().message(), HasSubstr("key not trusted by this host"));
+
+  // The older set, replayed, does not bring the key back; nor does a restart.
+  EXPECT_TRUE(absl::IsFailedPrecondition(trust_->Accept(approvals_.Set(1, {"alice", "bob"}))));
+  ApproverTrust restarted(approvals_.Trust({}), dir_ + "/approver-set.pb");
+  ASSERT_TRUE(restarted.Open().ok());
+  EXPECT_EQ(restarted.serial(), 2u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(restarted.Accept(approvals_.Set(1, {"alice", "bob"}))));
+  options_.trust = &restarted;
+  auto again = Open();
+  again->Submit(Signed(Order("c3"), {"bob"}));
+  again->Drain();
+  EXPECT_EQ(Acks().back().result(), AckChangeRequest::RESULT_REFUSED);
+  EXPECT_EQ(applier_.applies, 1);
 }
 
 }  // namespace

@@ -43,6 +43,12 @@ bool StreamRegistry::Connected(const std::string& host) const {
   return streams_.count(host) > 0;
 }
 
+size_t StreamRegistry::SendAll(const smbfleet::v1::WatchResponse& message) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [host, stream] : streams_) stream->Send(message);
+  return streams_.size();
+}
+
 size_t StreamRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return streams_.size();

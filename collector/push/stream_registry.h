@@ -37,6 +37,8 @@ class StreamRegistry : public PushRouter {
 
   bool Send(const std::string& host, const smbfleet::v1::WatchResponse& message) override;
   bool Connected(const std::string& host) const override;
+  // Sends to every open stream; returns how many.
+  size_t SendAll(const smbfleet::v1::WatchResponse& message);
   size_t size() const;
   // Closes every stream (at shutdown).
   void CloseAll();

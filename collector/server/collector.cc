@@ -32,6 +32,11 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   }
   ChangeStore* changes = c->stores_.changes.get();
   c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
+  if (c->stores_.approver_sets == nullptr) c->stores_.approver_sets = NewMemoryApproverSetStore();
+  c->approver_sets_ =
+      std::make_unique<ApproverSets>(c->stores_.approver_sets.get(), c->registry_.get(),
+                                     absl::FromChrono(config.approver_set_poll));
+  RETURN_IF_ERROR(c->approver_sets_->Start());
   c->pipeline_ = std::make_unique<ReportPipeline>(c->stores_.hosts.get(),
                                                   c->stores_.compliance.get(), c->policy_.get());
 
@@ -67,7 +72,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->agent_service_ =
       std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get(),
                                          c->workflow_.get(), c->dispatcher_.get());
+  c->agent_service_->set_approver_sets(c->approver_sets_.get());
   c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(), c->work_.get());
+  c->admin_service_->set_approver_sets(c->approver_sets_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -20,6 +20,7 @@
 #include "collector/service/agent_service.h"
 #include "collector/service/work_queue.h"
 #include "collector/store/stores.h"
+#include "collector/trust/approver_sets.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "policy/policy.h"
@@ -43,6 +44,7 @@ class Collector {
 
   int port() const { return port_; }
   StreamRegistry* registry() { return registry_.get(); }
+  ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
   void Shutdown();
   void Wait();
@@ -54,6 +56,7 @@ class Collector {
   Stores stores_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<StreamRegistry> registry_;
+  std::unique_ptr<ApproverSets> approver_sets_;
   std::unique_ptr<ReportPipeline> pipeline_;
   std::unique_ptr<changes::OrderDispatcher> dispatcher_;
   std::unique_ptr<changes::ChangeService> workflow_;

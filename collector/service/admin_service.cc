@@ -1,6 +1,8 @@
 #include "collector/service/admin_service.h"
 
+#include "collector/auth/authorize.h"
 #include "collector/service/grpc_status.h"
+#include "common/status_macros.h"
 
 namespace smbfleet::collector {
 
@@ -167,6 +169,38 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RevokeApproverKey(
   return SubmitUnary(context, work_, response, [this, request](const Principal& p) {
     return api_->RevokeApproverKey(p, *request);
   });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::PublishApproverSet(
+    grpc::CallbackServerContext* context, const v1::PublishApproverSetRequest* request,
+    v1::PublishApproverSetResponse* response) {
+  return SubmitUnary(
+      context, work_, response,
+      [this, request](const Principal& p) -> absl::StatusOr<v1::PublishApproverSetResponse> {
+        RETURN_IF_ERROR(Authorize(p, Permission::kPublishApproverSet));
+        if (approver_sets_ == nullptr) {
+          return absl::UnavailableError("this collector does not forward approver sets");
+        }
+        return approver_sets_->Publish(request->set(), p.name);
+      });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetApproverSet(grpc::CallbackServerContext* context,
+                                                           const v1::GetApproverSetRequest*,
+                                                           v1::GetApproverSetResponse* response) {
+  return SubmitUnary(
+      context, work_, response,
+      [this](const Principal& p) -> absl::StatusOr<v1::GetApproverSetResponse> {
+        RETURN_IF_ERROR(Authorize(p, Permission::kReadApproverKeys));
+        if (approver_sets_ == nullptr) {
+          return absl::UnavailableError("this collector does not forward approver sets");
+        }
+        std::optional<v1::SignedApproverSet> set = approver_sets_->Current();
+        if (!set.has_value()) return absl::NotFoundError("no approver set has been published");
+        v1::GetApproverSetResponse out;
+        *out.mutable_set() = *std::move(set);
+        return out;
+      });
 }
 
 }  // namespace smbfleet::collector

@@ -3,6 +3,7 @@
 
 #include "collector/admin/admin_api.h"
 #include "collector/service/work_queue.h"
+#include "collector/trust/approver_sets.h"
 #include "smbfleet/v1/admin.grpc.pb.h"
 
 namespace smbfleet::collector {
@@ -11,6 +12,8 @@ namespace smbfleet::collector {
 class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackService {
  public:
   AdminServiceImpl(AdminApi* api, WorkQueue* work) : api_(api), work_(work) {}
+  // Publish/GetApproverSet (not owned; null: UNAVAILABLE).
+  void set_approver_sets(ApproverSets* sets) { approver_sets_ = sets; }
 
   grpc::ServerUnaryReactor* ListHosts(grpc::CallbackServerContext* context,
                                       const smbfleet::v1::ListHostsRequest* request,
@@ -77,9 +80,17 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
       grpc::CallbackServerContext* context, const smbfleet::v1::RevokeApproverKeyRequest* request,
       smbfleet::v1::RevokeApproverKeyResponse* response) override;
 
+  grpc::ServerUnaryReactor* PublishApproverSet(
+      grpc::CallbackServerContext* context, const smbfleet::v1::PublishApproverSetRequest* request,
+      smbfleet::v1::PublishApproverSetResponse* response) override;
+  grpc::ServerUnaryReactor* GetApproverSet(grpc::CallbackServerContext* context,
+                                           const smbfleet::v1::GetApproverSetRequest* request,
+                                           smbfleet::v1::GetApproverSetResponse* response) override;
+
  private:
   AdminApi* api_;
   WorkQueue* work_;
+  ApproverSets* approver_sets_ = nullptr;
 };
 
 }  // namespace smbfleet::collector

@@ -62,6 +62,14 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
   Log()->info("watch stream of {} opened (agent {})", LogSafe(agent->name),
               LogSafe(request->agent_version()));
   auto* reactor = new WatchReactor(registry_, agent->name);
+  if (approver_sets_ != nullptr) {
+    // Before any order: the agent checks the orders that follow against this set.
+    if (std::optional<v1::SignedApproverSet> set = approver_sets_->Current()) {
+      v1::WatchResponse m;
+      *m.mutable_approver_set() = *std::move(set);
+      reactor->Send(m);
+    }
+  }
   if (dispatcher_ != nullptr) {
     // The orders it missed while away, read off gRPC's threads; the agent names the changes it
     // finished so that they are not sent again.

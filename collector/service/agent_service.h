@@ -7,6 +7,7 @@
 #include "collector/ingest/pipeline.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/work_queue.h"
+#include "collector/trust/approver_sets.h"
 #include "smbfleet/v1/agent.grpc.pb.h"
 
 namespace smbfleet::collector {
@@ -26,6 +27,9 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
         workflow_(workflow),
         dispatcher_(dispatcher) {}
 
+  // Each Watch stream gets the latest approver set first (not owned; null: none is sent).
+  void set_approver_sets(ApproverSets* sets) { approver_sets_ = sets; }
+
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const smbfleet::v1::ReportRequest* request,
                                    smbfleet::v1::ReportResponse* response) override;
@@ -44,6 +48,7 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   WorkQueue* work_;
   changes::ChangeService* workflow_;
   changes::OrderDispatcher* dispatcher_;
+  ApproverSets* approver_sets_ = nullptr;
 };
 
 }  // namespace smbfleet::collector

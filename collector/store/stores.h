@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "collector/store/approver_key_store.h"
+#include "collector/store/approver_set_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
@@ -17,6 +18,7 @@ struct Stores {
   std::unique_ptr<ComplianceStore> compliance;
   std::unique_ptr<ChangeStore> changes;             // may be null until a backend provides it
   std::unique_ptr<ApproverKeyStore> approver_keys;  // may be null: then kept in memory
+  std::unique_ptr<ApproverSetStore> approver_sets;  // null: kept in memory by this process
 };
 
 }  // namespace smbfleet::collector

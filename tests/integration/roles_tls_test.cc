@@ -53,11 +53,6 @@ const std::set<std::string>& NotServedYet() {
       "AdminService.RevokeCertificate",
       "AdminService.ListRevocations",
       "AdminService.SetHostLabels",
-      "AdminService.RegisterApproverKey",
-      "AdminService.ListApproverKeys",
-      "AdminService.RevokeApproverKey",
-      "AdminService.PublishApproverSet",
-      "AdminService.GetApproverSet",
       "EnrollmentService.Enroll",
       "EnrollmentService.RenewCertificate",
   };

@@ -11,6 +11,7 @@
 #include "agent/core/change_executor.h"
 #include "agent/core/testing/fake_clock.h"
 #include "agent/core/testing/fake_collector_client.h"
+#include "agent/core/testing/test_approvals.h"
 #include "agent/platform/samba/samba_applier.h"
 #include "agent/platform/samba/samba_source.h"
 #include "common/files.h"
@@ -403,20 +404,26 @@ TEST(SambaApplyTest, ChangeOrderThroughTheExecutor) {
   auto applier = ApplierFor(l);
   agent::testing::FakeClock clock;
   agent::testing::FakeCollectorClient client(&clock);
+  agent::testing::TestApprovals approvals;
+  agent::ApproverTrust trust(approvals.Trust({"alice"}), l.dir() + "/approver-set.pb");
   agent::ChangeExecutorOptions options;
+  options.trust = &trust;
+  options.host = "fs01";
   options.changes.enforce = true;
   options.changes.allow = {"share.encryptData"};
   options.changes.journal_dir = l.dir() + "/journal";
   agent::ChangeExecutor executor(options, applier.get(), &client, &clock);
   ASSERT_TRUE(executor.Open().ok());
 
-  auto order = [](const std::string& id, const std::string& expected) {
+  auto order = [&approvals](const std::string& id, const std::string& expected) {
     v1::ChangeOrder o;
     o.set_change_id(id);
     o.set_version(1);
     *o.add_settings() = Change("share.encryptData", "true", "finance");
     o.mutable_settings(0)->set_expected_current(expected);
-    return o;
+    return approvals.Sign(
+        o, agent::testing::TestApprovals::PayloadOf(o, {"fs01"}, absl::Now() + absl::Hours(1)),
+        {"alice"});
   };
   std::string conf_before = ReadFile(l.smb_conf()).value_or("<missing>");
   std::string finance_before =

@@ -32,6 +32,7 @@ class FakeSettingsApplier : public SettingsApplier {
 
   std::map<std::pair<std::string, std::string>, std::string> values;
   int applies = 0;
+  std::vector<std::string> last_options;  // of the latest Apply
   int reads = 0;
   int sets = 0;
   int fail_at = -1;
@@ -41,8 +42,9 @@ class FakeSettingsApplier : public SettingsApplier {
 
  private:
   ApplyResult DoApply(const std::vector<smbfleet::v1::SettingChange>& changes,
-                      const std::vector<std::string>&) override {
+                      const std::vector<std::string>& options) override {
     ++applies;
+    last_options = options;
     ApplyResult r;
     for (const auto& c : changes) {
       int n = sets++;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/store/postgres/approver_key_store.h"
+#include "collector/store/postgres/approver_set_store.h"
 #include "collector/store/postgres/change_store.h"
 #include "collector/store/postgres/compliance_store.h"
 #include "collector/store/postgres/connection_pool.h"
@@ -27,6 +28,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size) {
   stores.compliance = NewPgComplianceStore(pool);
   stores.changes = NewPgChangeStore(pool);
   stores.approver_keys = NewPgApproverKeyStore(pool);
+  stores.approver_sets = NewPgApproverSetStore(pool);
   return stores;
 }
 
