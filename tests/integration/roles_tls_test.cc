@@ -21,6 +21,7 @@
 #include "collector/server/collector.h"
 #include "collector/store/postgres/pg_store.h"
 #include "collector/testing/roles_table.h"
+#include "common/approval_signing.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
@@ -397,8 +398,29 @@ TEST_F(RolesTlsTest, AnAckForAnotherHostsOrderChangesNothing) {
   auto ctx = Context();
   auto s = proposer->ProposeChange(ctx.get(), propose, &proposed);
   ASSERT_TRUE(s.ok()) << s.error_message();
+  // The approver signs the change's payload with a key an admin registered for them.
+  auto key = GenerateEd25519Key();
+  ASSERT_TRUE(key.ok());
+  v1::RegisterApproverKeyRequest reg;
+  reg.set_name("approver");
+  reg.set_public_key(key->public_raw);
+  v1::RegisterApproverKeyResponse registered;
+  ctx = Context();
+  s = v1::AdminService::NewStub(Channel("operator-admin"))
+          ->RegisterApproverKey(ctx.get(), reg, &registered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::GetChangeRequest to_sign;
+  to_sign.set_id(proposed.change().id());
+  v1::GetChangeResponse payload;
+  ctx = Context();
+  ASSERT_TRUE(approver->GetChange(ctx.get(), to_sign, &payload).ok());
   v1::ApproveChangeRequest approve;
   approve.set_id(proposed.change().id());
+  approve.mutable_signature()->set_approver("approver");
+  approve.mutable_signature()->set_key_id(registered.key().key_id());
+  auto signature = SignEd25519(key->private_pem, payload.approval_payload());
+  ASSERT_TRUE(signature.ok()) << signature.status();
+  approve.mutable_signature()->set_signature(*signature);
   v1::ApproveChangeResponse approved;
   ctx = Context();
   s = approver->ApproveChange(ctx.get(), approve, &approved);
