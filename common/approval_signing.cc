@@ -60,8 +60,8 @@ absl::StatusOr<Ed25519Key> KeyOf(const Pkey& key) {
   out.private_pem.assign(data, static_cast<size_t>(len));
   size_t raw_len = kPublicKeySize;
   out.public_raw.resize(kPublicKeySize);
-  if (EVP_PKEY_get_raw_public_key(key.get(), reinterpret_cast<unsigned char*>(&out.public_raw[0]),
-                                  &raw_len) != 1 ||
+  if (EVP_PKEY_get_raw_public_key(
+          key.get(), reinterpret_cast<unsigned char*>(out.public_raw.data()), &raw_len) != 1 ||
       raw_len != kPublicKeySize) {
     return absl::InternalError("cannot read the Ed25519 public key");
   }
@@ -129,7 +129,7 @@ absl::StatusOr<std::string> SignEd25519(absl::string_view private_pem, absl::str
   std::string sig(kSignatureSize, '\0');
   size_t sig_len = sig.size();
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(&sig[0]), &sig_len,
+      EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &sig_len,
                      reinterpret_cast<const unsigned char*>(message.data()), message.size()) != 1) {
     return absl::InternalError("Ed25519 signing failed");
   }
@@ -139,19 +139,19 @@ absl::StatusOr<std::string> SignEd25519(absl::string_view private_pem, absl::str
 
 absl::Status VerifyEd25519(absl::string_view public_raw, absl::string_view message,
                            absl::string_view signature) {
-  const absl::Status bad = absl::PermissionDeniedError("signature does not verify");
-  if (public_raw.size() != kPublicKeySize || signature.size() != kSignatureSize) return bad;
+  auto bad = [] { return absl::PermissionDeniedError("signature does not verify"); };
+  if (public_raw.size() != kPublicKeySize || signature.size() != kSignatureSize) return bad();
   Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
                                        reinterpret_cast<const unsigned char*>(public_raw.data()),
                                        public_raw.size()));
   std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
   if (!key || !ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1) {
-    return bad;
+    return bad();
   }
   if (EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
                        signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
                        message.size()) != 1) {
-    return bad;
+    return bad();
   }
   return absl::OkStatus();
 }
