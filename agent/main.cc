@@ -150,7 +150,7 @@ int Bench(const Flags& flags) {
 absl::StatusOr<std::string> OwnHostIdentity(const AgentConfig& config) {
   ASSIGN_OR_RETURN(std::string pem, ReadFile(config.tls.cert, 1 << 20));
   ASSIGN_OR_RETURN(PeerIdentity id, IdentityFromPem(pem));
-  return absl::AsciiStrToLower(id.common_name);
+  return id.name;  // the same SAN-else-CN, lower case, the collector reads
 }
 
 int RunService(const Flags& flags) {

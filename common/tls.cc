@@ -1,11 +1,17 @@
 #include "common/tls.h"
 
+#include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
@@ -48,6 +54,49 @@ std::vector<std::string> NameEntries(X509_NAME* name, int nid) {
   return out;
 }
 
+// The first DNS subjectAltName, or "" when there is none.
+std::string FirstDnsSan(X509* cert) {
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (names == nullptr) return "";
+  std::string out;
+  for (int i = 0; i < sk_GENERAL_NAME_num(names) && out.empty(); ++i) {
+    const GENERAL_NAME* n = sk_GENERAL_NAME_value(names, i);
+    if (n->type != GEN_DNS) continue;
+    const ASN1_STRING* s = n->d.dNSName;
+    out.assign(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+               static_cast<size_t>(ASN1_STRING_length(s)));
+  }
+  GENERAL_NAMES_free(names);
+  return out;
+}
+
+std::string SerialHex(X509* cert) {
+  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
+  if (bn == nullptr) return "";
+  char* hex = BN_bn2hex(bn);
+  std::string out = hex == nullptr ? "" : absl::AsciiStrToLower(hex);
+  OPENSSL_free(hex);
+  BN_free(bn);
+  if (out == "0") return out;
+  size_t first = out.find_first_not_of('0');
+  return first == std::string::npos ? out : out.substr(first);
+}
+
+std::string Sha256Fingerprint(X509* cert) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (X509_digest(cert, EVP_sha256(), md, &len) != 1) return "";
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(md), static_cast<size_t>(len)));
+}
+
+int64_t UnixTime(const ASN1_TIME* t) {
+  struct tm tm = {};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
 }  // namespace
 
 absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files) {
@@ -79,8 +128,10 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files) {
 }
 
 std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsMaterial& m) {
-  grpc::SslServerCredentialsOptions options(
-      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  // A client certificate is asked for and, when presented, verified against the CA; a caller
+  // without one (an agent enrolling, a person with a bearer token) is let through the handshake
+  // and each call decides (collector/auth: only enrollment is open to it).
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
   options.pem_root_certs = m.ca_pem;
   options.pem_key_cert_pairs.push_back({m.key_pem, m.cert_pem});
   return grpc::SslServerCredentials(options);
@@ -104,6 +155,12 @@ absl::StatusOr<PeerIdentity> IdentityFromPem(const std::string& pem) {
     return absl::UnauthenticatedError("peer certificate has no common name");
   }
   id.common_name = cns[0];
+  std::string san = FirstDnsSan(x509.get());
+  id.name = absl::AsciiStrToLower(san.empty() ? id.common_name : san);
+  id.serial = SerialHex(x509.get());
+  id.fingerprint = Sha256Fingerprint(x509.get());
+  id.not_before_unix = UnixTime(X509_get0_notBefore(x509.get()));
+  id.not_after_unix = UnixTime(X509_get0_notAfter(x509.get()));
   auto ous = NameEntries(subject, NID_organizationalUnitName);
   if (!ous.empty()) id.kind = ous[0];
   if (ous.size() > 1) id.role = ous[1];

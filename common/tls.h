@@ -4,6 +4,7 @@
 // Mutual TLS material for agents, tools and the collector, and the identity a peer's
 // certificate carries. Identity always comes from the certificate, never from a request.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,13 +27,21 @@ struct TlsMaterial {
 // name the file. The key itself is never logged.
 absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files);
 
-// Server credentials that require and verify a client certificate.
+// Server credentials that ask for a client certificate and verify it when presented; a
+// connection without one reaches the call as an anonymous caller.
 std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsMaterial& m);
 std::shared_ptr<grpc::ChannelCredentials> MutualTlsChannelCredentials(const TlsMaterial& m);
 
 // What a certificate says about its holder. kind is the first OU ("agent", "operator", ...).
 struct PeerIdentity {
-  std::string common_name;
+  // Who the holder is: the first DNS subjectAltName, else the CN, in lower case (host names
+  // and user names compare case-insensitively: FS01 is fs01).
+  std::string name;
+  std::string common_name;  // as written in the certificate
+  std::string serial;       // lower-case hex, no leading zeros ("1a2b")
+  std::string fingerprint;  // SHA-256 of the DER certificate, lower-case hex
+  int64_t not_before_unix = 0;
+  int64_t not_after_unix = 0;
   std::string kind;
   std::string role;  // second OU for people ("viewer", "proposer", "approver", "admin")
   std::vector<std::string> roles = {};  // every OU after the kind: one person, several roles

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "grpcpp/security/auth_context.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -215,7 +216,7 @@ absl::string_view PermissionName(Permission p) {
 
 Principal PrincipalFromIdentity(const PeerIdentity& id) {
   Principal p;
-  p.name = id.common_name;
+  p.name = id.name;
   p.kind_text = id.kind;
   if (id.kind == KindName(PrincipalKind::kAgent)) {
     p.kind = PrincipalKind::kAgent;
@@ -231,12 +232,23 @@ Principal PrincipalFromIdentity(const PeerIdentity& id) {
 }
 
 absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context) {
+  auto auth = context.auth_context();
+  if (auth == nullptr || auth->FindPropertyValues("x509_pem_cert").empty()) {
+    return Principal{"", PrincipalKind::kAnonymous, "anonymous", {}};
+  }
   ASSIGN_OR_RETURN(PeerIdentity id, PeerIdentityOf(context));
   return PrincipalFromIdentity(id);
 }
 
 absl::Status Authorize(const Principal& principal, Permission permission) {
   const Grant* g = GrantFor(permission);
+  if (principal.kind == PrincipalKind::kAnonymous &&
+      (g == nullptr || g->kind != PrincipalKind::kAnonymous)) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("no client certificate or bearer token was presented; this call (",
+                     PermissionName(permission), ") needs '",
+                     g == nullptr ? "nobody" : KindName(g->kind), "'"));
+  }
   if (g == nullptr || g->kind != principal.kind) {
     return absl::PermissionDeniedError(absl::StrCat(
         "certificate of '", principal.name, "' is for '", principal.kind_text, "', this call (",

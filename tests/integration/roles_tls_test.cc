@@ -314,11 +314,6 @@ TEST_F(RolesTlsTest, EveryRpcAsEveryKindOfCallerDecidesAsTheDocsSay) {
         const std::string cell =
             absl::StrCat(caller.label, " x ", short_name, ": ", static_cast<int>(s.error_code()),
                          " ", s.error_message());
-        if (caller.cert.empty() && s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-          // No client certificate: the TLS handshake refuses it before any call is made.
-          EXPECT_FALSE(allowed && NotServedYet().count(short_name) == 0) << cell;
-          continue;
-        }
         if (NotServedYet().count(short_name) > 0) {
           EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED)
               << cell << " -- served now: remove it from NotServedYet() so its cells count";
