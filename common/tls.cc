@@ -56,8 +56,8 @@ std::vector<std::string> NameEntries(X509_NAME* name, int nid) {
 
 // The first DNS subjectAltName, or "" when there is none.
 std::string FirstDnsSan(X509* cert) {
-  auto* names = static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
   if (names == nullptr) return "";
   std::string out;
   for (int i = 0; i < sk_GENERAL_NAME_num(names) && out.empty(); ++i) {

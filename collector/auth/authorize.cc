@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -216,7 +217,7 @@ absl::string_view PermissionName(Permission p) {
 
 Principal PrincipalFromIdentity(const PeerIdentity& id) {
   Principal p;
-  p.name = id.name;
+  p.name = id.name.empty() ? absl::AsciiStrToLower(id.common_name) : id.name;
   p.kind_text = id.kind;
   if (id.kind == KindName(PrincipalKind::kAgent)) {
     p.kind = PrincipalKind::kAgent;
@@ -244,10 +245,9 @@ absl::Status Authorize(const Principal& principal, Permission permission) {
   const Grant* g = GrantFor(permission);
   if (principal.kind == PrincipalKind::kAnonymous &&
       (g == nullptr || g->kind != PrincipalKind::kAnonymous)) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("no client certificate or bearer token was presented; this call (",
-                     PermissionName(permission), ") needs '",
-                     g == nullptr ? "nobody" : KindName(g->kind), "'"));
+    return absl::UnauthenticatedError(absl::StrCat(
+        "no client certificate or bearer token was presented; this call (",
+        PermissionName(permission), ") needs '", g == nullptr ? "nobody" : KindName(g->kind), "'"));
   }
   if (g == nullptr || g->kind != principal.kind) {
     return absl::PermissionDeniedError(absl::StrCat(

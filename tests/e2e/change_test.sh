@@ -14,6 +14,9 @@
 #   halt            a refused canary halts the rollout; the second wave's host is never dispatched
 #   offline         an agent away at approval gets its order when it reconnects
 #   two-collectors  approval through collector A, the agent's stream on collector B
+#   tampered        someone with write access to the database rewrites an approved order while
+#                   the agent is away (one payload byte; then, on a second change, one of two
+#                   signatures dropped and the rule lowered to one): REFUSED, smb.conf untouched
 #   crash-journal   the agent dies right after its journal entry (before applying), and
 #   crash-apply     right after applying (before its ack); after a restart the change is acked
 #                   exactly once
@@ -322,6 +325,57 @@ scenario_two_collectors() {
   [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] || fail "finance not encrypted"
 }
 
+# sql STATEMENT: run as the database's owner, the way an attacker holding it would.
+sql() { psql "$dsn" -qAt -v ON_ERROR_STOP=1 -c "$1"; }
+
+scenario_tampered() {
+  local host=fs-tamper
+  e2e_init "$@" "$host"
+  lab_with_clients "$host"
+  new_database
+  start_collector collector
+  agent_config "$host" "$host" collector "$ENFORCE" >"$work/agent.yaml"
+  start_agent agent "$work/agent.yaml"
+  wait_reported "$host"
+  local id before
+  before=$(conf_sum "$host")
+
+  step "approved while the agent is away; one byte of the signed payload is rewritten in the database"
+  id=$(propose proposer --host "$host")
+  stop_proc agent
+  approve_both "$id"
+  wait_host_state 15 "$id" "$host" DISPATCHED
+  # The payload's last byte, flipped (PostgreSQL's base64 wraps lines; protobuf's JSON does not).
+  sql "UPDATE changes SET more = jsonb_set(more, '{approvalPayload}', to_jsonb(translate(encode(
+         set_byte(p, length(p) - 1, get_byte(p, length(p) - 1) # 1), 'base64'), E'\n', '')))
+       FROM (SELECT decode(more->>'approvalPayload', 'base64') AS p FROM changes
+             WHERE id = '$id') AS t WHERE id = '$id'" || fail "rewriting the payload"
+  start_agent agent "$work/agent.yaml"
+  wait_host_state 30 "$id" "$host" REFUSED
+  local message
+  message=$(change_get "$id" '.hosts[0].message')
+  echo "   refused: $message"
+  grep -q "approval check failed" <<<"$message" || fail "not refused by the approval check: '$message'"
+  [[ "$(conf_sum "$host")" == "$before" ]] || fail "smb.conf changed for a tampered order"
+  wait_change_state 15 "$id" HALTED
+
+  step "a second change: one of its two signatures deleted and the rule lowered to one"
+  id=$(propose proposer --host "$host" --reason "second try")
+  stop_proc agent
+  approve_both "$id"
+  wait_host_state 15 "$id" "$host" DISPATCHED
+  sql "UPDATE changes SET approvals_required = 1 WHERE id = '$id';
+       DELETE FROM change_approvals WHERE change_id = '$id' AND approver = 'approver-b'" ||
+    fail "dropping a signature"
+  [[ $(change_get "$id" '.approvals | length') == 1 ]] || fail "the signature was not dropped"
+  start_agent agent "$work/agent.yaml"
+  wait_host_state 30 "$id" "$host" REFUSED
+  message=$(change_get "$id" '.hosts[0].message')
+  echo "   refused: $message"
+  grep -qi "signature" <<<"$message" || fail "the refusal does not name the signatures: '$message'"
+  [[ "$(conf_sum "$host")" == "$before" ]] || fail "smb.conf changed with one signature of two"
+}
+
 scenario_crash() {  # scenario_crash POINT COLLECTOR AGENT SMBFLEETCTL
   local point=$1 host=fs-crash
   shift
@@ -361,7 +415,7 @@ scenario_crash() {  # scenario_crash POINT COLLECTOR AGENT SMBFLEETCTL
 }
 
 case "$scenario" in
-  flow | refused | precondition | halt | offline) "scenario_$scenario" "$@" ;;
+  flow | refused | precondition | halt | offline | tampered) "scenario_$scenario" "$@" ;;
   two-collectors) scenario_two_collectors "$@" ;;
   crash-journal) scenario_crash journal "$@" ;;
   crash-apply) scenario_crash apply "$@" ;;
