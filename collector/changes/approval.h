@@ -53,6 +53,9 @@ struct ChangeFacts {
   int host_count = 0;
   int refused_clients = 0;            // distinct clients the impact says would be refused
   std::optional<StaleSetting> stale;  // FindStaleSetting over the hosts' latest postures
+  // As decided when the change was proposed, and signed in its payload: a later change of the
+  // collector's configuration does not move it (0: not decided yet, the policy decides now).
+  int approvals_required = 0;
 };
 
 struct ApprovalPolicy {

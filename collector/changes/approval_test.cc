@@ -157,6 +157,27 @@ TEST(ApproveTest, CountsDistinctApproversTowardsTheRequirement) {
   EXPECT_TRUE(one->Complete());
 }
 
+// The approvers signed the number decided at proposal (it is in the payload): the collector's
+// threshold changing afterwards neither raises nor lowers it.
+TEST(ApproveTest, TheRequirementDecidedAtProposalHoldsWhateverThePolicySaysNow) {
+  ApprovalPolicy policy;
+  policy.max_hosts_single_approval = 1;
+  ChangeFacts change = Change(kProposed);
+  change.host_count = 5;  // the policy now says two
+  change.approvals_required = 1;
+  absl::StatusOr<ApprovalOutcome> one = Approve(change, kAnn, policy);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->required, 1);
+  EXPECT_TRUE(one->Complete());
+
+  change.host_count = 1;  // the policy now says one
+  change.approvals_required = 2;
+  absl::StatusOr<ApprovalOutcome> two = Approve(change, kAnn, policy);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->required, 2);
+  EXPECT_FALSE(two->Complete());
+}
+
 TEST(ApproveTest, OwnApprovalAndWrongRoleAreRefusedBeforeAnythingCounts) {
   ChangeFacts change = Change(kProposed);
   absl::StatusOr<ApprovalOutcome> own = Approve(change, kPat, {});

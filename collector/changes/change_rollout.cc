@@ -93,6 +93,7 @@ ChangeFacts FactsOf(const smbfleet::v1::Change& change) {
   for (const auto& a : change.approvals()) facts.approvers.push_back(a.approver());
   facts.host_count = change.hosts_size();
   facts.refused_clients = static_cast<int>(change.impact().refused_clients());
+  facts.approvals_required = static_cast<int>(change.approvals_required());
   return facts;
 }
 
