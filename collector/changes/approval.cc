@@ -165,8 +165,8 @@ absl::StatusOr<ApprovalOutcome> Approve(const ChangeFacts& change, const Actor& 
                                "; propose it again"));
   }
   ApprovalOutcome outcome;
-  outcome.required = change.approvals_required > 0 ? change.approvals_required
-                                                    : RequiredApprovals(change, policy);
+  outcome.required =
+      change.approvals_required > 0 ? change.approvals_required : RequiredApprovals(change, policy);
   bool before = std::find(change.approvers.begin(), change.approvers.end(), actor.name) !=
                 change.approvers.end();
   outcome.counted = !before;
