@@ -34,17 +34,18 @@ std::shared_ptr<grpc::ChannelCredentials> MutualTlsChannelCredentials(const TlsM
 
 // What a certificate says about its holder. kind is the first OU ("agent", "operator", ...).
 struct PeerIdentity {
-  // Who the holder is: the first DNS subjectAltName, else the CN, in lower case (host names
-  // and user names compare case-insensitively: FS01 is fs01).
-  std::string name;
   std::string common_name;  // as written in the certificate
-  std::string serial;       // lower-case hex, no leading zeros ("1a2b")
-  std::string fingerprint;  // SHA-256 of the DER certificate, lower-case hex
-  int64_t not_before_unix = 0;
-  int64_t not_after_unix = 0;
   std::string kind;
   std::string role;  // second OU for people ("viewer", "proposer", "approver", "admin")
   std::vector<std::string> roles = {};  // every OU after the kind: one person, several roles
+  // Who the holder is: the first DNS subjectAltName, else the CN, in lower case (host names
+  // and user names compare case-insensitively: FS01 is fs01). Empty in an identity built by
+  // hand: then the CN in lower case stands for it.
+  std::string name = {};
+  std::string serial = {};       // lower-case hex, no leading zeros ("1a2b")
+  std::string fingerprint = {};  // SHA-256 of the DER certificate, lower-case hex
+  int64_t not_before_unix = 0;
+  int64_t not_after_unix = 0;
 };
 
 absl::StatusOr<PeerIdentity> IdentityFromPem(const std::string& pem);

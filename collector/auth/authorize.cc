@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -214,9 +215,16 @@ absl::string_view PermissionName(Permission p) {
   return "unknown";
 }
 
+Principal Principal::Anonymous() {
+  Principal p;
+  p.kind = PrincipalKind::kAnonymous;
+  p.kind_text = "anonymous";
+  return p;
+}
+
 Principal PrincipalFromIdentity(const PeerIdentity& id) {
   Principal p;
-  p.name = id.name;
+  p.name = id.name.empty() ? absl::AsciiStrToLower(id.common_name) : id.name;
   p.kind_text = id.kind;
   if (id.kind == KindName(PrincipalKind::kAgent)) {
     p.kind = PrincipalKind::kAgent;
@@ -228,13 +236,16 @@ Principal PrincipalFromIdentity(const PeerIdentity& id) {
   } else if (!id.role.empty()) {
     p.roles.push_back(id.role);
   }
+  p.serial = id.serial;
+  p.fingerprint = id.fingerprint;
+  p.expires_unix = id.not_after_unix;
   return p;
 }
 
 absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context) {
   auto auth = context.auth_context();
   if (auth == nullptr || auth->FindPropertyValues("x509_pem_cert").empty()) {
-    return Principal{"", PrincipalKind::kAnonymous, "anonymous", {}};
+    return Principal::Anonymous();
   }
   ASSIGN_OR_RETURN(PeerIdentity id, PeerIdentityOf(context));
   return PrincipalFromIdentity(id);
@@ -244,10 +255,9 @@ absl::Status Authorize(const Principal& principal, Permission permission) {
   const Grant* g = GrantFor(permission);
   if (principal.kind == PrincipalKind::kAnonymous &&
       (g == nullptr || g->kind != PrincipalKind::kAnonymous)) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("no client certificate or bearer token was presented; this call (",
-                     PermissionName(permission), ") needs '",
-                     g == nullptr ? "nobody" : KindName(g->kind), "'"));
+    return absl::UnauthenticatedError(absl::StrCat(
+        "no client certificate or bearer token was presented; this call (",
+        PermissionName(permission), ") needs '", g == nullptr ? "nobody" : KindName(g->kind), "'"));
   }
   if (g == nullptr || g->kind != principal.kind) {
     return absl::PermissionDeniedError(absl::StrCat(
