@@ -26,7 +26,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   CollectorConfig c;
   CheckKeys(root,
             {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
-             "changes", "approver_sets", "identity"},
+             "changes", "approver_sets", "identity", "tls_reload"},
             "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
@@ -35,6 +35,14 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   ReadTlsSection(root, file, "client_ca", &c.tls, &problems);
+  std::chrono::milliseconds reload = c.tls_reload;
+  if (ReadDuration(root, "tls_reload", "", &reload, &problems)) {
+    if (reload < std::chrono::seconds(1) || reload > std::chrono::hours(24)) {
+      problems.Add(root["tls_reload"], "tls_reload", "must be between 1s and 24h");
+    } else {
+      c.tls_reload = std::chrono::duration_cast<std::chrono::seconds>(reload);
+    }
+  }
 
   YAML::Node db = root["database"];
   if (!db.IsDefined()) {

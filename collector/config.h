@@ -33,6 +33,9 @@ struct IdentityConfig {
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
+  // How often the certificate, key and CA files are re-read (`tls_reload`): renewed ones are
+  // served without a restart.
+  std::chrono::seconds tls_reload{60};
   std::string database_dsn;  // libpq connection string or URI
   uint32_t database_pool_size = 4;
   uint64_t max_report_bytes = 4 << 20;

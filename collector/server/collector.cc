@@ -139,7 +139,13 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, MutualTlsServerCredentials(tls), &c->port_);
+  // From the files when the configuration names them, so that renewed ones are picked up; the
+  // material as loaded otherwise (tests that start a collector in-process).
+  builder.AddListeningPort(config.listen,
+                           config.tls.cert.empty()
+                               ? MutualTlsServerCredentials(tls)
+                               : ReloadingMutualTlsServerCredentials(config.tls, config.tls_reload),
+                           &c->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_report_bytes));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                              static_cast<int>(config.max_connection_age.count()));
