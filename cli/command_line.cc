@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "collector/changes/rollout_spec.h"
 #include "common/approval_signing.h"
@@ -270,6 +271,29 @@ absl::StatusOr<smbfleet::v1::ApproveChangeRequest> BuildApproveRequest(const App
   return req;
 }
 
+absl::StatusOr<absl::Time> ExpiryArgument(absl::string_view flag, const std::string& text,
+                                          absl::Time now) {
+  absl::Time expires;
+  google::protobuf::Timestamp ts;
+  if (TimeUtil::FromString(text, &ts)) {
+    expires = absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+  } else {
+    auto d = ParseDuration(text);
+    if (!d.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag,
+                       ": expected an RFC 3339 time such as 2027-01-31T00:00:00Z or a "
+                       "duration such as 30d, got '",
+                       absl::CHexEscape(text), "'"));
+    }
+    expires = now + absl::FromChrono(*d);
+  }
+  if (expires <= now) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", text, " is not in the future"));
+  }
+  return expires;
+}
+
 absl::StatusOr<smbfleet::v1::RequestWaiverRequest> BuildWaiverRequest(const WaiverFlags& flags,
                                                                       absl::Time now) {
   RETURN_IF_ERROR(NonEmpty("--rule", flags.rule));
@@ -302,24 +326,7 @@ absl::StatusOr<smbfleet::v1::RequestWaiverRequest> BuildWaiverRequest(const Waiv
     RETURN_IF_ERROR(CheckShareName("--share", flags.share));
     w->set_share(flags.share);
   }
-  absl::Time expires;
-  google::protobuf::Timestamp ts;
-  if (TimeUtil::FromString(flags.expires, &ts)) {
-    expires = absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
-  } else {
-    auto d = ParseDuration(flags.expires);
-    if (!d.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--expires: expected an RFC 3339 time such as 2027-01-31T00:00:00Z or a "
-                       "duration such as 30d, got '",
-                       absl::CHexEscape(flags.expires), "'"));
-    }
-    expires = now + absl::FromChrono(*d);
-  }
-  if (expires <= now) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--expires: ", flags.expires, " is not in the future"));
-  }
+  ASSIGN_OR_RETURN(absl::Time expires, ExpiryArgument("--expires", flags.expires, now));
   w->mutable_expires_at()->set_seconds(absl::ToUnixSeconds(expires));
   return req;
 }
@@ -481,6 +488,29 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   approvers_revoke->add_option("KEY_ID", key_id, "key id")->required();
   approvers_revoke->add_option("--reason", reason, "why")->required();
 
+  // identity: who am I, people's bearer tokens, certificate revocation (docs/smbfleetctl.md)
+  auto* whoami = app.add_subcommand("whoami", "who the collector takes you for, and your roles");
+  auto* tokens = app.add_subcommand("tokens", "people's bearer tokens (admin)");
+  std::string token_name, token_roles, token_expires = "30d", token_id;
+  bool all_tokens = false;
+  auto* tokens_create = tokens->add_subcommand("create", "a token for NAME, shown once");
+  tokens_create->add_option("NAME", token_name, "the person's operator name")->required();
+  tokens_create->add_option("--roles", token_roles, "viewer,proposer,approver,admin")->required();
+  tokens_create->add_option("--expires", token_expires, "RFC 3339 time or e.g. 30d (default 30d)");
+  auto* tokens_list = tokens->add_subcommand("list", "tokens in force");
+  tokens_list->add_flag("--all", all_tokens, "also revoked and expired tokens");
+  auto* tokens_revoke = tokens->add_subcommand("revoke", "revoke a token");
+  tokens_revoke->add_option("ID", token_id, "token id")->required();
+  tokens_revoke->add_option("--reason", reason, "why")->required();
+  auto* certs = app.add_subcommand("certs", "revoke certificates, list revocations");
+  std::string cert_serial, cert_fingerprint, cert_host;
+  auto* certs_revoke = certs->add_subcommand("revoke", "revoke a certificate (admin)");
+  certs_revoke->add_option("--serial", cert_serial, "serial, hex (openssl x509 -serial)");
+  certs_revoke->add_option("--fingerprint", cert_fingerprint, "SHA-256 fingerprint, hex");
+  certs_revoke->add_option("--host", cert_host, "the host it belongs to, for the record");
+  certs_revoke->add_option("--reason", reason, "why")->required();
+  auto* certs_revocations = certs->add_subcommand("revocations", "revoked certificates");
+
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::CallForHelp&) {
@@ -499,7 +529,8 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   for (const CLI::App* group :
        {static_cast<const CLI::App*>(&app), static_cast<const CLI::App*>(host),
         static_cast<const CLI::App*>(changes), static_cast<const CLI::App*>(waivers),
-        static_cast<const CLI::App*>(approvers)}) {
+        static_cast<const CLI::App*>(approvers), static_cast<const CLI::App*>(tokens),
+        static_cast<const CLI::App*>(certs)}) {
     if ((group == &app || group->parsed()) && group->get_subcommands().empty()) {
       std::vector<std::string> names;
       for (const CLI::App* sub : group->get_subcommands(std::function<bool(const CLI::App*)>())) {
@@ -517,7 +548,50 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     inv.request = std::make_shared<decltype(request)>(std::move(request));
   };
   inv.approver_key = approver_key;
-  if (approvers_add->parsed()) {
+  if (whoami->parsed()) {
+    set("whoami", smbfleet::v1::WhoAmIRequest());
+  } else if (tokens_create->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("NAME", token_name));
+    smbfleet::v1::CreateApiTokenRequest req;
+    req.set_name(token_name);
+    for (absl::string_view r : absl::StrSplit(token_roles, ',', absl::SkipWhitespace())) {
+      req.add_roles(std::string(absl::StripAsciiWhitespace(r)));
+    }
+    if (req.roles().empty()) {
+      return absl::InvalidArgumentError(
+          "--roles: one or more of viewer, proposer, approver, admin");
+    }
+    ASSIGN_OR_RETURN(absl::Time expires, ExpiryArgument("--expires", token_expires, now));
+    req.mutable_expires_at()->set_seconds(absl::ToUnixSeconds(expires));
+    set("tokens create", req);
+  } else if (tokens_list->parsed()) {
+    smbfleet::v1::ListApiTokensRequest req;
+    req.set_include_inactive(all_tokens);
+    set("tokens list", req);
+  } else if (tokens_revoke->parsed()) {
+    RETURN_IF_ERROR(NonEmpty("ID", token_id));
+    RETURN_IF_ERROR(NonEmpty("--reason", reason));
+    smbfleet::v1::RevokeApiTokenRequest req;
+    req.set_id(token_id);
+    req.set_reason(reason);
+    set("tokens revoke", req);
+  } else if (certs_revoke->parsed()) {
+    if (cert_serial.empty() && cert_fingerprint.empty()) {
+      return absl::InvalidArgumentError("certs revoke: give --serial or --fingerprint");
+    }
+    RETURN_IF_ERROR(NonEmpty("--reason", reason));
+    smbfleet::v1::RevokeCertificateRequest req;
+    // openssl prints "serial=1A2B"; the collector compares lower-case hex.
+    req.mutable_revocation()->set_serial(
+        std::string(absl::StripPrefix(absl::StripPrefix(cert_serial, "serial="), "0x")));
+    req.mutable_revocation()->set_fingerprint(
+        std::string(absl::StripPrefix(cert_fingerprint, "sha256 Fingerprint=")));
+    req.mutable_revocation()->set_host(cert_host);
+    req.mutable_revocation()->set_reason(reason);
+    set("certs revoke", req);
+  } else if (certs_revocations->parsed()) {
+    set("certs revocations", smbfleet::v1::ListRevocationsRequest());
+  } else if (approvers_add->parsed()) {
     RETURN_IF_ERROR(NonEmpty("NAME", approver_name));
     smbfleet::v1::RegisterApproverKeyRequest req;
     req.set_name(approver_name);

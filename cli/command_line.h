@@ -36,7 +36,9 @@ struct Invocation {
   // "hosts", "host show", "host refresh", "compliance", "findings", "changes propose",
   // "changes list", "changes show", "changes approve", "changes reject", "changes halt",
   // "changes resume", "changes rollback", "changes watch", "audit", "waivers list",
-  // "waivers request", "waivers approve", "waivers revoke"; "help" when help was asked for.
+  // "waivers request", "waivers approve", "waivers revoke", "whoami", "tokens create",
+  // "tokens list", "tokens revoke", "certs revoke", "certs revocations"; "help" when help was
+  // asked for.
   std::string command;
   std::string help;  // the text to print for "help"
   // The request to send, of the type the command's RPC takes (e.g. ApproveChangeRequest).
@@ -51,6 +53,11 @@ struct Invocation {
 // naming the flag or file and the value: smbfleetctl prints it and exits 2. `now` anchors
 // relative expiry times (`waivers request --expires 30d`).
 absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now);
+
+// An expiry flag: an RFC 3339 time or a duration from `now` ("30d"); InvalidArgument naming
+// `flag` when malformed or not in the future.
+absl::StatusOr<absl::Time> ExpiryArgument(absl::string_view flag, const std::string& text,
+                                          absl::Time now);
 
 // `approvers add --public-key`: "ed25519:BASE64", or @FILE holding it (as `keys show` prints
 // it); the raw 32-byte key, or InvalidArgument naming the flag.

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "cli/change_render.h"
 #include "cli/commands_approvals.h"
+#include "cli/commands_identity.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/json.h"
@@ -150,6 +151,7 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   const std::string& cmd = inv.command;
   const bool json = inv.global.format == "json";
   if (IsApprovalCommand(cmd)) return ExecuteApprovals(inv, stub, out, err);
+  if (IsIdentityCommand(cmd)) return ExecuteIdentity(inv, stub, out, err);
   if (cmd == "hosts") return ListHosts(inv, stub, out, err);
   if (cmd == "host show") {
     const auto& req = RequestOf<v1::GetHostRequest>(inv);

@@ -11,7 +11,10 @@ absl::StatusOr<CtlConfig> LoadCtlConfig(const std::string& file) {
   ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(file, text));
   ConfigProblems problems(file);
   CtlConfig c;
-  CheckKeys(root, {"collector", "server_name", "tls"}, "", &problems);
+  CheckKeys(root, {"collector", "server_name", "tls", "token_file"}, "", &problems);
+  if (ReadString(root, "token_file", "", &c.token_file, &problems)) {
+    c.token_file = ResolvePath(file, c.token_file);
+  }
   ReadString(root, "collector", "", &c.collector_address, &problems);
   ReadString(root, "server_name", "", &c.server_name, &problems);
   YAML::Node tls = root["tls"];

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/command_line.h"
@@ -15,6 +16,7 @@
 #include "cli/exit_code.h"
 #include "cli/policy_command.h"
 #include "cli/render.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
@@ -38,19 +40,39 @@ absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Conne
   if (!flags.cert.empty()) config.tls.cert = flags.cert;
   if (!flags.key.empty()) config.tls.key = flags.key;
   if (!flags.ca.empty()) config.tls.ca = flags.ca;
-  if (config.tls.cert.empty() || config.tls.key.empty() || config.tls.ca.empty()) {
-    return absl::InvalidArgumentError(
-        "an operator certificate is needed: --config FILE or --cert, --key and --ca");
+  // A bearer token: $SMBFLEET_TOKEN, else the config's token_file. It goes in call metadata,
+  // never on the command line.
+  std::string token;
+  if (const char* env = std::getenv("SMBFLEET_TOKEN"); env != nullptr && *env != '\0') {
+    token = env;
+  } else if (!config.token_file.empty()) {
+    ASSIGN_OR_RETURN(token, ReadFile(config.token_file, 4096));
   }
-  ASSIGN_OR_RETURN(TlsMaterial tls, LoadTls(config.tls));
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (config.tls.ca.empty() ||
+      (token.empty() && (config.tls.cert.empty() || config.tls.key.empty()))) {
+    return absl::InvalidArgumentError(
+        "an operator certificate (--config FILE or --cert, --key and --ca) or a bearer token "
+        "(token_file: in the config, or SMBFLEET_TOKEN) with --ca is needed");
+  }
   grpc::ChannelArguments channel_args;
   channel_args.SetSslTargetNameOverride(
       config.server_name.empty()
           ? config.collector_address.substr(0, config.collector_address.rfind(':'))
           : config.server_name);
   channel_args.SetMaxReceiveMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(config.collector_address,
-                                           MutualTlsChannelCredentials(tls), channel_args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (!token.empty()) {
+    // The token alone: a call with a certificate and a token is refused.
+    grpc::SslCredentialsOptions ssl;
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(config.tls.ca, 4 << 20));
+    credentials = grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl),
+                                                    grpc::AccessTokenCredentials(token));
+  } else {
+    ASSIGN_OR_RETURN(TlsMaterial tls, LoadTls(config.tls));
+    credentials = MutualTlsChannelCredentials(tls);
+  }
+  auto channel = grpc::CreateCustomChannel(config.collector_address, credentials, channel_args);
   return smbfleet::v1::AdminService::NewStub(channel);
 }
 

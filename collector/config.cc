@@ -26,7 +26,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   CollectorConfig c;
   CheckKeys(root,
             {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
-             "changes", "approver_sets"},
+             "changes", "approver_sets", "identity", "tls_reload"},
             "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
@@ -35,6 +35,14 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   ReadTlsSection(root, file, "client_ca", &c.tls, &problems);
+  std::chrono::milliseconds reload = c.tls_reload;
+  if (ReadDuration(root, "tls_reload", "", &reload, &problems)) {
+    if (reload < std::chrono::seconds(1) || reload > std::chrono::hours(24)) {
+      problems.Add(root["tls_reload"], "tls_reload", "must be between 1s and 24h");
+    } else {
+      c.tls_reload = std::chrono::duration_cast<std::chrono::seconds>(reload);
+    }
+  }
 
   YAML::Node db = root["database"];
   if (!db.IsDefined()) {
@@ -107,6 +115,29 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   if (approver_sets.IsDefined()) {
     CheckKeys(approver_sets, {"poll"}, "approver_sets", &problems);
     ReadDuration(approver_sets, "poll", "approver_sets", &c.approver_set_poll, &problems);
+  }
+
+  YAML::Node identity = root["identity"];
+  if (identity.IsDefined()) {
+    CheckKeys(identity, {"agent_issuers", "operator_issuers", "revocation_poll"}, "identity",
+              &problems);
+    ReadDuration(identity, "revocation_poll", "identity", &c.identity.revocation_poll, &problems);
+    if (c.identity.revocation_poll < std::chrono::milliseconds(100)) {
+      problems.Add(identity["revocation_poll"], "identity.revocation_poll",
+                   "must be at least 100ms");
+    }
+    for (auto [key, out] : {std::pair{"agent_issuers", &c.identity.agent_issuers},
+                            std::pair{"operator_issuers", &c.identity.operator_issuers}}) {
+      if (!ReadStringList(identity, key, "identity", out, &problems)) continue;
+      for (size_t i = 0; i < out->size(); ++i) {
+        std::string& path = (*out)[i];
+        path = ResolvePath(file, path);
+        if (!FileExists(path)) {
+          problems.Add(identity[key][i], absl::StrCat("identity.", key, "[", i, "]"),
+                       absl::StrCat("file not found: ", path));
+        }
+      }
+    }
   }
 
   YAML::Node changes = root["changes"];

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/tls.h"
@@ -20,9 +21,21 @@ struct ChangesConfig {
   std::chrono::milliseconds tick{1'000};                   // the rollout scheduler's pass
 };
 
+// Which CA issues which kind of client certificate (docs/collector.md "identity"). Both empty
+// (an old config): the kind is the certificate's first OU, with a warning at startup.
+struct IdentityConfig {
+  std::vector<std::string> agent_issuers;     // PEM CA certificate files, resolved
+  std::vector<std::string> operator_issuers;  // PEM CA certificate files, resolved
+  // How often a replica re-reads the revocations besides being told by NOTIFY.
+  std::chrono::milliseconds revocation_poll{5'000};
+};
+
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
+  // How often the certificate, key and CA files are re-read (`tls_reload`): renewed ones are
+  // served without a restart.
+  std::chrono::seconds tls_reload{60};
   std::string database_dsn;  // libpq connection string or URI
   uint32_t database_pool_size = 4;
   uint64_t max_report_bytes = 4 << 20;
@@ -39,6 +52,7 @@ struct CollectorConfig {
   // How often a replica re-reads the latest published approver set, so that a set published
   // through another replica reaches the agents connected here (`approver_sets.poll`; 0 = never).
   std::chrono::milliseconds approver_set_poll{5'000};
+  IdentityConfig identity;
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

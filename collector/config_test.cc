@@ -99,5 +99,34 @@ TEST_F(CollectorConfigTest, ChangesSectionWithDefaultsAndLimits) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("changes.wat"));
 }
 
+TEST_F(CollectorConfigTest, IdentityIssuersAndTlsReload) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->identity.agent_issuers.empty());
+  EXPECT_EQ(defaults->identity.revocation_poll, std::chrono::seconds(5));
+  EXPECT_EQ(defaults->tls_reload, std::chrono::seconds(60));
+  auto set = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                  base +
+                                      "identity: {agent_issuers: [ca.pem], operator_issuers: "
+                                      "[c.pem], revocation_poll: 2s}\n"
+                                      "tls_reload: 10s\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->identity.agent_issuers, std::vector<std::string>{dir_ + "/ca.pem"});
+  EXPECT_EQ(set->identity.operator_issuers, std::vector<std::string>{dir_ + "/c.pem"});
+  EXPECT_EQ(set->identity.revocation_poll, std::chrono::seconds(2));
+  EXPECT_EQ(set->tls_reload, std::chrono::seconds(10));
+  auto bad = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                  base +
+                                      "identity: {agent_issuers: [nope.pem], people: [x]}\n"
+                                      "tls_reload: 0s\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("identity.agent_issuers[0]: file not found"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("people"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("tls_reload: must be between 1s and 24h"));
+}
+
 }  // namespace
 }  // namespace smbfleet::collector

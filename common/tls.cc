@@ -17,6 +17,8 @@
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/auth_context.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 
 namespace smbfleet {
 namespace {
@@ -135,6 +137,18 @@ std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsMat
   options.pem_root_certs = m.ca_pem;
   options.pem_key_cert_pairs.push_back({m.key_pem, m.cert_pem});
   return grpc::SslServerCredentials(options);
+}
+
+std::shared_ptr<grpc::ServerCredentials> ReloadingMutualTlsServerCredentials(
+    const TlsFiles& files, std::chrono::seconds refresh) {
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key, files.cert, files.ca, static_cast<unsigned int>(refresh.count()));
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  // As MutualTlsServerCredentials: asked for, verified when presented, not required.
+  options.set_cert_request_type(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> MutualTlsChannelCredentials(const TlsMaterial& m) {

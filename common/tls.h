@@ -4,6 +4,7 @@
 // Mutual TLS material for agents, tools and the collector, and the identity a peer's
 // certificate carries. Identity always comes from the certificate, never from a request.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +32,13 @@ absl::StatusOr<TlsMaterial> LoadTls(const TlsFiles& files);
 // connection without one reaches the call as an anonymous caller.
 std::shared_ptr<grpc::ServerCredentials> MutualTlsServerCredentials(const TlsMaterial& m);
 std::shared_ptr<grpc::ChannelCredentials> MutualTlsChannelCredentials(const TlsMaterial& m);
+
+// As MutualTlsServerCredentials, from the files themselves, re-read every `refresh`: a renewed
+// certificate, key or CA bundle is served without a restart (a certificate and key that do not
+// match yet, mid-rotation, are skipped until they do). TLS 1.2 at least, 1.3 preferred (gRPC's
+// defaults; tests/integration/tls_reload_test.cc shows both).
+std::shared_ptr<grpc::ServerCredentials> ReloadingMutualTlsServerCredentials(
+    const TlsFiles& files, std::chrono::seconds refresh);
 
 // What a certificate says about its holder. kind is the first OU ("agent", "operator", ...).
 struct PeerIdentity {

@@ -58,6 +58,7 @@ database: {dsn: '$dsn'}
 policy: {file: '$root/policy/policies/baseline.yaml'}
 log_level: info
 YAML
+cat "$run/pki/collector-identity.yaml" >> "$run/collector.yaml"
 rm -f "$run/port"
 "$build/collector/smbfleet-collector" --config "$run/collector.yaml" --port_file "$run/port" \
   >"$run/collector.log" 2>&1 &

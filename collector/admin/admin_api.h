@@ -9,13 +9,16 @@
 
 #include "absl/status/statusor.h"
 #include "collector/admin/nudge_limiter.h"
+#include "collector/auth/api_tokens.h"
 #include "collector/auth/authorize.h"
+#include "collector/auth/revocations.h"
 #include "collector/changes/change_service.h"
 #include "collector/push/push_router.h"
 #include "collector/store/approver_key_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
+#include "collector/store/identity_store.h"
 #include "smbfleet/v1/admin.pb.h"
 
 namespace smbfleet::collector {
@@ -29,6 +32,13 @@ class AdminApi {
 
   // Where approvers' public keys are registered; the key calls answer UNIMPLEMENTED without it.
   void SetApproverKeys(ApproverKeyStore* keys) { keys_ = keys; }
+  // People's tokens and certificate revocation (identity_api.cc); the calls answer
+  // UNIMPLEMENTED without them. `revocations` is told of each new revocation at once.
+  void SetIdentity(IdentityStore* store, ApiTokens* tokens, Revocations* revocations) {
+    identity_ = store;
+    tokens_ = tokens;
+    revocations_ = revocations;
+  }
 
   absl::StatusOr<smbfleet::v1::ListHostsResponse> ListHosts(
       const Principal& caller, const smbfleet::v1::ListHostsRequest& request);
@@ -86,6 +96,23 @@ class AdminApi {
   absl::StatusOr<smbfleet::v1::RevokeApproverKeyResponse> RevokeApproverKey(
       const Principal& caller, const smbfleet::v1::RevokeApproverKeyRequest& request);
 
+  // Identity (identity_api.cc). WhoAmI: the caller as the collector sees it. Tokens: an admin
+  // creates one for a person (the secret is in this response only), lists and revokes them.
+  // RevokeCertificate: by serial or fingerprint with a reason; refused on every replica from
+  // then on, and this replica's streams of it are closed before the response.
+  absl::StatusOr<smbfleet::v1::WhoAmIResponse> WhoAmI(const Principal& caller,
+                                                      const smbfleet::v1::WhoAmIRequest& request);
+  absl::StatusOr<smbfleet::v1::CreateApiTokenResponse> CreateApiToken(
+      const Principal& caller, const smbfleet::v1::CreateApiTokenRequest& request);
+  absl::StatusOr<smbfleet::v1::ListApiTokensResponse> ListApiTokens(
+      const Principal& caller, const smbfleet::v1::ListApiTokensRequest& request);
+  absl::StatusOr<smbfleet::v1::RevokeApiTokenResponse> RevokeApiToken(
+      const Principal& caller, const smbfleet::v1::RevokeApiTokenRequest& request);
+  absl::StatusOr<smbfleet::v1::RevokeCertificateResponse> RevokeCertificate(
+      const Principal& caller, const smbfleet::v1::RevokeCertificateRequest& request);
+  absl::StatusOr<smbfleet::v1::ListRevocationsResponse> ListRevocations(
+      const Principal& caller, const smbfleet::v1::ListRevocationsRequest& request);
+
  private:
   // Authorizes `permission` and maps the caller to the change rules' actor; UNIMPLEMENTED when
   // this collector has no change workflow.
@@ -99,6 +126,9 @@ class AdminApi {
   changes::ChangeService* workflow_;
   std::unique_ptr<NudgeLimiter> nudges_;
   ApproverKeyStore* keys_ = nullptr;
+  IdentityStore* identity_ = nullptr;
+  ApiTokens* tokens_ = nullptr;
+  Revocations* revocations_ = nullptr;
 };
 
 }  // namespace smbfleet::collector

@@ -215,6 +215,13 @@ absl::string_view PermissionName(Permission p) {
   return "unknown";
 }
 
+Principal Principal::Anonymous() {
+  Principal p;
+  p.kind = PrincipalKind::kAnonymous;
+  p.kind_text = "anonymous";
+  return p;
+}
+
 Principal PrincipalFromIdentity(const PeerIdentity& id) {
   Principal p;
   p.name = id.name.empty() ? absl::AsciiStrToLower(id.common_name) : id.name;
@@ -229,13 +236,16 @@ Principal PrincipalFromIdentity(const PeerIdentity& id) {
   } else if (!id.role.empty()) {
     p.roles.push_back(id.role);
   }
+  p.serial = id.serial;
+  p.fingerprint = id.fingerprint;
+  p.expires_unix = id.not_after_unix;
   return p;
 }
 
 absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context) {
   auto auth = context.auth_context();
   if (auth == nullptr || auth->FindPropertyValues("x509_pem_cert").empty()) {
-    return Principal{"", PrincipalKind::kAnonymous, "anonymous", {}};
+    return Principal::Anonymous();
   }
   ASSIGN_OR_RETURN(PeerIdentity id, PeerIdentityOf(context));
   return PrincipalFromIdentity(id);

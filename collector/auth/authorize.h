@@ -5,6 +5,7 @@
 // console later) asks Authorize(); the table in authorize.cc is the one place that says who may
 // do what.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ struct Principal {
   // Operators: any of "viewer", "proposer", "approver", "admin"; a call passes if one of them
   // grants it. None: only WhoAmI.
   std::vector<std::string> roles;
+  // The credential the call came with: a certificate's serial and SHA-256 fingerprint (lower
+  // hex), or a bearer token's public id. Revocation and the stream registry go by these.
+  std::string serial;
+  std::string fingerprint;
+  std::string token_id;
+  int64_t expires_unix = 0;  // when the credential expires (0: unknown)
+
+  // A caller with neither a client certificate nor a bearer token.
+  static Principal Anonymous();
 };
 
 enum class Permission {

@@ -10,14 +10,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// What a certificate says: name (CN), kind (first OU), role (second OU).
+PeerIdentity Id(const std::string& name, const std::string& kind, const std::string& role) {
+  PeerIdentity id;
+  id.name = name;
+  id.common_name = name;
+  id.kind = kind;
+  id.role = role;
+  return id;
+}
+
 constexpr Permission kAgentCalls[] = {Permission::kReport, Permission::kWatch,
                                       Permission::kAckChange};
 constexpr Permission kAdminCalls[] = {Permission::kReadFleet, Permission::kRequestReport};
 
-Principal Agent() { return PrincipalFromIdentity({"fs01", "agent", ""}); }
-Principal Operator() { return PrincipalFromIdentity({"alice", "operator", "viewer"}); }
+Principal Agent() { return PrincipalFromIdentity(Id("fs01", "agent", "")); }
+Principal Operator() { return PrincipalFromIdentity(Id("alice", "operator", "viewer")); }
 // Nudging a host needs more than a viewer.
-Principal Nudger() { return PrincipalFromIdentity({"alice", "operator", "proposer"}); }
+Principal Nudger() { return PrincipalFromIdentity(Id("alice", "operator", "proposer")); }
 
 TEST(PrincipalTest, TakesNameKindAndRoleFromTheCertificate) {
   Principal op = Operator();
@@ -26,7 +36,7 @@ TEST(PrincipalTest, TakesNameKindAndRoleFromTheCertificate) {
   EXPECT_THAT(op.roles, ::testing::ElementsAre("viewer"));
   EXPECT_EQ(Agent().kind, PrincipalKind::kAgent);
   EXPECT_TRUE(Agent().roles.empty());
-  EXPECT_EQ(PrincipalFromIdentity({"c1", "collector", ""}).kind, PrincipalKind::kUnknown);
+  EXPECT_EQ(PrincipalFromIdentity(Id("c1", "collector", "")).kind, PrincipalKind::kUnknown);
 }
 
 TEST(AuthorizeTest, AgentsMakeAgentCallsOnly) {
@@ -51,7 +61,7 @@ TEST(AuthorizeTest, OperatorsMakeAdminCallsOnly) {
 }
 
 TEST(AuthorizeTest, UnknownKindsMayDoNothing) {
-  Principal other = PrincipalFromIdentity({"c1", "collector", ""});
+  Principal other = PrincipalFromIdentity(Id("c1", "collector", ""));
   for (Permission p : kAgentCalls) EXPECT_FALSE(Authorize(other, p).ok());
   for (Permission p : kAdminCalls) EXPECT_FALSE(Authorize(other, p).ok());
   EXPECT_THAT(std::string(Authorize(other, Permission::kReport).message()),
@@ -59,7 +69,7 @@ TEST(AuthorizeTest, UnknownKindsMayDoNothing) {
 }
 
 Principal WithRole(const std::string& role) {
-  return PrincipalFromIdentity({"bob", "operator", role});
+  return PrincipalFromIdentity(Id("bob", "operator", role));
 }
 
 TEST(AuthorizeTest, ChangeManagementGoesByRole) {

@@ -51,12 +51,22 @@ TEST(RolesTableTest, EveryMethodOfEveryServiceHasAPermission) {
   EXPECT_THAT(std::string(missing.status().message()), ::testing::HasSubstr("DropFleet"));
 }
 
+// What a certificate says: name (CN), kind (first OU), role (second OU).
+PeerIdentity Id(const std::string& name, const std::string& kind, const std::string& role) {
+  PeerIdentity id;
+  id.name = name;
+  id.common_name = name;
+  id.kind = kind;
+  id.role = role;
+  return id;
+}
+
 // One principal per column of docs/roles.md.
 Principal PrincipalOfColumn(const std::string& column) {
-  if (column == "agent") return PrincipalFromIdentity({"fs01", "agent", ""});
-  if (column == "anonymous") return Principal{"", PrincipalKind::kAnonymous, "anonymous", {}};
-  if (column == "no role") return PrincipalFromIdentity({"nora", "operator", ""});
-  return PrincipalFromIdentity({"olga", "operator", column});
+  if (column == "agent") return PrincipalFromIdentity(Id("fs01", "agent", ""));
+  if (column == "anonymous") return Principal::Anonymous();
+  if (column == "no role") return PrincipalFromIdentity(Id("nora", "operator", ""));
+  return PrincipalFromIdentity(Id("olga", "operator", column));
 }
 
 TEST(RolesTableTest, TheDocsShowTheTableOfTheCode) {

@@ -1,5 +1,6 @@
 #include "collector/push/stream_registry.h"
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace smbfleet::collector {
@@ -15,19 +16,38 @@ StreamRegistry::~StreamRegistry() {
   keepalive_thread_.join();
 }
 
-void StreamRegistry::Register(const std::string& host, AgentStream* stream) {
+void StreamRegistry::Register(const std::string& host, AgentStream* stream,
+                              StreamCredential credential) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(host);
   if (it != streams_.end() && it->second != stream) {
     it->second->Close("replaced by a newer stream from the same host");
+    credentials_.erase(it->second);
   }
   streams_[host] = stream;
+  credentials_[stream] = std::move(credential);
 }
 
 void StreamRegistry::Unregister(const std::string& host, AgentStream* stream) {
   absl::MutexLock lock(&mu_);
   auto it = streams_.find(host);
   if (it != streams_.end() && it->second == stream) streams_.erase(it);
+  credentials_.erase(stream);
+}
+
+size_t StreamRegistry::CloseRevoked(
+    const std::function<bool(const std::string& serial, const std::string& fingerprint)>& revoked) {
+  absl::MutexLock lock(&mu_);
+  size_t closed = 0;
+  for (auto& [host, stream] : streams_) {
+    auto c = credentials_.find(stream);
+    if (c == credentials_.end()) continue;
+    if (c->second.serial.empty() && c->second.fingerprint.empty()) continue;
+    if (!revoked(c->second.serial, c->second.fingerprint)) continue;
+    stream->Close(absl::StrCat("certificate ", c->second.serial, " has been revoked"));
+    ++closed;
+  }
+  return closed;
 }
 
 bool StreamRegistry::Send(const std::string& host, const smbfleet::v1::WatchResponse& message) {

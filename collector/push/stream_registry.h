@@ -4,6 +4,7 @@
 // The agents' open Watch streams on this collector, by host name: the local PushRouter.
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -24,6 +25,13 @@ class AgentStream {
   virtual void Close(const std::string& why) = 0;
 };
 
+// The certificate a stream was opened with (lower-case hex), so that revoking it closes the
+// stream.
+struct StreamCredential {
+  std::string serial;
+  std::string fingerprint;
+};
+
 class StreamRegistry : public PushRouter {
  public:
   // Every stream gets a keepalive message at this interval.
@@ -31,7 +39,7 @@ class StreamRegistry : public PushRouter {
   ~StreamRegistry() override;
 
   // A newer stream of the same host replaces (and closes) the older one.
-  void Register(const std::string& host, AgentStream* stream);
+  void Register(const std::string& host, AgentStream* stream, StreamCredential credential = {});
   // Only removes the entry when it is still this stream.
   void Unregister(const std::string& host, AgentStream* stream);
 
@@ -42,6 +50,10 @@ class StreamRegistry : public PushRouter {
   size_t size() const;
   // Closes every stream (at shutdown).
   void CloseAll();
+  // Closes the streams whose certificate `revoked(serial, fingerprint)` says is revoked;
+  // returns how many.
+  size_t CloseRevoked(const std::function<bool(const std::string& serial,
+                                               const std::string& fingerprint)>& revoked);
 
  private:
   void KeepaliveLoop();
@@ -51,6 +63,7 @@ class StreamRegistry : public PushRouter {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // A hash map: a change order for one host costs one lookup, however many streams are open.
   absl::flat_hash_map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<AgentStream*, StreamCredential> credentials_ ABSL_GUARDED_BY(mu_);
   std::thread keepalive_thread_;
 };
 

@@ -14,9 +14,9 @@ class RejectedWatch final : public grpc::ServerWriteReactor<smbfleet::v1::WatchR
 
 }  // namespace
 
-WatchReactor::WatchReactor(StreamRegistry* registry, std::string host)
+WatchReactor::WatchReactor(StreamRegistry* registry, std::string host, StreamCredential credential)
     : registry_(registry), host_(std::move(host)) {
-  registry_->Register(host_, this);
+  registry_->Register(host_, this, std::move(credential));
   smbfleet::v1::WatchResponse hello;
   *hello.mutable_keepalive()->mutable_sent_at() =
       google::protobuf::util::TimeUtil::GetCurrentTime();

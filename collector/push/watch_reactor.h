@@ -19,7 +19,7 @@ namespace smbfleet::collector {
 class WatchReactor final : public grpc::ServerWriteReactor<smbfleet::v1::WatchResponse>,
                            public AgentStream {
  public:
-  WatchReactor(StreamRegistry* registry, std::string host);
+  WatchReactor(StreamRegistry* registry, std::string host, StreamCredential credential = {});
 
   void Send(const smbfleet::v1::WatchResponse& message) override;
   void Close(const std::string& why) override;

@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
+#include "collector/store/postgres/notify_listener.h"
+#include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -12,6 +14,33 @@ namespace smbfleet::collector {
 namespace {
 
 constexpr size_t kMaxQueuedCalls = 10'000;
+constexpr size_t kMaxCaFileBytes = 4 << 20;
+
+// The CAs of identity.agent_issuers and identity.operator_issuers, read once at start.
+absl::StatusOr<std::unique_ptr<Authenticator>> NewAuthenticator(const IdentityConfig& identity) {
+  IssuerCertificates issuers;
+  for (const std::string& file : identity.agent_issuers) {
+    ASSIGN_OR_RETURN(std::string pem, ReadFile(file, kMaxCaFileBytes));
+    issuers.agent_pems.push_back(std::move(pem));
+  }
+  for (const std::string& file : identity.operator_issuers) {
+    ASSIGN_OR_RETURN(std::string pem, ReadFile(file, kMaxCaFileBytes));
+    issuers.operator_pems.push_back(std::move(pem));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Authenticator> auth, Authenticator::Create(issuers));
+  if (!auth->kind_from_issuer()) {
+    Logger("collector")
+        ->warn(
+            "identity.agent_issuers and identity.operator_issuers are empty: the kind of a client "
+            "certificate is taken from its first OU; configure the issuing CAs (docs/collector.md "
+            "\"identity\")");
+  } else {
+    Logger("collector")
+        ->info("client certificate kinds from their issuers: {} agent CA(s), {} operator CA(s)",
+               issuers.agent_pems.size(), issuers.operator_pems.size());
+  }
+  return auth;
+}
 
 }  // namespace
 
@@ -68,18 +97,55 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_api_->SetNudgeLimits(
       {absl::FromChrono(config.nudge_interval), static_cast<int>(config.nudges_per_minute)});
   c->admin_api_->SetApproverKeys(c->stores_.approver_keys.get());
+  ASSIGN_OR_RETURN(c->authenticator_, NewAuthenticator(config.identity));
+  if (c->stores_.identity == nullptr) c->stores_.identity = NewMemoryIdentityStore();
+  c->api_tokens_ = std::make_unique<ApiTokens>(c->stores_.identity.get());
+  c->revocations_ = std::make_unique<Revocations>(
+      c->stores_.identity.get(), absl::FromChrono(config.identity.revocation_poll),
+      [registry = c->registry_.get(), revocations = &c->revocations_]() -> size_t {
+        size_t closed =
+            registry->CloseRevoked([&](const std::string& serial, const std::string& fingerprint) {
+              return (*revocations)->IsRevoked(serial, fingerprint);
+            });
+        if (closed > 0) {
+          Logger("collector")->info("closed {} stream(s) of revoked certificates", closed);
+        }
+        return closed;
+      });
+  RETURN_IF_ERROR(c->revocations_->Start());
+  if (!config.database_dsn.empty()) {
+    // Revocations made through another replica reach this one within a notification's time.
+    c->revocation_listener_ = std::make_unique<PgNotifyListener>(
+        config.database_dsn, kRevocationChannel,
+        [revocations = c->revocations_.get()] { revocations->Wake(); });
+    if (!c->revocation_listener_->WaitUntilListening(absl::Seconds(5))) {
+      Logger("collector")
+          ->warn("revocations: not listening yet; other replicas' revocations arrive by polling");
+    }
+  }
+  c->authenticator_->set_token_verifier(c->api_tokens_.get());
+  c->authenticator_->set_revocations(c->revocations_.get());
+  c->admin_api_->SetIdentity(c->stores_.identity.get(), c->api_tokens_.get(),
+                             c->revocations_.get());
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
-  c->agent_service_ =
-      std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get(),
-                                         c->workflow_.get(), c->dispatcher_.get());
+  c->agent_service_ = std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(),
+                                                         c->authenticator_.get(), c->work_.get(),
+                                                         c->workflow_.get(), c->dispatcher_.get());
   c->agent_service_->set_approver_sets(c->approver_sets_.get());
-  c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(), c->work_.get());
+  c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(),
+                                                         c->authenticator_.get(), c->work_.get());
   c->admin_service_->set_approver_sets(c->approver_sets_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, MutualTlsServerCredentials(tls), &c->port_);
+  // From the files when the configuration names them, so that renewed ones are picked up; the
+  // material as loaded otherwise (tests that start a collector in-process).
+  builder.AddListeningPort(config.listen,
+                           config.tls.cert.empty()
+                               ? MutualTlsServerCredentials(tls)
+                               : ReloadingMutualTlsServerCredentials(config.tls, config.tls_reload),
+                           &c->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_report_bytes));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                              static_cast<int>(config.max_connection_age.count()));

@@ -9,6 +9,9 @@
 
 #include "absl/status/statusor.h"
 #include "collector/admin/admin_api.h"
+#include "collector/auth/api_tokens.h"
+#include "collector/auth/authenticate.h"
+#include "collector/auth/revocations.h"
 #include "collector/changes/change_service.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/changes/scheduler.h"
@@ -19,6 +22,7 @@
 #include "collector/service/admin_service.h"
 #include "collector/service/agent_service.h"
 #include "collector/service/work_queue.h"
+#include "collector/store/postgres/notify_listener.h"
 #include "collector/store/stores.h"
 #include "collector/trust/approver_sets.h"
 #include "common/tls.h"
@@ -63,6 +67,10 @@ class Collector {
   std::unique_ptr<OrderSignal> signal_;  // its handler calls dispatcher_
   std::unique_ptr<changes::Scheduler> scheduler_;
   std::unique_ptr<AdminApi> admin_api_;
+  std::unique_ptr<Authenticator> authenticator_;
+  std::unique_ptr<ApiTokens> api_tokens_;
+  std::unique_ptr<Revocations> revocations_;               // closes streams in registry_
+  std::unique_ptr<PgNotifyListener> revocation_listener_;  // wakes revocations_
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;

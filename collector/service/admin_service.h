@@ -2,6 +2,7 @@
 #define SMBFLEET_COLLECTOR_SERVICE_ADMIN_SERVICE_H_
 
 #include "collector/admin/admin_api.h"
+#include "collector/auth/authenticate.h"
 #include "collector/service/work_queue.h"
 #include "collector/trust/approver_sets.h"
 #include "smbfleet/v1/admin.grpc.pb.h"
@@ -11,7 +12,8 @@ namespace smbfleet::collector {
 // AdminService over gRPC: each call is AdminApi's, run on the work queue.
 class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackService {
  public:
-  AdminServiceImpl(AdminApi* api, WorkQueue* work) : api_(api), work_(work) {}
+  AdminServiceImpl(AdminApi* api, const Authenticator* authenticator, WorkQueue* work)
+      : api_(api), authenticator_(authenticator), work_(work) {}
   // Publish/GetApproverSet (not owned; null: UNAVAILABLE).
   void set_approver_sets(ApproverSets* sets) { approver_sets_ = sets; }
 
@@ -87,8 +89,28 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
                                            const smbfleet::v1::GetApproverSetRequest* request,
                                            smbfleet::v1::GetApproverSetResponse* response) override;
 
+  grpc::ServerUnaryReactor* WhoAmI(grpc::CallbackServerContext* context,
+                                   const smbfleet::v1::WhoAmIRequest* request,
+                                   smbfleet::v1::WhoAmIResponse* response) override;
+  grpc::ServerUnaryReactor* CreateApiToken(grpc::CallbackServerContext* context,
+                                           const smbfleet::v1::CreateApiTokenRequest* request,
+                                           smbfleet::v1::CreateApiTokenResponse* response) override;
+  grpc::ServerUnaryReactor* ListApiTokens(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::ListApiTokensRequest* request,
+                                          smbfleet::v1::ListApiTokensResponse* response) override;
+  grpc::ServerUnaryReactor* RevokeApiToken(grpc::CallbackServerContext* context,
+                                           const smbfleet::v1::RevokeApiTokenRequest* request,
+                                           smbfleet::v1::RevokeApiTokenResponse* response) override;
+  grpc::ServerUnaryReactor* RevokeCertificate(
+      grpc::CallbackServerContext* context, const smbfleet::v1::RevokeCertificateRequest* request,
+      smbfleet::v1::RevokeCertificateResponse* response) override;
+  grpc::ServerUnaryReactor* ListRevocations(
+      grpc::CallbackServerContext* context, const smbfleet::v1::ListRevocationsRequest* request,
+      smbfleet::v1::ListRevocationsResponse* response) override;
+
  private:
   AdminApi* api_;
+  const Authenticator* authenticator_;
   WorkQueue* work_;
   ApproverSets* approver_sets_ = nullptr;
 };

@@ -50,18 +50,18 @@ absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
 grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* context,
                                                    const v1::ReportRequest* request,
                                                    v1::ReportResponse* response) {
-  return SubmitUnary(context, work_, response,
+  return SubmitUnary(context, *authenticator_, work_, response,
                      [this, request](const Principal& p) { return HandleReport(p, *request); });
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
     grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
-  auto agent = PrincipalOf(*context);
+  auto agent = authenticator_->Authenticate(*context);
   absl::Status allowed = agent.ok() ? Authorize(*agent, Permission::kWatch) : agent.status();
   if (!allowed.ok()) return RejectWatch(ToGrpcStatus(allowed));
   Log()->info("watch stream of {} opened (agent {})", LogSafe(agent->name),
               LogSafe(request->agent_version()));
-  auto* reactor = new WatchReactor(registry_, agent->name);
+  auto* reactor = new WatchReactor(registry_, agent->name, {agent->serial, agent->fingerprint});
   if (approver_sets_ != nullptr) {
     // Before any order: the agent checks the orders that follow against this set.
     if (std::optional<v1::SignedApproverSet> set = approver_sets_->Current()) {
@@ -91,7 +91,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContex
                                                       const v1::AckChangeRequest* request,
                                                       v1::AckChangeResponse* response) {
   return SubmitUnary(
-      context, work_, response,
+      context, *authenticator_, work_, response,
       [this, request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {
         RETURN_IF_ERROR(Authorize(agent, Permission::kAckChange));
         if (workflow_ == nullptr) {

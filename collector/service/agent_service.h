@@ -1,6 +1,7 @@
 #ifndef SMBFLEET_COLLECTOR_SERVICE_AGENT_SERVICE_H_
 #define SMBFLEET_COLLECTOR_SERVICE_AGENT_SERVICE_H_
 
+#include "collector/auth/authenticate.h"
 #include "collector/auth/authorize.h"
 #include "collector/changes/change_service.h"
 #include "collector/changes/order_dispatcher.h"
@@ -18,11 +19,13 @@ namespace smbfleet::collector {
 class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackService {
  public:
   // `workflow` and `dispatcher` may be null: then no orders are sent and acks are NOT_FOUND.
-  AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry, WorkQueue* work,
+  AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry,
+                   const Authenticator* authenticator, WorkQueue* work,
                    changes::ChangeService* workflow = nullptr,
                    changes::OrderDispatcher* dispatcher = nullptr)
       : pipeline_(pipeline),
         registry_(registry),
+        authenticator_(authenticator),
         work_(work),
         workflow_(workflow),
         dispatcher_(dispatcher) {}
@@ -45,6 +48,7 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
 
   ReportPipeline* pipeline_;
   StreamRegistry* registry_;
+  const Authenticator* authenticator_;
   WorkQueue* work_;
   changes::ChangeService* workflow_;
   changes::OrderDispatcher* dispatcher_;

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "collector/auth/authenticate.h"
 #include "collector/auth/authorize.h"
 #include "collector/service/work_queue.h"
 #include "grpcpp/grpcpp.h"
@@ -19,20 +20,22 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // retry" by the code alone (RESOURCE_EXHAUSTED only means a message was too large).
 grpc::Status Busy();
 
-// Takes the caller from its certificate, runs `call(principal)` on the work queue (database
-// work stays off gRPC's threads) and finishes with its result, moved into *response.
+// Takes the caller from its credentials (`auth`), runs `call(principal)` on the work queue
+// (database work stays off gRPC's threads) and finishes with its result, moved into *response.
 template <typename Response, typename Call>
-grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context, WorkQueue* work,
+grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
+                                      const Authenticator& auth, WorkQueue* work,
                                       Response* response, Call call) {
   auto* reactor = context->DefaultReactor();
-  absl::StatusOr<Principal> caller = PrincipalOf(*context);
-  if (!caller.ok()) {
-    reactor->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
-  }
-  bool queued = work->TrySubmit(
-      [reactor, response, call = std::move(call), caller = *std::move(caller)]() mutable {
-        absl::StatusOr<Response> result = call(caller);
+  // Authentication runs on the work queue too: a bearer token is looked up in the store.
+  bool queued =
+      work->TrySubmit([reactor, context, &auth, response, call = std::move(call)]() mutable {
+        absl::StatusOr<Principal> caller = auth.Authenticate(*context);
+        if (!caller.ok()) {
+          reactor->Finish(ToGrpcStatus(caller.status()));
+          return;
+        }
+        absl::StatusOr<Response> result = call(*caller);
         if (!result.ok()) {
           reactor->Finish(ToGrpcStatus(result.status()));
           return;

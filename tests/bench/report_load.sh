@@ -60,6 +60,7 @@ for policy in $policies; do
     echo "tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}"
     echo "database: {dsn: '${admin_dsn%/*}/$db'}"
     echo "log_level: warn"
+    cat "$work/pki/collector-identity.yaml"
     [[ $policy == on ]] && echo "policy: {file: '$root/policy/policies/baseline.yaml'}"
   } > "$work/collector-$policy.yaml"
   rm -f "$work/port"

@@ -173,6 +173,8 @@ start_collector() {
     echo "limits: {nudge_interval: 0s}"
     echo "policy: {file: '$e2e_root/policy/policies/baseline.yaml'}"
     echo "log_level: info"
+    # The kind of each client certificate from the CA that issued it (agents CA, people CA).
+    cat "$work/pki/collector-identity.yaml"
     local line
     for line in "$@"; do echo "$line"; done
   } >"$work/$name.yaml"

@@ -8,6 +8,7 @@
 #include "collector/store/memory/memory_store.h"
 #include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
+#include "tests/integration/identity_store_conformance.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -16,6 +17,7 @@ using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
+using store_testing::IdentityStoreConformanceTest;
 
 // A MemoryComplianceStore that owns the host store it shares.
 class OwningComplianceStore : public MemoryComplianceStore {
@@ -45,6 +47,16 @@ INSTANTIATE_TEST_SUITE_P(Memory, ApproverKeyStoreConformanceTest,
                              [] {
                                store_testing::ApproverKeyStoreUnderTest out;
                                out.keys = std::make_unique<MemoryApproverKeyStore>();
+                               return out;
+                             }}),
+                         [](const auto& info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Memory, IdentityStoreConformanceTest,
+                         ::testing::Values(store_testing::IdentityStoreFactory{
+                             "memory",
+                             [] {
+                               store_testing::IdentityStoreUnderTest out;
+                               out.store = NewMemoryIdentityStore();
                                return out;
                              }}),
                          [](const auto& info) { return info.param.name; });

@@ -43,18 +43,9 @@ using ::smbfleet::testing::CreateTestDatabase;
 // says so. Once one is served, remove it here so that its cells are checked.
 const std::set<std::string>& NotServedYet() {
   static const auto* methods = new std::set<std::string>{
-      "AdminService.WhoAmI",
-      "AdminService.CreateApiToken",
-      "AdminService.ListApiTokens",
-      "AdminService.RevokeApiToken",
-      "AdminService.CreateEnrollmentToken",
-      "AdminService.ListEnrollmentTokens",
-      "AdminService.RevokeEnrollmentToken",
-      "AdminService.ListCertificates",
-      "AdminService.RevokeCertificate",
-      "AdminService.ListRevocations",
-      "AdminService.SetHostLabels",
-      "EnrollmentService.Enroll",
+      "AdminService.CreateEnrollmentToken", "AdminService.ListEnrollmentTokens",
+      "AdminService.RevokeEnrollmentToken", "AdminService.ListCertificates",
+      "AdminService.SetHostLabels",         "EnrollmentService.Enroll",
       "EnrollmentService.RenewCertificate",
   };
   return *methods;
