@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_enrollment_store.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -30,6 +31,16 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   if (c->stores_.approver_keys == nullptr) {
     c->stores_.approver_keys = std::make_unique<MemoryApproverKeyStore>();
   }
+  if (c->stores_.enrollment == nullptr) {
+    c->stores_.enrollment = std::make_unique<MemoryEnrollmentStore>();
+  }
+  if (!config.enrollment.ca_cert.empty()) {
+    ASSIGN_OR_RETURN(c->issuing_ca_,
+                     IssuingCa::Load(config.enrollment.ca_cert, config.enrollment.ca_key,
+                                     absl::FromChrono(config.enrollment.certificate_lifetime)));
+  }
+  c->enrollment_api_ =
+      std::make_unique<EnrollmentApi>(c->stores_.enrollment.get(), c->issuing_ca_.get());
   ChangeStore* changes = c->stores_.changes.get();
   c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
   if (c->stores_.approver_sets == nullptr) c->stores_.approver_sets = NewMemoryApproverSetStore();
@@ -60,6 +71,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->workflow_->SetOrderSignal(c->signal_.get());
   c->workflow_->SetApproverKeys(c->stores_.approver_keys.get());
   c->pipeline_->SetRefusalObserver(c->workflow_.get());
+  c->pipeline_->SetTrustedLabels(c->stores_.enrollment.get());
   c->scheduler_ = std::make_unique<changes::Scheduler>(c->workflow_.get(),
                                                        absl::FromChrono(config.changes.tick));
 
@@ -68,6 +80,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_api_->SetNudgeLimits(
       {absl::FromChrono(config.nudge_interval), static_cast<int>(config.nudges_per_minute)});
   c->admin_api_->SetApproverKeys(c->stores_.approver_keys.get());
+  c->admin_api_->SetEnrollment(c->stores_.enrollment.get());
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
   c->agent_service_ =
       std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(), c->work_.get(),
@@ -75,6 +88,8 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->agent_service_->set_approver_sets(c->approver_sets_.get());
   c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(), c->work_.get());
   c->admin_service_->set_approver_sets(c->approver_sets_.get());
+  c->enrollment_service_ =
+      std::make_unique<EnrollmentServiceImpl>(c->enrollment_api_.get(), c->work_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -89,6 +104,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(c->agent_service_.get());
   builder.RegisterService(c->admin_service_.get());
+  builder.RegisterService(c->enrollment_service_.get());
   c->server_ = builder.BuildAndStart();
   if (!c->server_ || c->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));

@@ -9,6 +9,7 @@
 #include "collector/store/approver_set_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 
 namespace smbfleet::collector {
@@ -19,6 +20,7 @@ struct Stores {
   std::unique_ptr<ChangeStore> changes;             // may be null until a backend provides it
   std::unique_ptr<ApproverKeyStore> approver_keys;  // may be null: then kept in memory
   std::unique_ptr<ApproverSetStore> approver_sets;  // null: kept in memory by this process
+  std::unique_ptr<EnrollmentStore> enrollment;      // null: kept in memory by this process
 };
 
 }  // namespace smbfleet::collector

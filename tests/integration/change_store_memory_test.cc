@@ -5,9 +5,11 @@
 
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
+#include "tests/integration/enrollment_store_conformance.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -16,6 +18,7 @@ using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
+using store_testing::EnrollmentStoreConformanceTest;
 
 // A MemoryComplianceStore that owns the host store it shares.
 class OwningComplianceStore : public MemoryComplianceStore {
@@ -45,6 +48,16 @@ INSTANTIATE_TEST_SUITE_P(Memory, ApproverKeyStoreConformanceTest,
                              [] {
                                store_testing::ApproverKeyStoreUnderTest out;
                                out.keys = std::make_unique<MemoryApproverKeyStore>();
+                               return out;
+                             }}),
+                         [](const auto& info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Memory, EnrollmentStoreConformanceTest,
+                         ::testing::Values(store_testing::EnrollmentStoreFactory{
+                             "memory",
+                             [] {
+                               store_testing::EnrollmentStoreUnderTest out;
+                               out.store = std::make_unique<MemoryEnrollmentStore>();
                                return out;
                              }}),
                          [](const auto& info) { return info.param.name; });
