@@ -58,6 +58,7 @@ std::string Time(const google::protobuf::Timestamp& ts) {
 std::string Labels(const google::protobuf::Map<std::string, std::string>& labels) {
   std::map<std::string, std::string> sorted(labels.begin(), labels.end());
   std::vector<std::string> parts;
+  parts.reserve(sorted.size());
   for (const auto& [k, v] : sorted) parts.push_back(absl::StrCat(Clean(k), "=", Clean(v)));
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
