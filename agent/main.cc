@@ -1,18 +1,23 @@
 // smbfleet-agent: reports this host's SMB posture to the collector.
 //
 //   smbfleet-agent run --config FILE [--once]
+//   smbfleet-agent enroll --config FILE
 //   smbfleet-agent collect --once --source=SOURCE [--format=json|text]
 //   smbfleet-agent bench [--format=json|text]
 //   smbfleet-agent version
+#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "agent/bench/cpu_features.h"
 #include "agent/bench/crypto_bench.h"
 #include "agent/core/agent.h"
@@ -20,6 +25,7 @@
 #include "agent/core/approver_trust.h"
 #include "agent/core/change_executor.h"
 #include "agent/core/command_runner.h"
+#include "agent/core/enrollment.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
 #include "agent/platform/platform.h"
@@ -38,6 +44,7 @@ namespace {
 constexpr char kUsage[] =
     "usage:\n"
     "  smbfleet-agent run --config FILE [--once]\n"
+    "  smbfleet-agent enroll --config FILE\n"
     "  smbfleet-agent collect --once --source=SOURCE [--format=json|text]\n"
     "      SOURCE: samba, samba:SMB_CONF, windows, windows-capture:DIR\n"
     "  smbfleet-agent bench [--format=json|text]\n"
@@ -153,12 +160,84 @@ absl::StatusOr<std::string> OwnHostIdentity(const AgentConfig& config) {
   return id.name;  // the same SAN-else-CN, lower case, the collector reads
 }
 
+int Enroll(const Flags& flags) {
+  if (flags.config.empty()) return Usage("enroll needs --config FILE");
+  auto config = LoadAgentConfig(flags.config);
+  if (!config.ok()) return Fail(config.status());
+  if (auto s = SetLogLevel(config->log_level); !s.ok()) return Fail(s);
+  auto host = EnrollNow(*config);
+  if (!host.ok()) return Fail(host.status());
+  std::cout << "enrolled as " << *host << ": certificate " << config->tls.cert << ", key "
+            << config->tls.key << "\n";
+  return 0;
+}
+
+// Renews an enrolled agent's certificate at 2/3 of its lifetime and moves the client onto it,
+// until stopped. A failed renewal is tried again every few minutes.
+class Renewer {
+ public:
+  Renewer(const AgentConfig& config, GrpcCollectorClient* client)
+      : config_(config), client_(client) {}
+
+  void Start() {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    auto log = Logger("agent");
+    absl::Time retry_at = absl::InfinitePast();
+    while (true) {
+      absl::StatusOr<absl::Time> due = RenewalDue(config_);
+      absl::Time next = absl::Now() + absl::Hours(1);
+      if (due.ok()) next = std::max(std::min(next, *due), retry_at);
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, absl::ToChronoSeconds(std::max(next - absl::Now(), absl::Seconds(1))),
+                     [this] { return stopped_; });
+        if (stopped_) return;
+      }
+      if (!due.ok() || absl::Now() < *due || absl::Now() < retry_at) continue;
+      absl::StatusOr<absl::Time> renewed = RenewNow(config_);
+      if (!renewed.ok()) {
+        log->warn("certificate renewal failed, trying again in 5 minutes: {}",
+                  LogSafe(renewed.status()));
+        retry_at = absl::Now() + absl::Minutes(5);
+        continue;
+      }
+      if (absl::Status s = client_->Reload(config_); !s.ok()) {
+        log->error("renewed, but the new certificate does not load: {}", LogSafe(s));
+      }
+    }
+  }
+
+  const AgentConfig& config_;
+  GrpcCollectorClient* client_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
 int RunService(const Flags& flags) {
   if (flags.config.empty()) return Usage("run needs --config FILE");
   auto config = LoadAgentConfig(flags.config);
   if (!config.ok()) return Fail(config.status());
   if (auto s = SetLogLevel(config->log_level); !s.ok()) return Fail(s);
   auto log = Logger("agent");
+  if (NeedsEnrollment(*config)) {
+    log->info("no certificate at {} yet: enrolling", config->tls.cert);
+    auto host = EnrollNow(*config);
+    if (!host.ok()) return Fail(host.status());
+  }
   auto runner = platform::NewCommandRunner();
   SourceContext context;
   context.runner = runner.get();
@@ -216,12 +295,16 @@ int RunService(const Flags& flags) {
     if (!s.ok()) return Fail(s);
     return 0;
   }
+  Renewer renewer(*config, client->get());
+  const bool renews = !config->enroll.token_file.empty();
+  if (renews) renewer.Start();
   int code = platform::RunUntilStopped(
       [&agent] {
         agent.Run();
         return 0;
       },
       [&agent] { agent.Stop(); });
+  if (renews) renewer.Stop();
   log->info("stopped");
   return code;
 }
@@ -239,6 +322,7 @@ int main(int argc, char** argv) {
     return Usage(absl::StrCat("--format must be json or text, got '", flags.format, "'"));
   }
   if (command == "run") return RunService(flags);
+  if (command == "enroll") return Enroll(flags);
   if (command == "collect") return Collect(flags);
   if (command == "bench") return Bench(flags);
   if (command == "version" || command == "--version") {

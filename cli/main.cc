@@ -2,6 +2,7 @@
 // Commands, flags, output and exit codes: docs/smbfleetctl.md (`smbfleetctl --help`).
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/commands_approvals.h"
+#include "cli/commands_enrollment.h"
 #include "cli/commands_trust.h"
 #include "cli/ctl_config.h"
 #include "cli/exit_code.h"
@@ -76,6 +78,17 @@ absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Conne
   return smbfleet::v1::AdminService::NewStub(channel);
 }
 
+// Where the command word is: after the global flags (`--collector X`, `--format=json`, ...).
+size_t CommandIndex(const std::vector<std::string>& argv) {
+  static const std::set<std::string> kWithValue = {"--config", "--collector", "--cert",
+                                                   "--key",    "--ca",        "--format"};
+  size_t i = 0;
+  while (i < argv.size() && argv[i].size() > 2 && argv[i].compare(0, 2, "--") == 0) {
+    i += (kWithValue.count(argv[i]) > 0) ? 2 : 1;
+  }
+  return i;
+}
+
 int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "policy") {
     return RunPolicyCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), std::cout,
@@ -88,6 +101,21 @@ int Run(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "trust") {
     return RunTrustCommand(std::vector<std::string>(argv.begin() + 1, argv.end()), Connect,
                            std::cout, std::cerr);
+  }
+  // The enrollment commands, after any global flags (`--collector X enroll-tokens list`).
+  const size_t at = CommandIndex(argv);
+  // `certs list` is enrollment's; `certs revoke` and `certs revocations` are the parser's below.
+  const bool certs_list = at + 1 < argv.size() && argv[at] == "certs" && argv[at + 1] == "list";
+  if (at < argv.size() && (argv[at] == "enroll-tokens" || certs_list)) {
+    std::vector<std::string> rest = argv;
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(at));
+    return RunEnrollmentCommand(argv[at], rest, Connect, std::cout, std::cerr);
+  }
+  if (at + 1 < argv.size() && argv[at] == "hosts" && argv[at + 1] == "label") {
+    std::vector<std::string> rest = argv;
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(at),
+               rest.begin() + static_cast<std::ptrdiff_t>(at) + 2);
+    return RunEnrollmentCommand("hosts label", rest, Connect, std::cout, std::cerr);
   }
   auto parsed = ParseCommandLine(argv, absl::Now());
   if (!parsed.ok()) {

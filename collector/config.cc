@@ -26,7 +26,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   CollectorConfig c;
   CheckKeys(root,
             {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
-             "changes", "approver_sets", "identity", "tls_reload"},
+             "changes", "approver_sets", "identity", "tls_reload", "enrollment"},
             "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
@@ -163,6 +163,26 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     if (c.changes.tick < std::chrono::milliseconds(100) ||
         c.changes.tick > std::chrono::minutes(1)) {
       problems.Add(changes["tick"], "changes.tick", "must be between 100ms and 1m");
+    }
+  }
+
+  YAML::Node enrollment = root["enrollment"];
+  if (enrollment.IsDefined()) {
+    CheckKeys(enrollment, {"ca_cert", "ca_key", "certificate_lifetime"}, "enrollment", &problems);
+    ReadString(enrollment, "ca_cert", "enrollment", &c.enrollment.ca_cert, &problems);
+    ReadString(enrollment, "ca_key", "enrollment", &c.enrollment.ca_key, &problems);
+    ReadDuration(enrollment, "certificate_lifetime", "enrollment",
+                 &c.enrollment.certificate_lifetime, &problems);
+    if (c.enrollment.ca_cert.empty() != c.enrollment.ca_key.empty()) {
+      problems.Add(enrollment, "enrollment", "ca_cert and ca_key go together");
+    }
+    for (std::string* path : {&c.enrollment.ca_cert, &c.enrollment.ca_key}) {
+      if (!path->empty()) *path = ResolvePath(file, *path);
+    }
+    if (c.enrollment.certificate_lifetime < std::chrono::minutes(5) ||
+        c.enrollment.certificate_lifetime > std::chrono::hours(24 * 398)) {
+      problems.Add(enrollment["certificate_lifetime"], "enrollment.certificate_lifetime",
+                   "must be between 5m and 398d");
     }
   }
 

@@ -30,6 +30,14 @@ struct IdentityConfig {
   std::chrono::milliseconds revocation_poll{5'000};
 };
 
+// The issuing CA for agents that enroll with a token (docs/enrollment.md). No ca_cert: this
+// collector does not issue, and agents bring certificates from the organisation's own PKI.
+struct EnrollmentConfig {
+  std::string ca_cert;  // PEM CA certificate (the agents CA), sent to agents as their chain
+  std::string ca_key;   // its private key; refused when the group or others may read it
+  std::chrono::milliseconds certificate_lifetime{7 * 24 * 3'600'000};
+};
+
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
@@ -53,6 +61,7 @@ struct CollectorConfig {
   // through another replica reaches the agents connected here (`approver_sets.poll`; 0 = never).
   std::chrono::milliseconds approver_set_poll{5'000};
   IdentityConfig identity;
+  EnrollmentConfig enrollment;
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

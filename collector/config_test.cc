@@ -33,6 +33,28 @@ TEST_F(CollectorConfigTest, ValidConfigWithRelativePaths) {
   EXPECT_EQ(c->max_report_bytes, 1u << 20);
 }
 
+TEST_F(CollectorConfigTest, EnrollmentIsOffUnlessConfigured) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto off = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_TRUE(off->enrollment.ca_cert.empty());
+  auto on = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                 base +
+                                     "enrollment: {ca_cert: agents-ca.pem, ca_key: agents-ca.key, "
+                                     "certificate_lifetime: 3d}\n");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->enrollment.ca_key, dir_ + "/agents-ca.key");
+  EXPECT_EQ(on->enrollment.certificate_lifetime, std::chrono::hours(72));
+  auto bad = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base + "enrollment: {ca_cert: agents-ca.pem, certificate_lifetime: 1s}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("ca_cert and ca_key go together"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("enrollment.certificate_lifetime"));
+}
+
 TEST_F(CollectorConfigTest, NudgeLimitsHaveDefaultsAndCanBeSet) {
   const std::string base =
       "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"

@@ -2,7 +2,8 @@
 # The main job: installs what is missing, builds, and runs a small smbfleet on this machine —
 # a private PostgreSQL, the collector, a local Samba server with demo shares and live client
 # sessions and its agent, plus a simulated fleet of Windows servers replayed from capture
-# folders. Proposes a change for the Samba server (as the proposer) and prints the commands that
+# folders. The agents enroll with a token an admin makes (each makes its own key and gets a
+# short-lived certificate from the collector's issuing CA). Proposes a change for the Samba server (as the proposer) and prints the commands that
 # approve it (as two approvers) and watch it apply. Prints where to look and runs until Ctrl-C,
 # then stops everything it started.
 set -euo pipefail
@@ -33,17 +34,24 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 0' INT TERM
 
-samba_host=$(hostname -s 2>/dev/null || echo samba01)
-samba_host=${samba_host//[^A-Za-z0-9._-]/-}
+# Host names as certificates carry them: lower case letters, digits, '-' and '.'.
+host_name() {
+  local h
+  h=$(tr '[:upper:]' '[:lower:]' <<<"$1")
+  h=${h//[^a-z0-9.-]/-}
+  h=${h##-}
+  echo "${h%%-}"
+}
+samba_host=$(host_name "$(hostname -s 2>/dev/null || echo samba01)")
 fleet=()
 if compgen -G "$root/tests/fixtures/windows/*/" >/dev/null; then
   for d in "$root"/tests/fixtures/windows/*/; do
-    name=$(basename "$d")
-    fleet+=("sim-${name//[^A-Za-z0-9._-]/-}")
+    fleet+=("$(host_name "sim-$(basename "$d")")")
   done
 fi
-echo "== certificates ($run/pki)"
-bash "$here/ca.sh" dev "$run/pki" "$samba_host" "${fleet[@]}" >/dev/null
+echo "== certificates ($run/pki): the collector's and the operators'"
+bash "$here/ca.sh" dev "$run/pki" >/dev/null
+# ca.sh also makes the agents CA (agents-ca.*, under the root): the collector's issuing CA.
 
 echo "== PostgreSQL"
 pg_port=${SMBFLEET_PG_PORT:-$(free_port)}
@@ -55,6 +63,7 @@ cat > "$run/collector.yaml" <<YAML
 listen: 127.0.0.1:$port
 tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}
 database: {dsn: '$dsn'}
+enrollment: {ca_cert: pki/agents-ca.pem, ca_key: pki/agents-ca.key, certificate_lifetime: 7d}
 policy: {file: '$root/policy/policies/baseline.yaml'}
 log_level: info
 YAML
@@ -76,7 +85,8 @@ bash "$here/samba-lab.sh" hold "$run/samba" legacy finance -m SMB2_10 >/dev/null
 agent_config() {  # name source
   local name=$1 source=$2
   echo "collector: {address: '127.0.0.1:$port', server_name: localhost}"
-  echo "tls: {cert: pki/agent-$name.pem, key: pki/agent-$name.key, ca: pki/ca.pem}"
+  echo "tls: {cert: agents/$name/agent.pem, key: agents/$name/agent.key, ca: pki/ca.pem}"
+  echo "enroll: {token_file: enroll.token, host: $name}"
   echo "source: '$source'"
   echo "labels: {site: demo}"
   echo "schedule: {interval: 10m, splay: 5s, benchmark_interval: 24h}"
@@ -96,7 +106,23 @@ done
 approver_public() { sed -n 's/^public key: //p' "$run/keys/$1.pub"; }
 trust="{approvers: {approver-a: '$(approver_public approver-a)', approver-b: '$(approver_public approver-b)'}}"
 
-echo "== agents"
+ctl_config() {  # operator certificate name
+  echo "collector: 127.0.0.1:$port"
+  echo "server_name: localhost"
+  echo "tls: {cert: pki/operator-$1.pem, key: pki/operator-$1.key, ca: pki/ca.pem}"
+}
+ctl_config admin > "$run/ctl.yaml"
+for who in viewer proposer approver-a approver-b; do ctl_config "$who" > "$run/ctl-$who.yaml"; done
+export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
+ctl=$build/cli/smbfleetctl
+
+echo "== an enrollment token for the agents (admin)"
+# One use per agent; an agent that enrolled in an earlier run keeps its certificate and renews it.
+(umask 077
+ "$ctl" enroll-tokens create --uses $((1 + ${#fleet[@]})) --expires 1h --label site=demo \
+   --comment "quick start" | grep -E '^set_' >"$run/enroll.token")
+
+echo "== agents (each enrolls: its key is made locally, only a CSR is sent)"
 {
   agent_config "$samba_host" "samba:$conf"
   # This demo server applies approved changes to its own lab configuration; the allowlist is
@@ -117,15 +143,6 @@ for d in "$root"/tests/fixtures/windows/*/; do
   pids+=($!)
 done
 
-ctl_config() {  # operator certificate name
-  echo "collector: 127.0.0.1:$port"
-  echo "server_name: localhost"
-  echo "tls: {cert: pki/operator-$1.pem, key: pki/operator-$1.key, ca: pki/ca.pem}"
-}
-ctl_config admin > "$run/ctl.yaml"
-for who in viewer proposer approver-a approver-b; do ctl_config "$who" > "$run/ctl-$who.yaml"; done
-export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
-ctl=$build/cli/smbfleetctl
 for _ in $(seq 1 60); do
   "$ctl" host show "$samba_host" >/dev/null 2>&1 && break
   sleep 1
@@ -153,6 +170,7 @@ Samba on 127.0.0.1:$smb_port, agents for $samba_host and ${#fleet[@]} simulated 
 
   export SMBFLEET_CTL_CONFIG=$run/ctl.yaml
   $build/cli/smbfleetctl hosts
+  $build/cli/smbfleetctl certs list
   $build/cli/smbfleetctl host show $samba_host
   $build/cli/smbfleetctl host refresh $samba_host
   $build/cli/smbfleetctl compliance

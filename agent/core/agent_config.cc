@@ -1,9 +1,12 @@
 #include "agent/core/agent_config.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/approval_signing.h"
+#include "common/csr.h"
 #include "common/files.h"
 #include "common/yaml_config.h"
 #include "policy/settings.h"
@@ -16,6 +19,47 @@ bool ValidSource(const std::string& s) {
          absl::StartsWith(s, "windows-capture:");
 }
 
+// `enroll: {token_file, host}` and the tls section it fills: tls.cert and tls.key are where the
+// certificate and key will be written (they need not exist yet); tls.ca must, as it is pinned.
+void ReadEnrollment(const YAML::Node& root, const std::string& file, AgentConfig* c,
+                    ConfigProblems* problems) {
+  YAML::Node enroll = root["enroll"];
+  if (!enroll.IsMap()) {
+    problems->Add(enroll, "enroll", "expected a mapping with token_file and host");
+  } else {
+    CheckKeys(enroll, {"token_file", "host"}, "enroll", problems);
+    if (!ReadString(enroll, "token_file", "enroll", &c->enroll.token_file, problems)) {
+      problems->Add(enroll, "enroll.token_file", "required");
+    } else {
+      c->enroll.token_file = ResolvePath(file, c->enroll.token_file);
+    }
+    if (!ReadString(enroll, "host", "enroll", &c->enroll.host, problems)) {
+      problems->Add(enroll, "enroll.host", "required");
+    } else if (absl::Status s = CheckHostName(absl::AsciiStrToLower(c->enroll.host), "enroll.host");
+               !s.ok()) {
+      problems->Add(enroll["host"], "enroll.host", absl::StripPrefix(s.message(), "enroll.host: "));
+    }
+  }
+  YAML::Node tls = root["tls"];
+  if (!tls.IsMap()) {
+    problems->AddNoLine("tls", "required: cert and key (where enrollment writes them) and ca");
+    return;
+  }
+  CheckKeys(tls, {"cert", "key", "ca"}, "tls", problems);
+  const std::pair<absl::string_view, std::string*> files[] = {
+      {"cert", &c->tls.cert}, {"key", &c->tls.key}, {"ca", &c->tls.ca}};
+  for (const auto& [key, value] : files) {
+    if (!ReadString(tls, key, "tls", value, problems)) {
+      problems->Add(tls, JoinPath("tls", key), "required");
+      continue;
+    }
+    *value = ResolvePath(file, *value);
+  }
+  if (!c->tls.ca.empty() && !FileExists(c->tls.ca)) {
+    problems->Add(tls["ca"], "tls.ca", absl::StrCat("file not found: ", c->tls.ca));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text) {
@@ -26,7 +70,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   AgentConfig c;
   CheckKeys(root,
             {"collector", "tls", "source", "labels", "schedule", "spool", "limits", "log_level",
-             "tool_env", "changes", "trust"},
+             "tool_env", "changes", "trust", "enroll"},
             "", &problems);
 
   YAML::Node collector = root["collector"];
@@ -54,7 +98,12 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     ReadDuration(collector, "max_backoff", "collector", &c.max_backoff, &problems);
   }
 
-  ReadTlsSection(root, file, "ca", &c.tls, &problems);
+  YAML::Node enroll = root["enroll"];
+  if (enroll.IsDefined()) {
+    ReadEnrollment(root, file, &c, &problems);
+  } else {
+    ReadTlsSection(root, file, "ca", &c.tls, &problems);
+  }
 
   if (ReadString(root, "source", "", &c.source, &problems) && !ValidSource(c.source)) {
     problems.Add(root["source"], "source",

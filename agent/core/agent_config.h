@@ -30,6 +30,13 @@ struct TrustConfig {
   uint32_t min_approvals = 1;
 };
 
+// Enrollment with a token (`enroll:` in the YAML; docs/enrollment.md). When set, tls.cert and
+// tls.key need not exist: the agent makes them by enrolling, then renews them itself.
+struct EnrollConfig {
+  std::string token_file;  // the enrollment token (set_<id>_<secret>); read, never logged
+  std::string host;        // the host name to ask a certificate for (lower case)
+};
+
 struct AgentConfig {
   std::string collector_address;      // host:port
   std::string collector_server_name;  // TLS name to verify; empty = host part of the address
@@ -52,6 +59,7 @@ struct AgentConfig {
   std::map<std::string, std::string> tool_env;
   ChangesConfig changes;
   TrustConfig trust;
+  EnrollConfig enroll;
 };
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text);

@@ -37,6 +37,28 @@ TEST_F(AgentConfigTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(c->tls.ca, dir_ + "/ca.pem");
 }
 
+// With enroll:, the certificate and key are where enrollment will write them: they need not
+// exist; the pinned CA must. The host must be a host name.
+TEST_F(AgentConfigTest, EnrollmentNeedsNoCertificateYet) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n"
+                            "tls: {cert: tls/agent.pem, key: tls/agent.key, ca: ca.pem}\n"
+                            "enroll: {token_file: enroll.token, host: FS01.example.org}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->tls.cert, dir_ + "/tls/agent.pem");
+  EXPECT_EQ(c->enroll.token_file, dir_ + "/enroll.token");
+  EXPECT_EQ(c->enroll.host, "FS01.example.org");
+
+  auto bad = ParseAgentConfig(dir_ + "/agent.yaml",
+                              "collector: {address: 'collector.example:7443'}\n"
+                              "tls: {cert: tls/agent.pem, key: tls/agent.key, ca: missing.pem}\n"
+                              "enroll: {host: 'fs01;rm'}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("enroll.token_file: required"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("enroll.host"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("tls.ca: file not found"));
+}
+
 TEST_F(AgentConfigTest, MinNudgeIntervalDefaultsToThirtySeconds) {
   const std::string base =
       "collector: {address: 'collector.example:7443'}\n"

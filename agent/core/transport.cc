@@ -18,6 +18,13 @@ bool IsPermanentReportError(const absl::Status& status) {
 
 absl::StatusOr<std::unique_ptr<GrpcCollectorClient>> GrpcCollectorClient::Create(
     const AgentConfig& config) {
+  ASSIGN_OR_RETURN(auto channel, MakeChannel(config));
+  return std::unique_ptr<GrpcCollectorClient>(
+      new GrpcCollectorClient(channel, config.report_timeout));
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> GrpcCollectorClient::MakeChannel(
+    const AgentConfig& config) {
   ASSIGN_OR_RETURN(auto tls, LoadTls(config.tls));
   grpc::ChannelArguments args;
   args.SetSslTargetNameOverride(config.collector_server_name);
@@ -27,24 +34,36 @@ absl::StatusOr<std::unique_ptr<GrpcCollectorClient>> GrpcCollectorClient::Create
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(config.max_backoff.count()));
   args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, absl::StrCat("smbfleet-agent/", kVersion));
-  auto channel =
-      grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(tls), args);
-  return std::unique_ptr<GrpcCollectorClient>(
-      new GrpcCollectorClient(channel, config.report_timeout));
+  return grpc::CreateCustomChannel(config.collector_address, MutualTlsChannelCredentials(tls),
+                                   args);
 }
 
 GrpcCollectorClient::GrpcCollectorClient(std::shared_ptr<grpc::Channel> channel,
                                          std::chrono::milliseconds timeout)
-    : channel_(std::move(channel)),
-      stub_(smbfleet::v1::AgentService::NewStub(channel_)),
-      timeout_(timeout) {}
+    : stub_(smbfleet::v1::AgentService::NewStub(channel)), timeout_(timeout) {}
+
+std::shared_ptr<smbfleet::v1::AgentService::Stub> GrpcCollectorClient::Stub() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stub_;
+}
+
+absl::Status GrpcCollectorClient::Reload(const AgentConfig& config) {
+  ASSIGN_OR_RETURN(auto channel, MakeChannel(config));
+  std::shared_ptr<smbfleet::v1::AgentService::Stub> stub =
+      smbfleet::v1::AgentService::NewStub(channel);
+  std::lock_guard<std::mutex> lock(mu_);
+  stub_ = std::move(stub);
+  // The open stream still runs on the old certificate: end it, the agent reconnects.
+  if (watch_context_ != nullptr) watch_context_->TryCancel();
+  return absl::OkStatus();
+}
 
 absl::StatusOr<smbfleet::v1::ReportResponse> GrpcCollectorClient::Report(
     const smbfleet::v1::ReportRequest& request) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
   smbfleet::v1::ReportResponse response;
-  grpc::Status status = stub_->Report(&ctx, request, &response);
+  grpc::Status status = Stub()->Report(&ctx, request, &response);
   if (!status.ok()) {
     return FromGrpcStatus(status, absl::StrCat("report ", request.report_id()));
   }
@@ -61,7 +80,8 @@ absl::Status GrpcCollectorClient::Watch(const smbfleet::v1::WatchRequest& watch_
   }
   smbfleet::v1::WatchRequest request = watch_request;
   if (request.agent_version().empty()) request.set_agent_version(kVersion);
-  auto reader = stub_->Watch(&ctx, request);
+  auto stub = Stub();
+  auto reader = stub->Watch(&ctx, request);
   smbfleet::v1::WatchResponse message;
   while (reader->Read(&message)) on_message(message);
   grpc::Status status = reader->Finish();
@@ -82,7 +102,7 @@ absl::Status GrpcCollectorClient::AckChange(const smbfleet::v1::AckChangeRequest
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
   smbfleet::v1::AckChangeResponse response;
-  return FromGrpcStatus(stub_->AckChange(&ctx, request, &response),
+  return FromGrpcStatus(Stub()->AckChange(&ctx, request, &response),
                         absl::StrCat("ack of change ", request.change_id()));
 }
 

@@ -53,11 +53,16 @@ class GrpcCollectorClient : public CollectorClient {
   void CancelWatch() override;
   absl::Status AckChange(const smbfleet::v1::AckChangeRequest& request) override;
 
+  // Reads the TLS files again (a renewed certificate) and makes a new channel for the calls
+  // that follow, and ends the open Watch stream so that it reconnects with it. No restart.
+  absl::Status Reload(const AgentConfig& config);
+
  private:
   GrpcCollectorClient(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds timeout);
+  static absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const AgentConfig& config);
+  std::shared_ptr<smbfleet::v1::AgentService::Stub> Stub();
 
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<smbfleet::v1::AgentService::Stub> stub_;
+  std::shared_ptr<smbfleet::v1::AgentService::Stub> stub_ ABSL_GUARDED_BY(mu_);
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
   grpc::ClientContext* watch_context_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -41,6 +41,14 @@ void AdminApi::SetNudgeLimits(NudgeLimits limits, NudgeLimiter::Clock clock) {
 }
 
 absl::Status AdminApi::FillChangeStatus(std::vector<smbfleet::v1::HostSummary*> hosts) {
+  // The labels shown as the host's are those policy trusts; the agent's own stay in
+  // reported_labels.
+  for (auto* h : hosts) {
+    h->mutable_labels()->clear();
+    if (enrollment_ == nullptr) continue;
+    ASSIGN_OR_RETURN(HostLabels trusted, enrollment_->GetHostLabels(h->name()));
+    h->mutable_labels()->insert(trusted.begin(), trusted.end());
+  }
   if (changes_ == nullptr || hosts.empty()) return absl::OkStatus();
   std::vector<std::string> names;
   for (const auto* h : hosts) names.push_back(h->name());

@@ -17,6 +17,7 @@
 #include "collector/store/approver_key_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 #include "collector/store/identity_store.h"
 #include "smbfleet/v1/admin.pb.h"
@@ -39,6 +40,9 @@ class AdminApi {
     tokens_ = tokens;
     revocations_ = revocations;
   }
+  // Enrollment tokens, issued certificates and trusted host labels; without it those calls
+  // answer UNIMPLEMENTED and hosts show no trusted labels.
+  void SetEnrollment(EnrollmentStore* enrollment) { enrollment_ = enrollment; }
 
   absl::StatusOr<smbfleet::v1::ListHostsResponse> ListHosts(
       const Principal& caller, const smbfleet::v1::ListHostsRequest& request);
@@ -112,11 +116,25 @@ class AdminApi {
       const Principal& caller, const smbfleet::v1::RevokeCertificateRequest& request);
   absl::StatusOr<smbfleet::v1::ListRevocationsResponse> ListRevocations(
       const Principal& caller, const smbfleet::v1::ListRevocationsRequest& request);
+  // Enrollment (enrollment_admin_api.cc): an admin creates enrollment tokens (the secret is in
+  // the response only), lists and revokes them (a reason is required), and sets the labels
+  // policy trusts for a host; certificates are listed by whoever may read them.
+  absl::StatusOr<smbfleet::v1::CreateEnrollmentTokenResponse> CreateEnrollmentToken(
+      const Principal& caller, const smbfleet::v1::CreateEnrollmentTokenRequest& request);
+  absl::StatusOr<smbfleet::v1::ListEnrollmentTokensResponse> ListEnrollmentTokens(
+      const Principal& caller, const smbfleet::v1::ListEnrollmentTokensRequest& request);
+  absl::StatusOr<smbfleet::v1::RevokeEnrollmentTokenResponse> RevokeEnrollmentToken(
+      const Principal& caller, const smbfleet::v1::RevokeEnrollmentTokenRequest& request);
+  absl::StatusOr<smbfleet::v1::ListCertificatesResponse> ListCertificates(
+      const Principal& caller, const smbfleet::v1::ListCertificatesRequest& request);
+  absl::StatusOr<smbfleet::v1::SetHostLabelsResponse> SetHostLabels(
+      const Principal& caller, const smbfleet::v1::SetHostLabelsRequest& request);
 
  private:
   // Authorizes `permission` and maps the caller to the change rules' actor; UNIMPLEMENTED when
   // this collector has no change workflow.
   absl::StatusOr<changes::Actor> ChangeActor(const Principal& caller, Permission permission);
+  // Also puts the trusted labels in place of the reported ones in each summary's labels.
   absl::Status FillChangeStatus(std::vector<smbfleet::v1::HostSummary*> hosts);
 
   HostStore* hosts_;
@@ -129,6 +147,7 @@ class AdminApi {
   IdentityStore* identity_ = nullptr;
   ApiTokens* tokens_ = nullptr;
   Revocations* revocations_ = nullptr;
+  EnrollmentStore* enrollment_ = nullptr;
 };
 
 }  // namespace smbfleet::collector

@@ -27,6 +27,7 @@
 #include "collector/store/approver_key_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 #include "policy/policy.h"
 #include "smbfleet/v1/admin.pb.h"
@@ -54,6 +55,10 @@ class ChangeService : public RefusalObserver {
   // The approvers' registered keys that approvals are checked against. Set before use: without
   // it every approval is refused.
   void SetApproverKeys(ApproverKeyStore* keys) { keys_ = keys; }
+  // The labels policy trusts (enrollment scope, SetHostLabels). Set: a proposal's label selector,
+  // its plan and the hosts' labels in the change (maintenance windows) use them, never what the
+  // agents report. Not set: the labels the host store has.
+  void SetTrustedLabels(EnrollmentStore* labels) { trusted_labels_ = labels; }
 
   absl::StatusOr<smbfleet::v1::ProposeChangeResponse> Propose(
       const Actor& actor, const smbfleet::v1::ProposeChangeRequest& request);
@@ -130,6 +135,7 @@ class ChangeService : public RefusalObserver {
   Clock clock_;
   OrderSignal* signal_ = nullptr;
   ApproverKeyStore* keys_ = nullptr;
+  EnrollmentStore* trusted_labels_ = nullptr;
 
   mutable absl::Mutex mu_;
   // host -> live changes that target it, refreshed by TickDue: the refusal check's cheap test.

@@ -12,6 +12,7 @@
 #include "collector/ingest/pipeline.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
 #include "common/approval_signing.h"
@@ -240,6 +241,26 @@ TEST_F(ChangeServiceTest, ProposeByRuleAndLabelKeepsOnlyThatRulesSteps) {
   auto bad = service_.Propose(pat_, req);
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
   EXPECT_THAT(bad.status().message(), HasSubstr("no-such-rule"));
+}
+
+// With the collector's labels in use, a label selector picks hosts by their trusted labels: a
+// host that reports site=ams but was enrolled into fra is not an ams target, and the change
+// records the trusted labels (its maintenance windows go by them).
+TEST_F(ChangeServiceTest, LabelSelectorUsesTrustedLabelsNotReportedOnes) {
+  MemoryEnrollmentStore trusted;
+  service_.SetTrustedLabels(&trusted);
+  ASSERT_TRUE(trusted.SetHostLabels("fs1", {{"site", "fra"}}, "root", absl::Now()).ok());
+  ASSERT_TRUE(trusted.SetHostLabels("fs3", {{"site", "ams"}}, "root", absl::Now()).ok());
+  Report("fs1", false, false, false, {{"site", "ams"}});  // claims ams
+  Report("fs3", false, false, false, {{"site", "fra"}});  // claims fra
+  v1::ProposeChangeRequest req;
+  req.set_rule_id("server-signing-required");
+  (*req.mutable_labels())["site"] = "ams";
+  auto r = service_.Propose(pat_, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->change().hosts_size(), 1);
+  EXPECT_EQ(r->change().hosts(0).host(), "fs3");
+  EXPECT_EQ(r->change().hosts(0).labels().at("site"), "ams");
 }
 
 TEST_F(ChangeServiceTest, ProposeTypedSettingsValidatesNameTypeAndShare) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "collector/changes/change_rollout.h"
 #include "collector/changes/change_service.h"
+#include "collector/ingest/pipeline.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "policy/evaluate.h"
@@ -170,6 +171,13 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
 
   const absl::Time now = clock_();
   ASSIGN_OR_RETURN(auto fleet, LoadFleet(*hosts_));
+  if (trusted_labels_ != nullptr) {
+    for (auto& [name, record] : fleet) {
+      ASSIGN_OR_RETURN(HostLabels trusted, trusted_labels_->GetHostLabels(name));
+      record.summary.mutable_labels()->clear();
+      record.summary.mutable_labels()->insert(trusted.begin(), trusted.end());
+    }
+  }
 
   // The targets, in name order.
   std::vector<std::string> targets;
@@ -213,7 +221,12 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
   for (const std::string& name : targets) {
     const HostRecord& record = fleet.at(name);
     // Policies match on the host's identity, which is its certificate's (as the pipeline does).
-    v1::Posture subject = record.posture;
+    v1::Posture subject =
+        trusted_labels_ == nullptr
+            ? record.posture
+            : TrustedSubject(
+                  name, HostLabels(record.summary.labels().begin(), record.summary.labels().end()),
+                  record.posture);
     subject.mutable_host()->set_hostname(name);
     const auto peers = PeersOf(name, subject, fleet);
     v1::ChangeHost host;

@@ -86,19 +86,38 @@ absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string
   // The key lives with the host in the store (hosts.evaluation_key, one column read), so a
   // restart or another replica skips as well; after a failed save the key is unchanged and the
   // next report evaluates again.
-  const std::string key =
-      EvaluationKey(digest, policy_->name, policy_->version, policy_->source_digest, waivers);
+  HostLabels trusted;
+  if (trusted_labels_ != nullptr) {
+    ASSIGN_OR_RETURN(trusted, trusted_labels_->GetHostLabels(host));
+  }
+  // A change of the trusted labels changes what policy sees, as a new posture would.
+  std::string subject_digest = digest;
+  for (const auto& [k, v] : trusted) {
+    absl::StrAppend(&subject_digest, "\n", k.size(), ":", k, "=", v.size(), ":", v);
+  }
+  const std::string key = EvaluationKey(subject_digest, policy_->name, policy_->version,
+                                        policy_->source_digest, waivers);
   ASSIGN_OR_RETURN(std::string last_key, compliance_->EvaluationKey(host));
   if (key == last_key) return std::optional<size_t>();
 
   // Policies match on the host's identity, which is its certificate's, not what it says.
-  smbfleet::v1::Posture subject = posture;
-  subject.mutable_host()->set_hostname(host);
+  const smbfleet::v1::Posture subject = TrustedSubject(host, trusted, posture);
   const auto eval = policy::EvaluateHost(*policy_, subject, waivers, now);
   ASSIGN_OR_RETURN(size_t transitions, RecordEvaluation(*compliance_, host, eval, key));
   Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(host),
                eval.compliant(), eval.non_compliant(), transitions);
   return std::optional<size_t>(transitions);
+}
+
+smbfleet::v1::Posture TrustedSubject(const std::string& host, const HostLabels& trusted,
+                                     const smbfleet::v1::Posture& reported) {
+  smbfleet::v1::Posture subject = reported;
+  auto* h = subject.mutable_host();
+  h->set_hostname(host);
+  h->set_fqdn(host.find('.') == std::string::npos ? "" : host);
+  h->mutable_labels()->clear();
+  h->mutable_labels()->insert(trusted.begin(), trusted.end());
+  return subject;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "collector/ingest/refusals.h"
 #include "collector/ingest/validate.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 #include "policy/policy.h"
 #include "smbfleet/v1/agent.pb.h"
@@ -46,6 +47,11 @@ class ReportPipeline {
   // workflow). Set before reports arrive; may stay null.
   void SetRefusalObserver(RefusalObserver* observer) { refusals_ = observer; }
 
+  // Where the labels policy trusts come from (enrollment scope, an admin's SetHostLabels). Set
+  // before reports arrive; null: policy sees no labels. What the agent reports about its labels
+  // and FQDN never reaches policy (it is stored as reported and shown).
+  void SetTrustedLabels(EnrollmentStore* labels) { trusted_labels_ = labels; }
+
  private:
   // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
   absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
@@ -58,7 +64,14 @@ class ReportPipeline {
   Clock clock_;
   IngestLimits limits_;
   RefusalObserver* refusals_ = nullptr;
+  EnrollmentStore* trusted_labels_ = nullptr;
 };
+
+// What policy evaluates: the report with the identity and labels the collector trusts in place
+// of what the agent said. hostname is the certificate's name; fqdn is that name when it is
+// qualified (has a dot), else empty; labels are `trusted` only.
+smbfleet::v1::Posture TrustedSubject(const std::string& host, const HostLabels& trusted,
+                                     const smbfleet::v1::Posture& reported);
 
 // Computes the transitions of `eval` against the host's stored results and saves both, with
 // the evaluation key. Two evaluations of one host at once (two collectors, a nudge during a

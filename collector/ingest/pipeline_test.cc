@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
@@ -237,6 +238,79 @@ TEST_F(PipelineTest, ConcurrentEvaluationsRecordEachTransitionOnce) {
   EXPECT_TRUE(result->evaluation.ok()) << result->evaluation;
   EXPECT_EQ(result->transitions, 0u);  // the other one recorded NON_COMPLIANT -> COMPLIANT
   EXPECT_EQ(compliance_.transitions("fs01").size(), 3u);
+}
+
+// Host A's certificate says fs01.corp.example; its report claims fs02's FQDN, which a waiver
+// covers. The waiver is fs02's: A's finding stays. The real fs02 gets it.
+TEST_F(PipelineTest, ClaimingAnotherHostsFqdnDoesNotGetItsWaiver) {
+  smbfleet::v1::Waiver w = Waiver("w-fs02", now_ + absl::Hours(24));
+  w.set_host("fs02.corp.example");
+  policy_.waivers.push_back(w);
+  auto pipeline = Pipeline(&policy_);
+  auto claim = Report("00000000-0000-4000-8000-000000000001");
+  claim.mutable_posture()->mutable_host()->set_hostname("fs02");
+  claim.mutable_posture()->mutable_host()->set_fqdn("fs02.corp.example");
+  ASSERT_TRUE(pipeline.Ingest("fs01.corp.example", claim).ok());
+  auto findings = compliance_.ListFindings("fs01.corp.example", "", 10);
+  ASSERT_TRUE(findings.ok());
+  ASSERT_EQ(findings->size(), 1u);
+  EXPECT_EQ((*findings)[0].rule_id(), "server-signing-required");
+
+  ASSERT_TRUE(
+      pipeline.Ingest("fs02.corp.example", Report("00000000-0000-4000-8000-000000000002")).ok());
+  EXPECT_TRUE(compliance_.ListFindings("fs02.corp.example", "", 10)->empty());
+}
+
+// Classification by host label: a lab host's shares are "general", every other host's "pii".
+// The agent saying tier=lab changes nothing; the collector's label (enrollment or an admin)
+// does.
+TEST_F(PipelineTest, SelfReportedLabelDoesNotChangeTheClass) {
+  auto lax = policy::ParsePolicy("lax.yaml", R"(apiVersion: smbfleet/policy/v1
+name: labels
+version: "1"
+classification:
+  classes: [general, pii]
+  default: pii
+  rules: [{name: lab, classification: general, hostLabels: {tier: lab}}]
+rules:
+  - {id: pii-encrypted, title: E, shares: {classifications: [pii]},
+     expect: {share.encrypted: true}}
+)");
+  ASSERT_TRUE(lax.ok()) << lax.status();
+  MemoryEnrollmentStore trusted;
+  auto pipeline = Pipeline(&*lax);
+  pipeline.SetTrustedLabels(&trusted);
+  auto claim = Report("00000000-0000-4000-8000-000000000001");
+  (*claim.mutable_posture()->mutable_host()->mutable_labels())["tier"] = "lab";
+  claim.mutable_posture()->mutable_shares(1)->set_encrypt_data(false);
+  ASSERT_TRUE(pipeline.Ingest("fs01", claim).ok());
+  auto host = hosts_.GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).posture.shares(1).classification(), "pii");
+  EXPECT_EQ((**host).summary.reported_labels().at("tier"), "lab");
+  EXPECT_EQ(compliance_.ListFindings("fs01", "", 10)->size(), 1u);  // "public" is not encrypted
+
+  // The same report once the collector trusts tier=lab: evaluated again, now general.
+  ASSERT_TRUE(trusted.SetHostLabels("fs01", {{"tier", "lab"}}, "root-admin", now_).ok());
+  claim.set_report_id("00000000-0000-4000-8000-000000000002");
+  auto again = pipeline.Ingest("fs01", claim);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->evaluated);
+  EXPECT_EQ((**hosts_.GetHost("fs01")).posture.shares(1).classification(), "general");
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());
+}
+
+TEST(TrustedSubjectTest, IdentityAndLabelsAreTheCollectors) {
+  smbfleet::v1::Posture reported;
+  reported.mutable_host()->set_hostname("dc01");
+  reported.mutable_host()->set_fqdn("dc01.corp.example");
+  (*reported.mutable_host()->mutable_labels())["class"] = "lax";
+  auto subject = TrustedSubject("fs01", {{"site", "ams"}}, reported);
+  EXPECT_EQ(subject.host().hostname(), "fs01");
+  EXPECT_EQ(subject.host().fqdn(), "");
+  EXPECT_EQ(subject.host().labels().size(), 1u);
+  EXPECT_EQ(subject.host().labels().at("site"), "ams");
+  EXPECT_EQ(TrustedSubject("fs01.corp.example", {}, reported).host().fqdn(), "fs01.corp.example");
 }
 
 class BrokenHostStore : public HostStore {

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/postgres/notify_listener.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -59,6 +60,16 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   if (c->stores_.approver_keys == nullptr) {
     c->stores_.approver_keys = std::make_unique<MemoryApproverKeyStore>();
   }
+  if (c->stores_.enrollment == nullptr) {
+    c->stores_.enrollment = std::make_unique<MemoryEnrollmentStore>();
+  }
+  if (!config.enrollment.ca_cert.empty()) {
+    ASSIGN_OR_RETURN(c->issuing_ca_,
+                     IssuingCa::Load(config.enrollment.ca_cert, config.enrollment.ca_key,
+                                     absl::FromChrono(config.enrollment.certificate_lifetime)));
+  }
+  c->enrollment_api_ =
+      std::make_unique<EnrollmentApi>(c->stores_.enrollment.get(), c->issuing_ca_.get());
   ChangeStore* changes = c->stores_.changes.get();
   c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
   if (c->stores_.approver_sets == nullptr) c->stores_.approver_sets = NewMemoryApproverSetStore();
@@ -88,7 +99,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   }
   c->workflow_->SetOrderSignal(c->signal_.get());
   c->workflow_->SetApproverKeys(c->stores_.approver_keys.get());
+  c->workflow_->SetTrustedLabels(c->stores_.enrollment.get());
   c->pipeline_->SetRefusalObserver(c->workflow_.get());
+  c->pipeline_->SetTrustedLabels(c->stores_.enrollment.get());
   c->scheduler_ = std::make_unique<changes::Scheduler>(c->workflow_.get(),
                                                        absl::FromChrono(config.changes.tick));
 
@@ -124,9 +137,17 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
     }
   }
   c->authenticator_->set_token_verifier(c->api_tokens_.get());
+  // Renewal with a revoked certificate is refused (so is any call with one).
+  c->enrollment_api_->SetRevocationCheck(
+      [revocations = c->revocations_.get()](
+          const std::string& /*host*/, const std::string& serial,
+          const std::string& fingerprint) -> absl::StatusOr<bool> {
+        return revocations->IsRevoked(serial, fingerprint);
+      });
   c->authenticator_->set_revocations(c->revocations_.get());
   c->admin_api_->SetIdentity(c->stores_.identity.get(), c->api_tokens_.get(),
                              c->revocations_.get());
+  c->admin_api_->SetEnrollment(c->stores_.enrollment.get());
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
   c->agent_service_ = std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(),
                                                          c->authenticator_.get(), c->work_.get(),
@@ -135,6 +156,8 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(),
                                                          c->authenticator_.get(), c->work_.get());
   c->admin_service_->set_approver_sets(c->approver_sets_.get());
+  c->enrollment_service_ = std::make_unique<EnrollmentServiceImpl>(
+      c->enrollment_api_.get(), c->authenticator_.get(), c->work_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -155,6 +178,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.RegisterService(c->agent_service_.get());
   builder.RegisterService(c->admin_service_.get());
+  builder.RegisterService(c->enrollment_service_.get());
   c->server_ = builder.BuildAndStart();
   if (!c->server_ || c->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));

@@ -16,11 +16,14 @@
 #include "collector/changes/order_dispatcher.h"
 #include "collector/changes/scheduler.h"
 #include "collector/config.h"
+#include "collector/enroll/enrollment_api.h"
+#include "collector/enroll/issuing_ca.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/push/order_signal.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/admin_service.h"
 #include "collector/service/agent_service.h"
+#include "collector/service/enrollment_service.h"
 #include "collector/service/work_queue.h"
 #include "collector/store/postgres/notify_listener.h"
 #include "collector/store/stores.h"
@@ -50,6 +53,7 @@ class Collector {
   StreamRegistry* registry() { return registry_.get(); }
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
+  EnrollmentApi* enrollment() { return enrollment_api_.get(); }
   void Shutdown();
   void Wait();
 
@@ -71,9 +75,12 @@ class Collector {
   std::unique_ptr<ApiTokens> api_tokens_;
   std::unique_ptr<Revocations> revocations_;               // closes streams in registry_
   std::unique_ptr<PgNotifyListener> revocation_listener_;  // wakes revocations_
+  std::unique_ptr<IssuingCa> issuing_ca_;  // null: this collector does not issue certificates
+  std::unique_ptr<EnrollmentApi> enrollment_api_;
   std::unique_ptr<WorkQueue> work_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
+  std::unique_ptr<EnrollmentServiceImpl> enrollment_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

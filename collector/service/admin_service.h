@@ -107,6 +107,25 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
   grpc::ServerUnaryReactor* ListRevocations(
       grpc::CallbackServerContext* context, const smbfleet::v1::ListRevocationsRequest* request,
       smbfleet::v1::ListRevocationsResponse* response) override;
+  // Enrollment (admin_service_enrollment.cc).
+  grpc::ServerUnaryReactor* CreateEnrollmentToken(
+      grpc::CallbackServerContext* context,
+      const smbfleet::v1::CreateEnrollmentTokenRequest* request,
+      smbfleet::v1::CreateEnrollmentTokenResponse* response) override;
+  grpc::ServerUnaryReactor* ListEnrollmentTokens(
+      grpc::CallbackServerContext* context,
+      const smbfleet::v1::ListEnrollmentTokensRequest* request,
+      smbfleet::v1::ListEnrollmentTokensResponse* response) override;
+  grpc::ServerUnaryReactor* RevokeEnrollmentToken(
+      grpc::CallbackServerContext* context,
+      const smbfleet::v1::RevokeEnrollmentTokenRequest* request,
+      smbfleet::v1::RevokeEnrollmentTokenResponse* response) override;
+  grpc::ServerUnaryReactor* ListCertificates(
+      grpc::CallbackServerContext* context, const smbfleet::v1::ListCertificatesRequest* request,
+      smbfleet::v1::ListCertificatesResponse* response) override;
+  grpc::ServerUnaryReactor* SetHostLabels(grpc::CallbackServerContext* context,
+                                          const smbfleet::v1::SetHostLabelsRequest* request,
+                                          smbfleet::v1::SetHostLabelsResponse* response) override;
 
  private:
   AdminApi* api_;

@@ -28,6 +28,8 @@ struct IncomingReport {
 };
 
 struct HostRecord {
+  // labels and reported_labels are both what the agent reported; AdminApi replaces labels with
+  // the trusted ones (EnrollmentStore) before showing them.
   smbfleet::v1::HostSummary summary;
   // The latest stored posture; each share carries the classification of the host's latest
   // evaluation (the agent does not classify).

@@ -9,6 +9,7 @@
 #include "collector/store/approver_set_store.h"
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 #include "collector/store/identity_store.h"
 
@@ -21,6 +22,7 @@ struct Stores {
   std::unique_ptr<ApproverKeyStore> approver_keys;  // may be null: then kept in memory
   std::unique_ptr<ApproverSetStore> approver_sets;  // null: kept in memory by this process
   std::unique_ptr<IdentityStore> identity;          // tokens, revocations; null: kept in memory
+  std::unique_ptr<EnrollmentStore> enrollment;      // null: kept in memory by this process
 };
 
 }  // namespace smbfleet::collector

@@ -5,9 +5,11 @@
 
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
+#include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
+#include "tests/integration/enrollment_store_conformance.h"
 #include "tests/integration/identity_store_conformance.h"
 
 namespace smbfleet::collector {
@@ -17,6 +19,7 @@ using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
+using store_testing::EnrollmentStoreConformanceTest;
 using store_testing::IdentityStoreConformanceTest;
 
 // A MemoryComplianceStore that owns the host store it shares.
@@ -57,6 +60,17 @@ INSTANTIATE_TEST_SUITE_P(Memory, IdentityStoreConformanceTest,
                              [] {
                                store_testing::IdentityStoreUnderTest out;
                                out.store = NewMemoryIdentityStore();
+                               return out;
+                             }}),
+                         [](const auto& info) { return info.param.name; });
+
+
+INSTANTIATE_TEST_SUITE_P(Memory, EnrollmentStoreConformanceTest,
+                         ::testing::Values(store_testing::EnrollmentStoreFactory{
+                             "memory",
+                             [] {
+                               store_testing::EnrollmentStoreUnderTest out;
+                               out.store = std::make_unique<MemoryEnrollmentStore>();
                                return out;
                              }}),
                          [](const auto& info) { return info.param.name; });

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
+#include "tests/integration/enrollment_store_conformance.h"
 #include "tests/integration/identity_store_conformance.h"
 #include "tests/testing/pg_fixture.h"
 
@@ -28,6 +29,7 @@ using store_testing::ApproverKeyStoreConformanceTest;
 using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
+using store_testing::EnrollmentStoreConformanceTest;
 using store_testing::IdentityStoreConformanceTest;
 using ::testing::HasSubstr;
 
@@ -338,6 +340,27 @@ TEST(PgOrderSignalTest, TheListenerReconnectsAfterItsConnectionDrops) {
   }
   EXPECT_EQ(at_b.hosts(), std::set<std::string>{"fs07"});
 }
+
+
+store_testing::EnrollmentStoreUnderTest MakePgEnrollmentStore() {
+  store_testing::EnrollmentStoreUnderTest out;
+  if (::smbfleet::testing::AdminDsn().empty()) {
+    out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
+    return out;
+  }
+  const std::string dsn = CreateTestDatabase();
+  absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
+  EXPECT_TRUE(migrated.ok()) << migrated;
+  auto stores = NewPgStore(dsn, 8);  // the race test needs a connection per thread
+  EXPECT_TRUE(stores.ok()) << stores.status();
+  if (stores.ok()) out.store = std::move(stores->enrollment);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pg, EnrollmentStoreConformanceTest,
+                         ::testing::Values(store_testing::EnrollmentStoreFactory{
+                             "postgres", MakePgEnrollmentStore}),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace smbfleet::collector

@@ -38,19 +38,6 @@ namespace {
 namespace v1 = smbfleet::v1;
 using ::smbfleet::testing::CreateTestDatabase;
 
-// RPCs whose handlers other parts of the identity work add (tokens, enrollment, certificates,
-// labels, approver keys): until they are served, every caller gets UNIMPLEMENTED, and the test
-// says so. Once one is served, remove it here so that its cells are checked.
-const std::set<std::string>& NotServedYet() {
-  static const auto* methods = new std::set<std::string>{
-      "AdminService.CreateEnrollmentToken", "AdminService.ListEnrollmentTokens",
-      "AdminService.RevokeEnrollmentToken", "AdminService.ListCertificates",
-      "AdminService.SetHostLabels",         "EnrollmentService.Enroll",
-      "EnrollmentService.RenewCertificate",
-  };
-  return *methods;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -168,6 +155,8 @@ class RolesTlsTest : public ::testing::Test {
     CollectorConfig config;
     config.listen = "127.0.0.1:0";
     config.keepalive_interval = std::chrono::seconds(30);
+    config.enrollment.ca_cert = pki_ + "/ca.pem";  // enrollment is served, so its cells count
+    config.enrollment.ca_key = pki_ + "/ca.key";
     auto tls = LoadTls({pki_ + "/collector.pem", pki_ + "/collector.key", pki_ + "/ca.pem"});
     ASSERT_TRUE(tls.ok()) << tls.status();
     auto c = Collector::Start(config, *tls, *std::move(store));
@@ -305,11 +294,6 @@ TEST_F(RolesTlsTest, EveryRpcAsEveryKindOfCallerDecidesAsTheDocsSay) {
         const std::string cell =
             absl::StrCat(caller.label, " x ", short_name, ": ", static_cast<int>(s.error_code()),
                          " ", s.error_message());
-        if (NotServedYet().count(short_name) > 0) {
-          EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED)
-              << cell << " -- served now: remove it from NotServedYet() so its cells count";
-          continue;
-        }
         if (allowed) {
           EXPECT_FALSE(Denied(s)) << cell << " -- should be allowed";
         } else {

@@ -21,6 +21,7 @@ void SetFromPosture(const smbfleet::v1::Posture& p, smbfleet::v1::HostSummary* s
   s->set_os_version(p.host().os_version());
   s->set_agent_version(p.host().agent_version());
   *s->mutable_labels() = p.host().labels();
+  *s->mutable_reported_labels() = p.host().labels();
   s->set_shares(static_cast<uint32_t>(p.shares_size()));
   s->set_sessions(static_cast<uint32_t>(p.sessions_size()));
   s->set_probe_errors(static_cast<uint32_t>(p.probe_errors_size()));

@@ -24,7 +24,7 @@ constexpr char kSummaryColumns[] = R"sql(
   EXTRACT(EPOCH FROM h.first_seen)::float8 AS first_seen,
   EXTRACT(EPOCH FROM h.last_seen)::float8 AS last_seen,
   EXTRACT(EPOCH FROM h.last_changed)::float8 AS last_changed,
-  h.labels::text AS labels,
+  h.labels::text AS labels, h.reported_labels::text AS reported_labels,
   (SELECT count(*) FROM host_shares s WHERE s.host_id = h.id) AS shares,
   (SELECT count(*) FROM host_sessions s WHERE s.host_id = h.id) AS sessions,
   COALESCE(jsonb_array_length(p.posture_json -> 'probeErrors'), 0) AS probe_errors
@@ -50,6 +50,12 @@ HostSummary SummaryFromRow(const pqxx::row& r) {
   if (labels.is_object()) {
     for (auto& [k, v] : labels.items()) {
       if (v.is_string()) (*s.mutable_labels())[k] = v.get<std::string>();
+    }
+  }
+  auto reported = nlohmann::json::parse(r["reported_labels"].as<std::string>(), nullptr, false);
+  if (reported.is_object()) {
+    for (auto& [k, v] : reported.items()) {
+      if (v.is_string()) (*s.mutable_reported_labels())[k] = v.get<std::string>();
     }
   }
   s.set_shares(r["shares"].as<uint32_t>());
@@ -151,7 +157,8 @@ absl::Status PgHostStore::StoreChangedPosture(pqxx::work& tx, int64_t host_id,
   for (const auto& [k, v] : posture.host().labels()) labels[k] = v;
   tx.exec_params(
       "UPDATE hosts SET platform = $2, os_name = $3, os_version = $4, agent_version = $5, "
-      "labels = $6::jsonb, last_changed = $7::timestamptz, last_report_id = $8::uuid, "
+      "labels = $6::jsonb, reported_labels = $6::jsonb, last_changed = $7::timestamptz, "
+      "last_report_id = $8::uuid, "
       "posture_hash = decode($9, 'hex') WHERE id = $1",
       host_id, smbfleet::v1::Platform_Name(posture.host().platform()), posture.host().os_name(),
       posture.host().os_version(), posture.host().agent_version(), labels.dump(), received,

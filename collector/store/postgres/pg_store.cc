@@ -8,6 +8,7 @@
 #include "collector/store/postgres/change_store.h"
 #include "collector/store/postgres/compliance_store.h"
 #include "collector/store/postgres/connection_pool.h"
+#include "collector/store/postgres/enrollment_store.h"
 #include "collector/store/postgres/host_store.h"
 #include "collector/store/postgres/identity_store.h"
 
@@ -31,6 +32,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size) {
   stores.approver_keys = NewPgApproverKeyStore(pool);
   stores.approver_sets = NewPgApproverSetStore(pool);
   stores.identity = NewPgIdentityStore(pool);
+  stores.enrollment = NewPgEnrollmentStore(pool);
   return stores;
 }
 
