@@ -64,7 +64,6 @@ INSTANTIATE_TEST_SUITE_P(Memory, IdentityStoreConformanceTest,
                              }}),
                          [](const auto& info) { return info.param.name; });
 
-
 INSTANTIATE_TEST_SUITE_P(Memory, EnrollmentStoreConformanceTest,
                          ::testing::Values(store_testing::EnrollmentStoreFactory{
                              "memory",

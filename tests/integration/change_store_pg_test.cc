@@ -341,7 +341,6 @@ TEST(PgOrderSignalTest, TheListenerReconnectsAfterItsConnectionDrops) {
   EXPECT_EQ(at_b.hosts(), std::set<std::string>{"fs07"});
 }
 
-
 store_testing::EnrollmentStoreUnderTest MakePgEnrollmentStore() {
   store_testing::EnrollmentStoreUnderTest out;
   if (::smbfleet::testing::AdminDsn().empty()) {
