@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cli/admin_call.h"
 #include "cli/change_render.h"
 #include "cli/commands_approvals.h"
 #include "cli/commands_identity.h"
@@ -17,48 +18,19 @@ namespace smbfleet::cli {
 namespace {
 
 namespace v1 = smbfleet::v1;
-using Stub = v1::AdminService::StubInterface;
 
-constexpr auto kCallTimeout = std::chrono::seconds(30);
 // An audit or host listing larger than this is cut, with a note, rather than held in memory.
 constexpr int kMaxPages = 1000;
 
-int Fail(const grpc::Status& s, const std::string& what, std::ostream& err) {
-  // The collector's message may quote a host's or a person's string: shown escaped.
-  err << "smbfleetctl: " << Clean(what) << ": " << Clean(s.error_message()) << " ("
-      << static_cast<int>(s.error_code()) << ")\n";
-  return ExitCodeFor(s.error_code());
-}
-
-// A response protobuf cannot render as JSON (e.g. a string that is not UTF-8) is reported, not
-// dereferenced.
-int PrintJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
-  auto json = ToJson(message);
-  if (!json.ok()) {
-    err << "smbfleetctl: " << Clean(json.status().message()) << "\n";
-    return kExitFailed;
-  }
-  out << *json;
-  return kExitOk;
-}
-
 // One unary call with the standard deadline.
-template <typename Req, typename Resp>
-grpc::Status Call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), Stub& stub,
-                  const Req& req, Resp* resp) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-  return (stub.*method)(&ctx, req, resp);
-}
-
-int ListHosts(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int ListHosts(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   v1::ListHostsRequest req = RequestOf<v1::ListHostsRequest>(inv);
   req.set_page_size(1000);
   v1::ListHostsResponse all;
   for (int page_no = 0; page_no < kMaxPages; ++page_no) {
     v1::ListHostsResponse page;
-    if (auto s = Call(&Stub::ListHosts, stub, req, &page); !s.ok()) {
-      return Fail(s, "listing hosts", err);
+    if (auto s = Call(&AdminStub::ListHosts, stub, req, &page); !s.ok()) {
+      return FailedCall(s, "listing hosts", err);
     }
     for (auto& h : *page.mutable_hosts()) *all.add_hosts() = std::move(h);
     if (page.next_page_token().empty()) break;
@@ -71,15 +43,15 @@ int ListHosts(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream
 
 // The audit log, oldest first, paged by sequence number until the collector has no more (or
 // --limit entries were read).
-int ListAudit(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int ListAudit(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   v1::ListAuditRequest req = RequestOf<v1::ListAuditRequest>(inv);
   const uint32_t wanted = req.limit();
   v1::ListAuditResponse all;
   for (int page_no = 0; page_no < kMaxPages; ++page_no) {
     if (wanted > 0) req.set_limit(wanted - all.entries_size());
     v1::ListAuditResponse page;
-    if (auto s = Call(&Stub::ListAudit, stub, req, &page); !s.ok()) {
-      return Fail(s, "reading the audit log", err);
+    if (auto s = Call(&AdminStub::ListAudit, stub, req, &page); !s.ok()) {
+      return FailedCall(s, "reading the audit log", err);
     }
     int64_t last = req.after_seq();
     for (auto& e : *page.mutable_entries()) {
@@ -101,16 +73,16 @@ int ListAudit(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream
   return kExitOk;
 }
 
-int Watch(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int Watch(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   const auto& req = RequestOf<v1::GetChangeRequest>(inv);
   const absl::Time deadline = absl::Now() + inv.watch.timeout;
   WatchPrinter printer;
   while (true) {
     v1::GetChangeResponse resp;
-    grpc::Status s = Call(&Stub::GetChange, stub, req, &resp);
+    grpc::Status s = Call(&AdminStub::GetChange, stub, req, &resp);
     if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE &&
         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-      return Fail(s, absl::StrCat("reading change ", req.id()), err);
+      return FailedCall(s, absl::StrCat("reading change ", req.id()), err);
     }
     if (s.ok()) {
       if (inv.global.format == "json") {
@@ -147,7 +119,7 @@ int Watch(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& er
 
 }  // namespace
 
-int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int Execute(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   const std::string& cmd = inv.command;
   const bool json = inv.global.format == "json";
   if (IsApprovalCommand(cmd)) return ExecuteApprovals(inv, stub, out, err);
@@ -156,8 +128,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "host show") {
     const auto& req = RequestOf<v1::GetHostRequest>(inv);
     v1::GetHostResponse resp;
-    if (auto s = Call(&Stub::GetHost, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("reading host ", req.name()), err);
+    if (auto s = Call(&AdminStub::GetHost, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("reading host ", req.name()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderHost(resp, out);
@@ -166,8 +138,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "host refresh") {
     const auto& req = RequestOf<v1::RequestReportRequest>(inv);
     v1::RequestReportResponse resp;
-    if (auto s = Call(&Stub::RequestReport, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("asking ", req.name(), " to report"), err);
+    if (auto s = Call(&AdminStub::RequestReport, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("asking ", req.name(), " to report"), err);
     }
     if (json) return PrintJson(resp, out, err);
     out << Clean(req.name()) << ": report requested\n";
@@ -175,9 +147,10 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   }
   if (cmd == "compliance") {
     v1::GetComplianceResponse resp;
-    if (auto s = Call(&Stub::GetCompliance, stub, RequestOf<v1::GetComplianceRequest>(inv), &resp);
+    if (auto s =
+            Call(&AdminStub::GetCompliance, stub, RequestOf<v1::GetComplianceRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "reading compliance", err);
+      return FailedCall(s, "reading compliance", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderCompliance(resp, out);
@@ -185,9 +158,10 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   }
   if (cmd == "findings") {
     v1::ListFindingsResponse resp;
-    if (auto s = Call(&Stub::ListFindings, stub, RequestOf<v1::ListFindingsRequest>(inv), &resp);
+    if (auto s =
+            Call(&AdminStub::ListFindings, stub, RequestOf<v1::ListFindingsRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "listing findings", err);
+      return FailedCall(s, "listing findings", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderFindings(resp, out);
@@ -195,9 +169,10 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   }
   if (cmd == "changes propose") {
     v1::ProposeChangeResponse resp;
-    if (auto s = Call(&Stub::ProposeChange, stub, RequestOf<v1::ProposeChangeRequest>(inv), &resp);
+    if (auto s =
+            Call(&AdminStub::ProposeChange, stub, RequestOf<v1::ProposeChangeRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "proposing a change", err);
+      return FailedCall(s, "proposing a change", err);
     }
     if (json) return PrintJson(resp.change(), out, err);
     RenderProposed(resp, out);
@@ -205,9 +180,9 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   }
   if (cmd == "changes list") {
     v1::ListChangesResponse resp;
-    if (auto s = Call(&Stub::ListChanges, stub, RequestOf<v1::ListChangesRequest>(inv), &resp);
+    if (auto s = Call(&AdminStub::ListChanges, stub, RequestOf<v1::ListChangesRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "listing changes", err);
+      return FailedCall(s, "listing changes", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderChangeList(resp, absl::Now(), out);
@@ -216,8 +191,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "changes show") {
     const auto& req = RequestOf<v1::GetChangeRequest>(inv);
     v1::GetChangeResponse resp;
-    if (auto s = Call(&Stub::GetChange, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("reading change ", req.id()), err);
+    if (auto s = Call(&AdminStub::GetChange, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("reading change ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderChange(resp.change(), out);
@@ -227,8 +202,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "changes approve") {
     const auto& req = RequestOf<v1::ApproveChangeRequest>(inv);
     v1::ApproveChangeResponse resp;
-    if (auto s = Call(&Stub::ApproveChange, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("approving change ", req.id()), err);
+    if (auto s = Call(&AdminStub::ApproveChange, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("approving change ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderApproved(resp, out);
@@ -237,8 +212,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "changes reject") {
     const auto& req = RequestOf<v1::RejectChangeRequest>(inv);
     v1::RejectChangeResponse resp;
-    if (auto s = Call(&Stub::RejectChange, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("rejecting change ", req.id()), err);
+    if (auto s = Call(&AdminStub::RejectChange, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("rejecting change ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderChangeAction("rejected", resp.change(), nullptr, out);
@@ -247,12 +222,12 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "changes halt" || cmd == "changes resume" || cmd == "changes rollback") {
     const auto& req = RequestOf<v1::ChangeActionRequest>(inv);
     std::string action = cmd.substr(std::string("changes ").size());
-    auto method = action == "halt"     ? &Stub::HaltChange
-                  : action == "resume" ? &Stub::ResumeChange
-                                       : &Stub::RollbackChange;
+    auto method = action == "halt"     ? &AdminStub::HaltChange
+                  : action == "resume" ? &AdminStub::ResumeChange
+                                       : &AdminStub::RollbackChange;
     v1::ChangeActionResponse resp;
     if (auto s = Call(method, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat(action, " of change ", req.id()), err);
+      return FailedCall(s, absl::StrCat(action, " of change ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderChangeAction(action == "halt"     ? "halted"
@@ -264,9 +239,9 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "audit") return ListAudit(inv, stub, out, err);
   if (cmd == "waivers list") {
     v1::ListWaiversResponse resp;
-    if (auto s = Call(&Stub::ListWaivers, stub, RequestOf<v1::ListWaiversRequest>(inv), &resp);
+    if (auto s = Call(&AdminStub::ListWaivers, stub, RequestOf<v1::ListWaiversRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "listing waivers", err);
+      return FailedCall(s, "listing waivers", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderWaivers(resp, out);
@@ -274,9 +249,10 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   }
   if (cmd == "waivers request") {
     v1::RequestWaiverResponse resp;
-    if (auto s = Call(&Stub::RequestWaiver, stub, RequestOf<v1::RequestWaiverRequest>(inv), &resp);
+    if (auto s =
+            Call(&AdminStub::RequestWaiver, stub, RequestOf<v1::RequestWaiverRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "requesting a waiver", err);
+      return FailedCall(s, "requesting a waiver", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderWaiver("requested", resp.waiver(), out);
@@ -285,8 +261,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "waivers approve") {
     const auto& req = RequestOf<v1::ApproveWaiverRequest>(inv);
     v1::ApproveWaiverResponse resp;
-    if (auto s = Call(&Stub::ApproveWaiver, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("approving waiver ", req.id()), err);
+    if (auto s = Call(&AdminStub::ApproveWaiver, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("approving waiver ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderWaiver("approved", resp.waiver(), out);
@@ -295,8 +271,8 @@ int Execute(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& 
   if (cmd == "waivers revoke") {
     const auto& req = RequestOf<v1::RevokeWaiverRequest>(inv);
     v1::RevokeWaiverResponse resp;
-    if (auto s = Call(&Stub::RevokeWaiver, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("revoking waiver ", req.id()), err);
+    if (auto s = Call(&AdminStub::RevokeWaiver, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("revoking waiver ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderWaiver("revoked", resp.waiver(), out);

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "cli/admin_call.h"
 #include "cli/change_render.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
@@ -25,33 +26,6 @@ namespace smbfleet::cli {
 namespace {
 
 namespace v1 = smbfleet::v1;
-using Stub = v1::AdminService::StubInterface;
-
-constexpr auto kCallTimeout = std::chrono::seconds(30);
-
-template <typename Req, typename Resp>
-grpc::Status Call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), Stub& stub,
-                  const Req& req, Resp* resp) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-  return (stub.*method)(&ctx, req, resp);
-}
-
-int Fail(const grpc::Status& s, const std::string& what, std::ostream& err) {
-  err << "smbfleetctl: " << Clean(what) << ": " << Clean(s.error_message()) << " ("
-      << static_cast<int>(s.error_code()) << ")\n";
-  return ExitCodeFor(s.error_code());
-}
-
-int PrintJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
-  auto json = ToJson(message);
-  if (!json.ok()) {
-    err << "smbfleetctl: " << json.status().message() << "\n";
-    return kExitFailed;
-  }
-  out << *json;
-  return kExitOk;
-}
 
 absl::StatusOr<Ed25519Key> LoadKey(const std::string& path) {
   auto pem = ReadFile(path, 64 << 10);
@@ -124,7 +98,7 @@ void RenderPayload(const v1::ApprovalPayload& p, std::ostream& out) {
 // Fetches change `id`, shows what its payload covers (text), signs it with the key at
 // `key_path` and sends the approval. `base` carries the comment and rollout flags.
 int SignAndApprove(v1::ApproveChangeRequest request, const std::string& key_path, bool json,
-                   Stub& stub, std::ostream& out, std::ostream& err) {
+                   AdminStub& stub, std::ostream& out, std::ostream& err) {
   auto key = LoadKey(key_path);
   if (!key.ok()) {
     err << "smbfleetctl: " << Clean(key.status().message()) << "\n";
@@ -133,8 +107,8 @@ int SignAndApprove(v1::ApproveChangeRequest request, const std::string& key_path
   v1::GetChangeRequest get;
   get.set_id(request.id());
   v1::GetChangeResponse shown;
-  if (auto s = Call(&Stub::GetChange, stub, get, &shown); !s.ok()) {
-    return Fail(s, absl::StrCat("reading change ", request.id()), err);
+  if (auto s = Call(&AdminStub::GetChange, stub, get, &shown); !s.ok()) {
+    return FailedCall(s, absl::StrCat("reading change ", request.id()), err);
   }
   if (shown.approval_payload().empty()) {
     err << "smbfleetctl: change " << Clean(request.id()) << " cannot be approved now (it is "
@@ -161,20 +135,20 @@ int SignAndApprove(v1::ApproveChangeRequest request, const std::string& key_path
   request.mutable_signature()->set_key_id(KeyId(key->public_raw));
   request.mutable_signature()->set_signature(*signature);
   v1::ApproveChangeResponse resp;
-  if (auto s = Call(&Stub::ApproveChange, stub, request, &resp); !s.ok()) {
-    return Fail(s, absl::StrCat("approving change ", request.id()), err);
+  if (auto s = Call(&AdminStub::ApproveChange, stub, request, &resp); !s.ok()) {
+    return FailedCall(s, absl::StrCat("approving change ", request.id()), err);
   }
   if (json) return PrintJson(resp, out, err);
   RenderApproved(resp, out);
   return kExitOk;
 }
 
-int Rollback(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int Rollback(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   const auto& req = RequestOf<v1::ChangeActionRequest>(inv);
   const bool json = inv.global.format == "json";
   v1::ChangeActionResponse resp;
-  if (auto s = Call(&Stub::RollbackChange, stub, req, &resp); !s.ok()) {
-    return Fail(s, absl::StrCat("rollback of change ", req.id()), err);
+  if (auto s = Call(&AdminStub::RollbackChange, stub, req, &resp); !s.ok()) {
+    return FailedCall(s, absl::StrCat("rollback of change ", req.id()), err);
   }
   if (json) {
     if (int rc = PrintJson(resp, out, err); rc != kExitOk) return rc;
@@ -288,7 +262,7 @@ bool IsApprovalCommand(const std::string& command) {
   return kCommands.count(command) > 0;
 }
 
-int ExecuteApprovals(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int ExecuteApprovals(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   const std::string& cmd = inv.command;
   const bool json = inv.global.format == "json";
   if (cmd == "changes approve") {
@@ -299,10 +273,10 @@ int ExecuteApprovals(const Invocation& inv, Stub& stub, std::ostream& out, std::
   if (cmd == "changes rollback") return Rollback(inv, stub, out, err);
   if (cmd == "approvers add") {
     v1::RegisterApproverKeyResponse resp;
-    if (auto s = Call(&Stub::RegisterApproverKey, stub,
+    if (auto s = Call(&AdminStub::RegisterApproverKey, stub,
                       RequestOf<v1::RegisterApproverKeyRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "registering an approver key", err);
+      return FailedCall(s, "registering an approver key", err);
     }
     if (json) return PrintJson(resp, out, err);
     out << "registered approver key " << Clean(resp.key().key_id()) << " of "
@@ -311,10 +285,10 @@ int ExecuteApprovals(const Invocation& inv, Stub& stub, std::ostream& out, std::
   }
   if (cmd == "approvers list") {
     v1::ListApproverKeysResponse resp;
-    if (auto s =
-            Call(&Stub::ListApproverKeys, stub, RequestOf<v1::ListApproverKeysRequest>(inv), &resp);
+    if (auto s = Call(&AdminStub::ListApproverKeys, stub,
+                      RequestOf<v1::ListApproverKeysRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "listing approver keys", err);
+      return FailedCall(s, "listing approver keys", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderKeys(resp, out);
@@ -323,8 +297,8 @@ int ExecuteApprovals(const Invocation& inv, Stub& stub, std::ostream& out, std::
   if (cmd == "approvers revoke") {
     const auto& req = RequestOf<v1::RevokeApproverKeyRequest>(inv);
     v1::RevokeApproverKeyResponse resp;
-    if (auto s = Call(&Stub::RevokeApproverKey, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("revoking approver key ", req.key_id()), err);
+    if (auto s = Call(&AdminStub::RevokeApproverKey, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("revoking approver key ", req.key_id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     out << "revoked approver key " << Clean(resp.key().key_id()) << " of "

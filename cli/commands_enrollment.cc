@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/admin_call.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/json.h"
@@ -17,36 +18,10 @@ namespace {
 
 namespace v1 = smbfleet::v1;
 using google::protobuf::util::TimeUtil;
-using Stub = v1::AdminService::StubInterface;
-
-constexpr auto kCallTimeout = std::chrono::seconds(30);
-
-template <typename Fn>
-grpc::Status WithDeadline(Fn fn) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-  return fn(&ctx);
-}
-
-int FailedCall(const grpc::Status& s, const std::string& what, std::ostream& err) {
-  err << "smbfleetctl: " << Clean(what) << ": " << Clean(s.error_message()) << " ("
-      << static_cast<int>(s.error_code()) << ")\n";
-  return ExitCodeFor(s.error_code());
-}
 
 int Usage(const std::string& problem, std::ostream& err) {
   err << "smbfleetctl: " << Clean(problem) << "\n";
   return kExitUsage;
-}
-
-int PrintJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
-  auto json = ToJson(message);
-  if (!json.ok()) {
-    err << "smbfleetctl: " << Clean(json.status().message()) << "\n";
-    return kExitFailed;
-  }
-  out << *json;
-  return kExitOk;
 }
 
 std::string Time(const google::protobuf::Timestamp& ts) {
@@ -142,9 +117,9 @@ int RunEnrollmentCommand(const std::string& group, const std::vector<std::string
     return Usage(absl::StrCat(group, ": ", e.what()), err);
   }
   const bool json = g.format == "json";
-  absl::StatusOr<std::unique_ptr<Stub>> stub = connect(g);
+  absl::StatusOr<std::unique_ptr<AdminStub>> stub = connect(g);
   if (!stub.ok()) return Usage(std::string(stub.status().message()), err);
-  Stub& s = **stub;
+  AdminStub& s = **stub;
 
   if (create != nullptr && create->parsed()) {
     v1::CreateEnrollmentTokenRequest req;

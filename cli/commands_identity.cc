@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/admin_call.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/json.h"
@@ -13,33 +14,6 @@ namespace smbfleet::cli {
 namespace {
 
 namespace v1 = smbfleet::v1;
-using Stub = v1::AdminService::StubInterface;
-
-constexpr auto kCallTimeout = std::chrono::seconds(30);
-
-template <typename Req, typename Resp>
-grpc::Status Call(grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*), Stub& stub,
-                  const Req& req, Resp* resp) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-  return (stub.*method)(&ctx, req, resp);
-}
-
-int Fail(const grpc::Status& s, const std::string& what, std::ostream& err) {
-  err << "smbfleetctl: " << Clean(what) << ": " << Clean(s.error_message()) << " ("
-      << static_cast<int>(s.error_code()) << ")\n";
-  return ExitCodeFor(s.error_code());
-}
-
-int PrintJson(const google::protobuf::Message& message, std::ostream& out, std::ostream& err) {
-  auto json = ToJson(message);
-  if (!json.ok()) {
-    err << "smbfleetctl: " << json.status().message() << "\n";
-    return kExitFailed;
-  }
-  out << *json;
-  return kExitOk;
-}
 
 std::string Roles(const google::protobuf::RepeatedPtrField<std::string>& roles) {
   if (roles.empty()) return "(no role)";
@@ -74,13 +48,14 @@ bool IsIdentityCommand(const std::string& command) {
   return kCommands.count(command) > 0;
 }
 
-int ExecuteIdentity(const Invocation& inv, Stub& stub, std::ostream& out, std::ostream& err) {
+int ExecuteIdentity(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   const std::string& cmd = inv.command;
   const bool json = inv.global.format == "json";
   if (cmd == "whoami") {
     v1::WhoAmIResponse resp;
-    if (auto s = Call(&Stub::WhoAmI, stub, RequestOf<v1::WhoAmIRequest>(inv), &resp); !s.ok()) {
-      return Fail(s, "whoami", err);
+    if (auto s = Call(&AdminStub::WhoAmI, stub, RequestOf<v1::WhoAmIRequest>(inv), &resp);
+        !s.ok()) {
+      return FailedCall(s, "whoami", err);
     }
     if (json) return PrintJson(resp, out, err);
     out << Clean(resp.name()) << " (" << Clean(resp.kind()) << ")  roles " << Roles(resp.roles())
@@ -91,10 +66,10 @@ int ExecuteIdentity(const Invocation& inv, Stub& stub, std::ostream& out, std::o
   }
   if (cmd == "tokens create") {
     v1::CreateApiTokenResponse resp;
-    if (auto s =
-            Call(&Stub::CreateApiToken, stub, RequestOf<v1::CreateApiTokenRequest>(inv), &resp);
+    if (auto s = Call(&AdminStub::CreateApiToken, stub, RequestOf<v1::CreateApiTokenRequest>(inv),
+                      &resp);
         !s.ok()) {
-      return Fail(s, "creating a token", err);
+      return FailedCall(s, "creating a token", err);
     }
     if (json) return PrintJson(resp, out, err);
     RenderToken(resp.token(), out);
@@ -105,9 +80,10 @@ int ExecuteIdentity(const Invocation& inv, Stub& stub, std::ostream& out, std::o
   }
   if (cmd == "tokens list") {
     v1::ListApiTokensResponse resp;
-    if (auto s = Call(&Stub::ListApiTokens, stub, RequestOf<v1::ListApiTokensRequest>(inv), &resp);
+    if (auto s =
+            Call(&AdminStub::ListApiTokens, stub, RequestOf<v1::ListApiTokensRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "listing tokens", err);
+      return FailedCall(s, "listing tokens", err);
     }
     if (json) return PrintJson(resp, out, err);
     if (resp.tokens().empty()) out << "no tokens\n";
@@ -117,8 +93,8 @@ int ExecuteIdentity(const Invocation& inv, Stub& stub, std::ostream& out, std::o
   if (cmd == "tokens revoke") {
     const auto& req = RequestOf<v1::RevokeApiTokenRequest>(inv);
     v1::RevokeApiTokenResponse resp;
-    if (auto s = Call(&Stub::RevokeApiToken, stub, req, &resp); !s.ok()) {
-      return Fail(s, absl::StrCat("revoking token ", req.id()), err);
+    if (auto s = Call(&AdminStub::RevokeApiToken, stub, req, &resp); !s.ok()) {
+      return FailedCall(s, absl::StrCat("revoking token ", req.id()), err);
     }
     if (json) return PrintJson(resp, out, err);
     out << "revoked token " << Clean(resp.token().id()) << " of " << Clean(resp.token().name())
@@ -127,10 +103,10 @@ int ExecuteIdentity(const Invocation& inv, Stub& stub, std::ostream& out, std::o
   }
   if (cmd == "certs revoke") {
     v1::RevokeCertificateResponse resp;
-    if (auto s = Call(&Stub::RevokeCertificate, stub, RequestOf<v1::RevokeCertificateRequest>(inv),
-                      &resp);
+    if (auto s = Call(&AdminStub::RevokeCertificate, stub,
+                      RequestOf<v1::RevokeCertificateRequest>(inv), &resp);
         !s.ok()) {
-      return Fail(s, "revoking a certificate", err);
+      return FailedCall(s, "revoking a certificate", err);
     }
     if (json) return PrintJson(resp, out, err);
     out << "revoked: ";
@@ -141,10 +117,10 @@ int ExecuteIdentity(const Invocation& inv, Stub& stub, std::ostream& out, std::o
   }
   if (cmd == "certs revocations") {
     v1::ListRevocationsResponse resp;
-    if (auto s =
-            Call(&Stub::ListRevocations, stub, RequestOf<v1::ListRevocationsRequest>(inv), &resp);
+    if (auto s = Call(&AdminStub::ListRevocations, stub, RequestOf<v1::ListRevocationsRequest>(inv),
+                      &resp);
         !s.ok()) {
-      return Fail(s, "listing revocations", err);
+      return FailedCall(s, "listing revocations", err);
     }
     if (json) return PrintJson(resp, out, err);
     if (resp.revocations().empty()) out << "no revoked certificates\n";

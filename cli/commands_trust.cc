@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "cli/admin_call.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/approval_signing.h"
@@ -19,26 +20,12 @@ namespace smbfleet::cli {
 namespace {
 
 namespace v1 = smbfleet::v1;
-using Stub = v1::AdminService::StubInterface;
 
-constexpr auto kCallTimeout = std::chrono::seconds(30);
 constexpr size_t kMaxFileBytes = 4 << 20;
 
 int Failed(const absl::Status& s, std::ostream& err) {
   err << "smbfleetctl: " << Clean(s.message()) << "\n";
   return absl::IsInvalidArgument(s) ? kExitUsage : kExitFailed;
-}
-
-int FailedCall(const grpc::Status& s, const std::string& what, std::ostream& err) {
-  err << "smbfleetctl: " << Clean(what) << ": " << Clean(s.error_message()) << " ("
-      << static_cast<int>(s.error_code()) << ")\n";
-  return ExitCodeFor(s.error_code());
-}
-
-grpc::Status WithDeadline(const std::function<grpc::Status(grpc::ClientContext*)>& call) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-  return call(&ctx);
 }
 
 absl::StatusOr<v1::SignedApproverSet> ReadSetFile(const std::string& file) {
@@ -200,11 +187,11 @@ int RunTrustCommand(const std::vector<std::string>& args, const StubFactory& con
   }
   const bool json = g.format == "json";
 
-  std::unique_ptr<Stub> s;
+  std::unique_ptr<AdminStub> s;
   // Connects on first use: init-root and signing from a file need no collector.
   auto connected = [&]() -> bool {
     if (s != nullptr) return true;
-    absl::StatusOr<std::unique_ptr<Stub>> made = connect(g);
+    absl::StatusOr<std::unique_ptr<AdminStub>> made = connect(g);
     if (!made.ok()) {
       err << "smbfleetctl: " << Clean(made.status().message()) << "\n";
       return false;
