@@ -33,8 +33,10 @@ using store_testing::EnrollmentStoreConformanceTest;
 using store_testing::IdentityStoreConformanceTest;
 using ::testing::HasSubstr;
 
-ChangeStoreUnderTest MakePgStore() {
-  ChangeStoreUnderTest out;
+// A fresh migrated database's stores handed to `fill`, or `skip` saying why there is none.
+template <typename UnderTest, typename Fill>
+UnderTest MakePg(int pool_size, Fill fill) {
+  UnderTest out;
   if (::smbfleet::testing::AdminDsn().empty()) {
     out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
     return out;
@@ -42,56 +44,52 @@ ChangeStoreUnderTest MakePgStore() {
   const std::string dsn = CreateTestDatabase();
   absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
   EXPECT_TRUE(migrated.ok()) << migrated;
-  auto stores = NewPgStore(dsn, 4);
+  auto stores = NewPgStore(dsn, pool_size);
   EXPECT_TRUE(stores.ok()) << stores.status();
-  if (!stores.ok()) return out;
-  out.compliance = std::move(stores->compliance);
-  out.changes = std::move(stores->changes);
+  if (stores.ok()) fill(*stores, out);
   return out;
+}
+
+ChangeStoreUnderTest MakePgStore() {
+  return MakePg<ChangeStoreUnderTest>(4, [](Stores& stores, ChangeStoreUnderTest& out) {
+    out.compliance = std::move(stores.compliance);
+    out.changes = std::move(stores.changes);
+  });
+}
+
+store_testing::ApproverKeyStoreUnderTest MakePgKeyStore() {
+  return MakePg<store_testing::ApproverKeyStoreUnderTest>(
+      2, [](Stores& stores, auto& out) { out.keys = std::move(stores.approver_keys); });
+}
+
+store_testing::IdentityStoreUnderTest MakePgIdentityStore() {
+  return MakePg<store_testing::IdentityStoreUnderTest>(
+      2, [](Stores& stores, auto& out) { out.store = std::move(stores.identity); });
+}
+
+store_testing::EnrollmentStoreUnderTest MakePgEnrollmentStore() {
+  // The race test needs a connection per thread.
+  return MakePg<store_testing::EnrollmentStoreUnderTest>(
+      8, [](Stores& stores, auto& out) { out.store = std::move(stores.enrollment); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Pg, ChangeStoreConformanceTest,
                          ::testing::Values(ChangeStoreFactory{"postgres", MakePgStore}),
                          [](const auto& info) { return info.param.name; });
 
-store_testing::ApproverKeyStoreUnderTest MakePgKeyStore() {
-  store_testing::ApproverKeyStoreUnderTest out;
-  if (::smbfleet::testing::AdminDsn().empty()) {
-    out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
-    return out;
-  }
-  const std::string dsn = CreateTestDatabase();
-  absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
-  EXPECT_TRUE(migrated.ok()) << migrated;
-  auto stores = NewPgStore(dsn, 2);
-  EXPECT_TRUE(stores.ok()) << stores.status();
-  if (stores.ok()) out.keys = std::move(stores->approver_keys);
-  return out;
-}
-
 INSTANTIATE_TEST_SUITE_P(Pg, ApproverKeyStoreConformanceTest,
                          ::testing::Values(store_testing::ApproverKeyStoreFactory{"postgres",
                                                                                   MakePgKeyStore}),
                          [](const auto& info) { return info.param.name; });
 
-store_testing::IdentityStoreUnderTest MakePgIdentityStore() {
-  store_testing::IdentityStoreUnderTest out;
-  if (::smbfleet::testing::AdminDsn().empty()) {
-    out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
-    return out;
-  }
-  const std::string dsn = CreateTestDatabase();
-  absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
-  EXPECT_TRUE(migrated.ok()) << migrated;
-  auto stores = NewPgStore(dsn, 2);
-  EXPECT_TRUE(stores.ok()) << stores.status();
-  if (stores.ok()) out.store = std::move(stores->identity);
-  return out;
-}
-
 INSTANTIATE_TEST_SUITE_P(Pg, IdentityStoreConformanceTest,
                          ::testing::Values(store_testing::IdentityStoreFactory{
                              "postgres", MakePgIdentityStore}),
+                         [](const auto& info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Pg, EnrollmentStoreConformanceTest,
+                         ::testing::Values(store_testing::EnrollmentStoreFactory{
+                             "postgres", MakePgEnrollmentStore}),
                          [](const auto& info) { return info.param.name; });
 
 v1::Change Proposed(const std::string& id, const std::string& proposer) {
@@ -340,26 +338,6 @@ TEST(PgOrderSignalTest, TheListenerReconnectsAfterItsConnectionDrops) {
   }
   EXPECT_EQ(at_b.hosts(), std::set<std::string>{"fs07"});
 }
-
-store_testing::EnrollmentStoreUnderTest MakePgEnrollmentStore() {
-  store_testing::EnrollmentStoreUnderTest out;
-  if (::smbfleet::testing::AdminDsn().empty()) {
-    out.skip = "SMBFLEET_TEST_PG_DSN is not set: run through deploy/test.sh";
-    return out;
-  }
-  const std::string dsn = CreateTestDatabase();
-  absl::Status migrated = ApplyMigrations(dsn, BuiltinMigrations());
-  EXPECT_TRUE(migrated.ok()) << migrated;
-  auto stores = NewPgStore(dsn, 8);  // the race test needs a connection per thread
-  EXPECT_TRUE(stores.ok()) << stores.status();
-  if (stores.ok()) out.store = std::move(stores->enrollment);
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Pg, EnrollmentStoreConformanceTest,
-                         ::testing::Values(store_testing::EnrollmentStoreFactory{
-                             "postgres", MakePgEnrollmentStore}),
-                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace smbfleet::collector
