@@ -504,10 +504,13 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   tokens_revoke->add_option("--reason", reason, "why")->required();
   auto* certs = app.add_subcommand("certs", "revoke certificates, list revocations");
   std::string cert_serial, cert_fingerprint, cert_host;
-  auto* certs_revoke = certs->add_subcommand("revoke", "revoke a certificate (admin)");
+  auto* certs_revoke =
+      certs->add_subcommand("revoke", "revoke a certificate, or a whole host (admin)");
   certs_revoke->add_option("--serial", cert_serial, "serial, hex (openssl x509 -serial)");
   certs_revoke->add_option("--fingerprint", cert_fingerprint, "SHA-256 fingerprint, hex");
-  certs_revoke->add_option("--host", cert_host, "the host it belongs to, for the record");
+  certs_revoke->add_option("--host", cert_host,
+                           "alone: revoke the host (every certificate, and re-enrollment, for "
+                           "good); with --serial/--fingerprint: the host it belongs to, a note");
   certs_revoke->add_option("--reason", reason, "why")->required();
   auto* certs_revocations = certs->add_subcommand("revocations", "revoked certificates");
 
@@ -576,8 +579,10 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     req.set_reason(reason);
     set("tokens revoke", req);
   } else if (certs_revoke->parsed()) {
-    if (cert_serial.empty() && cert_fingerprint.empty()) {
-      return absl::InvalidArgumentError("certs revoke: give --serial or --fingerprint");
+    if (cert_serial.empty() && cert_fingerprint.empty() && cert_host.empty()) {
+      return absl::InvalidArgumentError(
+          "certs revoke: give --serial or --fingerprint (one certificate), or --host alone (the "
+          "whole host)");
     }
     RETURN_IF_ERROR(NonEmpty("--reason", reason));
     smbfleet::v1::RevokeCertificateRequest req;

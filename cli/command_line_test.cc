@@ -213,6 +213,26 @@ TEST(CommandLineTest, MalformedRolloutIsAUsageErrorNamingTheFlag) {
   }
 }
 
+TEST(CommandLineTest, CertsRevokeTakesACertificateOrAHostAlone) {
+  auto host = Parse({"certs", "revoke", "--host", "fs01", "--reason", "decommissioned"});
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_EQ(host->command, "certs revoke");
+  const auto& by_host = RequestOf<smbfleet::v1::RevokeCertificateRequest>(*host).revocation();
+  EXPECT_EQ(by_host.host(), "fs01");
+  EXPECT_TRUE(by_host.serial().empty());
+  EXPECT_TRUE(by_host.fingerprint().empty());
+  EXPECT_EQ(by_host.reason(), "decommissioned");
+
+  auto serial = Parse({"certs", "revoke", "--serial", "serial=1A", "--reason", "lost"});
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  EXPECT_EQ(RequestOf<smbfleet::v1::RevokeCertificateRequest>(*serial).revocation().serial(), "1A");
+
+  auto nothing = Parse({"certs", "revoke", "--reason", "lost"});
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_THAT(nothing.status().message(), HasSubstr("--host"));
+  EXPECT_FALSE(Parse({"certs", "revoke", "--host", "fs01"}).ok());  // --reason is required
+}
+
 TEST(CommandLineTest, ActionsAndTheirRequiredFlags) {
   auto reject = Parse({"changes", "reject", "c-1", "--reason", "not now"});
   ASSERT_TRUE(reject.ok()) << reject.status();

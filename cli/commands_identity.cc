@@ -35,7 +35,11 @@ void RenderRevocation(const v1::Revocation& r, std::ostream& out) {
   out << TimeText(r.revoked_at()) << "  ";
   if (!r.serial().empty()) out << "serial " << Clean(r.serial()) << "  ";
   if (!r.fingerprint().empty()) out << "sha256 " << Clean(r.fingerprint()) << "  ";
-  if (!r.host().empty()) out << "host " << Clean(r.host()) << "  ";
+  if (r.serial().empty() && r.fingerprint().empty()) {
+    out << "host " << Clean(r.host()) << " (every certificate, and re-enrollment)  ";
+  } else if (!r.host().empty()) {
+    out << "host " << Clean(r.host()) << "  ";
+  }
   out << "by " << Clean(r.revoked_by()) << ": " << Clean(r.reason()) << "\n";
 }
 
@@ -123,7 +127,7 @@ int ExecuteIdentity(const Invocation& inv, AdminStub& stub, std::ostream& out, s
       return FailedCall(s, "listing revocations", err);
     }
     if (json) return PrintJson(resp, out, err);
-    if (resp.revocations().empty()) out << "no revoked certificates\n";
+    if (resp.revocations().empty()) out << "no revoked certificates or hosts\n";
     for (const auto& r : resp.revocations()) RenderRevocation(r, out);
     return kExitOk;
   }

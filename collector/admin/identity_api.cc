@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "collector/admin/admin_api.h"
+#include "common/csr.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
@@ -131,17 +132,26 @@ absl::StatusOr<v1::RevokeCertificateResponse> AdminApi::RevokeCertificate(
     return absl::UnimplementedError("this collector has no revocation store");
   }
   const v1::Revocation& in = request.revocation();
-  if (in.serial().empty() && in.fingerprint().empty()) {
+  const bool host_only = in.serial().empty() && in.fingerprint().empty();
+  if (host_only && in.host().empty()) {
     return absl::InvalidArgumentError(
-        in.host().empty()
-            ? "revocation: give the certificate's serial or SHA-256 fingerprint"
-            : "revocation.host: revoking a host by name alone is not supported; give the "
-              "certificate's serial or fingerprint (ListCertificates shows them)");
+        "revocation: give the certificate's serial or SHA-256 fingerprint, or a host to revoke "
+        "every certificate of that host");
   }
   if (in.reason().empty()) {
-    return absl::InvalidArgumentError("revocation.reason: required to revoke a certificate");
+    return absl::InvalidArgumentError(host_only
+                                          ? "revocation.reason: required to revoke a host"
+                                          : "revocation.reason: required to revoke a certificate");
   }
   v1::Revocation r;
+  if (host_only) {
+    // A host revocation names exactly the host a certificate names, or it would miss it.
+    const std::string host = absl::AsciiStrToLower(in.host());
+    RETURN_IF_ERROR(CheckHostName(host, "revocation.host"));
+    r.set_host(host);
+  } else {
+    r.set_host(absl::AsciiStrToLower(in.host().substr(0, 255)));
+  }
   if (!in.serial().empty()) {
     ASSIGN_OR_RETURN(std::string serial, Hex("revocation.serial", in.serial(), 64));
     // As PeerIdentity spells it: no leading zeros.
@@ -156,7 +166,6 @@ absl::StatusOr<v1::RevokeCertificateResponse> AdminApi::RevokeCertificate(
     }
     r.set_fingerprint(fp);
   }
-  r.set_host(absl::AsciiStrToLower(in.host().substr(0, 255)));
   r.set_reason(in.reason().substr(0, kMaxReasonLength));
   r.set_revoked_by(caller.name);
   *r.mutable_revoked_at() = Ts(absl::Now());
@@ -164,10 +173,12 @@ absl::StatusOr<v1::RevokeCertificateResponse> AdminApi::RevokeCertificate(
   if (changes_ != nullptr) {
     v1::AuditEntry e;
     e.set_actor(caller.name);
-    e.set_action("certificate_revoked");
+    e.set_action(host_only ? "host_revoked" : "certificate_revoked");
     e.set_reason(stored.reason());
-    e.set_detail(absl::StrCat("serial ", stored.serial(), " fingerprint ", stored.fingerprint(),
-                              stored.host().empty() ? "" : " host ", stored.host()));
+    e.set_detail(
+        host_only ? absl::StrCat("host ", stored.host(), ": every certificate, and re-enrollment")
+                  : absl::StrCat("serial ", stored.serial(), " fingerprint ", stored.fingerprint(),
+                                 stored.host().empty() ? "" : " host ", stored.host()));
     RETURN_IF_ERROR(changes_->AppendAudit({e}));
   }
   size_t closed = 0;
@@ -175,9 +186,15 @@ absl::StatusOr<v1::RevokeCertificateResponse> AdminApi::RevokeCertificate(
     absl::StatusOr<size_t> refreshed = revocations_->Refresh();
     if (refreshed.ok()) closed = *refreshed;
   }
-  Logger("collector")
-      ->info("{} revoked certificate serial {} fingerprint {}; {} stream(s) closed here",
-             LogSafe(caller.name), stored.serial(), stored.fingerprint(), closed);
+  if (host_only) {
+    Logger("collector")
+        ->info("{} revoked host {}; {} stream(s) closed here", LogSafe(caller.name), stored.host(),
+               closed);
+  } else {
+    Logger("collector")
+        ->info("{} revoked certificate serial {} fingerprint {}; {} stream(s) closed here",
+               LogSafe(caller.name), stored.serial(), stored.fingerprint(), closed);
+  }
   v1::RevokeCertificateResponse response;
   *response.mutable_revocation() = std::move(stored);
   response.set_streams_closed(static_cast<uint32_t>(closed));

@@ -158,6 +158,13 @@ absl::StatusOr<Principal> Authenticator::FromCertificate(const std::string& pem)
     return absl::UnauthenticatedError(
         absl::StrCat("certificate '", subject, "' (serial ", id.serial, ") has been revoked"));
   }
+  // Only an agent's name is a host; an operator who happens to share it is not that host.
+  if (revocations_ != nullptr && p.kind == PrincipalKind::kAgent &&
+      revocations_->IsHostRevoked(p.name)) {
+    return absl::UnauthenticatedError(absl::StrCat("host '", p.name,
+                                                   "' has been revoked (certificate '", subject,
+                                                   "', serial ", id.serial, ")"));
+  }
   return p;
 }
 

@@ -31,11 +31,13 @@ class TokenVerifier {
   virtual absl::StatusOr<Principal> VerifyToken(absl::string_view token) const = 0;
 };
 
-// Whether a certificate has been revoked (by serial or SHA-256 fingerprint, lower hex).
+// Whether a certificate has been revoked (by serial or SHA-256 fingerprint, lower hex), or a
+// whole host (by name, lower case: every agent certificate naming it).
 class RevocationChecker {
  public:
   virtual ~RevocationChecker() = default;
   virtual bool IsRevoked(absl::string_view serial, absl::string_view fingerprint) const = 0;
+  virtual bool IsHostRevoked(absl::string_view host) const = 0;
 };
 
 class Authenticator {
@@ -61,7 +63,8 @@ class Authenticator {
   absl::StatusOr<Principal> Authenticate(const grpc::ServerContextBase& context) const;
 
   // The holder of a client certificate the TLS layer has already verified against the
-  // collector's CA bundle: kind from the issuer (or OU), EKU clientAuth required, not revoked.
+  // collector's CA bundle: kind from the issuer (or OU), EKU clientAuth required, not revoked
+  // (nor, for an agent, its host).
   absl::StatusOr<Principal> FromCertificate(const std::string& pem) const;
   // `authorization` metadata value ("Bearer <token>").
   absl::StatusOr<Principal> FromAuthorization(absl::string_view header) const;

@@ -195,8 +195,36 @@ class FakeRevocations : public RevocationChecker {
     return serials.count(std::string(serial)) > 0 ||
            fingerprints.count(std::string(fingerprint)) > 0;
   }
-  std::set<std::string> serials, fingerprints;
+  bool IsHostRevoked(absl::string_view host) const override {
+    return hosts.count(std::string(host)) > 0;
+  }
+  std::set<std::string> serials, fingerprints, hosts;
 };
+
+TEST_F(AuthenticateTest, ARevokedHostRefusesEveryAgentCertificateOfItNamingTheHost) {
+  auto auth = ByIssuer();
+  ASSERT_NE(auth, nullptr);
+  FakeRevocations revoked;
+  auth->set_revocations(&revoked);
+  Cert first = Make("O=smbfleet,OU=agent,CN=fs01", &agents_ca_, "clientAuth", 0x21);
+  Cert second = Make("O=smbfleet,OU=agent,CN=fs01", &agents_ca_, "clientAuth", 0x22);
+  Cert other = Make("O=smbfleet,OU=agent,CN=fs02", &agents_ca_, "clientAuth", 0x23);
+  // A person whose certificate happens to carry the same name is not that host.
+  Cert person = Make("O=smbfleet,OU=operator,CN=fs01", &people_ca_, "clientAuth", 0x24);
+  ASSERT_TRUE(auth->FromCertificate(first.pem).ok());
+  revoked.hosts.insert("fs01");
+  for (const Cert* c : {&first, &second}) {
+    auto p = auth->FromCertificate(c->pem);
+    ASSERT_FALSE(p.ok());
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_NE(p.status().message().find("host 'fs01' has been revoked"), std::string::npos)
+        << p.status();
+  }
+  EXPECT_TRUE(auth->FromCertificate(other.pem).ok());
+  auto operator_principal = auth->FromCertificate(person.pem);
+  ASSERT_TRUE(operator_principal.ok()) << operator_principal.status();
+  EXPECT_EQ(operator_principal->kind, PrincipalKind::kOperator);
+}
 
 TEST_F(AuthenticateTest, ARevokedCertificateIsRefusedNamingItsSerial) {
   auto auth = ByIssuer();

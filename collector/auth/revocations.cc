@@ -36,9 +36,14 @@ absl::StatusOr<size_t> Revocations::Refresh() {
   if (!all.ok()) return all.status();
   absl::flat_hash_set<std::string> serials;
   absl::flat_hash_set<std::string> fingerprints;
+  absl::flat_hash_set<std::string> hosts;
   for (const auto& r : *all) {
     if (!r.serial().empty()) serials.insert(r.serial());
     if (!r.fingerprint().empty()) fingerprints.insert(r.fingerprint());
+    // With a serial or fingerprint the host is only a note; alone, it revokes the host.
+    if (r.serial().empty() && r.fingerprint().empty() && !r.host().empty()) {
+      hosts.insert(r.host());
+    }
   }
   bool grew = false;
   {
@@ -46,6 +51,7 @@ absl::StatusOr<size_t> Revocations::Refresh() {
     grew = all->size() > count_;
     serials_ = std::move(serials);
     fingerprints_ = std::move(fingerprints);
+    hosts_ = std::move(hosts);
     count_ = all->size();
   }
   if (grew && on_revoked_) return on_revoked_();
@@ -56,6 +62,16 @@ bool Revocations::IsRevoked(absl::string_view serial, absl::string_view fingerpr
   absl::MutexLock lock(&mu_);
   return (!serial.empty() && serials_.contains(serial)) ||
          (!fingerprint.empty() && fingerprints_.contains(fingerprint));
+}
+
+bool Revocations::IsHostRevoked(absl::string_view host) const {
+  absl::MutexLock lock(&mu_);
+  return !host.empty() && hosts_.contains(host);
+}
+
+bool Revocations::IsRevoked(absl::string_view host, absl::string_view serial,
+                            absl::string_view fingerprint) const {
+  return IsHostRevoked(host) || IsRevoked(serial, fingerprint);
 }
 
 size_t Revocations::size() const {

@@ -1,8 +1,8 @@
 #ifndef SMBFLEET_COLLECTOR_AUTH_REVOCATIONS_H_
 #define SMBFLEET_COLLECTOR_AUTH_REVOCATIONS_H_
 
-// The revoked certificates, held in memory so that every call checks them without a database
-// round trip. Re-read from the IdentityStore when woken (PostgreSQL NOTIFY on
+// The revoked certificates and hosts, held in memory so that every call checks them without a
+// database round trip. Re-read from the IdentityStore when woken (PostgreSQL NOTIFY on
 // smbfleet_revocations, or a revocation made through this process) and every `poll` as a
 // fallback for a lost notification; when the set grows, `on_revoked` runs (it closes the
 // streams of the newly revoked certificates and says how many).
@@ -39,6 +39,10 @@ class Revocations : public RevocationChecker {
   absl::StatusOr<size_t> Refresh();
 
   bool IsRevoked(absl::string_view serial, absl::string_view fingerprint) const override;
+  bool IsHostRevoked(absl::string_view host) const override;
+  // Either: the certificate, or its host (an empty host is never revoked).
+  bool IsRevoked(absl::string_view host, absl::string_view serial,
+                 absl::string_view fingerprint) const;
   size_t size() const;
 
  private:
@@ -51,6 +55,7 @@ class Revocations : public RevocationChecker {
   mutable absl::Mutex mu_;
   absl::flat_hash_set<std::string> serials_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> fingerprints_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> hosts_ ABSL_GUARDED_BY(mu_);
   size_t count_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex wake_mu_;

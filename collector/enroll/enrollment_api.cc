@@ -73,6 +73,13 @@ std::string EnrollmentTokenText(const EnrollmentSecret& s) {
   return absl::StrCat(kPrefix, s.id, "_", s.secret);
 }
 
+RevocationCheck RevocationCheckOf(const RevocationChecker* revocations) {
+  return [revocations](const std::string& host, const std::string& serial,
+                       const std::string& fingerprint) -> absl::StatusOr<bool> {
+    return revocations->IsHostRevoked(host) || revocations->IsRevoked(serial, fingerprint);
+  };
+}
+
 std::string SecretSha256(absl::string_view secret) {
   std::array<unsigned char, SHA256_DIGEST_LENGTH> md{};
   SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), md.data());

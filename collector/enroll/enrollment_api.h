@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
+#include "collector/auth/authenticate.h"
 #include "collector/auth/authorize.h"
 #include "collector/enroll/issuing_ca.h"
 #include "collector/store/enrollment_store.h"
@@ -31,11 +32,13 @@ EnrollmentSecret NewEnrollmentSecret();
 std::string EnrollmentTokenText(const EnrollmentSecret& s);
 std::string SecretSha256(absl::string_view secret);  // 32 raw bytes
 
-// Is this host, or this certificate, revoked? The revocation list lives on the tls branch; until
-// it is wired this hook is null and nothing counts as revoked. serial and fingerprint are empty
-// when asking about a host only.
+// Is this host, or this certificate, revoked? Null: nothing counts as revoked. serial and
+// fingerprint are empty when asking about a host only.
 using RevocationCheck = std::function<absl::StatusOr<bool>(
     const std::string& host, const std::string& serial, const std::string& fingerprint)>;
+// The check the collector uses: the host or the certificate is in `revocations` (not owned; it
+// must outlive the check).
+RevocationCheck RevocationCheckOf(const RevocationChecker* revocations);
 
 class EnrollmentApi {
  public:

@@ -3,6 +3,7 @@
 // its secret).
 #include "collector/enroll/enrollment_api.h"
 
+#include "collector/auth/revocations.h"
 #include "collector/enroll/test_ca.h"
 #include "collector/store/memory/memory_enrollment_store.h"
 #include "common/csr.h"
@@ -205,6 +206,30 @@ TEST_F(EnrollmentApiTest, RevocationHookRefusesARevokedHost) {
   EXPECT_EQ(api_->RenewCertificate(Agent("fs02"), "bad", "", renew).status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(api_->RenewCertificate(Agent("fs02"), "good", "", renew).ok());
+}
+
+// The check the collector installs, over the revocations it keeps: a revoked host may not enroll
+// again, not even with a token that allows re-enrollment; other hosts are not affected.
+TEST_F(EnrollmentApiTest, TheCollectorsCheckRefusesARevokedHostEvenWithAReenrollmentToken) {
+  auto identity = NewMemoryIdentityStore();
+  Revocations revocations(identity.get(), absl::Hours(1), nullptr);
+  ASSERT_TRUE(revocations.Start().ok());
+  api_->SetRevocationCheck(RevocationCheckOf(&revocations));
+  ASSERT_TRUE(api_->Enroll(Anonymous(), Request(AddToken(1, kNow + absl::Hours(1)), "fs01")).ok());
+
+  v1::Revocation host;
+  host.set_host("fs01");
+  host.set_reason("decommissioned");
+  host.set_revoked_by("root-admin");
+  ASSERT_TRUE(identity->AddRevocation(host).ok());
+  ASSERT_TRUE(revocations.Refresh().ok());
+
+  const std::string token = AddToken(2, kNow + absl::Hours(1), /*allow_reenrollment=*/true);
+  auto refused = api_->Enroll(Anonymous(), Request(token, "fs01"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(refused.status().message(), HasSubstr("host fs01 is revoked"));
+  EXPECT_EQ(Uses(token), 0u);
+  EXPECT_TRUE(api_->Enroll(Anonymous(), Request(token, "fs02")).ok());
 }
 
 TEST_F(EnrollmentApiTest, RenewIsForTheAgentsOwnHostOnly) {

@@ -1,5 +1,7 @@
 // The local push router: one stream per host, the newest wins, and sends reach only open
 // streams.
+#include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -78,6 +80,23 @@ TEST_F(PushTest, CloseAllClosesEveryStream) {
   registry_.CloseAll();
   EXPECT_FALSE(a.closed_because.empty());
   EXPECT_FALSE(b.closed_because.empty());
+}
+
+TEST_F(PushTest, CloseRevokedAsksWithTheHostAndClosesOnlyWhatItSays) {
+  FakeStream a, b;
+  registry_.Register("fs01", &a, {"1a", std::string(64, 'a')});
+  registry_.Register("fs02", &b, {"2b", std::string(64, 'b')});
+  std::vector<std::string> asked;
+  const size_t closed = registry_.CloseRevoked(
+      [&](const std::string& host, const std::string& serial, const std::string&) {
+        asked.push_back(host + "/" + serial);
+        return host == "fs01";  // a host revocation: whatever the serial
+      });
+  EXPECT_EQ(closed, 1u);
+  EXPECT_NE(a.closed_because.find("fs01"), std::string::npos) << a.closed_because;
+  EXPECT_TRUE(b.closed_because.empty());
+  std::sort(asked.begin(), asked.end());
+  EXPECT_EQ(asked, (std::vector<std::string>{"fs01/1a", "fs02/2b"}));
 }
 
 TEST(PushKeepaliveTest, StreamsGetKeepalives) {

@@ -36,15 +36,17 @@ void StreamRegistry::Unregister(const std::string& host, AgentStream* stream) {
 }
 
 size_t StreamRegistry::CloseRevoked(
-    const std::function<bool(const std::string& serial, const std::string& fingerprint)>& revoked) {
+    const std::function<bool(const std::string& host, const std::string& serial,
+                             const std::string& fingerprint)>& revoked) {
   absl::MutexLock lock(&mu_);
   size_t closed = 0;
   for (auto& [host, stream] : streams_) {
     auto c = credentials_.find(stream);
     if (c == credentials_.end()) continue;
     if (c->second.serial.empty() && c->second.fingerprint.empty()) continue;
-    if (!revoked(c->second.serial, c->second.fingerprint)) continue;
-    stream->Close(absl::StrCat("certificate ", c->second.serial, " has been revoked"));
+    if (!revoked(host, c->second.serial, c->second.fingerprint)) continue;
+    stream->Close(
+        absl::StrCat("certificate ", c->second.serial, " of host ", host, " has been revoked"));
     ++closed;
   }
   return closed;

@@ -50,9 +50,9 @@ class StreamRegistry : public PushRouter {
   size_t size() const;
   // Closes every stream (at shutdown).
   void CloseAll();
-  // Closes the streams whose certificate `revoked(serial, fingerprint)` says is revoked;
-  // returns how many.
-  size_t CloseRevoked(const std::function<bool(const std::string& serial,
+  // Closes the streams whose host or certificate `revoked(host, serial, fingerprint)` says is
+  // revoked; returns how many.
+  size_t CloseRevoked(const std::function<bool(const std::string& host, const std::string& serial,
                                                const std::string& fingerprint)>& revoked);
 
  private:

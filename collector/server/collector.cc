@@ -117,8 +117,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
       c->stores_.identity.get(), absl::FromChrono(config.identity.revocation_poll),
       [registry = c->registry_.get(), revocations = &c->revocations_]() -> size_t {
         size_t closed =
-            registry->CloseRevoked([&](const std::string& serial, const std::string& fingerprint) {
-              return (*revocations)->IsRevoked(serial, fingerprint);
+            registry->CloseRevoked([&](const std::string& host, const std::string& serial,
+                                       const std::string& fingerprint) {
+              return (*revocations)->IsRevoked(host, serial, fingerprint);
             });
         if (closed > 0) {
           Logger("collector")->info("closed {} stream(s) of revoked certificates", closed);
@@ -137,13 +138,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
     }
   }
   c->authenticator_->set_token_verifier(c->api_tokens_.get());
-  // Renewal with a revoked certificate is refused (so is any call with one).
-  c->enrollment_api_->SetRevocationCheck(
-      [revocations = c->revocations_.get()](
-          const std::string& /*host*/, const std::string& serial,
-          const std::string& fingerprint) -> absl::StatusOr<bool> {
-        return revocations->IsRevoked(serial, fingerprint);
-      });
+  // Renewal with a revoked certificate is refused (so is any call with one), and so is any
+  // enrollment of a revoked host.
+  c->enrollment_api_->SetRevocationCheck(RevocationCheckOf(c->revocations_.get()));
   c->authenticator_->set_revocations(c->revocations_.get());
   c->admin_api_->SetIdentity(c->stores_.identity.get(), c->api_tokens_.get(),
                              c->revocations_.get());

@@ -41,9 +41,10 @@ class IdentityStore {
                                                                 const std::string& reason,
                                                                 absl::Time at) = 0;
 
-  // Stores a certificate revocation (serial and/or fingerprint, lower-case hex; revoked_at set
-  // by the caller) and, on PostgreSQL, notifies kRevocationChannel in the same transaction.
-  // AlreadyExists when that serial or fingerprint is revoked already.
+  // Stores a certificate revocation (serial and/or fingerprint, lower-case hex), or a host
+  // revocation (host only, lower case: every certificate of that host, and re-enrollment);
+  // revoked_at set by the caller. On PostgreSQL, notifies kRevocationChannel in the same
+  // transaction. AlreadyExists when that serial, fingerprint or host is revoked already.
   virtual absl::StatusOr<smbfleet::v1::Revocation> AddRevocation(
       const smbfleet::v1::Revocation& revocation) = 0;
   // Oldest first.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Identity end to end with the real binaries: `smbfleetctl whoami` by certificate; an admin makes
 # a bearer token, the person uses it from SMBFLEET_TOKEN and from token_file: (never a flag) and
-# gets their role and no more; a revoked token and a revoked certificate are refused.
+# gets their role and no more; a revoked token and a revoked certificate are refused; a host is
+# revoked by name alone.
 #
 #   identity_test.sh COLLECTOR AGENT SMBFLEETCTL      (needs SMBFLEET_TEST_PG_DSN)
 # shellcheck source=lib.sh
@@ -60,4 +61,10 @@ cat "$work/viewer.txt"
 ((got != 0)) || fail "revoked certificate accepted"
 grep -qi "revoked" "$work/viewer.txt" || fail "no clear refusal of a revoked certificate"
 ctl admin certs revocations | grep -q "laptop lost" || fail "revocation not listed"
+
+step "revoked host"
+ctl admin certs revoke --host FS-GONE --reason "decommissioned" > "$work/host.txt" || fail "certs revoke --host"
+cat "$work/host.txt"
+grep -q "host fs-gone (every certificate, and re-enrollment)" "$work/host.txt" || fail "host revocation not shown"
+ctl admin certs revocations | grep -q "host fs-gone (every certificate" || fail "host revocation not listed"
 echo PASS

@@ -1,5 +1,5 @@
 // The IdentityStore contract: tokens (add once, get with the secret's hash, list active or all,
-// revoke once) and revocations (once per serial or fingerprint, listed oldest first).
+// revoke once) and revocations (once per serial, fingerprint or host, listed oldest first).
 #include "tests/integration/identity_store_conformance.h"
 
 #include <vector>
@@ -130,6 +130,40 @@ TEST_P(IdentityStoreConformanceTest, RevocationsAreStoredOnceAndListedOldestFirs
   EXPECT_EQ((*all)[2].serial(), "2a");
   EXPECT_EQ((*all)[0].reason(), "laptop stolen; O'Brien said \"now\"");
   EXPECT_EQ((*all)[0].revoked_by(), "root-admin");
+}
+
+// A host revocation is a row with the host alone; a host named on a certificate revocation is a
+// note and does not stand in its way.
+TEST_P(IdentityStoreConformanceTest, AHostIsRevokedOnceBesideItsCertificates) {
+  v1::Revocation cert = RevocationOf("4d", "", kT0);
+  cert.set_host("fs01");
+  ASSERT_TRUE(store_->AddRevocation(cert).ok());
+  v1::Revocation host = RevocationOf("", "", kT0 + 1);
+  host.set_host("fs01");
+  auto stored = store_->AddRevocation(host);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->host(), "fs01");
+  EXPECT_TRUE(stored->serial().empty());
+  EXPECT_TRUE(stored->fingerprint().empty());
+
+  auto twice = store_->AddRevocation(RevocationOf("", "", kT0 + 2));
+  EXPECT_FALSE(twice.ok()) << "neither serial, fingerprint nor host: nothing to revoke";
+  host.mutable_revoked_at()->set_seconds(kT0 + 3);
+  auto again = store_->AddRevocation(host);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(again.status().message(), HasSubstr("fs01"));
+  v1::Revocation other = host;
+  other.set_host("fs02");
+  ASSERT_TRUE(store_->AddRevocation(other).ok());
+
+  auto all = store_->ListRevocations();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].serial(), "4d");
+  EXPECT_EQ((*all)[1].host(), "fs01");
+  EXPECT_TRUE((*all)[1].serial().empty());
+  EXPECT_EQ((*all)[1].revoked_at().seconds(), kT0 + 1);
+  EXPECT_EQ((*all)[2].host(), "fs02");
 }
 
 }  // namespace

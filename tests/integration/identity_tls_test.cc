@@ -2,7 +2,9 @@
 // CA that issued it; people's bearer tokens carry their roles and nothing else, and expired,
 // revoked or wrong ones are refused; a revoked certificate is refused on its next call, and its
 // open Watch stream is closed on another replica of the same database, told by NOTIFY (that
-// replica's poll is set to an hour, so the poll cannot be what closes it).
+// replica's poll is set to an hour, so the poll cannot be what closes it). A revoked host is
+// refused with every certificate it holds, its stream on another replica closes, and it may not
+// enroll again, there either.
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "collector/auth/api_tokens.h"
 #include "collector/server/collector.h"
 #include "collector/store/postgres/pg_store.h"
+#include "common/csr.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -66,6 +69,10 @@ class IdentityTlsTest : public ::testing::Test {
     config.identity.agent_issuers = {pki_ + "/agents-ca.pem"};
     config.identity.operator_issuers = {pki_ + "/people-ca.pem"};
     config.identity.revocation_poll = poll;
+    // Every replica issues agents' certificates, so that enrollment is checked on each.
+    config.enrollment.ca_cert = pki_ + "/agents-ca.pem";
+    config.enrollment.ca_key = pki_ + "/agents-ca.key";
+    config.enrollment.certificate_lifetime = std::chrono::hours(24);
     auto tls = LoadTls({pki_ + "/collector.pem", pki_ + "/collector.key", pki_ + "/ca.pem"});
     EXPECT_TRUE(tls.ok()) << tls.status();
     auto started = Collector::Start(config, *tls, *std::move(store));
@@ -139,6 +146,41 @@ class IdentityTlsTest : public ::testing::Test {
     req.mutable_revocation()->set_serial(serial);
     req.mutable_revocation()->set_reason("host decommissioned");
     return Admin("operator-admin", c)->RevokeCertificate(&ctx, req, out);
+  }
+
+  grpc::Status RevokeHost(const std::string& host, v1::RevokeCertificateResponse* out,
+                          Collector* c = nullptr) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(10));
+    v1::RevokeCertificateRequest req;
+    req.mutable_revocation()->set_host(host);
+    req.mutable_revocation()->set_reason("server decommissioned");
+    return Admin("operator-admin", c)->RevokeCertificate(&ctx, req, out);
+  }
+
+  // Enrolls `host` through `c` with a fresh one-use token that allows re-enrollment; the new key
+  // goes to `key_pem` when given.
+  grpc::Status Enroll(Collector* c, const std::string& host, v1::EnrollResponse* out,
+                      std::string* key_pem = nullptr) {
+    v1::CreateEnrollmentTokenRequest treq;
+    treq.set_max_uses(1);
+    treq.set_allow_reenrollment(true);
+    treq.mutable_expires_at()->set_seconds(absl::ToUnixSeconds(absl::Now() + absl::Hours(1)));
+    v1::CreateEnrollmentTokenResponse token;
+    grpc::ClientContext tctx;
+    tctx.set_deadline(In(10));
+    grpc::Status s = Admin("operator-admin", c)->CreateEnrollmentToken(&tctx, treq, &token);
+    if (!s.ok()) return s;
+    auto key = GenerateKeyAndCsr(host);
+    EXPECT_TRUE(key.ok()) << key.status();
+    if (!key.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, "no key");
+    v1::EnrollRequest req;
+    req.set_token(token.secret());
+    req.set_csr_pem(key->csr_pem);
+    if (key_pem != nullptr) *key_pem = key->key_pem;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(In(10));
+    return v1::EnrollmentService::NewStub(Channel(c, ""))->Enroll(&ctx, req, out);
   }
 
   void Run(const std::string& cmd) {
@@ -326,6 +368,89 @@ TEST_F(IdentityTlsTest, RevocationThroughOneReplicaClosesTheStreamOnAnother) {
   // And B refuses the certificate from now on.
   s = Report(b.get(), "agent-fs02");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+}
+
+TEST_F(IdentityTlsTest, ARevokedHostIsRefusedClosedOnAnotherReplicaAndMayNotEnrollAgain) {
+  // B polls once an hour: only the NOTIFY from A's transaction can tell it in time.
+  std::unique_ptr<Collector> b = Start(std::chrono::hours(1));
+  ASSERT_NE(b, nullptr);
+  // Before: fs01 reports, and enrolls again on B (with a re-enrollment token).
+  ASSERT_NE(Report(a_.get(), "agent-fs01").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  v1::EnrollResponse enrolled;
+  std::string enrolled_key;
+  grpc::Status s = Enroll(b.get(), "fs01", &enrolled, &enrolled_key);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  // Kept as Channel() reads them: the certificate with its issuing CA after it.
+  const std::string enrolled_path = pki_ + "/enrolled-fs01";
+  std::ofstream(enrolled_path + ".pem") << enrolled.certificate_pem() << enrolled.ca_chain_pem();
+  std::ofstream(enrolled_path + ".key") << enrolled_key;
+  ASSERT_NE(Report(b.get(), "enrolled-fs01").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  auto agent = v1::AgentService::NewStub(Channel(b.get(), "agent-fs01"));
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(In(60));
+  v1::WatchRequest wreq;
+  wreq.set_agent_version("test");
+  auto reader = agent->Watch(&watch_ctx, wreq);
+  v1::WatchResponse m;
+  ASSERT_TRUE(reader->Read(&m));
+
+  // A malformed name is refused, naming the field; the name is taken in lower case.
+  v1::RevokeCertificateResponse revoked;
+  s = RevokeHost("fs_01", &revoked, a_.get());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("revocation.host"));
+  const absl::Time start = absl::Now();
+  s = RevokeHost("FS01", &revoked, a_.get());
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(revoked.revocation().host(), "fs01");
+  EXPECT_TRUE(revoked.revocation().serial().empty());
+  EXPECT_EQ(revoked.streams_closed(), 0u) << "the stream is on B, not A";
+
+  // Its next call is refused, naming the host; another host is not affected.
+  s = Report(a_.get(), "agent-fs01");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("host 'fs01' has been revoked"));
+  EXPECT_NE(Report(a_.get(), "agent-fs02").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  // Its stream on B closes.
+  while (reader->Read(&m)) {
+  }
+  const absl::Duration latency = absl::Now() - start;
+  grpc::Status ended = reader->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::ABORTED) << ended.error_message();
+  EXPECT_THAT(ended.error_message(), HasSubstr("revoked"));
+  std::cout << "{\"host_revocation_closes_remote_stream_ms\": "
+            << absl::ToDoubleMilliseconds(latency) << "}" << std::endl;
+
+  // Every certificate of the host, on B too: the one from ca.sh and the one it enrolled for.
+  for (const std::string who : {"agent-fs01", "enrolled-fs01"}) {
+    s = Report(b.get(), who);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED)
+        << who << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("fs01"));
+  }
+
+  // A new enrollment of fs01 is refused on either replica, even with a re-enrollment token;
+  // another name enrolls.
+  for (Collector* c : {a_.get(), b.get()}) {
+    v1::EnrollResponse again;
+    s = Enroll(c, "fs01", &again);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("host fs01 is revoked"));
+  }
+  v1::EnrollResponse renamed;
+  s = Enroll(a_.get(), "fs01-new", &renamed);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+
+  // Listed as a host revocation; revoking the host twice is refused.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(10));
+  v1::ListRevocationsResponse listed;
+  ASSERT_TRUE(Admin("operator-viewer", b.get())->ListRevocations(&ctx, {}, &listed).ok());
+  ASSERT_EQ(listed.revocations_size(), 1);
+  EXPECT_EQ(listed.revocations(0).host(), "fs01");
+  EXPECT_EQ(RevokeHost("fs01", &revoked, b.get()).error_code(), grpc::StatusCode::ALREADY_EXISTS);
 }
 
 TEST_F(IdentityTlsTest, AReplicaThatMissesTheNotificationClosesTheStreamOnItsPoll) {

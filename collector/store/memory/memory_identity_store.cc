@@ -72,7 +72,17 @@ class MemoryIdentityStore : public IdentityStore {
 
   absl::StatusOr<v1::Revocation> AddRevocation(const v1::Revocation& revocation) override {
     absl::MutexLock lock(&mu_);
+    const bool host_only = revocation.serial().empty() && revocation.fingerprint().empty();
+    if (host_only && revocation.host().empty()) {
+      // As PostgreSQL's CHECK: a revocation names something.
+      return absl::InvalidArgumentError("revocation: no serial, fingerprint or host");
+    }
     for (const v1::Revocation& r : revocations_) {
+      if (host_only && r.serial().empty() && r.fingerprint().empty() &&
+          r.host() == revocation.host()) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("host ", revocation.host(), " is revoked already"));
+      }
       if ((!revocation.serial().empty() && r.serial() == revocation.serial()) ||
           (!revocation.fingerprint().empty() && r.fingerprint() == revocation.fingerprint())) {
         return absl::AlreadyExistsError(absl::StrCat(

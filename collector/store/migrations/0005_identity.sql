@@ -2,6 +2,8 @@
 -- SHA-256 (the collector compares it in constant time). A revocation is never undone; each one
 -- is announced on the channel smbfleet_revocations in the transaction that stores it, so that
 -- every collector replica refuses the certificate and closes its streams within seconds.
+-- A row with only a host (no serial, no fingerprint) revokes the host: every certificate it
+-- holds or will hold, and its re-enrollment; at most one such row per host.
 
 CREATE TABLE api_tokens (
   id            text PRIMARY KEY CHECK (id ~ '^[0-9a-f]{16}$'),
@@ -25,9 +27,11 @@ CREATE TABLE certificate_revocations (
   reason      text NOT NULL CHECK (btrim(reason) <> ''),
   revoked_by  text NOT NULL,
   revoked_at  timestamptz NOT NULL DEFAULT now(),
-  CHECK (serial <> '' OR fingerprint <> '')
+  CHECK (serial <> '' OR fingerprint <> '' OR host <> '')
 );
 CREATE UNIQUE INDEX certificate_revocations_serial ON certificate_revocations (serial)
   WHERE serial <> '';
 CREATE UNIQUE INDEX certificate_revocations_fingerprint ON certificate_revocations (fingerprint)
   WHERE fingerprint <> '';
+CREATE UNIQUE INDEX certificate_revocations_host ON certificate_revocations (host)
+  WHERE serial = '' AND fingerprint = '';

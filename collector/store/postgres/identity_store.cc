@@ -154,6 +154,10 @@ class PgIdentityStore : public IdentityStore {
               v.serial(), v.fingerprint(), v.host(), v.reason(), v.revoked_by(),
               pg::TimestampText(v.revoked_at()));
           if (r.empty()) {
+            if (v.serial().empty() && v.fingerprint().empty()) {
+              return absl::AlreadyExistsError(
+                  absl::StrCat("host ", v.host(), " is revoked already"));
+            }
             return absl::AlreadyExistsError(
                 absl::StrCat("certificate ", v.serial().empty() ? v.fingerprint() : v.serial(),
                              " is revoked already"));
