@@ -18,28 +18,16 @@ constexpr char kColumns[] = R"sql(
   (EXTRACT(EPOCH FROM revoked_at) * 1000000)::bigint AS revoked_at
 )sql";
 
-// Whole microseconds, as PostgreSQL keeps them; NULL leaves the timestamp unset.
-void SetMicros(const pqxx::field& f, google::protobuf::Timestamp* ts) {
-  const int64_t micros = f.as<int64_t>();
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {
-    rest += 1000000;
-    --seconds;
-  }
-  ts->set_seconds(seconds);
-  ts->set_nanos(static_cast<int32_t>(rest * 1000));
-}
-
 v1::ApproverKey KeyFromRow(const pqxx::row& r) {
   v1::ApproverKey k;
   k.set_key_id(r["key_id"].as<std::string>());
   k.set_name(r["name"].as<std::string>());
   k.set_public_key(absl::HexStringToBytes(r["public_key"].as<std::string>()));
   k.set_added_by(r["added_by"].as<std::string>());
-  if (!r["added_at"].is_null()) SetMicros(r["added_at"], k.mutable_added_at());
+  if (!r["added_at"].is_null()) pg::SetTimestampFromMicros(r["added_at"], k.mutable_added_at());
   k.set_revoked_by(r["revoked_by"].as<std::string>());
-  if (!r["revoked_at"].is_null()) SetMicros(r["revoked_at"], k.mutable_revoked_at());
+  if (!r["revoked_at"].is_null())
+    pg::SetTimestampFromMicros(r["revoked_at"], k.mutable_revoked_at());
   return k;
 }
 

@@ -25,21 +25,11 @@ std::string Time(const pqxx::transaction_base& tx, const google::protobuf::Times
   return text.empty() ? "NULL" : absl::StrCat(tx.quote(text), "::timestamptz");
 }
 
-// Timestamps are read as whole microseconds (a float8 epoch would round them).
 // Leaves the timestamp unset (not even present) for NULL.
 template <typename Mutable>
 void SetTime(const pqxx::field& f, Mutable mutable_ts) {
   if (f.is_null()) return;
-  google::protobuf::Timestamp* ts = mutable_ts();
-  const int64_t micros = f.as<int64_t>();
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {
-    rest += 1000000;
-    --seconds;
-  }
-  ts->set_seconds(seconds);
-  ts->set_nanos(static_cast<int32_t>(rest * 1000));
+  SetTimestampFromMicros(f, mutable_ts());
 }
 
 // NULL for a message that is not set.

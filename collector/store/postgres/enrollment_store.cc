@@ -29,19 +29,6 @@ constexpr char kCertColumns[] = R"sql(
   (EXTRACT(EPOCH FROM revoked_at) * 1000000)::bigint AS revoked_at
 )sql";
 
-// Whole microseconds, as PostgreSQL keeps them (callers leave NULL columns unset).
-void SetMicros(const pqxx::field& f, google::protobuf::Timestamp* ts) {
-  const auto micros = f.as<int64_t>();
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {
-    rest += 1000000;
-    --seconds;
-  }
-  ts->set_seconds(seconds);
-  ts->set_nanos(static_cast<int32_t>(rest * 1000));
-}
-
 std::string LabelsJson(const google::protobuf::Map<std::string, std::string>& labels) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, v] : labels) j[k] = v;
@@ -65,9 +52,10 @@ EnrollmentTokenRecord TokenFromRow(const pqxx::row& r) {
   t.set_allow_reenrollment(r["allow_reenrollment"].as<bool>());
   t.set_created_by(r["created_by"].as<std::string>());
   t.set_revoked_by(r["revoked_by"].as<std::string>());
-  SetMicros(r["expires_at"], t.mutable_expires_at());
-  SetMicros(r["created_at"], t.mutable_created_at());
-  if (!r["revoked_at"].is_null()) SetMicros(r["revoked_at"], t.mutable_revoked_at());
+  pg::SetTimestampFromMicros(r["expires_at"], t.mutable_expires_at());
+  pg::SetTimestampFromMicros(r["created_at"], t.mutable_created_at());
+  if (!r["revoked_at"].is_null())
+    pg::SetTimestampFromMicros(r["revoked_at"], t.mutable_revoked_at());
   out.secret_sha256 = absl::HexStringToBytes(r["secret_sha256"].as<std::string>());
   return out;
 }
@@ -78,10 +66,11 @@ v1::IssuedCertificate CertFromRow(const pqxx::row& r) {
   c.set_fingerprint(r["fingerprint"].as<std::string>());
   c.set_host(r["host"].as<std::string>());
   c.set_enrollment_token_id(r["enrollment_token_id"].as<std::string>());
-  SetMicros(r["not_before"], c.mutable_not_before());
-  SetMicros(r["not_after"], c.mutable_not_after());
-  SetMicros(r["issued_at"], c.mutable_issued_at());
-  if (!r["revoked_at"].is_null()) SetMicros(r["revoked_at"], c.mutable_revoked_at());
+  pg::SetTimestampFromMicros(r["not_before"], c.mutable_not_before());
+  pg::SetTimestampFromMicros(r["not_after"], c.mutable_not_after());
+  pg::SetTimestampFromMicros(r["issued_at"], c.mutable_issued_at());
+  if (!r["revoked_at"].is_null())
+    pg::SetTimestampFromMicros(r["revoked_at"], c.mutable_revoked_at());
   return c;
 }
 

@@ -26,19 +26,6 @@ constexpr char kRevocationColumns[] =
 
 #undef SMBFLEET_MICROS
 
-// Whole microseconds, as PostgreSQL keeps them (not NULL: callers check).
-void SetMicros(const pqxx::field& f, google::protobuf::Timestamp* ts) {
-  const int64_t micros = f.as<int64_t>();
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {
-    rest += 1000000;
-    --seconds;
-  }
-  ts->set_seconds(seconds);
-  ts->set_nanos(static_cast<int32_t>(rest * 1000));
-}
-
 StoredApiToken TokenFromRow(const pqxx::row& r) {
   StoredApiToken s;
   v1::ApiToken& t = s.token;
@@ -50,10 +37,11 @@ StoredApiToken TokenFromRow(const pqxx::row& r) {
   }
   s.secret_sha256 = absl::HexStringToBytes(r["secret"].as<std::string>());
   t.set_created_by(r["created_by"].as<std::string>());
-  SetMicros(r["created_at"], t.mutable_created_at());
-  SetMicros(r["expires_at"], t.mutable_expires_at());
+  pg::SetTimestampFromMicros(r["created_at"], t.mutable_created_at());
+  pg::SetTimestampFromMicros(r["expires_at"], t.mutable_expires_at());
   t.set_revoked_by(r["revoked_by"].as<std::string>());
-  if (!r["revoked_at"].is_null()) SetMicros(r["revoked_at"], t.mutable_revoked_at());
+  if (!r["revoked_at"].is_null())
+    pg::SetTimestampFromMicros(r["revoked_at"], t.mutable_revoked_at());
   return s;
 }
 
@@ -64,7 +52,7 @@ v1::Revocation RevocationFromRow(const pqxx::row& r) {
   v.set_host(r["host"].as<std::string>());
   v.set_reason(r["reason"].as<std::string>());
   v.set_revoked_by(r["revoked_by"].as<std::string>());
-  SetMicros(r["revoked_at"], v.mutable_revoked_at());
+  pg::SetTimestampFromMicros(r["revoked_at"], v.mutable_revoked_at());
   return v;
 }
 

@@ -22,6 +22,19 @@ void SetTimestamp(const pqxx::field& f, google::protobuf::Timestamp* ts) {
   ts->set_nanos(static_cast<int32_t>((seconds - static_cast<double>(ts->seconds())) * 1e9));
 }
 
+void SetTimestampFromMicros(const pqxx::field& f, google::protobuf::Timestamp* ts) {
+  if (f.is_null()) return;
+  const auto micros = f.as<int64_t>();
+  int64_t seconds = micros / 1000000;
+  int64_t rest = micros % 1000000;
+  if (rest < 0) {
+    rest += 1000000;
+    --seconds;
+  }
+  ts->set_seconds(seconds);
+  ts->set_nanos(static_cast<int32_t>(rest * 1000));
+}
+
 std::optional<std::string> StatusText(smbfleet::v1::ComplianceStatus s) {
   if (s == smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED) return std::nullopt;
   return std::string(

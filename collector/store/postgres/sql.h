@@ -20,6 +20,9 @@ std::string Rfc3339(absl::Time t);
 std::string TimestampText(const google::protobuf::Timestamp& ts);
 // From an EXTRACT(EPOCH FROM ...)::float8 column; NULL leaves ts unset.
 void SetTimestamp(const pqxx::field& f, google::protobuf::Timestamp* ts);
+// From a `(EXTRACT(EPOCH FROM col) * 1000000)::bigint` column: whole microseconds, as
+// PostgreSQL keeps them (a float8 epoch would round them). NULL leaves ts unset.
+void SetTimestampFromMicros(const pqxx::field& f, google::protobuf::Timestamp* ts);
 
 // The schema's short status name ("NON_COMPLIANT"); nullopt for UNSPECIFIED (SQL NULL).
 std::optional<std::string> StatusText(smbfleet::v1::ComplianceStatus s);
