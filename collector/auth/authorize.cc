@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
-#include "grpcpp/security/auth_context.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -240,15 +239,6 @@ Principal PrincipalFromIdentity(const PeerIdentity& id) {
   p.fingerprint = id.fingerprint;
   p.expires_unix = id.not_after_unix;
   return p;
-}
-
-absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context) {
-  auto auth = context.auth_context();
-  if (auth == nullptr || auth->FindPropertyValues("x509_pem_cert").empty()) {
-    return Principal::Anonymous();
-  }
-  ASSIGN_OR_RETURN(PeerIdentity id, PeerIdentityOf(context));
-  return PrincipalFromIdentity(id);
 }
 
 absl::Status Authorize(const Principal& principal, Permission permission) {

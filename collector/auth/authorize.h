@@ -80,10 +80,10 @@ absl::Span<const MethodPermission> MethodPermissions();
 // NOT_FOUND naming the method when the table has no entry.
 absl::StatusOr<Permission> PermissionOfMethod(absl::string_view full_name);
 
-// From a verified client certificate: CN, first OU as kind, the further OUs as roles.
+// From a verified client certificate: its name (SAN, else CN), first OU as kind, the further
+// OUs as roles. A call's principal comes from the Authenticator (authenticate.h), which also
+// checks the issuer, tokens and revocations.
 Principal PrincipalFromIdentity(const PeerIdentity& id);
-// UNAUTHENTICATED when the peer presented no usable certificate.
-absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase& context);
 
 // OK or PERMISSION_DENIED naming the principal, what it is and what the call needs. Every
 // operator permission but WhoAmI needs a role; one of the principal's roles is enough.
