@@ -116,7 +116,7 @@ CREATE VIEW sessions_risk_fleet AS
   FROM sessions_live;
 
 -- SMB security events: refusals (the server or client refused something) and audits (it would
--- be refused once the setting is enforced). Event ids and kinds: docs/windows.md, docs/samba.md.
+-- be refused once the setting is enforced). Event ids and kinds: docs/windows.md.
 CREATE VIEW smb_security_events AS
   SELECT e.at, h.name AS host, h.labels, h.platform, e.event_id, e.channel, e.provider, e.kind,
          e.level, e.client_address, e.client_name, e.user_name, e.share_name, e.status,
