@@ -591,5 +591,42 @@ TEST_F(GrafanaDashboardsTest, ReadonlyRoleReadsViewsOnly) {
   EXPECT_EQ(RunAsReadonly("SELECT count(*) FROM agent_freshness"), std::vector<std::string>{"0"});
 }
 
+// Events of postures stored before migration 0009 are copied into host_events by it; later ones
+// by the trigger, each event once.
+TEST(GrafanaMigrationTest, CopiesEarlierEventsAndKeepsEachOnce) {
+  SMBFLEET_REQUIRE_PG();
+  const std::string dsn = CreateTestDatabase();
+  std::vector<Migration> before;
+  for (const Migration& m : BuiltinMigrations()) {
+    if (m.version < "0009") before.push_back(m);
+  }
+  ASSERT_LT(before.size(), BuiltinMigrations().size());
+  ASSERT_TRUE(ApplyMigrations(dsn, before).ok());
+  auto stores = NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
+  const std::string audit = "Microsoft-Windows-SMBServer/Audit";
+  v1::Posture p = Host("fs09", v1::PLATFORM_WINDOWS, "1.4.0", "paris");
+  *p.add_events() =
+      MakeEvent(3021, audit, "client_no_signing", "2026-03-01T08:00:00Z", 1, "ws1", "");
+  *p.add_events() = MakeEvent(3000, audit, "smb1_access", "2026-03-01T09:00:00Z", 2, "ws2", "");
+  Save(*stores->hosts, "fs09", p, "00000000-0000-4000-8000-000000000901",
+       absl::Now() - absl::Minutes(5));
+  ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM host_events"), "2");
+
+  v1::Posture next = Host("fs09", v1::PLATFORM_WINDOWS, "1.4.0", "paris");
+  *next.add_events() = p.events(1);  // resent
+  *next.add_events() =
+      MakeEvent(3021, audit, "client_no_signing", "2026-03-02T08:00:00Z", 3, "ws1", "");
+  Save(*stores->hosts, "fs09", next, "00000000-0000-4000-8000-000000000902", absl::Now());
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM host_events"), "3");
+  EXPECT_EQ(QueryValue(dsn,
+                       "SELECT string_agg(event_id || ':' || record_id || ':' || client_name, ',' "
+                       "ORDER BY at) FROM host_events"),
+            "3021:1:ws1,3000:2:ws2,3021:3:ws1");
+  // Run by the owner: true when the role exists (deploy/pg.sh creates it).
+  EXPECT_EQ(QueryValue(dsn, "SELECT smbfleet_grant_readonly()"), "t");
+}
+
 }  // namespace
 }  // namespace smbfleet::collector
