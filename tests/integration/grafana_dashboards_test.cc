@@ -56,6 +56,9 @@ struct Query {
   std::string where;  // "events.json: panel 'Events per day'"
   std::string key;    // "smbfleet-events/Events per day"
   std::string sql;
+  std::string uid;
+  std::string variable;   // a template variable's query: its name
+  std::string all_value;  // its custom "All" value, which Grafana inserts as it is
 };
 
 void CollectPanels(const nlohmann::json& panels, const std::string& file, const std::string& uid,
@@ -73,7 +76,7 @@ void CollectPanels(const nlohmann::json& panels, const std::string& file, const 
       const std::string ref = t.value("refId", "A");
       out->push_back({absl::StrCat(where, " ", ref),
                       absl::StrCat(uid, "/", title, ref == "A" ? "" : "#" + ref),
-                      t["rawSql"].get<std::string>()});
+                      t["rawSql"].get<std::string>(), uid, "", ""});
       ++queries;
     }
     if (queries == 0) {
@@ -112,8 +115,9 @@ std::vector<Query> LoadDashboards() {
         if (v.value("type", "") != "query") continue;
         std::string sql =
             v["query"].is_string() ? v["query"].get<std::string>() : v["query"].value("rawSql", "");
-        out.push_back({absl::StrCat(file, ": variable $", v.value("name", "")),
-                       absl::StrCat(uid, "/$", v.value("name", "")), sql});
+        const std::string name = v.value("name", "");
+        out.push_back({absl::StrCat(file, ": variable $", name), absl::StrCat(uid, "/$", name), sql,
+                       uid, name, v.value("allValue", "")});
       }
     }
   }
@@ -424,6 +428,10 @@ const std::map<std::string, std::vector<std::string>>& Expected() {
       // Fleet compliance.
       {"smbfleet-compliance/$policy", {"baseline"}},
       {"smbfleet-compliance/$label", {"site=lyon", "site=paris"}},
+      {"smbfleet-encryption/$label", {"site=lyon", "site=paris"}},
+      {"smbfleet-sessions/$label", {"site=lyon", "site=paris"}},
+      {"smbfleet-events/$label", {"site=lyon", "site=paris"}},
+      {"smbfleet-agents/$label", {"site=lyon", "site=paris"}},
       {"smbfleet-compliance/Compliance % per day, by rule",
        {"2026-03-01 00:00:00+00|r-enc|80.00", "2026-03-01 00:00:00+00|r-sign|50.00",
         "2026-03-02 00:00:00+00|r-enc|80.00", "2026-03-02 00:00:00+00|r-sign|100.00",
@@ -505,6 +513,27 @@ const std::map<std::string, std::vector<std::string>>& Expected() {
   return *kExpected;
 }
 
+// The panels that filter on $label, with label = site=lyon (fs02, fs03).
+const std::map<std::string, std::vector<std::string>>& ExpectedForLyon() {
+  static const auto* kExpected = new std::map<std::string, std::vector<std::string>>{
+      {"smbfleet-compliance/Compliance % per day, by label",
+       {"2026-03-01 00:00:00+00|site=lyon|100.00", "2026-03-02 00:00:00+00|site=lyon|100.00",
+        "2026-03-03 00:00:00+00|site=lyon|100.00"}},
+      {"smbfleet-compliance/Compliance now, by label", {"site=lyon|3|0|0|100.00"}},
+      {"smbfleet-encryption/Classified shares not known to be encrypted", {}},
+      {"smbfleet-sessions/Hosts with unsigned, unencrypted or legacy sessions", {}},
+      {"smbfleet-sessions/Unsigned or legacy-dialect sessions", {}},
+      {"smbfleet-events/Per day and host",
+       {"2026-03-02 00:00:00+00|fs02|audit|31998 server_no_signing|1|1"}},
+      {"smbfleet-events/Clients refused or audited",
+       {"10.0.0.50|1|1|2026-03-02 12:00:00+00|2026-03-02 12:00:00+00|31998 server_no_signing"}},
+      {"smbfleet-agents/Stale agents",
+       {"fs03|PLATFORM_SAMBA|1.3.2|*|>= 7d", "fs02|PLATFORM_WINDOWS|1.3.2|*|2h-1d"}},
+      {"smbfleet-agents/Agent versions", {"1.3.2|2|2"}},
+  };
+  return *kExpected;
+}
+
 bool RowMatches(const std::string& want, const std::string& got) {
   std::vector<std::string> w = absl::StrSplit(want, '|');
   std::vector<std::string> g = absl::StrSplit(got, '|');
@@ -515,17 +544,22 @@ bool RowMatches(const std::string& want, const std::string& got) {
   return true;
 }
 
+std::string Quote(const std::string& value) {
+  return absl::StrCat("'", absl::StrReplaceAll(value, {{"'", "''"}}), "'");
+}
+
 TEST_F(GrafanaDashboardsTest, EveryPanelAnswersWhatWasSeeded) {
   Seed();
   if (HasFatalFailure()) return;
   const std::vector<Query> queries = LoadDashboards();
   ASSERT_FALSE(queries.empty());
-  const std::map<std::string, std::string> vars = {{"policy", "'baseline'"},
-                                                   {"label", "'site=lyon','site=paris'"}};
+
   std::set<std::string> seen;
-  for (const Query& q : queries) {
+  // Runs one expanded query as smbfleet_readonly and compares its rows with `expected`.
+  auto check = [&](const Query& q, const std::map<std::string, std::string>& vars,
+                   const std::map<std::string, std::vector<std::string>>& expected)
+      -> std::vector<std::string> {
     SCOPED_TRACE(q.where);
-    seen.insert(q.key);
     const std::string sql = Expand(q.sql, vars);
     EXPECT_EQ(sql.find('$'), std::string::npos)
         << "a macro or variable the test does not expand: " << sql;
@@ -534,23 +568,52 @@ TEST_F(GrafanaDashboardsTest, EveryPanelAnswersWhatWasSeeded) {
       rows = RunAsReadonly(sql);
     } catch (const std::exception& e) {
       ADD_FAILURE() << "as smbfleet_readonly: " << e.what() << "\n" << sql;
-      continue;
+      return rows;
     }
-    auto it = Expected().find(q.key);
-    if (it == Expected().end()) {
+    auto it = expected.find(q.key);
+    if (it == expected.end()) {
       ADD_FAILURE() << "no expected answer for " << q.key << "; it answers:\n"
                     << absl::StrJoin(rows, "\n");
-      continue;
+      return rows;
     }
+    seen.insert(q.key);
     bool match = rows.size() == it->second.size();
     for (size_t i = 0; match && i < rows.size(); ++i) match = RowMatches(it->second[i], rows[i]);
     EXPECT_TRUE(match) << "expected:\n"
                        << absl::StrJoin(it->second, "\n") << "\ngot:\n"
                        << absl::StrJoin(rows, "\n") << "\nSQL:\n"
                        << sql;
+    return rows;
+  };
+
+  // Template variables first, as Grafana does; each at "All": its custom all value, else every
+  // value it found, quoted.
+  std::map<std::string, std::map<std::string, std::string>> all;  // uid -> name -> expansion
+  for (const Query& q : queries) {
+    if (q.variable.empty()) continue;
+    std::vector<std::string> values = check(q, {}, Expected());
+    std::vector<std::string> quoted;
+    for (const auto& v : values) quoted.push_back(Quote(v));
+    all[q.uid][q.variable] = q.all_value.empty() ? absl::StrJoin(quoted, ",") : q.all_value;
+  }
+  for (const Query& q : queries) {
+    if (!q.variable.empty()) continue;
+    check(q, all[q.uid], Expected());
   }
   for (const auto& [key, rows] : Expected()) {
     EXPECT_TRUE(seen.count(key) == 1) << "no panel or variable " << key << " in dashboards/json";
+  }
+
+  // The panels that filter on a label, with one label chosen.
+  seen.clear();
+  for (const Query& q : queries) {
+    if (!q.variable.empty() || q.sql.find("$label") == std::string::npos) continue;
+    std::map<std::string, std::string> vars = all[q.uid];
+    vars["label"] = Quote("site=lyon");
+    check(q, vars, ExpectedForLyon());
+  }
+  for (const auto& [key, rows] : ExpectedForLyon()) {
+    EXPECT_TRUE(seen.count(key) == 1) << "no panel " << key << " filters on $label";
   }
 }
 
