@@ -258,7 +258,10 @@ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'smbfleet_readonly') THEN
     RETURN false;
   END IF;
-  EXECUTE format('GRANT USAGE ON SCHEMA %I TO smbfleet_readonly', current_schema());
+  -- PUBLIC has USAGE on schema public by default; another schema needs a grant (by its owner).
+  IF NOT has_schema_privilege('smbfleet_readonly', current_schema(), 'USAGE') THEN
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO smbfleet_readonly', current_schema());
+  END IF;
   FOREACH v IN ARRAY ARRAY[
       'fleet_sessions_by_dialect', 'waivers_active', 'compliance_current',
       'compliance_failing_since', 'compliance_now_by_rule', 'compliance_now_by_classification',
