@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -40,6 +41,9 @@ namespace v1 = ::smbfleet::v1;
 // The login deploy/pg.sh creates, a member of smbfleet_readonly (dashboards/README.md).
 constexpr char kGrafanaLogin[] = "user=smbfleet_grafana&password=smbfleet_grafana";
 
+// The uid of the data source dashboards/provisioning/datasources/smbfleet.yaml provisions.
+constexpr char kDataSourceUid[] = "smbfleet-postgres";
+
 // The dashboards' time range in this test, and what Grafana's macros expand to for it.
 constexpr char kFrom[] = "2026-02-28T00:00:00Z";
 constexpr char kTo[] = "2026-03-03T23:59:59Z";
@@ -70,6 +74,10 @@ void CollectPanels(const nlohmann::json& panels, const std::string& file, const 
       continue;
     }
     const std::string where = absl::StrCat(file, ": panel '", title, "'");
+    // The data source provisioning/datasources/smbfleet.yaml makes, by uid.
+    EXPECT_EQ(p.value(nlohmann::json::json_pointer("/datasource/uid"), std::string()),
+              kDataSourceUid)
+        << where;
     size_t queries = 0;
     for (const auto& t : p.value("targets", nlohmann::json::array())) {
       if (!t.contains("rawSql") || !t["rawSql"].is_string() || t["rawSql"].empty()) continue;
@@ -94,6 +102,12 @@ std::vector<Query> LoadDashboards() {
   }
   std::sort(files.begin(), files.end());
   EXPECT_GE(files.size(), 6u) << "dashboards in " << dir;
+  std::ifstream provisioning(std::filesystem::path(SMBFLEET_SOURCE_DIR) /
+                             "dashboards/provisioning/datasources/smbfleet.yaml");
+  const std::string datasource((std::istreambuf_iterator<char>(provisioning)),
+                               std::istreambuf_iterator<char>());
+  EXPECT_NE(datasource.find(absl::StrCat("uid: ", kDataSourceUid)), std::string::npos)
+      << "the provisioned data source is not the one the panels name";
   for (const auto& f : files) {
     const std::string file = f.filename().string();
     std::ifstream in(f);
@@ -593,6 +607,7 @@ TEST_F(GrafanaDashboardsTest, EveryPanelAnswersWhatWasSeeded) {
     if (q.variable.empty()) continue;
     std::vector<std::string> values = check(q, {}, Expected());
     std::vector<std::string> quoted;
+    quoted.reserve(values.size());
     for (const auto& v : values) quoted.push_back(Quote(v));
     all[q.uid][q.variable] = q.all_value.empty() ? absl::StrJoin(quoted, ",") : q.all_value;
   }
