@@ -41,6 +41,10 @@ start() {
     || { tail -20 "$dir/server.log" >&2; die "PostgreSQL did not start (port $port in use?)"; }
   as_pg psql -h "$dir" -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1 \
     -c "DO \$\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'smbfleet') THEN CREATE ROLE smbfleet LOGIN CREATEDB PASSWORD 'smbfleet'; END IF; END\$\$" >/dev/null
+  # Grafana's roles, as an administrator creates them (dashboards/README.md): the read-only
+  # role the migrations grant the dashboard views to, and a login that is a member of it.
+  as_pg psql -h "$dir" -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1 \
+    -c "DO \$\$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'smbfleet_readonly') THEN CREATE ROLE smbfleet_readonly NOLOGIN; END IF; IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'smbfleet_grafana') THEN CREATE ROLE smbfleet_grafana LOGIN PASSWORD 'smbfleet_grafana' IN ROLE smbfleet_readonly; END IF; END\$\$" >/dev/null
   if [[ -z $(as_pg psql -h "$dir" -p "$port" -U postgres -d postgres -qAt -c "SELECT 1 FROM pg_database WHERE datname = 'smbfleet'") ]]; then
     as_pg psql -h "$dir" -p "$port" -U postgres -d postgres -qAt -c "CREATE DATABASE smbfleet OWNER smbfleet" >/dev/null
   fi
