@@ -424,7 +424,9 @@ absl::StatusOr<std::string> PublicKeyArgument(const std::string& text) {
   return raw;
 }
 
-absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now) {
+namespace {
+
+absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl::Time now) {
   Invocation inv;
   CLI::App app{"The operator's command line over the collector's AdminService.", "smbfleetctl"};
   // Global flags may also follow the command: `smbfleetctl changes list --format=json`.
@@ -442,8 +444,9 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   app.add_option("--cert", g.cert, "operator certificate (PEM)");
   app.add_option("--key", g.key, "operator key (PEM)");
   app.add_option("--ca", g.ca, "CA certificate the collector's certificate chains to");
-  app.add_option("--format", g.format, "output: text or json (protobuf's JSON mapping)")
-      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--format", g.format,
+                 "output: text, json (protobuf's JSON mapping) or, for compliance, csv")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
 
   // hosts, host, compliance, findings
   std::string prefix;
@@ -906,6 +909,17 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     }
   }
   if (inv.request == nullptr) return absl::InternalError("no command was recognised");
+  return inv;
+}
+
+}  // namespace
+
+absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now) {
+  ASSIGN_OR_RETURN(Invocation inv, ParseTree(args, now));
+  if (inv.global.format == "csv" && inv.command != "compliance" && inv.command != "help") {
+    return absl::InvalidArgumentError(absl::StrCat("--format=csv: only compliance prints CSV (",
+                                                   inv.command, " prints text or json)"));
+  }
   return inv;
 }
 

@@ -23,7 +23,7 @@ namespace smbfleet::cli {
 // Flags that apply to every command that talks to the collector.
 struct GlobalFlags {
   std::string config, collector, cert, key, ca;
-  std::string format = "text";  // text or json
+  std::string format = "text";  // text, json, or csv (compliance only)
 };
 
 // `changes watch`: how often to poll and when to give up (infinite = never).

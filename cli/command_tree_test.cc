@@ -182,6 +182,7 @@ TEST(CommandTreeTest, AMissingArgumentIsAUsageErrorNamingIt) {
            {{"changes"}, "no subcommand given"},
            {{"changes", "frobnicate"}, "frobnicate"},
            {{"--format=xml", "hosts"}, "--format"},
+           {{"hosts", "--format=csv"}, "only compliance prints CSV"},
        }) {
     Ran r = Ctl(c.args);
     EXPECT_EQ(r.rc, kExitUsage) << absl::StrJoin(c.args, " ") << ": " << r.err;

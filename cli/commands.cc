@@ -153,6 +153,10 @@ int Execute(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostr
       return FailedCall(s, "reading compliance", err);
     }
     if (json) return PrintJson(resp, out, err);
+    if (inv.global.format == "csv") {
+      RenderComplianceCsv(resp, out);
+      return kExitOk;
+    }
     RenderCompliance(resp, out);
     return kExitOk;
   }

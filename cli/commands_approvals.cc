@@ -77,6 +77,14 @@ void PrintPublic(const Ed25519Key& key, std::ostream& out) {
       << "key id:     " << KeyId(key.public_raw) << "\n";
 }
 
+// --format=json: the public half as an ApproverKey (keyId, publicKey base64).
+int PrintPublicJson(const Ed25519Key& key, std::ostream& out, std::ostream& err) {
+  v1::ApproverKey k;
+  k.set_key_id(KeyId(key.public_raw));
+  k.set_public_key(key.public_raw);
+  return PrintJson(k, out, err);
+}
+
 // What a signature covers, from the payload itself (not from the change the collector shows
 // beside it): the order every host will verify.
 void RenderPayload(const v1::ApprovalPayload& p, std::ostream& out) {
@@ -205,6 +213,7 @@ int ExecuteKeys(const Invocation& inv, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   const std::string path = inv.key_file.empty() ? DefaultApproverKeyPath() : inv.key_file;
+  const bool json = inv.global.format == "json";
   if (inv.command == "keys init") {
     auto key = GenerateEd25519Key();
     if (!key.ok()) {
@@ -215,6 +224,7 @@ int ExecuteKeys(const Invocation& inv, std::ostream& out, std::ostream& err) {
       err << "smbfleetctl: keys init: " << Clean(s.message()) << "\n";
       return absl::IsAlreadyExists(s) ? kExitRefused : kExitFailed;
     }
+    if (json) return PrintPublicJson(*key, out, err);
     out << "approver key written to " << Clean(path) << " (keep it private)\n";
     PrintPublic(*key, out);
     return kExitOk;
@@ -225,6 +235,7 @@ int ExecuteKeys(const Invocation& inv, std::ostream& out, std::ostream& err) {
     err << "smbfleetctl: " << Clean(key.status().message()) << "\n";
     return absl::IsNotFound(key.status()) ? kExitNotFound : kExitFailed;
   }
+  if (json) return PrintPublicJson(*key, out, err);
   PrintPublic(*key, out);
   return kExitOk;
 }

@@ -397,6 +397,11 @@ TEST_F(CommandsTest, KeysInitWritesAPrivateFileOnceAndShowPrintsItsPublicHalf) {
   ASSERT_EQ(RunKeys({"show", "--key", path}, show_out, show_err), 0);
   EXPECT_THAT(show_out.str(), HasSubstr(PublicKeyText(key->public_raw)));
   EXPECT_THAT(show_out.str(), Not(HasSubstr("PRIVATE")));
+
+  std::ostringstream json_out, json_err;
+  ASSERT_EQ(RunKeys({"show", "--key", path, "--format=json"}, json_out, json_err), 0);
+  EXPECT_THAT(json_out.str(), HasSubstr("\"keyId\": \"" + KeyId(key->public_raw) + "\""));
+  EXPECT_THAT(json_out.str(), HasSubstr("\"publicKey\":"));
 }
 
 TEST_F(CommandsTest, ApproversAddTakesThePublicKeyTextOrAFile) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "cli/ctl_config.h"
+#include "cli/render.h"
 #include "cli/run.h"
 #include "common/files.h"
 #include "common/status_macros.h"
@@ -72,6 +73,8 @@ absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Conne
 }  // namespace smbfleet::cli
 
 int main(int argc, char** argv) {
+  // Tables fit the terminal; piped output is not cut.
+  smbfleet::cli::SetTableWidth(smbfleet::cli::TerminalTableWidth());
   return smbfleet::cli::RunCommandLine(std::vector<std::string>(argv + 1, argv + argc),
                                        smbfleet::cli::Connect, std::cout, std::cerr);
 }
