@@ -524,11 +524,13 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
     }
     actions.emplace_back(name, sub);
   }
-  std::string interval_text = "1s", timeout_text;
+  std::string interval_text = "2s", timeout_text;
   auto* watch = changes->add_subcommand(
-      "watch", "follow a rollout; exit 0 when the change completed with every host applied");
+      "watch",
+      "follow a rollout (a progress bar on a terminal); exit 0 when the change completed with "
+      "every host applied, 1 when it ended otherwise");
   watch->add_option("ID", change_id, "change id")->required();
-  watch->add_option("--interval", interval_text, "poll period (default 1s)");
+  watch->add_option("--interval", interval_text, "poll period (default 2s)");
   watch->add_option("--timeout", timeout_text, "give up (exit 1) after this long");
 
   // audit, waivers

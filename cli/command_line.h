@@ -28,7 +28,7 @@ struct GlobalFlags {
 
 // `changes watch`: how often to poll and when to give up (infinite = never).
 struct WatchFlags {
-  absl::Duration interval = absl::Seconds(1);
+  absl::Duration interval = absl::Seconds(2);
   absl::Duration timeout = absl::InfiniteDuration();
 };
 

@@ -1,5 +1,7 @@
 // smbfleetctl: the operator's command line over AdminService (mutual TLS, operator certificate).
 // Commands, flags, output and exit codes: docs/smbfleetctl.md (`smbfleetctl --help`).
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -75,6 +77,7 @@ absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Conne
 int main(int argc, char** argv) {
   // Tables fit the terminal; piped output is not cut.
   smbfleet::cli::SetTableWidth(smbfleet::cli::TerminalTableWidth());
+  smbfleet::cli::SetStdoutIsTerminal(::isatty(STDOUT_FILENO) == 1);
   return smbfleet::cli::RunCommandLine(std::vector<std::string>(argv + 1, argv + argc),
                                        smbfleet::cli::Connect, std::cout, std::cerr);
 }

@@ -67,6 +67,7 @@ namespace {
 
 // 0: no limit. Set once by main from the terminal (SetTableWidth).
 size_t table_width = 0;
+bool stdout_is_terminal = false;
 
 // A column is never cut below this (an ellipsis and a few characters).
 constexpr size_t kMinColumn = 4;
@@ -75,6 +76,8 @@ constexpr size_t kMinColumn = 4;
 
 void SetTableWidth(size_t columns) { table_width = columns; }
 size_t TableWidth() { return table_width; }
+void SetStdoutIsTerminal(bool is_terminal) { stdout_is_terminal = is_terminal; }
+bool StdoutIsTerminal() { return stdout_is_terminal; }
 
 size_t TableWidthFor(int tty_columns, const char* columns_env) {
   if (tty_columns > 0) return static_cast<size_t>(tty_columns);

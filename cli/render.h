@@ -39,6 +39,9 @@ void Table(const std::vector<std::vector<std::string>>& rows, std::ostream& out)
 // The width tables are fitted to; 0 (the default): no limit.
 void SetTableWidth(size_t columns);
 size_t TableWidth();
+// Whether stdout is a terminal (default false): `changes watch` then redraws a progress bar.
+void SetStdoutIsTerminal(bool is_terminal);
+bool StdoutIsTerminal();
 // The width of stdout's terminal (TIOCGWINSZ), else $COLUMNS, else 0 (not a terminal: no limit).
 size_t TerminalTableWidth();
 // The rule TerminalTableWidth applies: tty_columns (<= 0: not a terminal), then columns_env.
