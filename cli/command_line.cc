@@ -679,8 +679,13 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
   auto* completion_bash =
       completion->add_subcommand("bash", "bash completion: source <(smbfleetctl completion bash)");
 
+  // `policy help` is documented: the same as `policy --help`.
+  std::vector<std::string> words(args.rbegin(), args.rend());
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] == "help" && words[i + 1] == "policy") words[i] = "--help";
+  }
   try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    app.parse(words);
   } catch (const CLI::CallForHelp&) {
     inv.command = "help";
     // help(prev) prints "Usage: PREV NAME": PREV is the path above the command.

@@ -146,6 +146,13 @@ TEST(CommandTreeTest, HelpOnEveryCommandExitsZeroAndNamesItAndItsFlags) {
   std::cout << "{\"commands\": " << paths.size() << "}\n";
 }
 
+TEST(CommandTreeTest, PolicyHelpIsPolicyDashDashHelp) {
+  Ran r = Ctl({"policy", "help"});
+  EXPECT_EQ(r.rc, kExitOk) << r.err;
+  EXPECT_EQ(r.out, Ctl({"policy", "--help"}).out);
+  EXPECT_THAT(r.out, HasSubstr("Usage: smbfleetctl policy "));
+}
+
 TEST(CommandTreeTest, AnUnknownFlagOnEveryCommandIsAUsageErrorNamingIt) {
   std::vector<std::vector<std::string>> paths;
   std::map<std::string, std::string> helps;
