@@ -588,7 +588,8 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
   auto* tokens_revoke = tokens->add_subcommand("revoke", "revoke a token");
   tokens_revoke->add_option("ID", token_id, "token id")->required();
   tokens_revoke->add_option("--reason", reason, "why")->required();
-  auto* certs = app.add_subcommand("certs", "revoke certificates, list revocations");
+  auto* certs =
+      app.add_subcommand("certs", "list issued certificates, revoke them, list revocations");
   std::string cert_serial, cert_fingerprint, cert_host;
   auto* certs_revoke =
       certs->add_subcommand("revoke", "revoke a certificate, or a whole host (admin)");
