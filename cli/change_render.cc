@@ -1,9 +1,11 @@
 #include "cli/change_render.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cli/exit_code.h"
 #include "cli/render.h"
 
 namespace smbfleet::cli {
@@ -316,21 +318,67 @@ std::vector<std::string> WatchPrinter::Update(const Change& c, absl::Time now) {
 }
 
 WatchOutcome WatchOutcomeOf(const Change& c) {
-  switch (c.state()) {
-    case smbfleet::v1::CHANGE_STATE_COMPLETED: {
-      bool all_applied = c.hosts_size() > 0 &&
-                         std::all_of(c.hosts().begin(), c.hosts().end(), [](const ChangeHost& h) {
-                           return h.state() == smbfleet::v1::HOST_CHANGE_STATE_APPLIED;
-                         });
-      return all_applied ? WatchOutcome::kSucceeded : WatchOutcome::kFailed;
+  std::optional<ExitCode> code = ExitCodeForChange(c);
+  if (!code.has_value()) return WatchOutcome::kContinue;
+  return *code == kExitOk ? WatchOutcome::kSucceeded : WatchOutcome::kFailed;
+}
+
+HostTally TallyHosts(const Change& c) {
+  HostTally t;
+  for (const ChangeHost& h : c.hosts()) {
+    switch (h.state()) {
+      case smbfleet::v1::HOST_CHANGE_STATE_APPLIED:
+        ++t.applied;
+        break;
+      case smbfleet::v1::HOST_CHANGE_STATE_FAILED:
+      case smbfleet::v1::HOST_CHANGE_STATE_TIMED_OUT:
+      case smbfleet::v1::HOST_CHANGE_STATE_ROLLED_BACK:
+        ++t.failed;
+        break;
+      case smbfleet::v1::HOST_CHANGE_STATE_REFUSED:
+      case smbfleet::v1::HOST_CHANGE_STATE_PRECONDITION_FAILED:
+        ++t.refused;
+        break;
+      default:  // PENDING, DISPATCHED
+        ++t.pending;
+        break;
     }
-    case smbfleet::v1::CHANGE_STATE_REJECTED:
-    case smbfleet::v1::CHANGE_STATE_ROLLED_BACK:
-    case smbfleet::v1::CHANGE_STATE_EXPIRED:
-      return WatchOutcome::kFailed;
-    default:
-      return WatchOutcome::kContinue;
   }
+  return t;
+}
+
+std::string ProgressLine(const Change& c, size_t width) {
+  if (width == 0) width = 80;
+  const HostTally t = TallyHosts(c);
+  std::string head = absl::StrCat(Clean(c.id()), "  ", ChangeStateText(c.state()));
+  if (c.wave_count() > 0) {
+    absl::StrAppend(&head, "  wave ", std::min(c.current_wave() + 1, c.wave_count()), "/",
+                    c.wave_count());
+  }
+  const std::string tail = absl::StrCat(t.applied, " applied  ", t.failed, " failed  ", t.refused,
+                                        " refused  ", t.pending, " pending");
+  // The bar takes what is left, 10 to 40 columns.
+  const size_t fixed = DisplayWidth(head) + DisplayWidth(tail) + 6;
+  const size_t bar_width = std::clamp<size_t>(width > fixed ? width - fixed : 0, 10, 40);
+  std::string bar;
+  const int total = t.applied + t.failed + t.refused + t.pending;
+  if (total > 0) {
+    // Cumulative rounding: the segments always add up to the bar.
+    int before = 0;
+    size_t drawn = 0;
+    for (const auto& [count, mark] : {std::pair<int, char>{t.applied, '#'},
+                                      {t.failed, 'x'},
+                                      {t.refused, '!'},
+                                      {t.pending, '.'}}) {
+      before += count;
+      const size_t upto = static_cast<size_t>(before) * bar_width / static_cast<size_t>(total);
+      bar.append(upto - drawn, mark);
+      drawn = upto;
+    }
+  } else {
+    bar.assign(bar_width, ' ');
+  }
+  return FitCell(absl::StrCat(head, "  [", bar, "]  ", tail), width);
 }
 
 }  // namespace smbfleet::cli

@@ -60,6 +60,21 @@ class WatchPrinter {
 enum class WatchOutcome { kContinue, kSucceeded, kFailed };
 WatchOutcome WatchOutcomeOf(const smbfleet::v1::Change& c);
 
+// A change's hosts by where they stand: applied (APPLIED), failed (FAILED, TIMED_OUT,
+// ROLLED_BACK), refused (REFUSED, PRECONDITION_FAILED), pending (PENDING, DISPATCHED).
+struct HostTally {
+  int applied = 0;
+  int failed = 0;
+  int refused = 0;
+  int pending = 0;
+};
+HostTally TallyHosts(const smbfleet::v1::Change& c);
+
+// `changes watch` on a terminal: one line, redrawn in place, at most `width` columns (0: 80):
+// "CHG-1  ROLLING_OUT  wave 1/2  [####xx!!......]  4 applied  2 failed  2 refused  6 pending"
+// (# applied, x failed, ! refused, . pending; the bar 10 to 40 columns).
+std::string ProgressLine(const smbfleet::v1::Change& c, size_t width);
+
 }  // namespace smbfleet::cli
 
 #endif  // SMBFLEET_CLI_CHANGE_RENDER_H_

@@ -2,7 +2,10 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli/exit_code.h"
+#include "cli/render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -284,6 +287,75 @@ TEST(ChangeRenderTest, WatchEndsOnlyWhenTheChangeEnds) {
     c.set_state(s);
     EXPECT_EQ(WatchOutcomeOf(c), WatchOutcome::kFailed) << s;
   }
+}
+
+TEST(ChangeRenderTest, WatchExitCodeComesFromTheFinalState) {
+  v1::Change c = FinanceChange();
+  for (auto s : {v1::CHANGE_STATE_PROPOSED, v1::CHANGE_STATE_APPROVED, v1::CHANGE_STATE_ROLLING_OUT,
+                 v1::CHANGE_STATE_HALTED}) {
+    c.set_state(s);
+    EXPECT_EQ(ExitCodeForChange(c), std::nullopt) << s;
+  }
+  c.set_state(v1::CHANGE_STATE_COMPLETED);
+  EXPECT_EQ(ExitCodeForChange(c), kExitFailed);  // fs02 never applied
+  for (auto& h : *c.mutable_hosts()) h.set_state(v1::HOST_CHANGE_STATE_APPLIED);
+  EXPECT_EQ(ExitCodeForChange(c), kExitOk);
+  for (auto s :
+       {v1::CHANGE_STATE_REJECTED, v1::CHANGE_STATE_ROLLED_BACK, v1::CHANGE_STATE_EXPIRED}) {
+    c.set_state(s);
+    EXPECT_EQ(ExitCodeForChange(c), kExitFailed) << s;
+  }
+  c.clear_hosts();
+  c.set_state(v1::CHANGE_STATE_COMPLETED);
+  EXPECT_EQ(ExitCodeForChange(c), kExitFailed);  // nothing applied anywhere
+}
+
+// A change of `n` hosts in the given states, in order.
+v1::Change ChangeOfHosts(const std::vector<std::pair<v1::HostChangeState, int>>& states) {
+  v1::Change c;
+  c.set_id("CHG-7");
+  c.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  c.set_wave_count(2);
+  int i = 0;
+  for (const auto& [state, n] : states) {
+    for (int k = 0; k < n; ++k) {
+      auto* h = c.add_hosts();
+      h->set_host(absl::StrCat("fs", i++));
+      h->set_state(state);
+    }
+  }
+  return c;
+}
+
+TEST(ChangeRenderTest, ProgressBarCountsHostsByStateAndFitsTheWidth) {
+  v1::Change c = ChangeOfHosts({{v1::HOST_CHANGE_STATE_APPLIED, 5},
+                                {v1::HOST_CHANGE_STATE_FAILED, 1},
+                                {v1::HOST_CHANGE_STATE_TIMED_OUT, 1},
+                                {v1::HOST_CHANGE_STATE_REFUSED, 1},
+                                {v1::HOST_CHANGE_STATE_PRECONDITION_FAILED, 1},
+                                {v1::HOST_CHANGE_STATE_DISPATCHED, 3},
+                                {v1::HOST_CHANGE_STATE_PENDING, 8}});
+  HostTally t = TallyHosts(c);
+  EXPECT_EQ(t.applied, 5);
+  EXPECT_EQ(t.failed, 2);
+  EXPECT_EQ(t.refused, 2);
+  EXPECT_EQ(t.pending, 11);
+  // 20 hosts on a 40-column bar: two columns each.
+  std::string line = ProgressLine(c, 200);
+  EXPECT_EQ(line, "CHG-7  ROLLING_OUT  wave 1/2  [" + std::string(10, '#') + std::string(4, 'x') +
+                      std::string(4, '!') + std::string(22, '.') +
+                      "]  5 applied  2 failed  2 refused  11 pending");
+  for (size_t width : {60u, 80u, 100u}) {
+    EXPECT_LE(DisplayWidth(ProgressLine(c, width)), width) << width;
+  }
+  // Nothing on it is a control character, whatever the id says.
+  c.set_id("CHG\x1b[2J");
+  EXPECT_THAT(ProgressLine(c, 120), Not(HasSubstr("\x1b")));
+  EXPECT_THAT(ProgressLine(c, 120), HasSubstr("CHG\\x1b[2J"));
+  // Every host applied: a full bar of #.
+  v1::Change done = ChangeOfHosts({{v1::HOST_CHANGE_STATE_APPLIED, 3}});
+  done.set_state(v1::CHANGE_STATE_COMPLETED);
+  EXPECT_THAT(ProgressLine(done, 200), HasSubstr("[" + std::string(40, '#') + "]"));
 }
 
 TEST(ChangeRenderTest, AgeText) {

@@ -80,6 +80,79 @@ const CLI::App* Deepest(const CLI::App* app) {
   return app;
 }
 
+// Walks the tree: per command path ("smbfleetctl changes approve"), its subcommands and the
+// flags it takes, its own and those of the commands above it (fallthrough).
+void CollectCompletion(const CLI::App& app, const std::string& path, std::vector<std::string> flags,
+                       std::vector<std::pair<std::string, std::string>>* subs,
+                       std::vector<std::pair<std::string, std::string>>* flag_lists,
+                       std::set<std::string>* valued) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (!opt->nonpositional()) continue;
+    for (const std::string& name : opt->get_lnames()) {
+      std::string flag = absl::StrCat("--", name);
+      if (std::find(flags.begin(), flags.end(), flag) == flags.end()) flags.push_back(flag);
+      if (opt->get_type_size() != 0) valued->insert(flag);
+    }
+  }
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands(std::function<bool(const CLI::App*)>())) {
+    names.push_back(sub->get_name());
+  }
+  if (!names.empty()) subs->emplace_back(path, absl::StrJoin(names, " "));
+  flag_lists->emplace_back(path, absl::StrJoin(flags, " "));
+  for (const CLI::App* sub : app.get_subcommands(std::function<bool(const CLI::App*)>())) {
+    CollectCompletion(*sub, absl::StrCat(path, " ", sub->get_name()), flags, subs, flag_lists,
+                      valued);
+  }
+}
+
+// `smbfleetctl completion bash`: tables generated from the tree and a function that follows the
+// words typed so far down it (skipping the value after a flag that takes one).
+std::string BashCompletion(const CLI::App& app) {
+  std::vector<std::pair<std::string, std::string>> subs, flags;
+  std::set<std::string> valued;
+  CollectCompletion(app, "smbfleetctl", {}, &subs, &flags, &valued);
+  std::string out =
+      "# bash completion for smbfleetctl, generated from its command tree.\n"
+      "# Use: source <(smbfleetctl completion bash)\n"
+      "declare -gA _smbfleetctl_subs=(\n";
+  for (const auto& [path, names] : subs)
+    absl::StrAppend(&out, "  [\"", path, "\"]=\"", names, "\"\n");
+  absl::StrAppend(&out, ")\ndeclare -gA _smbfleetctl_flags=(\n");
+  for (const auto& [path, names] : flags)
+    absl::StrAppend(&out, "  [\"", path, "\"]=\"", names, "\"\n");
+  absl::StrAppend(&out, ")\n_smbfleetctl_valued=\" ", absl::StrJoin(valued, " "), " \"\n");
+  absl::StrAppend(&out, R"(_smbfleetctl() {
+  local cur=${COMP_WORDS[COMP_CWORD]} path=smbfleetctl w i
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w=${COMP_WORDS[i]}
+    if [[ $w == -* ]]; then
+      if [[ $w != *=* && $_smbfleetctl_valued == *" $w "* ]]; then ((i++)); fi
+      continue
+    fi
+    if [[ " ${_smbfleetctl_subs[$path]-} " == *" $w "* ]]; then path="$path $w"; fi
+  done
+  if [[ $cur == -* ]]; then
+    mapfile -t COMPREPLY < <(compgen -W "${_smbfleetctl_flags[$path]-}" -- "$cur")
+  else
+    mapfile -t COMPREPLY < <(compgen -W "${_smbfleetctl_subs[$path]-}" -- "$cur")
+  fi
+}
+complete -F _smbfleetctl smbfleetctl
+)");
+  return out;
+}
+
+// "changes approve" for the subcommands given so far ("" for none).
+std::string CommandPath(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::App* at = app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    names.push_back(at->get_name());
+  }
+  return absl::StrJoin(names, " ");
+}
+
 }  // namespace
 
 absl::StatusOr<smbfleet::v1::ChangeState> ParseChangeState(absl::string_view text) {
@@ -351,7 +424,9 @@ absl::StatusOr<std::string> PublicKeyArgument(const std::string& text) {
   return raw;
 }
 
-absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now) {
+namespace {
+
+absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl::Time now) {
   Invocation inv;
   CLI::App app{"The operator's command line over the collector's AdminService.", "smbfleetctl"};
   // Global flags may also follow the command: `smbfleetctl changes list --format=json`.
@@ -359,6 +434,8 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   app.footer(
       "The configuration file (YAML: collector, server_name, tls: {cert, key, ca}) comes from\n"
       "--config or $SMBFLEET_CTL_CONFIG. Offline policy work: smbfleetctl policy check|eval.\n"
+      "Global flags, accepted after any command too: --config, --collector, --cert, --key,\n"
+      "--ca, --format.\n"
       "Exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 permission denied, 5 refused by the\n"
       "workflow.");
   GlobalFlags& g = inv.global;
@@ -367,13 +444,20 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   app.add_option("--cert", g.cert, "operator certificate (PEM)");
   app.add_option("--key", g.key, "operator key (PEM)");
   app.add_option("--ca", g.ca, "CA certificate the collector's certificate chains to");
-  app.add_option("--format", g.format, "output: text or json (protobuf's JSON mapping)")
-      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--format", g.format,
+                 "output: text, json (protobuf's JSON mapping) or, for compliance, csv")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
 
   // hosts, host, compliance, findings
   std::string prefix;
   auto* hosts = app.add_subcommand("hosts", "list hosts (with their desired/applied change)");
   hosts->add_option("--prefix", prefix, "only hosts whose name starts with this");
+  EnrollmentFlags& enroll = inv.enrollment;
+  auto* hosts_label = hosts->add_subcommand("label", "replace a host's trusted labels (admin)");
+  hosts_label->add_option("HOST", enroll.host, "the host")->required();
+  hosts_label->add_option("LABELS", enroll.labels,
+                          "key=value ... (replaces the host's trusted labels)");
+  hosts_label->add_option("--reason", enroll.reason, "why")->required();
   auto* host = app.add_subcommand("host", "one host");
   std::string host_name;
   auto* host_show = host->add_subcommand("show", "a host's latest posture");
@@ -440,11 +524,13 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     }
     actions.emplace_back(name, sub);
   }
-  std::string interval_text = "1s", timeout_text;
+  std::string interval_text = "2s", timeout_text;
   auto* watch = changes->add_subcommand(
-      "watch", "follow a rollout; exit 0 when the change completed with every host applied");
+      "watch",
+      "follow a rollout (a progress bar on a terminal); exit 0 when the change completed with "
+      "every host applied, 1 when it ended otherwise");
   watch->add_option("ID", change_id, "change id")->required();
-  watch->add_option("--interval", interval_text, "poll period (default 1s)");
+  watch->add_option("--interval", interval_text, "poll period (default 2s)");
   watch->add_option("--timeout", timeout_text, "give up (exit 1) after this long");
 
   // audit, waivers
@@ -502,7 +588,8 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
   auto* tokens_revoke = tokens->add_subcommand("revoke", "revoke a token");
   tokens_revoke->add_option("ID", token_id, "token id")->required();
   tokens_revoke->add_option("--reason", reason, "why")->required();
-  auto* certs = app.add_subcommand("certs", "revoke certificates, list revocations");
+  auto* certs =
+      app.add_subcommand("certs", "list issued certificates, revoke them, list revocations");
   std::string cert_serial, cert_fingerprint, cert_host;
   auto* certs_revoke =
       certs->add_subcommand("revoke", "revoke a certificate, or a whole host (admin)");
@@ -513,19 +600,112 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
                            "good); with --serial/--fingerprint: the host it belongs to, a note");
   certs_revoke->add_option("--reason", reason, "why")->required();
   auto* certs_revocations = certs->add_subcommand("revocations", "revoked certificates");
+  auto* certs_list = certs->add_subcommand("list", "certificates the collector issued, valid ones");
+  certs_list->add_option("--host", enroll.host, "only this host");
+  certs_list->add_flag("--all", enroll.all, "also expired and revoked ones");
 
+  // enroll-tokens: agent enrollment (docs/smbfleetctl.md "Enrollment")
+  auto* enroll_tokens = app.add_subcommand("enroll-tokens", "agent enrollment tokens (admin)");
+  auto* enroll_create = enroll_tokens->add_subcommand(
+      "create", "a new enrollment token (admin); its secret is shown once");
+  enroll_create->add_option("--uses", enroll.uses, "how many agents may enroll with it")
+      ->required();
+  enroll_create->add_option("--expires", enroll.expires, "a duration such as 7d (at most 90d)")
+      ->capture_default_str();
+  enroll_create->add_option("--label", enroll.labels,
+                            "K=V: a trusted label every host enrolled gets");
+  enroll_create->add_option("--comment", enroll.comment, "what it is for");
+  enroll_create->add_flag("--allow-reenrollment", enroll.allow_reenrollment,
+                          "hosts that still hold a valid certificate may enroll again");
+  auto* enroll_list = enroll_tokens->add_subcommand("list", "active enrollment tokens");
+  enroll_list->add_flag("--all", enroll.all, "also revoked, expired and used-up tokens");
+  auto* enroll_revoke = enroll_tokens->add_subcommand("revoke", "revoke an enrollment token");
+  enroll_revoke->add_option("ID", enroll.id, "token id")->required();
+  enroll_revoke->add_option("--reason", enroll.reason, "why")->required();
+
+  // trust: the offline root key and the approver sets it signs (docs/smbfleetctl.md "trust")
+  TrustFlags& trust = inv.trust;
+  auto* trust_group =
+      app.add_subcommand("trust", "the offline root key and the approver sets it signs");
+  auto* trust_init =
+      trust_group->add_subcommand("init-root", "make the offline root key (0600) and print it");
+  // Its own --key: the root's file, not the operator's TLS key.
+  trust_init->add_option("--key", trust.root_file, "where to write the root's private key")
+      ->capture_default_str();
+  auto* trust_sign =
+      trust_group->add_subcommand("sign-approvers", "sign a set of approver keys with the root");
+  trust_sign->add_option("--root-key", trust.root_key, "the root's private key (from init-root)")
+      ->required();
+  trust_sign->add_option("--serial", trust.serial, "greater than the last published set's")
+      ->required();
+  auto* from_collector =
+      trust_sign->add_flag("--from-collector", trust.from_collector,
+                           "the approver keys registered on the collector, revoked ones left out");
+  auto* approvers_file =
+      trust_sign->add_option("--approvers", trust.approvers_file, "YAML: name: ed25519:...");
+  from_collector->excludes(approvers_file);
+  trust_sign->add_option("--out", trust.out_file, "the signed set to write")->required();
+  auto* trust_publish =
+      trust_group->add_subcommand("publish", "hand a signed set to the collector for the agents");
+  trust_publish->add_option("SET", trust.set_file, "the file sign-approvers wrote")->required();
+  auto* trust_show =
+      trust_group->add_subcommand("show", "the published approver set (or --file SET)");
+  trust_show->add_option("--file", trust.show_file, "a set file instead of the collector's");
+
+  // keys: the approver's own signing key, local (docs/smbfleetctl.md "Approver keys")
+  auto* keys = app.add_subcommand("keys", "your approver key, local: never sent anywhere");
+  auto* keys_init = keys->add_subcommand("init", "make your approver key (0600; never replaced)");
+  auto* keys_show = keys->add_subcommand("show", "print its public key and key id");
+  for (CLI::App* sub : {keys_init, keys_show}) {
+    sub->add_option("--key", inv.key_file,
+                    "the key file (default $SMBFLEET_APPROVER_KEY or "
+                    "~/.config/smbfleet/approver.key)");
+  }
+
+  // policy: offline policy work, no collector
+  PolicyFlags& pol = inv.policy;
+  auto* policy = app.add_subcommand("policy", "offline policy work: check and evaluate files");
+  auto* policy_check = policy->add_subcommand("check", "check policy files");
+  policy_check->add_option("FILE", pol.files, "policy files (YAML)")->required();
+  auto* policy_eval =
+      policy->add_subcommand("eval", "evaluate postures against a policy, with the plans");
+  policy_eval->add_option("--policy", pol.policy_file, "the policy (YAML)")->required();
+  policy_eval->add_option("--posture", pol.postures, "a posture (JSON); repeat for several")
+      ->required();
+  policy_eval->add_option("--waivers", pol.waivers_file, "waivers (JSON WaiverList)");
+  policy_eval->add_option("--now", pol.now, "evaluate at this RFC 3339 time (default now)");
+
+  // completion: generated from this tree
+  auto* completion = app.add_subcommand("completion", "print a shell completion script");
+  auto* completion_bash =
+      completion->add_subcommand("bash", "bash completion: source <(smbfleetctl completion bash)");
+
+  // `policy help` is documented: the same as `policy --help`.
+  std::vector<std::string> words(args.rbegin(), args.rend());
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] == "help" && words[i + 1] == "policy") words[i] = "--help";
+  }
   try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    app.parse(words);
   } catch (const CLI::CallForHelp&) {
     inv.command = "help";
-    inv.help = Deepest(&app)->help();
+    // help(prev) prints "Usage: PREV NAME": PREV is the path above the command.
+    const CLI::App* deepest = Deepest(&app);
+    std::string path = CommandPath(&app);
+    std::string above = path.substr(0, std::min(path.size(), path.rfind(' ')));
+    inv.help = deepest == &app ? app.help()
+               : above == path ? deepest->help("smbfleetctl")
+                               : deepest->help(absl::StrCat("smbfleetctl ", above));
     return inv;
   } catch (const CLI::CallForAllHelp&) {
     inv.command = "help";
     inv.help = app.help("", CLI::AppFormatMode::All);
     return inv;
   } catch (const CLI::ParseError& e) {
-    return absl::InvalidArgumentError(e.what());
+    // Named by the command it was given to: "changes approve: ...".
+    std::string where = CommandPath(&app);
+    return absl::InvalidArgumentError(where.empty() ? std::string(e.what())
+                                                    : absl::StrCat(where, ": ", e.what()));
   }
 
   // Checked here rather than with require_subcommand so that `changes bogus` names "bogus".
@@ -533,13 +713,14 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
        {static_cast<const CLI::App*>(&app), static_cast<const CLI::App*>(host),
         static_cast<const CLI::App*>(changes), static_cast<const CLI::App*>(waivers),
         static_cast<const CLI::App*>(approvers), static_cast<const CLI::App*>(tokens),
-        static_cast<const CLI::App*>(certs)}) {
+        static_cast<const CLI::App*>(certs), static_cast<const CLI::App*>(enroll_tokens),
+        static_cast<const CLI::App*>(trust_group), static_cast<const CLI::App*>(keys),
+        static_cast<const CLI::App*>(policy), static_cast<const CLI::App*>(completion)}) {
     if ((group == &app || group->parsed()) && group->get_subcommands().empty()) {
       std::vector<std::string> names;
       for (const CLI::App* sub : group->get_subcommands(std::function<bool(const CLI::App*)>())) {
         names.push_back(sub->get_name());
       }
-      if (group == &app) names.insert(names.end(), {"policy", "keys"});
       return absl::InvalidArgumentError(absl::StrCat(
           group == &app ? "no command given" : group->get_name() + ": no subcommand given",
           " (one of ", absl::StrJoin(names, ", "), ")"));
@@ -551,6 +732,34 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     inv.request = std::make_shared<decltype(request)>(std::move(request));
   };
   inv.approver_key = approver_key;
+  // Commands that carry their flags rather than a request.
+  const std::vector<std::pair<const CLI::App*, const char*>> kLocal = {
+      {hosts_label, "hosts label"},
+      {certs_list, "certs list"},
+      {enroll_create, "enroll-tokens create"},
+      {enroll_list, "enroll-tokens list"},
+      {enroll_revoke, "enroll-tokens revoke"},
+      {trust_init, "trust init-root"},
+      {trust_sign, "trust sign-approvers"},
+      {trust_publish, "trust publish"},
+      {trust_show, "trust show"},
+      {keys_init, "keys init"},
+      {keys_show, "keys show"},
+      {policy_check, "policy check"},
+      {policy_eval, "policy eval"}};
+  for (const auto& [sub, name] : kLocal) {
+    if (sub->parsed()) {
+      inv.command = name;
+      inv.key_file_given = (keys_init->parsed() && keys_init->count("--key") > 0) ||
+                           (keys_show->parsed() && keys_show->count("--key") > 0);
+      return inv;
+    }
+  }
+  if (completion_bash->parsed()) {
+    inv.command = "completion";
+    inv.help = BashCompletion(app);
+    return inv;
+  }
   if (whoami->parsed()) {
     set("whoami", smbfleet::v1::WhoAmIRequest());
   } else if (tokens_create->parsed()) {
@@ -708,6 +917,17 @@ absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args
     }
   }
   if (inv.request == nullptr) return absl::InternalError("no command was recognised");
+  return inv;
+}
+
+}  // namespace
+
+absl::StatusOr<Invocation> ParseCommandLine(const std::vector<std::string>& args, absl::Time now) {
+  ASSIGN_OR_RETURN(Invocation inv, ParseTree(args, now));
+  if (inv.global.format == "csv" && inv.command != "compliance" && inv.command != "help") {
+    return absl::InvalidArgumentError(absl::StrCat("--format=csv: only compliance prints CSV (",
+                                                   inv.command, " prints text or json)"));
+  }
   return inv;
 }
 

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "cli/policy_command.h"
 #include "google/protobuf/message.h"
 #include "smbfleet/v1/admin.pb.h"
 
@@ -22,13 +23,38 @@ namespace smbfleet::cli {
 // Flags that apply to every command that talks to the collector.
 struct GlobalFlags {
   std::string config, collector, cert, key, ca;
-  std::string format = "text";  // text or json
+  std::string format = "text";  // text, json, or csv (compliance only)
 };
 
 // `changes watch`: how often to poll and when to give up (infinite = never).
 struct WatchFlags {
-  absl::Duration interval = absl::Seconds(1);
+  absl::Duration interval = absl::Seconds(2);
   absl::Duration timeout = absl::InfiniteDuration();
+};
+
+// `trust ...` flags (cli/commands_trust.h).
+struct TrustFlags {
+  std::string root_file = "smbfleet-root.key";  // init-root --key
+  std::string root_key;                         // sign-approvers --root-key
+  uint64_t serial = 0;
+  bool from_collector = false;
+  std::string approvers_file;
+  std::string out_file;
+  std::string set_file;   // publish SET
+  std::string show_file;  // show --file
+};
+
+// `enroll-tokens ...`, `certs list` and `hosts label` flags (cli/commands_enrollment.h).
+struct EnrollmentFlags {
+  uint32_t uses = 0;
+  std::string expires = "7d";
+  std::vector<std::string> labels;  // K=V
+  std::string comment;
+  bool allow_reenrollment = false;
+  bool all = false;
+  std::string id;
+  std::string reason;
+  std::string host;
 };
 
 struct Invocation {
@@ -37,18 +63,26 @@ struct Invocation {
   // "changes list", "changes show", "changes approve", "changes reject", "changes halt",
   // "changes resume", "changes rollback", "changes watch", "audit", "waivers list",
   // "waivers request", "waivers approve", "waivers revoke", "whoami", "tokens create",
-  // "tokens list", "tokens revoke", "certs revoke", "certs revocations"; "help" when help was
-  // asked for.
+  // "tokens list", "tokens revoke", "certs revoke", "certs revocations", "certs list",
+  // "hosts label", "enroll-tokens create|list|revoke", "trust init-root|sign-approvers|publish|
+  // show", "keys init|show", "policy check|eval"; "help" when help was asked for and
+  // "completion" for `completion bash` (help holds the text to print for both).
   std::string command;
-  std::string help;  // the text to print for "help"
+  std::string help;  // the text to print for "help" and "completion"
   // The request to send, of the type the command's RPC takes (e.g. ApproveChangeRequest).
   std::shared_ptr<google::protobuf::Message> request;
   WatchFlags watch;
   // `changes approve|rollback --key`: the approver key file to sign with (empty: the default).
   std::string approver_key;
+  TrustFlags trust;
+  EnrollmentFlags enrollment;
+  PolicyFlags policy;
+  // `keys init|show --key`: the approver key file (empty: DefaultApproverKeyPath()).
+  std::string key_file;
+  bool key_file_given = false;
 };
 
-// Parses the arguments after the program name ("policy ..." is handled elsewhere). A mistake
+// Parses the arguments after the program name: every command, one CLI11 tree. A mistake
 // (unknown flag, missing argument, malformed --waves, bad --settings file) is InvalidArgument
 // naming the flag or file and the value: smbfleetctl prints it and exits 2. `now` anchors
 // relative expiry times (`waivers request --expires 30d`).

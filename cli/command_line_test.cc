@@ -275,7 +275,7 @@ TEST(CommandLineTest, WatchIntervalAndTimeout) {
   EXPECT_EQ(inv->watch.timeout, absl::Minutes(5));
   auto defaults = Parse({"changes", "watch", "c-1"});
   ASSERT_TRUE(defaults.ok());
-  EXPECT_EQ(defaults->watch.interval, absl::Seconds(1));
+  EXPECT_EQ(defaults->watch.interval, absl::Seconds(2));
   EXPECT_EQ(defaults->watch.timeout, absl::InfiniteDuration());
   EXPECT_FALSE(Parse({"changes", "watch", "c-1", "--interval", "0s"}).ok());
   EXPECT_FALSE(Parse({"changes", "watch", "c-1", "--timeout", "soon"}).ok());

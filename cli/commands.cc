@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -73,43 +74,62 @@ int ListAudit(const Invocation& inv, AdminStub& stub, std::ostream& out, std::os
   return kExitOk;
 }
 
+// Polls GetChange until the change reaches a final state. On a terminal (text): one progress
+// line redrawn in place, then the hosts that did not apply; otherwise a line per change of state
+// (WatchPrinter), or with --format=json one GetChangeResponse per poll that changed something.
 int Watch(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostream& err) {
   const auto& req = RequestOf<v1::GetChangeRequest>(inv);
   const absl::Time deadline = absl::Now() + inv.watch.timeout;
+  const bool json = inv.global.format == "json";
+  const bool bar = !json && StdoutIsTerminal();
   WatchPrinter printer;
+  std::string drawn;  // the progress line on screen
   while (true) {
     v1::GetChangeResponse resp;
     grpc::Status s = Call(&AdminStub::GetChange, stub, req, &resp);
     if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE &&
         s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      if (!drawn.empty()) out << "\n";
       return FailedCall(s, absl::StrCat("reading change ", req.id()), err);
     }
     if (s.ok()) {
-      if (inv.global.format == "json") {
-        // One JSON document per poll that changed something: the whole GetChangeResponse.
-        if (!printer.Update(resp.change(), absl::Now()).empty()) {
+      const v1::Change& change = resp.change();
+      if (json) {
+        if (!printer.Update(change, absl::Now()).empty()) {
           if (int rc = PrintJson(resp, out, err); rc != kExitOk) return rc;
         }
-      } else {
-        for (const std::string& line : printer.Update(resp.change(), absl::Now())) {
-          out << line << "\n";
+      } else if (bar) {
+        std::string line = ProgressLine(change, TableWidth());
+        if (line != drawn) {
+          out << "\r" << line << "\x1b[K";
+          drawn = std::move(line);
         }
+      } else {
+        for (const std::string& line : printer.Update(change, absl::Now())) out << line << "\n";
       }
       out.flush();
-      switch (WatchOutcomeOf(resp.change())) {
-        case WatchOutcome::kSucceeded:
-          return kExitOk;
-        case WatchOutcome::kFailed:
+      if (std::optional<ExitCode> code = ExitCodeForChange(change); code.has_value()) {
+        if (bar) {
+          out << "\n";
+          for (const v1::ChangeHost& h : change.hosts()) {
+            if (h.state() == v1::HOST_CHANGE_STATE_APPLIED) continue;
+            out << "  " << Clean(h.host()) << "  " << HostChangeStateText(h.state())
+                << (h.message().empty() ? "" : "  ") << Clean(h.message()) << "\n";
+          }
+        }
+        if (*code != kExitOk) {
           err << "smbfleetctl: change " << Clean(req.id()) << " ended "
-              << ChangeStateText(resp.change().state()) << " without every host applied\n";
-          return kExitFailed;
-        case WatchOutcome::kContinue:
-          break;
+              << ChangeStateText(change.state()) << " without every host applied\n";
+        }
+        return *code;
       }
     } else {
+      if (!drawn.empty()) out << "\n";
+      drawn.clear();
       err << "smbfleetctl: collector unreachable, retrying: " << Clean(s.error_message()) << "\n";
     }
     if (absl::Now() + inv.watch.interval > deadline) {
+      if (!drawn.empty()) out << "\n";
       err << "smbfleetctl: --timeout: change " << Clean(req.id()) << " has not finished\n";
       return kExitFailed;
     }
@@ -153,6 +173,10 @@ int Execute(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostr
       return FailedCall(s, "reading compliance", err);
     }
     if (json) return PrintJson(resp, out, err);
+    if (inv.global.format == "csv") {
+      RenderComplianceCsv(resp, out);
+      return kExitOk;
+    }
     RenderCompliance(resp, out);
     return kExitOk;
   }

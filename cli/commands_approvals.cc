@@ -77,6 +77,14 @@ void PrintPublic(const Ed25519Key& key, std::ostream& out) {
       << "key id:     " << KeyId(key.public_raw) << "\n";
 }
 
+// --format=json: the public half as an ApproverKey (keyId, publicKey base64).
+int PrintPublicJson(const Ed25519Key& key, std::ostream& out, std::ostream& err) {
+  v1::ApproverKey k;
+  k.set_key_id(KeyId(key.public_raw));
+  k.set_public_key(key.public_raw);
+  return PrintJson(k, out, err);
+}
+
 // What a signature covers, from the payload itself (not from the change the collector shows
 // beside it): the order every host will verify.
 void RenderPayload(const v1::ApprovalPayload& p, std::ostream& out) {
@@ -199,37 +207,14 @@ std::string DefaultApproverKeyPath() {
   return absl::StrCat(home != nullptr ? home : ".", "/.config/smbfleet/approver.key");
 }
 
-int RunKeysCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  static constexpr char kUsage[] =
-      "usage: smbfleetctl keys init [--key FILE]   make your approver key (0600; never replaced)\n"
-      "       smbfleetctl keys show [--key FILE]   print its public key and key id\n"
-      "FILE defaults to $SMBFLEET_APPROVER_KEY, else ~/.config/smbfleet/approver.key. Give the\n"
-      "public key to an admin: smbfleetctl approvers add NAME --public-key TEXT.\n";
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    (args.empty() ? err : out) << kUsage;
-    return args.empty() ? kExitUsage : kExitOk;
-  }
-  std::string path = DefaultApproverKeyPath();
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--key" && i + 1 < args.size()) {
-      path = args[++i];
-    } else if (absl::StartsWith(args[i], "--key=")) {
-      path = args[i].substr(6);
-    } else if (args[i] == "--help" || args[i] == "-h") {
-      out << kUsage;
-      return kExitOk;
-    } else {
-      err << "smbfleetctl: keys " << Clean(args[0]) << ": unexpected argument '" << Clean(args[i])
-          << "'\n"
-          << kUsage;
-      return kExitUsage;
-    }
-  }
-  if (path.empty()) {
+int ExecuteKeys(const Invocation& inv, std::ostream& out, std::ostream& err) {
+  if (inv.key_file_given && inv.key_file.empty()) {
     err << "smbfleetctl: --key: a file name is required\n";
     return kExitUsage;
   }
-  if (args[0] == "init") {
+  const std::string path = inv.key_file.empty() ? DefaultApproverKeyPath() : inv.key_file;
+  const bool json = inv.global.format == "json";
+  if (inv.command == "keys init") {
     auto key = GenerateEd25519Key();
     if (!key.ok()) {
       err << "smbfleetctl: " << key.status().message() << "\n";
@@ -239,21 +224,20 @@ int RunKeysCommand(const std::vector<std::string>& args, std::ostream& out, std:
       err << "smbfleetctl: keys init: " << Clean(s.message()) << "\n";
       return absl::IsAlreadyExists(s) ? kExitRefused : kExitFailed;
     }
+    if (json) return PrintPublicJson(*key, out, err);
     out << "approver key written to " << Clean(path) << " (keep it private)\n";
     PrintPublic(*key, out);
     return kExitOk;
   }
-  if (args[0] == "show") {
-    auto key = LoadKey(path);
-    if (!key.ok()) {
-      err << "smbfleetctl: " << Clean(key.status().message()) << "\n";
-      return absl::IsNotFound(key.status()) ? kExitNotFound : kExitFailed;
-    }
-    PrintPublic(*key, out);
-    return kExitOk;
+  // keys show
+  auto key = LoadKey(path);
+  if (!key.ok()) {
+    err << "smbfleetctl: " << Clean(key.status().message()) << "\n";
+    return absl::IsNotFound(key.status()) ? kExitNotFound : kExitFailed;
   }
-  err << "smbfleetctl: keys: unknown subcommand '" << Clean(args[0]) << "'\n" << kUsage;
-  return kExitUsage;
+  if (json) return PrintPublicJson(*key, out, err);
+  PrintPublic(*key, out);
+  return kExitOk;
 }
 
 bool IsApprovalCommand(const std::string& command) {

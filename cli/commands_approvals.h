@@ -18,8 +18,9 @@ namespace smbfleet::cli {
 // The approver key file: $SMBFLEET_APPROVER_KEY, else ~/.config/smbfleet/approver.key.
 std::string DefaultApproverKeyPath();
 
-// `smbfleetctl keys init|show [--key FILE]`: local, no collector. Returns the exit code.
-int RunKeysCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `smbfleetctl keys init|show [--key FILE]` (command "keys init" or "keys show"): local, no
+// collector. Returns the exit code.
+int ExecuteKeys(const Invocation& invocation, std::ostream& out, std::ostream& err);
 
 // Whether Execute hands `command` to ExecuteApprovals: "approvers add|list|revoke", and
 // "changes approve" / "changes rollback", which sign.

@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -61,79 +60,29 @@ void RenderToken(const v1::EnrollmentToken& t, std::ostream& out) {
 
 }  // namespace
 
-int RunEnrollmentCommand(const std::string& group, const std::vector<std::string>& args,
-                         const StubFactory& connect, std::ostream& out, std::ostream& err) {
-  CLI::App app("agent enrollment", absl::StrCat("smbfleetctl ", group));
-  app.fallthrough();
-  GlobalFlags g;
-  app.add_option("--config", g.config, "smbfleetctl configuration file (YAML)");
-  app.add_option("--collector", g.collector, "collector address HOST:PORT");
-  app.add_option("--cert", g.cert, "operator certificate (PEM)");
-  app.add_option("--key", g.key, "operator key (PEM)");
-  app.add_option("--ca", g.ca, "CA certificate the collector's certificate chains to");
-  app.add_option("--format", g.format, "output: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-
-  bool all = false;
-  std::string id, reason, comment, expires = "7d", host;
-  uint32_t uses = 0;
-  bool reenroll = false;
-  std::vector<std::string> labels;
-  CLI::App* create = nullptr;
-  CLI::App* list = nullptr;
-  CLI::App* revoke = nullptr;
-  if (group == "enroll-tokens") {
-    app.require_subcommand(1);
-    create =
-        app.add_subcommand("create", "a new enrollment token (admin); its secret is shown once");
-    create->add_option("--uses", uses, "how many agents may enroll with it")->required();
-    create->add_option("--expires", expires, "a duration such as 7d (at most 90d)")
-        ->capture_default_str();
-    create->add_option("--label", labels, "K=V: a trusted label every host enrolled gets");
-    create->add_option("--comment", comment, "what it is for");
-    create->add_flag("--allow-reenrollment", reenroll,
-                     "hosts that still hold a valid certificate may enroll again");
-    list = app.add_subcommand("list", "active enrollment tokens");
-    list->add_flag("--all", all, "also revoked, expired and used-up tokens");
-    revoke = app.add_subcommand("revoke", "revoke an enrollment token (admin)");
-    revoke->add_option("ID", id, "token id")->required();
-    revoke->add_option("--reason", reason, "why")->required();
-  } else if (group == "certs") {
-    app.require_subcommand(1);
-    list = app.add_subcommand("list", "certificates the collector issued, valid ones");
-    list->add_option("--host", host, "only this host");
-    list->add_flag("--all", all, "also expired and revoked ones");
-  } else {  // hosts label
-    app.add_option("HOST", host, "the host")->required();
-    app.add_option("LABELS", labels, "key=value ... (replaces the host's trusted labels)");
-    app.add_option("--reason", reason, "why")->required();
-  }
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    return Usage(absl::StrCat(group, ": ", e.what()), err);
-  }
+int ExecuteEnrollment(const Invocation& inv, const StubFactory& connect, std::ostream& out,
+                      std::ostream& err) {
+  const GlobalFlags& g = inv.global;
+  const EnrollmentFlags& f = inv.enrollment;
+  const std::string& group = inv.command;
   const bool json = g.format == "json";
   absl::StatusOr<std::unique_ptr<AdminStub>> stub = connect(g);
   if (!stub.ok()) return Usage(std::string(stub.status().message()), err);
   AdminStub& s = **stub;
 
-  if (create != nullptr && create->parsed()) {
+  if (group == "enroll-tokens create") {
     v1::CreateEnrollmentTokenRequest req;
-    req.set_max_uses(uses);
-    auto lifetime = ParseDuration(expires);
+    req.set_max_uses(f.uses);
+    auto lifetime = ParseDuration(f.expires);
     if (!lifetime.ok()) return Usage(absl::StrCat("--expires: ", lifetime.status().message()), err);
     *req.mutable_expires_at() = TimeUtil::SecondsToTimestamp(
         absl::ToUnixSeconds(absl::Now() + absl::FromChrono(*lifetime)));
-    for (const auto& l : labels) {
+    for (const auto& l : f.labels) {
       std::string why;
       if (!AddLabel(l, req.mutable_labels(), &why)) return Usage("--label: " + why, err);
     }
-    req.set_comment(comment);
-    req.set_allow_reenrollment(reenroll);
+    req.set_comment(f.comment);
+    req.set_allow_reenrollment(f.allow_reenrollment);
     v1::CreateEnrollmentTokenResponse resp;
     grpc::Status called = WithDeadline(
         [&](grpc::ClientContext* c) { return s.CreateEnrollmentToken(c, req, &resp); });
@@ -144,9 +93,9 @@ int RunEnrollmentCommand(const std::string& group, const std::vector<std::string
         << resp.secret() << "\n";
     return kExitOk;
   }
-  if (group == "enroll-tokens" && list->parsed()) {
+  if (group == "enroll-tokens list") {
     v1::ListEnrollmentTokensRequest req;
-    req.set_include_inactive(all);
+    req.set_include_inactive(f.all);
     v1::ListEnrollmentTokensResponse resp;
     grpc::Status called =
         WithDeadline([&](grpc::ClientContext* c) { return s.ListEnrollmentTokens(c, req, &resp); });
@@ -156,22 +105,22 @@ int RunEnrollmentCommand(const std::string& group, const std::vector<std::string
     for (const auto& t : resp.tokens()) RenderToken(t, out);
     return kExitOk;
   }
-  if (revoke != nullptr && revoke->parsed()) {
+  if (group == "enroll-tokens revoke") {
     v1::RevokeEnrollmentTokenRequest req;
-    req.set_id(id);
-    req.set_reason(reason);
+    req.set_id(f.id);
+    req.set_reason(f.reason);
     v1::RevokeEnrollmentTokenResponse resp;
     grpc::Status called = WithDeadline(
         [&](grpc::ClientContext* c) { return s.RevokeEnrollmentToken(c, req, &resp); });
-    if (!called.ok()) return FailedCall(called, "revoking enrollment token " + id, err);
+    if (!called.ok()) return FailedCall(called, "revoking enrollment token " + f.id, err);
     if (json) return PrintJson(resp, out, err);
     out << "revoked enrollment token " << Clean(resp.token().id()) << "\n";
     return kExitOk;
   }
-  if (group == "certs") {
+  if (group == "certs list") {
     v1::ListCertificatesRequest req;
-    req.set_host(host);
-    req.set_include_inactive(all);
+    req.set_host(f.host);
+    req.set_include_inactive(f.all);
     v1::ListCertificatesResponse resp;
     grpc::Status called =
         WithDeadline([&](grpc::ClientContext* c) { return s.ListCertificates(c, req, &resp); });
@@ -188,16 +137,16 @@ int RunEnrollmentCommand(const std::string& group, const std::vector<std::string
     return kExitOk;
   }
   v1::SetHostLabelsRequest req;
-  req.set_host(host);
-  req.set_reason(reason);
-  for (const auto& l : labels) {
+  req.set_host(f.host);
+  req.set_reason(f.reason);
+  for (const auto& l : f.labels) {
     std::string why;
     if (!AddLabel(l, req.mutable_labels(), &why)) return Usage("LABELS: " + why, err);
   }
   v1::SetHostLabelsResponse resp;
   grpc::Status called =
       WithDeadline([&](grpc::ClientContext* c) { return s.SetHostLabels(c, req, &resp); });
-  if (!called.ok()) return FailedCall(called, "setting the labels of " + host, err);
+  if (!called.ok()) return FailedCall(called, "setting the labels of " + f.host, err);
   if (json) return PrintJson(resp, out, err);
   out << "trusted labels of " << Clean(resp.host().name()) << ": " << Labels(resp.host().labels())
       << "\n";

@@ -18,9 +18,10 @@
 
 namespace smbfleet::cli {
 
-// group: "enroll-tokens", "certs" or "hosts label"; args: what follows it. Returns the exit code.
-int RunEnrollmentCommand(const std::string& group, const std::vector<std::string>& args,
-                         const StubFactory& connect, std::ostream& out, std::ostream& err);
+// "enroll-tokens create|list|revoke", "certs list" or "hosts label", parsed by
+// ParseCommandLine. Returns the exit code.
+int ExecuteEnrollment(const Invocation& invocation, const StubFactory& connect, std::ostream& out,
+                      std::ostream& err);
 
 }  // namespace smbfleet::cli
 

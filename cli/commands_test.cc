@@ -10,6 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "cli/commands_approvals.h"
+#include "cli/run.h"
 #include "common/approval_signing.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -357,11 +358,23 @@ TEST_F(CommandsTest, RollbackSignsTheRollbackChangeAtOnce) {
                   .ok());
 }
 
+// `smbfleetctl keys ARGS...`: local, never the collector.
+int RunKeys(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> argv = {"keys"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  StubFactory no_collector = [](const GlobalFlags&) {
+    ADD_FAILURE() << "keys commands never call the collector";
+    return absl::StatusOr<std::unique_ptr<v1::AdminService::StubInterface>>(
+        absl::UnavailableError("no collector in this test"));
+  };
+  return RunCommandLine(argv, no_collector, out, err);
+}
+
 TEST_F(CommandsTest, KeysInitWritesAPrivateFileOnceAndShowPrintsItsPublicHalf) {
   const std::string path = ::testing::TempDir() + "/keys-init/approver.key";
   std::remove(path.c_str());
   std::ostringstream out, err;
-  ASSERT_EQ(RunKeysCommand({"init", "--key", path}, out, err), 0) << err.str();
+  ASSERT_EQ(RunKeys({"init", "--key", path}, out, err), 0) << err.str();
   struct stat st {};
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -374,16 +387,21 @@ TEST_F(CommandsTest, KeysInitWritesAPrivateFileOnceAndShowPrintsItsPublicHalf) {
   EXPECT_THAT(out.str(), HasSubstr(KeyId(key->public_raw)));
 
   std::ostringstream again_out, again_err;
-  EXPECT_EQ(RunKeysCommand({"init", "--key", path}, again_out, again_err), 5);
+  EXPECT_EQ(RunKeys({"init", "--key", path}, again_out, again_err), 5);
   EXPECT_THAT(again_err.str(), HasSubstr("not replaced"));
   std::ifstream still(path);
   std::string unchanged((std::istreambuf_iterator<char>(still)), std::istreambuf_iterator<char>());
   EXPECT_EQ(unchanged, pem);
 
   std::ostringstream show_out, show_err;
-  ASSERT_EQ(RunKeysCommand({"show", "--key", path}, show_out, show_err), 0);
+  ASSERT_EQ(RunKeys({"show", "--key", path}, show_out, show_err), 0);
   EXPECT_THAT(show_out.str(), HasSubstr(PublicKeyText(key->public_raw)));
   EXPECT_THAT(show_out.str(), Not(HasSubstr("PRIVATE")));
+
+  std::ostringstream json_out, json_err;
+  ASSERT_EQ(RunKeys({"show", "--key", path, "--format=json"}, json_out, json_err), 0);
+  EXPECT_THAT(json_out.str(), HasSubstr("\"keyId\": \"" + KeyId(key->public_raw) + "\""));
+  EXPECT_THAT(json_out.str(), HasSubstr("\"publicKey\":"));
 }
 
 TEST_F(CommandsTest, ApproversAddTakesThePublicKeyTextOrAFile) {

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <optional>
 
-#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "cli/admin_call.h"
 #include "cli/exit_code.h"
@@ -134,57 +133,18 @@ void RenderApproverSet(const v1::SignedApproverSet& signed_set, std::ostream& ou
   }
 }
 
-int RunTrustCommand(const std::vector<std::string>& args, const StubFactory& connect,
-                    std::ostream& out, std::ostream& err) {
-  CLI::App app("the offline root key and the approver sets it signs", "smbfleetctl trust");
-  app.require_subcommand(1);
-  app.fallthrough();
-  GlobalFlags g;
-  app.add_option("--config", g.config, "smbfleetctl configuration file (YAML)");
-  app.add_option("--collector", g.collector, "collector address HOST:PORT");
-  app.add_option("--cert", g.cert, "operator certificate (PEM)");
-  // After init-root's own --key (the root's), this is the operator's TLS key.
-  app.add_option("--key", g.key, "operator key (PEM)");
-  app.add_option("--ca", g.ca, "CA certificate the collector's certificate chains to");
-  app.add_option("--format", g.format, "output: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-
-  auto* init = app.add_subcommand("init-root", "make the offline root key (0600) and print it");
-  std::string root_file = "smbfleet-root.key";
-  init->add_option("--key", root_file, "where to write the root's private key")
-      ->capture_default_str();
-
-  auto* sign = app.add_subcommand("sign-approvers", "sign a set of approver keys with the root");
-  std::string root_key, approvers_file, out_file;
-  uint64_t serial = 0;
-  bool from_collector = false;
-  sign->add_option("--root-key", root_key, "the root's private key (from init-root)")->required();
-  sign->add_option("--serial", serial, "greater than the last published set's")->required();
-  auto* from =
-      sign->add_flag("--from-collector", from_collector,
-                     "the approver keys registered on the collector, revoked ones left out");
-  auto* file = sign->add_option("--approvers", approvers_file, "YAML: name: ed25519:...");
-  from->excludes(file);
-  sign->add_option("--out", out_file, "the signed set to write")->required();
-
-  auto* publish =
-      app.add_subcommand("publish", "hand a signed set to the collector for the agents");
-  std::string set_file;
-  publish->add_option("SET", set_file, "the file sign-approvers wrote")->required();
-
-  auto* show = app.add_subcommand("show", "the published approver set (or --file SET)");
-  std::string show_file;
-  show->add_option("--file", show_file, "a set file instead of the collector's");
-
-  try {
-    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
-  } catch (const CLI::CallForHelp&) {
-    out << app.help();
-    return kExitOk;
-  } catch (const CLI::ParseError& e) {
-    err << "smbfleetctl: trust: " << Clean(e.what()) << "\n";
-    return kExitUsage;
-  }
+int ExecuteTrust(const Invocation& inv, const StubFactory& connect, std::ostream& out,
+                 std::ostream& err) {
+  const GlobalFlags& g = inv.global;
+  const TrustFlags& t = inv.trust;
+  const std::string& root_file = t.root_file;
+  const std::string& root_key = t.root_key;
+  const std::string& approvers_file = t.approvers_file;
+  const std::string& out_file = t.out_file;
+  const std::string& set_file = t.set_file;
+  const std::string& show_file = t.show_file;
+  const uint64_t serial = t.serial;
+  const bool from_collector = t.from_collector;
   const bool json = g.format == "json";
 
   std::unique_ptr<AdminStub> s;
@@ -200,14 +160,14 @@ int RunTrustCommand(const std::vector<std::string>& args, const StubFactory& con
     return true;
   };
 
-  if (init->parsed()) {
+  if (inv.command == "trust init-root") {
     absl::StatusOr<std::string> pub = InitRoot(root_file);
     if (!pub.ok()) return Failed(pub.status(), err);
     out << "root key written to " << Clean(root_file) << " (0600); keep it offline.\n"
         << "Pin it on every agent (agent config):\n  trust:\n    root: \"" << *pub << "\"\n";
     return kExitOk;
   }
-  if (sign->parsed()) {
+  if (inv.command == "trust sign-approvers") {
     if (!from_collector && approvers_file.empty()) {
       err << "smbfleetctl: trust sign-approvers: --from-collector or --approvers FILE is needed\n";
       return kExitUsage;
@@ -237,7 +197,7 @@ int RunTrustCommand(const std::vector<std::string>& args, const StubFactory& con
     if (!json) out << "written to " << Clean(out_file) << "; publish it with `trust publish`\n";
     return kExitOk;
   }
-  if (publish->parsed()) {
+  if (inv.command == "trust publish") {
     absl::StatusOr<v1::SignedApproverSet> set = ReadSetFile(set_file);
     if (!set.ok()) return Failed(set.status(), err);
     if (!connected()) return kExitUsage;

@@ -23,9 +23,10 @@ using StubFactory =
     std::function<absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>>(
         const GlobalFlags& flags)>;
 
-// args: what follows "trust". Returns the exit code (cli/exit_code.h).
-int RunTrustCommand(const std::vector<std::string>& args, const StubFactory& connect,
-                    std::ostream& out, std::ostream& err);
+// `trust init-root|sign-approvers|publish|show`, parsed by ParseCommandLine; connects to the
+// collector only when the command needs it. Returns the exit code (cli/exit_code.h).
+int ExecuteTrust(const Invocation& invocation, const StubFactory& connect, std::ostream& out,
+                 std::ostream& err);
 
 // --- The pieces, each tested on its own. ---
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "cli/run.h"
 #include "common/approval_signing.h"
 #include "common/files.h"
 #include "gmock/gmock.h"
@@ -36,7 +37,9 @@ class TrustCommandTest : public ::testing::Test {
       return absl::StatusOr<std::unique_ptr<v1::AdminService::StubInterface>>(
           absl::UnavailableError("no collector in this test"));
     };
-    return RunTrustCommand(args, no_collector, out_, err_);
+    std::vector<std::string> argv = {"trust"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommandLine(argv, no_collector, out_, err_);
   }
 
   std::string dir_;

@@ -1,5 +1,7 @@
 #include "cli/exit_code.h"
 
+#include <algorithm>
+
 namespace smbfleet::cli {
 
 ExitCode ExitCodeFor(grpc::StatusCode code) {
@@ -14,6 +16,25 @@ ExitCode ExitCodeFor(grpc::StatusCode code) {
       return kExitRefused;
     default:
       return kExitFailed;
+  }
+}
+
+std::optional<ExitCode> ExitCodeForChange(const smbfleet::v1::Change& change) {
+  switch (change.state()) {
+    case smbfleet::v1::CHANGE_STATE_COMPLETED: {
+      const bool all_applied =
+          change.hosts_size() > 0 &&
+          std::all_of(change.hosts().begin(), change.hosts().end(), [](const auto& h) {
+            return h.state() == smbfleet::v1::HOST_CHANGE_STATE_APPLIED;
+          });
+      return all_applied ? kExitOk : kExitFailed;
+    }
+    case smbfleet::v1::CHANGE_STATE_REJECTED:
+    case smbfleet::v1::CHANGE_STATE_ROLLED_BACK:
+    case smbfleet::v1::CHANGE_STATE_EXPIRED:
+      return kExitFailed;
+    default:
+      return std::nullopt;
   }
 }
 

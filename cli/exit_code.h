@@ -4,7 +4,10 @@
 // smbfleetctl's exit codes, part of the product contract (docs/smbfleetctl.md): scripts branch on
 // them, so the mapping from the collector's answer lives in this one place.
 
+#include <optional>
+
 #include "grpcpp/support/status.h"
+#include "smbfleet/v1/change.pb.h"
 
 namespace smbfleet::cli {
 
@@ -18,6 +21,12 @@ enum ExitCode : int {
 };
 
 ExitCode ExitCodeFor(grpc::StatusCode code);
+
+// `changes watch`: the code a change's final state maps to (docs/smbfleetctl.md "watch").
+// COMPLETED with every host APPLIED: kExitOk; COMPLETED with a host not applied, REJECTED,
+// ROLLED_BACK or EXPIRED: kExitFailed. nullopt while it can still move (PROPOSED, APPROVED,
+// ROLLING_OUT, and HALTED, which a person may resume).
+std::optional<ExitCode> ExitCodeForChange(const smbfleet::v1::Change& change);
 
 }  // namespace smbfleet::cli
 

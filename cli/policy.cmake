@@ -5,4 +5,4 @@ smbfleet_cc_library(NAME smbfleet_policy_cli
 
 smbfleet_cc_test(NAME policy_command_test
   SRCS ${CMAKE_CURRENT_LIST_DIR}/policy_command_test.cc
-  DEPS smbfleet_policy_cli)
+  DEPS smbfleet_cli_commands)

@@ -22,14 +22,8 @@ using policy::PeerConnection;
 constexpr size_t kMaxPostureBytes = 64 << 20;
 constexpr size_t kMaxPolicyBytes = 4 << 20;
 
-constexpr char kUsage[] =
-    "usage:\n"
-    "  smbfleetctl policy check FILE...\n"
-    "  smbfleetctl policy eval --policy FILE --posture POSTURE.json [--posture ...]\n"
-    "                          [--waivers WAIVERS.json] [--now RFC3339] [--format=json|text]\n";
-
 int Usage(std::ostream& err, const std::string& problem) {
-  err << "smbfleetctl policy: " << problem << "\n" << kUsage;
+  err << "smbfleetctl: policy: " << problem << "\n";
   return 2;
 }
 
@@ -44,7 +38,9 @@ absl::Status LoadJson(const std::string& path, size_t max_bytes,
   return FromJson(text, path, message);
 }
 
-int Check(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {
+}  // namespace
+
+int RunPolicyCheck(const std::vector<std::string>& files, std::ostream& out, std::ostream& err) {
   if (files.empty()) return Usage(err, "check needs at least one policy file");
   int rc = 0;
   for (const std::string& f : files) {
@@ -66,6 +62,8 @@ int Check(const std::vector<std::string>& files, std::ostream& out, std::ostream
   }
   return rc;
 }
+
+namespace {
 
 std::string Ts(const google::protobuf::Timestamp& t) { return TimeUtil::ToString(t); }
 
@@ -120,33 +118,14 @@ void PrintText(const smbfleet::v1::PolicyReport& r, std::ostream& out) {
   out << "  cost: " << impact.cost().summary() << "\n";
 }
 
-int Eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string policy_file, waivers_file, now_text, format = "text";
-  std::vector<std::string> postures;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& flag, std::string* dst) {
-      if (absl::StartsWith(a, flag + "=")) {
-        *dst = a.substr(flag.size() + 1);
-        return true;
-      }
-      if (a == flag && i + 1 < args.size()) {
-        *dst = args[++i];
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    if (value("--policy", &policy_file) || value("--waivers", &waivers_file) ||
-        value("--now", &now_text) || value("--format", &format)) {
-      continue;
-    }
-    if (value("--posture", &v)) {
-      postures.push_back(v);
-      continue;
-    }
-    return Usage(err, absl::StrCat("unknown or incomplete argument '", a, "'"));
-  }
+}  // namespace
+
+int RunPolicyEval(const PolicyFlags& flags, const std::string& format, std::ostream& out,
+                  std::ostream& err) {
+  const std::string& policy_file = flags.policy_file;
+  const std::string& waivers_file = flags.waivers_file;
+  const std::string& now_text = flags.now;
+  const std::vector<std::string>& postures = flags.postures;
   if (policy_file.empty()) return Usage(err, "eval needs --policy FILE");
   if (postures.empty()) return Usage(err, "eval needs --posture POSTURE.json");
   if (format != "json" && format != "text") {
@@ -221,20 +200,6 @@ int Eval(const std::vector<std::string>& args, std::ostream& out, std::ostream& 
   }
   for (const auto& r : reports.reports()) PrintText(r, out);
   return 0;
-}
-
-}  // namespace
-
-int RunPolicyCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (args.empty()) return Usage(err, "missing subcommand (check or eval)");
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (args[0] == "check") return Check(rest, out, err);
-  if (args[0] == "eval") return Eval(rest, out, err);
-  if (args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    out << kUsage;
-    return 0;
-  }
-  return Usage(err, absl::StrCat("unknown subcommand '", args[0], "'"));
 }
 
 }  // namespace smbfleet::cli

@@ -13,8 +13,21 @@
 
 namespace smbfleet::cli {
 
-// args start after "policy", e.g. {"eval", "--policy", "f.yaml", "--posture", "p.json"}.
-int RunPolicyCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `policy check|eval` flags, as parsed by ParseCommandLine (cli/command_line.h).
+struct PolicyFlags {
+  std::vector<std::string> files;  // check FILE...
+  std::string policy_file;
+  std::vector<std::string> postures;
+  std::string waivers_file;
+  std::string now;  // RFC 3339
+};
+
+// `policy check FILE...`: each file checked, one line per file. Returns the exit status.
+int RunPolicyCheck(const std::vector<std::string>& files, std::ostream& out, std::ostream& err);
+
+// `policy eval`; format: "text" or "json". Returns the exit status.
+int RunPolicyEval(const PolicyFlags& flags, const std::string& format, std::ostream& out,
+                  std::ostream& err);
 
 }  // namespace smbfleet::cli
 

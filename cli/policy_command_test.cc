@@ -1,8 +1,7 @@
-#include "cli/policy_command.h"
-
 #include <fstream>
 #include <sstream>
 
+#include "cli/run.h"
 #include "common/json.h"
 #include "gtest/gtest.h"
 #include "smbfleet/v1/policy.pb.h"
@@ -26,7 +25,14 @@ struct CallResult {
 
 CallResult Call(const std::vector<std::string>& args) {
   std::ostringstream out, err;
-  int rc = RunPolicyCommand(args, out, err);
+  std::vector<std::string> argv = {"policy"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  StubFactory no_collector = [](const GlobalFlags&) {
+    ADD_FAILURE() << "policy commands never call the collector";
+    return absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>>(
+        absl::UnavailableError("no collector in this test"));
+  };
+  int rc = RunCommandLine(argv, no_collector, out, err);
   return CallResult{rc, out.str(), err.str()};
 }
 

@@ -1,12 +1,19 @@
 #include "cli/render.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <iomanip>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/safe_text.h"
 
@@ -56,20 +63,118 @@ std::string TimeText(const google::protobuf::Timestamp& ts) {
 // the logs use, so that a hostile share name cannot rewrite the terminal or reorder a line.
 std::string Clean(absl::string_view s) { return EscapeUnsafeText(s); }
 
-// Column widths from the content.
+namespace {
+
+// 0: no limit. Set once by main from the terminal (SetTableWidth).
+size_t table_width = 0;
+bool stdout_is_terminal = false;
+
+// A column is never cut below this (an ellipsis and a few characters).
+constexpr size_t kMinColumn = 4;
+
+}  // namespace
+
+void SetTableWidth(size_t columns) { table_width = columns; }
+size_t TableWidth() { return table_width; }
+void SetStdoutIsTerminal(bool is_terminal) { stdout_is_terminal = is_terminal; }
+bool StdoutIsTerminal() { return stdout_is_terminal; }
+
+size_t TableWidthFor(int tty_columns, const char* columns_env) {
+  if (tty_columns > 0) return static_cast<size_t>(tty_columns);
+  size_t columns = 0;
+  if (columns_env != nullptr && absl::SimpleAtoi(columns_env, &columns) && columns > 0) {
+    return columns;
+  }
+  return 0;
+}
+
+size_t TerminalTableWidth() {
+  struct winsize ws {};
+  int tty_columns = -1;
+  if (::isatty(STDOUT_FILENO) == 1 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+    tty_columns = ws.ws_col;
+  }
+  return TableWidthFor(tty_columns, std::getenv("COLUMNS"));
+}
+
+size_t DisplayWidth(absl::string_view s) {
+  // Clean() leaves valid UTF-8: one column per code point (no wide characters assumed).
+  return static_cast<size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string FitCell(absl::string_view text, size_t width) {
+  if (DisplayWidth(text) <= width) return std::string(text);
+  if (width == 0) return "";
+  // The first width-1 code points, then an ellipsis.
+  size_t kept = 0, end = 0;
+  while (end < text.size()) {
+    size_t next = end + 1;
+    while (next < text.size() && (text[next] & 0xC0) == 0x80) ++next;
+    if (kept + 1 > width - 1) break;
+    ++kept;
+    end = next;
+  }
+  return absl::StrCat(text.substr(0, end), "\u2026");
+}
+
+// Column widths from the content; over TableWidth(), the widest columns give way first, each
+// cut with an ellipsis, never wrapped.
 void Table(const std::vector<std::vector<std::string>>& rows, std::ostream& out) {
   std::vector<size_t> width;
   for (const auto& r : rows) {
     if (width.size() < r.size()) width.resize(r.size(), 0);
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], DisplayWidth(r[i]));
+  }
+  if (table_width > 0 && !width.empty()) {
+    size_t total = 2 * (width.size() - 1);
+    for (size_t w : width) total += w;
+    while (total > table_width) {
+      auto widest = std::max_element(width.begin(), width.end());
+      if (*widest <= kMinColumn) break;
+      --*widest;
+      --total;
+    }
   }
   for (const auto& r : rows) {
     std::string line;
     for (size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+      std::string cell = FitCell(r[i], width[i]);
+      const size_t shown = DisplayWidth(cell);
+      line += cell;
+      if (i + 1 < r.size()) line += std::string(width[i] - shown + 2, ' ');
     }
     out << line << "\n";
+  }
+}
+
+std::string CsvField(absl::string_view value) {
+  // Other control characters are escaped as everywhere else; a line break stays a line break.
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(value, '\n')) lines.push_back(Clean(line));
+  std::string text = absl::StrJoin(lines, "\n");
+  // A spreadsheet would run "=...", "+...", "-...", "@..." as a formula.
+  if (!text.empty() && absl::string_view("=+-@").find(text[0]) != absl::string_view::npos) {
+    text.insert(0, "'");
+  }
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
+}
+
+void RenderComplianceCsv(const smbfleet::v1::GetComplianceResponse& c, std::ostream& out) {
+  auto row = [&out](const std::vector<std::string>& cells) {
+    std::vector<std::string> fields;
+    fields.reserve(cells.size());
+    for (const std::string& cell : cells) fields.push_back(CsvField(cell));
+    out << absl::StrJoin(fields, ",") << "\r\n";
+  };
+  row({"policy", "policy_version", "rule", "compliant_pct", "compliant", "non_compliant", "waived",
+       "unknown", "errors", "not_applicable"});
+  for (const auto& r : c.rules()) {
+    row({c.policy_name(), c.policy_version(), r.rule_id(),
+         r.compliant_pct() < 0 ? "" : absl::StrFormat("%.1f", r.compliant_pct()),
+         absl::StrCat(r.compliant()), absl::StrCat(r.non_compliant()), absl::StrCat(r.waived()),
+         absl::StrCat(r.unknown()), absl::StrCat(r.errors()), absl::StrCat(r.not_applicable())});
   }
 }
 

@@ -1,7 +1,10 @@
 #include "cli/render.h"
 
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -168,6 +171,83 @@ TEST(RenderTest, HostViewEscapesHostileShareAndHostNames) {
   }
   EXPECT_THAT(out.str(), HasSubstr("pay\\u202eroll"));
   EXPECT_THAT(out.str(), HasSubstr("fs01\\u200f"));
+}
+
+// Sets the table width for one test, and back to no limit after.
+class TableWidthTest : public ::testing::Test {
+ protected:
+  void TearDown() override { SetTableWidth(0); }
+};
+
+TEST_F(TableWidthTest, LongColumnsAreCutWithAnEllipsisToTheWidthNeverWrapped) {
+  smbfleet::v1::ListHostsResponse hosts;
+  auto* h = hosts.add_hosts();
+  h->set_name("fs01");
+  h->set_os_name(std::string(200, 'w'));
+  h->set_os_version("10.0");
+  auto* evil = hosts.add_hosts();
+  evil->set_name("evil\x1b[2J" + std::string(100, 'n'));
+  std::ostringstream wide;
+  RenderHostTable(hosts, wide);
+  SetTableWidth(100);
+  std::ostringstream out;
+  RenderHostTable(hosts, out);
+  std::vector<std::string> lines = absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
+  // One line per host and the header: nothing wrapped.
+  ASSERT_EQ(lines.size(), 3u) << out.str();
+  for (const std::string& line : lines) {
+    EXPECT_LE(DisplayWidth(line), 100u) << line;
+  }
+  EXPECT_THAT(out.str(), HasSubstr("\u2026"));
+  EXPECT_THAT(out.str(), HasSubstr("fs01  "));     // a short column is left whole
+  EXPECT_THAT(out.str(), HasSubstr("evil\\x1b"));  // cut, still escaped
+  EXPECT_THAT(out.str(), Not(HasSubstr("\x1b")));
+  EXPECT_THAT(wide.str(), HasSubstr(std::string(200, 'w')));  // no limit: nothing cut
+  EXPECT_THAT(wide.str(), Not(HasSubstr("\u2026")));
+}
+
+TEST(RenderTest, FitCellCutsWholeCodePoints) {
+  EXPECT_EQ(FitCell("short", 10), "short");
+  EXPECT_EQ(FitCell("abcdefgh", 5), "abcd\u2026");
+  EXPECT_EQ(FitCell("\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9", 4), "\u00e9\u00e9\u00e9\u2026");
+  EXPECT_EQ(DisplayWidth(FitCell("\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9", 4)), 4u);
+  EXPECT_EQ(FitCell("abc", 0), "");
+}
+
+TEST(RenderTest, TableWidthComesFromTheTerminalThenColumnsElseNoLimit) {
+  EXPECT_EQ(TableWidthFor(120, "80"), 120u);
+  EXPECT_EQ(TableWidthFor(-1, "80"), 80u);
+  EXPECT_EQ(TableWidthFor(0, "80"), 80u);
+  EXPECT_EQ(TableWidthFor(-1, nullptr), 0u);
+  EXPECT_EQ(TableWidthFor(-1, "wide"), 0u);
+  EXPECT_EQ(TableWidthFor(-1, "0"), 0u);
+}
+
+TEST(RenderTest, ComplianceCsvQuotesPerRfc4180AndDisarmsFormulas) {
+  smbfleet::v1::GetComplianceResponse c;
+  c.set_policy_name("base,line");
+  c.set_policy_version("1");
+  auto* r = c.add_rules();
+  r->set_rule_id("say \"hi\"\nthen go");
+  r->set_compliant(3);
+  r->set_non_compliant(1);
+  r->set_compliant_pct(75);
+  auto* f = c.add_rules();
+  f->set_rule_id("=HYPERLINK(\"http://x\")");
+  f->set_compliant_pct(-1);
+  for (const char* lead : {"+1", "-1", "@SUM(A1)"}) c.add_rules()->set_rule_id(lead);
+  c.add_rules()->set_rule_id("esc\x1b[2J");
+  std::ostringstream out;
+  RenderComplianceCsv(c, out);
+  EXPECT_EQ(out.str(),
+            "policy,policy_version,rule,compliant_pct,compliant,non_compliant,waived,unknown,"
+            "errors,not_applicable\r\n"
+            "\"base,line\",1,\"say \"\"hi\"\"\nthen go\",75.0,3,1,0,0,0,0\r\n"
+            "\"base,line\",1,\"'=HYPERLINK(\"\"http://x\"\")\",,0,0,0,0,0,0\r\n"
+            "\"base,line\",1,'+1,0.0,0,0,0,0,0,0\r\n"
+            "\"base,line\",1,'-1,0.0,0,0,0,0,0,0\r\n"
+            "\"base,line\",1,'@SUM(A1),0.0,0,0,0,0,0,0\r\n"
+            "\"base,line\",1,esc\\x1b[2J,0.0,0,0,0,0,0,0\r\n");
 }
 
 }  // namespace

@@ -115,7 +115,10 @@ scenario_flow() {
   [[ $(change_state "$id") == CHANGE_STATE_PROPOSED ]] || fail "a repeated approval moved it on"
   [[ $(change_get "$id" '.approvals | length') == 1 ]] || fail "a repeated approval counted twice"
 
-  step "the second approver: pushed over the stream and applied"
+  step "the second approver: pushed over the stream and applied (followed by changes watch)"
+  # Not a terminal: one line per state change; exit 0 once COMPLETED with every host APPLIED.
+  ctl viewer changes watch "$id" --interval 200ms --timeout 100s >"$work/watch.txt" 2>&1 &
+  local watch_pid=$!
   local t0
   t0=$(epoch_ms)
   expect_exit 0 "second approval" approver-b changes approve "$id" --comment "go"
@@ -130,6 +133,13 @@ scenario_flow() {
     "$(printf '"collector_ms":%d,"observed_ms":%d' \
       $(($(epoch_ms "$acked_at") - $(epoch_ms "$approved_at"))) $((t1 - t0)))"
   wait_change_state 15 "$id" COMPLETED
+  local watch_rc=0
+  wait "$watch_pid" || watch_rc=$?
+  sed 's/^/   watch | /' "$work/watch.txt"
+  ((watch_rc == 0)) || fail "changes watch exited $watch_rc on a change that COMPLETED"
+  grep -q "  change  PROPOSED" "$work/watch.txt" || fail "changes watch did not start at PROPOSED"
+  grep -q "  change  COMPLETED" "$work/watch.txt" || fail "changes watch did not print COMPLETED"
+  grep -q "  $host  APPLIED" "$work/watch.txt" || fail "changes watch did not print $host APPLIED"
 
   step "smb.conf changed and reloaded: SMB2_10 refused, SMB3 encrypted"
   [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] ||
@@ -167,6 +177,8 @@ scenario_flow() {
   [[ -n "$rb" ]] || fail "rollback made no linked change"
   wait_host_state 30 "$rb" "$host" APPLIED
   [[ $(change_state "$id") == CHANGE_STATE_ROLLED_BACK ]] || fail "the original is not ROLLED_BACK"
+  expect_exit 1 "changes watch of a ROLLED_BACK change" viewer changes watch "$id" --timeout 30s
+  grep -q "ended ROLLED_BACK" "$work/ctl.out" || fail "changes watch did not say it ended ROLLED_BACK"
   [[ $(change_get "$rb" '.rollbackOf') == "$id" ]] || fail "the rollback is not linked to $id"
   # The typed values come back; Samba's words may differ (`default` is written back as
   # `if_required`, its meaning for a server).
