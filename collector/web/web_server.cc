@@ -248,7 +248,7 @@ class WebServer::Handlers {
           return httplib::Server::HandlerResponse::Handled;
         }));
     server.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
           SendError(res, 500, "INTERNAL", "internal error");
         });
     server.Post(R"(/api/v1/([A-Za-z0-9]+))",
