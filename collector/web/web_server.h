@@ -32,7 +32,7 @@ struct WebOptions {
   std::string key_pem;
   // CAs a client certificate is verified against; one is asked for but not required.
   std::string client_ca_pem;
-  size_t threads = 8;  // connections served at once
+  size_t threads = 32;  // connections served at once (an idle keep-alive one holds a thread)
   absl::Duration read_timeout = absl::Seconds(30);
   absl::Duration write_timeout = absl::Seconds(30);
   size_t max_body_bytes = 1 << 20;  // larger: 413

@@ -1,7 +1,10 @@
 // The console's HTTPS API over real TLS: a Collector configured with `console:` (memory stores),
 // and a WebServer on a clock the test moves for session expiry. Tokens and client certificates
 // from deploy/ca.sh.
+#include <algorithm>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "collector/server/collector.h"
@@ -281,6 +284,39 @@ TEST(WebServerTest, RevokedTokenEndsItsSessionsWithinAMinute) {
   ExpectError(res, 401, "UNAUTHENTICATED");
   EXPECT_THAT(res.body, HasSubstr("revoked"));
   EXPECT_THAT(res.body, Not(HasSubstr(session.substr(4))));
+}
+
+TEST_F(WebApiTest, ForeignClientCertificateFailsTheHandshake) {
+  // Another deployment's CA and its admin: not ours, so the TLS layer refuses it.
+  static const std::string* other = new std::string(smbfleet::testing::MakeCertificates("fs09"));
+  auto cli = Client(port());
+  SSL_CTX* ctx = cli->ssl_context();
+  ASSERT_EQ(SSL_CTX_use_certificate_chain_file(ctx, (*other + "/operator-admin.pem").c_str()), 1);
+  ASSERT_EQ(
+      SSL_CTX_use_PrivateKey_file(ctx, (*other + "/operator-admin.key").c_str(), SSL_FILETYPE_PEM),
+      1);
+  httplib::Result r = cli->Post("/api/v1/SignIn", "{}", "application/json");
+  EXPECT_FALSE(r) << r->status << " " << r->body;
+}
+
+// Figures, not assertions: WhoAmI with a session over one keep-alive HTTPS connection.
+TEST(WebServerTest, SessionCallLatencyFigures) {
+  web_testing::StandaloneWeb web;
+  auto cli = Client(web.port());
+  cli->set_keep_alive(true);
+  std::string token = web.Token("vera", {"viewer"});
+  std::string session =
+      Parse<v1::SignInResponse>(Call(*cli, "SignIn", "{}", Bearer(token))).session();
+  constexpr int kCalls = 200;
+  std::vector<double> ms;
+  for (int i = 0; i < kCalls; ++i) {
+    absl::Time start = absl::Now();
+    ASSERT_EQ(Call(*cli, "WhoAmI", "{}", Bearer(session)).status, 200);
+    ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  }
+  std::sort(ms.begin(), ms.end());
+  std::printf("{\"web_session_whoami\": {\"calls\": %d, \"p50_ms\": %.3f, \"p95_ms\": %.3f}}\n",
+              kCalls, ms[kCalls / 2], ms[kCalls * 95 / 100]);
 }
 
 TEST(WebServerTest, NotReadyIs503) {

@@ -52,6 +52,7 @@ inline std::unique_ptr<httplib::SSLClient> Client(int port, const std::string& w
   cli->enable_server_certificate_verification(true);
   cli->set_connection_timeout(10);
   cli->set_read_timeout(30);
+  cli->set_tcp_nodelay(true);
   if (!who.empty()) {
     SSL_CTX* ctx = cli->ssl_context();
     EXPECT_EQ(SSL_CTX_use_certificate_chain_file(ctx, (Pki() + "/" + who + ".pem").c_str()), 1);
