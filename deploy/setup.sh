@@ -15,6 +15,8 @@ packages=(
 )
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(g++-mingw-w64-x86-64 clang-format clang-tidy python3 jq)
+  # The console's browser test (tests/console/) drives Debian's chromium with playwright-core.
+  packages+=(chromium)
 fi
 
 missing=()

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the console's bundle into OUTDIR: index.html and assets/app.js, assets/app.css.
+#   bash console/build.sh OUTDIR
+# Installs the locked npm packages first when node_modules is missing or older than
+# package-lock.json. No inline script or style anywhere (the collector's CSP forbids them), no
+# CDN, no external font: everything the page loads is in OUTDIR.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:?usage: build.sh OUTDIR}
+command -v npm >/dev/null || { echo "build.sh: npm is missing (deploy/setup.sh installs nodejs and npm)" >&2; exit 1; }
+
+stamp=$here/node_modules/.package-lock.json
+if [[ ! -f $stamp || $here/package-lock.json -nt $stamp ]]; then
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+
+mkdir -p "$out/assets"
+out=$(cd "$out" && pwd)
+node "$here/esbuild.mjs" "$out"
+cp "$here/index.html" "$out/index.html"
