@@ -9,6 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: build.sh OUTDIR}
 command -v npm >/dev/null || { echo "build.sh: npm is missing (deploy/setup.sh installs nodejs and npm)" >&2; exit 1; }
 
+# One npm ci at a time: the collector's build and the browser tests may run this together.
+exec 9>"$here/.build.lock"
+flock 9
 stamp=$here/node_modules/.package-lock.json
 if [[ ! -f $stamp || $here/package-lock.json -nt $stamp ]]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2)
