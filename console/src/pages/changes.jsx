@@ -193,8 +193,8 @@ function HostRows({ hosts }) {
           return (
             <tr key={h.host} data-host={h.host}>
               <th scope="row">
-                <Link href={`/hosts/${encodeURIComponent(h.host)}`}>{h.host}</Link>
-                <Labels labels={h.labels} />
+                <Link href={`/hosts/${encodeURIComponent(h.host)}`}>{h.host}</Link>{" "}
+                {Object.keys(h.labels || {}).length ? <Labels labels={h.labels} /> : null}
               </th>
               <td>
                 <span class="host-state" data-testid="host-state">
