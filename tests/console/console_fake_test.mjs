@@ -31,6 +31,7 @@ const people = {
   sft_viewer: { name: "viewer", kind: "operator", roles: ["viewer"], credential: "token" },
   sft_proposer: { name: "proposer", kind: "operator", roles: ["proposer"], credential: "token" },
   sft_approver: { name: "approver-a", kind: "operator", roles: ["approver"], credential: "token" },
+  sft_approver_b: { name: "approver-b", kind: "operator", roles: ["approver"], credential: "token" },
 };
 const sessions = new Map();
 const payload = Buffer.from("approval payload of CHG-1 v1");
@@ -61,6 +62,9 @@ const change = {
   ],
 };
 const verified = [];
+const seen = []; // [rpc, request] of every API call
+let overviewImplemented = true;
+let getChangeCalls = 0;
 
 function answer(res, status, body) {
   res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
@@ -89,7 +93,16 @@ const rpcs = {
     sessions: { sessions: 1, unsignedSessions: 1, byDialect: { DIALECT_SMB_2_1: 1 } },
     generatedAt: "2026-12-01T12:00:00Z",
   }),
-  ListHosts: () => ({ hosts: [{ name: "fs01", platform: "PLATFORM_SAMBA", labels: { site: "lab" }, shares: 1 }], total: 1 }),
+  ListHosts: (req) => ({
+    hosts: [{ name: req.pageToken ? "fs02" : "fs01", platform: "PLATFORM_SAMBA", labels: { site: "lab" }, shares: 1 }],
+    total: 2,
+    nextPageToken: req.pageToken ? "" : "after-fs01",
+  }),
+  GetCompliance: () => ({
+    policyName: "baseline",
+    policyVersion: "3",
+    rules: [{ ruleId: "smb.signing.required", compliant: 2, nonCompliant: 3, waived: 1, compliantPct: 50 }],
+  }),
   GetHost: (req) => {
     if (req.name !== "fs01") return [404, { code: "NOT_FOUND", message: `host ${req.name} not found` }];
     return {
@@ -108,15 +121,20 @@ const rpcs = {
   ListWaivers: () => ({}),
   ListAudit: () => ({ entries: [{ seq: "1", action: "proposed", actor: "proposer", changeId: "CHG-1", reason: kHostile }] }),
   ListChanges: () => ({ changes: [{ ...change, hosts: [] }] }),
-  GetChange: (req) =>
-    req.id === "CHG-1"
-      ? { change, approvalPayload: change.approvals.length < 2 ? payload.toString("base64") : "" }
-      : [404, { code: "NOT_FOUND", message: "no such change" }],
+  GetChange: (req) => {
+    if (req.id !== "CHG-1") return [404, { code: "NOT_FOUND", message: "no such change" }];
+    if (change.state === "CHANGE_STATE_ROLLING_OUT" && ++getChangeCalls >= 3) {
+      change.hosts[0].state = getChangeCalls >= 4 ? "HOST_CHANGE_STATE_APPLIED" : "HOST_CHANGE_STATE_DISPATCHED";
+      if (getChangeCalls >= 4) change.state = "CHANGE_STATE_COMPLETED";
+    }
+    return { change, approvalPayload: change.state === "CHANGE_STATE_PROPOSED" ? payload.toString("base64") : "" };
+  },
   ApproveChange: (req, who) => {
     if (!who.roles.includes("approver")) return [403, { code: "PERMISSION_DENIED", message: "approve-change needs the approver role" }];
     if (who.name === change.proposedBy) return [409, { code: "FAILED_PRECONDITION", message: "nobody approves their own change" }];
     const sig = req.signature || {};
     if (sig.approver !== who.name || sig.keyId !== keyId) {
+      // Both fake approvers share one registered key: the fake checks the signature, not people.
       return [400, { code: "INVALID_ARGUMENT", message: `signature: key ${sig.keyId} is not ${who.name}'s` }];
     }
     if (!crypto.verify(null, payload, publicKey, Buffer.from(sig.signature || "", "base64"))) {
@@ -124,6 +142,11 @@ const rpcs = {
     }
     verified.push(sig);
     change.approvals.push({ approver: who.name, keyId, at: new Date().toISOString() });
+    if (change.approvals.length === 2) {
+      change.state = "CHANGE_STATE_ROLLING_OUT";
+      change.waveCount = 1;
+      change.hosts[0].wave = 0;
+    }
     return { change, approvals: change.approvals.length, approvalsRequired: 2 };
   },
 };
@@ -154,9 +177,14 @@ const server = http.createServer(async (req, res) => {
       sessions.delete(bearer);
       return answer(res, 200, {});
     }
+    const request = JSON.parse(body || "{}");
+    seen.push([rpc, request]);
+    if (rpc === "GetFleetOverview" && !overviewImplemented) {
+      return answer(res, 501, { code: "UNIMPLEMENTED", message: "GetFleetOverview is not implemented" });
+    }
     const handler = rpcs[rpc];
     if (!handler) return answer(res, 501, { code: "UNIMPLEMENTED", message: `${rpc} is not in the fake` });
-    const out = handler(JSON.parse(body || "{}"), who);
+    const out = handler(request, who);
     return Array.isArray(out) ? answer(res, out[0], out[1]) : answer(res, 200, out);
   }
   if (req.method !== "GET") return answer(res, 405, { code: "INVALID_ARGUMENT", message: "method" });
@@ -295,6 +323,60 @@ try {
     await page.click("button[type=submit]");
     await page.waitForURL(/\/hosts\?q=fs$/);
     await page.waitForSelector("[data-testid=hosts]");
+    await context.close();
+  });
+
+  await scenario("filters and paging live in the URL and reach ListHosts", async () => {
+    const context = await browser.newContext();
+    const page = await newPage(context, "hosts");
+    await signIn(page, "sft_viewer");
+    await page.goto(`${base}/hosts?q=fs&label=site=lab&platform=samba&failing=smb.signing.required`);
+    await page.waitForSelector("[data-testid=hosts]");
+    let req = seen.filter(([r]) => r === "ListHosts").pop()[1];
+    check(req.query === "fs" && req.labels.site === "lab" && req.platform === "PLATFORM_SAMBA", `ListHosts got ${JSON.stringify(req)}`);
+    check(req.failingRule === "smb.signing.required" && !req.pageToken, `ListHosts got ${JSON.stringify(req)}`);
+    check((await page.textContent("[data-testid=hosts-total]")).startsWith("2 hosts match"), "the total is shown");
+    check((await page.inputValue("input[name=q]")) === "fs", "the search box shows the URL's query");
+    await page.click("text=Next page");
+    await page.waitForURL(/page=after-fs01/);
+    await page.waitForSelector("text=fs02");
+    req = seen.filter(([r]) => r === "ListHosts").pop()[1];
+    check(req.pageToken === "after-fs01" && req.query === "fs", `the next page asked ${JSON.stringify(req)}`);
+    await page.fill("input[name=q]", "");
+    await page.fill("input[name=os]", "Debian");
+    await page.click("form[role=search] button[type=submit]");
+    await page.waitForURL(/\/hosts\?label=site%3Dlab&os=Debian&platform=samba&failing=/);
+    await page.goBack();
+    await page.waitForURL(/page=after-fs01/);
+    await context.close();
+  });
+
+  await scenario("without GetFleetOverview the overview shows GetCompliance", async () => {
+    overviewImplemented = false;
+    const context = await browser.newContext();
+    const page = await newPage(context, "fallback");
+    await signIn(page, "sft_viewer");
+    await page.waitForSelector('[data-testid=by-rule] tr[data-rule="smb.signing.required"]');
+    const nc = await page.textContent('[data-testid=by-rule] tr[data-rule="smb.signing.required"] [data-field=nonCompliant]');
+    check(nc === "3", `non-compliant from GetCompliance is 3, the page says ${nc}`);
+    check(page.problems.length === 0, page.problems.join("; "));
+    overviewImplemented = true;
+    await context.close();
+  });
+
+  await scenario("the second approval starts the rollout; the page polls it to applied", async () => {
+    const context = await browser.newContext();
+    const page = await newPage(context, "approver-b");
+    change.approvals = [{ approver: "approver-a", keyId, at: "2026-12-01T11:00:00Z" }];
+    await signIn(page, "sft_approver_b");
+    await page.goto(`${base}/changes/CHG-1`);
+    await page.waitForSelector("[data-testid=approve]");
+    await page.setInputFiles("input[type=file][name=key]", { name: "b.key", mimeType: "text/plain", buffer: Buffer.from(keyPem) });
+    await page.click("[data-testid=approve]");
+    await page.waitForFunction(() => document.querySelector("[data-testid=host-state]")?.textContent === "applied", null, { timeout: 20000 });
+    check((await page.textContent("[data-testid=change-state]")) === "completed", "the change shows completed");
+    await shot(page, "fake-change-applied");
+    check(page.problems.length === 0, page.problems.join("; "));
     await context.close();
   });
 } finally {
