@@ -26,7 +26,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   CollectorConfig c;
   CheckKeys(root,
             {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
-             "changes", "approver_sets", "identity", "tls_reload", "enrollment"},
+             "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console"},
             "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
@@ -183,6 +183,37 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
         c.enrollment.certificate_lifetime > std::chrono::hours(24 * 398)) {
       problems.Add(enrollment["certificate_lifetime"], "enrollment.certificate_lifetime",
                    "must be between 5m and 398d");
+    }
+  }
+
+  YAML::Node console = root["console"];
+  if (console.IsDefined()) {
+    c.console.enabled = true;
+    CheckKeys(console, {"listen", "cert", "key", "session_idle", "session_max"}, "console",
+              &problems);
+    if (ReadString(console, "listen", "console", &c.console.listen, &problems) &&
+        !ValidHostPort(c.console.listen)) {
+      problems.Add(
+          console["listen"], "console.listen",
+          absl::StrCat("expected host:port such as 127.0.0.1:8443, got '", c.console.listen, "'"));
+    }
+    ReadString(console, "cert", "console", &c.console.cert, &problems);
+    ReadString(console, "key", "console", &c.console.key, &problems);
+    if (c.console.cert.empty() != c.console.key.empty()) {
+      problems.Add(console, "console", "cert and key go together");
+    }
+    for (std::string* path : {&c.console.cert, &c.console.key}) {
+      if (!path->empty()) *path = ResolvePath(file, *path);
+    }
+    ReadDuration(console, "session_idle", "console", &c.console.session_idle, &problems);
+    ReadDuration(console, "session_max", "console", &c.console.session_max, &problems);
+    if (c.console.session_idle < std::chrono::minutes(1) ||
+        c.console.session_idle > c.console.session_max) {
+      problems.Add(console["session_idle"], "console.session_idle",
+                   "must be at least 1m and at most console.session_max");
+    }
+    if (c.console.session_max > std::chrono::hours(24 * 7)) {
+      problems.Add(console["session_max"], "console.session_max", "must be at most 7d");
     }
   }
 

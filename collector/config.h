@@ -38,6 +38,16 @@ struct EnrollmentConfig {
   std::chrono::milliseconds certificate_lifetime{7 * 24 * 3'600'000};
 };
 
+// The web console (docs/console.md). No `console:` section: no web server.
+struct ConsoleConfig {
+  bool enabled = false;
+  std::string listen = "127.0.0.1:8443";
+  std::string cert;  // PEM; empty: the collector's tls.cert
+  std::string key;   // PEM; empty: the collector's tls.key
+  std::chrono::milliseconds session_idle{30 * 60'000};
+  std::chrono::milliseconds session_max{12 * 3'600'000};
+};
+
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
@@ -62,6 +72,7 @@ struct CollectorConfig {
   std::chrono::milliseconds approver_set_poll{5'000};
   IdentityConfig identity;
   EnrollmentConfig enrollment;
+  ConsoleConfig console;
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

@@ -55,6 +55,37 @@ TEST_F(CollectorConfigTest, EnrollmentIsOffUnlessConfigured) {
   EXPECT_THAT(bad.status().message(), HasSubstr("enrollment.certificate_lifetime"));
 }
 
+TEST_F(CollectorConfigTest, ConsoleIsOffUnlessConfigured) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto off = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->console.enabled);
+
+  auto on = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                 base + "console: {listen: '127.0.0.1:0', session_idle: 10m}\n");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->console.enabled);
+  EXPECT_EQ(on->console.listen, "127.0.0.1:0");
+  EXPECT_EQ(on->console.session_idle, std::chrono::minutes(10));
+  EXPECT_EQ(on->console.session_max, std::chrono::hours(12));
+  EXPECT_TRUE(on->console.cert.empty());
+
+  auto own =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "console: {cert: c.pem, key: c.key}\n");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->console.cert, dir_ + "/c.pem");
+
+  auto bad = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base + "console: {listen: nowhere, cert: c.pem, session_idle: 20h, session_max: 10h}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("console.listen"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("cert and key go together"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("console.session_idle"));
+}
+
 TEST_F(CollectorConfigTest, NudgeLimitsHaveDefaultsAndCanBeSet) {
   const std::string base =
       "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"

@@ -9,10 +9,15 @@ packages=(
   cmake ninja-build g++ ccache pkg-config git
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libpqxx-dev libpq-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcli11-dev
+  libcli11-dev libcpp-httplib-dev
   libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev libre2-dev libc-ares-dev
   postgresql postgresql-client samba smbclient libnss-wrapper procps iproute2
 )
+# The console's front end is bundled at build time (console/build.sh); Debian 12's Node.js and
+# npm unless an npm is already on PATH.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(g++-mingw-w64-x86-64 clang-format clang-tidy python3 jq)
   # The console's browser test (tests/console/) drives Debian's chromium with playwright-core.

@@ -1,10 +1,14 @@
 #include "collector/server/collector.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_enrollment_store.h"
+#include "collector/store/postgres/migrations.h"
 #include "collector/store/postgres/notify_listener.h"
+#include "collector/web/credential_check.h"
 #include "common/files.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -180,12 +184,45 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   if (!c->server_ || c->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
+  if (config.console.enabled) RETURN_IF_ERROR(c->StartConsole(config, tls));
   return c;
+}
+
+absl::Status Collector::StartConsole(const CollectorConfig& config, const TlsMaterial& tls) {
+  WebOptions options;
+  options.listen = config.console.listen;
+  options.cert_pem = tls.cert_pem;
+  options.key_pem = tls.key_pem;
+  if (!config.console.cert.empty()) {
+    ASSIGN_OR_RETURN(options.cert_pem, ReadFile(config.console.cert, kMaxCaFileBytes));
+    ASSIGN_OR_RETURN(options.key_pem, ReadFile(config.console.key, kMaxCaFileBytes));
+  }
+  // People's client certificates verify against the same CA bundle as on the gRPC port.
+  options.client_ca_pem = tls.ca_pem;
+  options.threads = std::max<size_t>(4, config.store_threads);
+  SessionOptions session_options;
+  session_options.idle = absl::FromChrono(config.console.session_idle);
+  session_options.max = absl::FromChrono(config.console.session_max);
+  sessions_ = std::make_unique<SessionStore>(
+      session_options, CredentialStillStands(stores_.identity.get(), revocations_.get()));
+  WebDeps deps;
+  deps.api = admin_api_.get();
+  deps.approver_sets = approver_sets_.get();
+  deps.authenticator = authenticator_.get();
+  deps.sessions = sessions_.get();
+  if (!config.database_dsn.empty()) {
+    // Migrations ran before the stores were opened (startup.cc); ready means the database
+    // answers and still has every migration this binary knows.
+    deps.ready = [dsn = config.database_dsn] { return CheckMigrations(dsn, BuiltinMigrations()); };
+  }
+  ASSIGN_OR_RETURN(web_, WebServer::Start(options, std::move(deps)));
+  return absl::OkStatus();
 }
 
 void Collector::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  if (web_) web_->Stop();
   scheduler_->Stop();
   registry_->CloseAll();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

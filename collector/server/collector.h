@@ -28,6 +28,8 @@
 #include "collector/store/postgres/notify_listener.h"
 #include "collector/store/stores.h"
 #include "collector/trust/approver_sets.h"
+#include "collector/web/session_store.h"
+#include "collector/web/web_server.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "policy/policy.h"
@@ -50,6 +52,9 @@ class Collector {
   ~Collector();
 
   int port() const { return port_; }
+  // The console's HTTPS port; 0 when the configuration has no `console:` section.
+  int web_port() const { return web_ ? web_->port() : 0; }
+  SessionStore* sessions() { return sessions_.get(); }
   StreamRegistry* registry() { return registry_.get(); }
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
@@ -59,6 +64,7 @@ class Collector {
 
  private:
   Collector() = default;
+  absl::Status StartConsole(const CollectorConfig& config, const TlsMaterial& tls);
 
   // Declared in dependency order: destroyed in reverse, users before what they use.
   Stores stores_;
@@ -82,6 +88,8 @@ class Collector {
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<EnrollmentServiceImpl> enrollment_service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<SessionStore> sessions_;
+  std::unique_ptr<WebServer> web_;  // null: no console
   int port_ = 0;
   bool shut_down_ = false;
 };

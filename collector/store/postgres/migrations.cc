@@ -4,6 +4,7 @@
 
 #include <pqxx/pqxx>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "collector/store/postgres/dsn.h"
@@ -70,6 +71,25 @@ absl::Status ApplyMigrations(const std::string& dsn, const std::vector<Migration
     return result;
   } catch (...) {
     return MapPgException(dsn, "applying migrations");
+  }
+}
+
+absl::Status CheckMigrations(const std::string& dsn, const std::vector<Migration>& migrations) {
+  try {
+    pqxx::connection conn(dsn);
+    pqxx::nontransaction tx(conn);
+    pqxx::result applied = tx.exec("SELECT version FROM schema_migrations");
+    absl::flat_hash_set<std::string> versions;
+    for (const auto& row : applied) versions.insert(row[0].as<std::string>());
+    for (const Migration& m : migrations) {
+      if (!versions.contains(m.version)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("database: migration ", m.version, " is not applied"));
+      }
+    }
+    return absl::OkStatus();
+  } catch (...) {
+    return MapPgException(dsn, "checking migrations");
   }
 }
 

@@ -21,6 +21,10 @@ const std::vector<Migration>& BuiltinMigrations();
 // applied is an error.
 absl::Status ApplyMigrations(const std::string& dsn, const std::vector<Migration>& migrations);
 
+// OK when the database answers and has every one of `migrations` applied (the collector's
+// readiness); UNAVAILABLE when it cannot be reached, FAILED_PRECONDITION naming a missing one.
+absl::Status CheckMigrations(const std::string& dsn, const std::vector<Migration>& migrations);
+
 }  // namespace smbfleet::collector
 
 #endif  // SMBFLEET_COLLECTOR_STORE_POSTGRES_MIGRATIONS_H_
