@@ -4,8 +4,9 @@
 # sessions and its agent, plus a simulated fleet of Windows servers replayed from capture
 # folders. The agents enroll with a token an admin makes (each makes its own key and gets a
 # short-lived certificate from the collector's issuing CA). Proposes a change for the Samba server (as the proposer) and prints the commands that
-# approve it (as two approvers) and watch it apply. Prints where to look and runs until Ctrl-C,
-# then stops everything it started.
+# approve it (as two approvers) and watch it apply. Prints where to look, the web console's
+# address and a token to sign in to it with, and runs until Ctrl-C, then stops everything it
+# started.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -59,8 +60,10 @@ dsn=$(bash "$here/pg.sh" start "$run/pg" "$pg_port")
 
 echo "== collector"
 port=${SMBFLEET_PORT:-7443}
+console_port=${SMBFLEET_CONSOLE_PORT:-8443}
 cat > "$run/collector.yaml" <<YAML
 listen: 127.0.0.1:$port
+console: {listen: '127.0.0.1:$console_port'}
 tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}
 database: {dsn: '$dsn'}
 enrollment: {ca_cert: pki/agents-ca.pem, ca_key: pki/agents-ca.key, certificate_lifetime: 7d}
@@ -152,6 +155,12 @@ for who in approver-a approver-b; do
   "$ctl" approvers add "$who" --public-key "@$run/keys/$who.pub" >/dev/null 2>&1 || true
 done
 
+echo "== a console sign-in token (admin makes it for 'console-demo': viewer and proposer)"
+# Shown once by the collector; kept here 0600 so that a later look needs no new token.
+(umask 077
+ "$ctl" tokens create console-demo --roles viewer,proposer --expires 7d | grep -E '^sft_' \
+   >"$run/console.token") || { echo "cannot make a console token"; exit 1; }
+
 echo "== a change for $samba_host, proposed by 'proposer'"
 change=""
 if out=$("$ctl" --config "$run/ctl-proposer.yaml" changes propose --host "$samba_host" \
@@ -200,6 +209,11 @@ if [[ -n "$change" ]]; then
   echo
 fi
 "$build/cli/smbfleetctl" hosts || true
+# The console's certificate is the collector's, from this run's own CA ($run/pki/ca.pem): a
+# browser warns until that CA is trusted.
+echo
+echo "console: https://127.0.0.1:$console_port/"
+echo "sign in with: $(cat "$run/console.token")"
 while true; do
   for p in "${pids[@]}"; do
     kill -0 "$p" 2>/dev/null || { echo "a process stopped unexpectedly; see $run/*.log"; exit 1; }

@@ -1,7 +1,5 @@
 #include "collector/server/collector.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
@@ -199,7 +197,6 @@ absl::Status Collector::StartConsole(const CollectorConfig& config, const TlsMat
   }
   // People's client certificates verify against the same CA bundle as on the gRPC port.
   options.client_ca_pem = tls.ca_pem;
-  options.threads = std::max<size_t>(4, config.store_threads);
   SessionOptions session_options;
   session_options.idle = absl::FromChrono(config.console.session_idle);
   session_options.max = absl::FromChrono(config.console.session_max);
@@ -210,6 +207,7 @@ absl::Status Collector::StartConsole(const CollectorConfig& config, const TlsMat
   deps.approver_sets = approver_sets_.get();
   deps.authenticator = authenticator_.get();
   deps.sessions = sessions_.get();
+  deps.metrics = metrics_text_;
   if (!config.database_dsn.empty()) {
     // Migrations ran before the stores were opened (startup.cc); ready means the database
     // answers and still has every migration this binary knows.

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "collector/admin/admin_api.h"
@@ -88,6 +89,9 @@ class Collector {
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<EnrollmentServiceImpl> enrollment_service_;
   std::unique_ptr<grpc::Server> server_;
+  // The console's GET /metrics: the Prometheus text; null (404) until metrics are exported.
+  // Set before StartConsole.
+  std::function<std::string()> metrics_text_;
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<WebServer> web_;  // null: no console
   int port_ = 0;

@@ -248,7 +248,7 @@ class WebServer::Handlers {
           return httplib::Server::HandlerResponse::Handled;
         }));
     server.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
           SendError(res, 500, "INTERNAL", "internal error");
         });
     server.Post(R"(/api/v1/([A-Za-z0-9]+))",
@@ -342,7 +342,8 @@ class WebServer::Handlers {
     v1::SignInResponse out;
     out.set_session(session->id);
     out.mutable_expires_at()->set_seconds(absl::ToUnixSeconds(session->expires_at));
-    out.set_idle_timeout_seconds(absl::ToInt64Seconds(deps_.sessions->options().idle));
+    out.set_idle_timeout_seconds(
+        static_cast<int32_t>(absl::ToInt64Seconds(deps_.sessions->options().idle)));
     *out.mutable_who() = *std::move(me);
     absl::StatusOr<std::string> body = ToJson(out, /*pretty=*/false);
     if (!body.ok()) return SendStatus(res, body.status());

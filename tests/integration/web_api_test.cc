@@ -93,6 +93,7 @@ TEST_F(WebApiTest, TokenSignInThenSessionCalls) {
   v1::SignInResponse in = Parse<v1::SignInResponse>(res);
   EXPECT_THAT(in.session(), StartsWith("sfs_"));
   EXPECT_EQ(in.idle_timeout_seconds(), 1800);
+  EXPECT_THAT(res.body, HasSubstr(R"("idleTimeoutSeconds":1800,)"));  // a JSON number
   EXPECT_GT(in.expires_at().seconds(), absl::ToUnixSeconds(absl::Now()));
   EXPECT_EQ(in.who().name(), "vera");
   EXPECT_EQ(in.who().credential(), "token");
