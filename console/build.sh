@@ -20,4 +20,9 @@ fi
 mkdir -p "$out/assets"
 out=$(cd "$out" && pwd)
 node "$here/esbuild.mjs" "$out"
-cp "$here/index.html" "$out/index.html"
+# The collector caches /assets/ for a day: index.html names each file with its content's hash,
+# so a new build is fetched at once (the query is not part of the file's path).
+js=$(sha256sum "$out/assets/app.js" | cut -c1-16)
+css=$(sha256sum "$out/assets/app.css" | cut -c1-16)
+sed -e "s#/assets/app.js\"#/assets/app.js?v=$js\"#" -e "s#/assets/app.css\"#/assets/app.css?v=$css\"#" \
+  "$here/index.html" >"$out/index.html"
