@@ -78,6 +78,23 @@ async function approveInPage(page, who, id) {
   );
 }
 
+await scenario("an operator signs in with the certificate the browser presents", async () => {
+  const context = await browser.newContext({
+    ignoreHTTPSErrors: true,
+    clientCertificates: [{ origin: base, certPath: config.certificate.cert, keyPath: config.certificate.key }],
+  });
+  contexts.push(context);
+  const page = await newPage(context, "certificate");
+  await page.goto(`${base}/`);
+  await page.waitForURL(/\/signin/);
+  await page.click("text=Use my certificate");
+  await page.waitForSelector("[data-testid=who-name]");
+  check((await page.textContent("[data-testid=who-name]")) === config.certificate.name, "the header names the certificate's person");
+  check((await page.textContent("[data-testid=who]")).includes("via certificate"), "the header says the certificate signed in");
+  await page.waitForSelector("[data-testid=by-rule] tr[data-rule]");
+  check(page.problems.length === 0, page.problems.join("; "));
+});
+
 let changeId = "";
 let viewer;
 try {

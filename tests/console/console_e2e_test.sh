@@ -7,6 +7,7 @@
 #   console_e2e_test.sh BUILD_DIR COLLECTOR AGENT SMBFLEETCTL      (needs SMBFLEET_TEST_PG_DSN)
 #
 # Scenarios (the issue's):
+#   - an operator signs in with the client certificate the browser presents
 #   - a viewer finds no approve button; a forged ApproveChange with the viewer's session: 403
 #   - the proposer (who also holds the approver role) proposes from a finding on the host page,
 #     finds no approve button on their own change; a forged, validly signed approval: 403/409
@@ -76,10 +77,12 @@ jq -n --arg base "$base" --arg host "$HOST" --arg hostile "$HOSTILE" \
   --arg approver_a "$approver_a_token" --arg approver_b "$approver_b_token" \
   --arg key_a "$work/keys/approver-a.key" --arg key_b "$work/keys/approver-b.key" \
   --arg key_proposer "$work/keys/proposer-approver.key" \
+  --arg cert "$work/pki/operator-admin.pem" --arg cert_key "$work/pki/operator-admin.key" \
   --slurpfile compliance "$work/compliance.json" \
   '{base: $base, host: $host, hostile: $hostile,
     tokens: {viewer: $viewer, proposer: $proposer, "approver-a": $approver_a, "approver-b": $approver_b},
     keys: {"approver-a": $key_a, "approver-b": $key_b, proposer: $key_proposer},
+    certificate: {name: "admin", cert: $cert, key: $cert_key},
     compliance: $compliance[0]}' >"$work/console.json"
 chmod 600 "$work/console.json"
 
