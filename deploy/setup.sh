@@ -20,6 +20,8 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(g++-mingw-w64-x86-64 clang-format clang-tidy python3 jq)
+  # The console's browser test (tests/console/) drives Debian's chromium with playwright-core.
+  packages+=(chromium)
 fi
 
 missing=()
