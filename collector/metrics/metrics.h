@@ -27,7 +27,7 @@ namespace smbfleet::collector {
 
 // Why a report was refused: smbfleet_reports_refused_total{reason}.
 enum class ReportRefusal {
-  kUnauthenticated,  // "unauthenticated": its credentials were refused (e.g. revoked)
+  kUnauthenticated,  // "unauthenticated": no valid credentials (none, or a revoked one)
   kNotAgent,         // "not_agent": authenticated, but not as an agent
   kInvalid,          // "invalid": ValidateReport refused a field (too long, too many, malformed)
   kNotStored,        // "database": the store failed; the agent keeps it and retries

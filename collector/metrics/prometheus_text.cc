@@ -100,4 +100,11 @@ std::optional<double> FindSample(const std::vector<PromSample>& samples, absl::s
   return std::nullopt;
 }
 
+std::optional<double> SampleIn(absl::string_view text, absl::string_view name,
+                               const std::map<std::string, std::string>& labels) {
+  absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(text);
+  if (!samples.ok()) return std::nullopt;
+  return FindSample(*samples, name, labels);
+}
+
 }  // namespace smbfleet::collector

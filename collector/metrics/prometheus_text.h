@@ -28,6 +28,10 @@ absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(absl::string_view te
 std::optional<double> FindSample(const std::vector<PromSample>& samples, absl::string_view name,
                                  const std::map<std::string, std::string>& labels = {});
 
+// Parses `text` and finds the sample; nullopt when the text does not parse or has no such sample.
+std::optional<double> SampleIn(absl::string_view text, absl::string_view name,
+                               const std::map<std::string, std::string>& labels = {});
+
 }  // namespace smbfleet::collector
 
 #endif  // SMBFLEET_COLLECTOR_METRICS_PROMETHEUS_TEXT_H_

@@ -19,6 +19,7 @@
 #include "collector/enroll/enrollment_api.h"
 #include "collector/enroll/issuing_ca.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/metrics/metrics.h"
 #include "collector/push/order_signal.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/admin_service.h"
@@ -50,6 +51,8 @@ class Collector {
   ~Collector();
 
   int port() const { return port_; }
+  // The collector's metrics; Text() is what /metrics serves.
+  Metrics* metrics() { return metrics_.get(); }
   StreamRegistry* registry() { return registry_.get(); }
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
@@ -61,6 +64,7 @@ class Collector {
   Collector() = default;
 
   // Declared in dependency order: destroyed in reverse, users before what they use.
+  std::unique_ptr<Metrics> metrics_;
   Stores stores_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<StreamRegistry> registry_;
