@@ -518,7 +518,10 @@ absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host
                                                          const v1::AckChangeRequest& ack) {
   ASSIGN_OR_RETURN(v1::HostChangeState result, ResultState(ack.result()));
   const std::string id = ack.change_id().substr(0, 64);
+  bool moved = false;                            // the ack changed the host's state
+  std::optional<absl::Duration> since_dispatch;  // of the order acked, when the change says
   auto prepare = [&](v1::Change& c) -> absl::StatusOr<Prepared> {
+    moved = false;
     v1::ChangeHost* h = FindHost(c, host);
     if (h == nullptr || h->nonce().empty()) {
       return absl::NotFoundError(absl::StrCat("no order of change ", id, " was sent to ", host));
@@ -534,6 +537,12 @@ absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host
     if (h->state() == result) {
       p.skip = true;  // the same ack again: already recorded and audited
       return p;
+    }
+    moved = true;
+    since_dispatch.reset();
+    if (h->has_dispatched_at()) {
+      since_dispatch =
+          clock_() - absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(h->dispatched_at()));
     }
     *h->mutable_before() = ack.before();
     *h->mutable_after() = ack.after();
@@ -556,6 +565,7 @@ absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host
     return absl::NotFoundError(absl::StrCat("no change order '", id, "' was sent to ", host));
   }
   RETURN_IF_ERROR(r.status());
+  if (metrics_ != nullptr && moved) metrics_->OrderAcked(ack.result(), since_dispatch);
   Log()->info("change {}: {} acked {}", LogSafe(id), LogSafe(host), HostStateName(result));
   return v1::AckChangeResponse();
 }

@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "collector/changes/approval.h"
 #include "collector/ingest/refusals.h"
+#include "collector/metrics/metrics.h"
 #include "collector/push/order_signal.h"
 #include "collector/store/approver_key_store.h"
 #include "collector/store/change_store.h"
@@ -52,6 +53,8 @@ class ChangeService : public RefusalObserver {
 
   // Where dispatched hosts are announced (after each committed step). Set before use.
   void SetOrderSignal(OrderSignal* signal) { signal_ = signal; }
+  // Counts acks by result and the time from dispatch to ack (not owned; may stay null).
+  void SetMetrics(Metrics* metrics) { metrics_ = metrics; }
   // The approvers' registered keys that approvals are checked against. Set before use: without
   // it every approval is refused.
   void SetApproverKeys(ApproverKeyStore* keys) { keys_ = keys; }
@@ -134,6 +137,7 @@ class ChangeService : public RefusalObserver {
   const ChangeOptions options_;
   Clock clock_;
   OrderSignal* signal_ = nullptr;
+  Metrics* metrics_ = nullptr;
   ApproverKeyStore* keys_ = nullptr;
   EnrollmentStore* trusted_labels_ = nullptr;
 

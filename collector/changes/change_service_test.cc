@@ -10,6 +10,7 @@
 #include "collector/changes/approval_payload.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/metrics/prometheus_text.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_enrollment_store.h"
@@ -444,6 +445,42 @@ TEST_F(ChangeServiceTest, AppliedAckCompletesAndIsIdempotent) {
   EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs2", wrong).status()));
   wrong.set_change_id("nope");
   EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs1", wrong).status()));
+}
+
+TEST_F(ChangeServiceTest, MetricsCountOrdersSentAndAcksWithTheirLatency) {
+  Metrics metrics;
+  service_.SetMetrics(&metrics);
+  dispatcher_.SetMetrics(&metrics);
+  auto value = [&](const char* name, std::map<std::string, std::string> labels = {}) {
+    return SampleIn(metrics.Text(), name, labels);
+  };
+  Report("fs1");
+  v1::Change c = ProposeHosts({"fs1"});
+  router_.connected = {"fs1"};
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  EXPECT_EQ(value("smbfleet_change_orders_sent_total"), 1);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_count"), 0);
+
+  now_ += absl::Seconds(90);  // the agent takes its time
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "APPLIED"}}), 1);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_count"), 1);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_sum"), 90);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_bucket", {{"le", "60"}}), 0);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_bucket", {{"le", "300"}}), 1);
+
+  // The same ack again and a forged one move nothing.
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  v1::AckChangeRequest forged;
+  forged.set_change_id(c.id());
+  forged.set_version(1);
+  forged.set_nonce("forged");
+  forged.set_result(v1::AckChangeRequest::RESULT_FAILED);
+  EXPECT_FALSE(service_.Ack("fs1", forged).ok());
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "APPLIED"}}), 1);
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "FAILED"}}), 0);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_count"), 1);
+  EXPECT_EQ(value("smbfleet_change_orders_sent_total"), 1);
 }
 
 TEST_F(ChangeServiceTest, FailedAckHaltsAndTheSecondWaveIsNeverDispatched) {

@@ -36,6 +36,7 @@ size_t OrderDispatcher::SendPending(const std::string& host,
     if (!router_->Send(host, message)) break;
     ++sent;
   }
+  if (metrics_ != nullptr && sent > 0) metrics_->OrdersSent(sent);
   if (sent > 0) Logger("collector")->info("sent {} change orders to {}", sent, LogSafe(host));
   return sent;
 }

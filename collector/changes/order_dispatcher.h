@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "collector/metrics/metrics.h"
 #include "collector/push/push_router.h"
 #include "collector/store/change_store.h"
 
@@ -24,6 +25,9 @@ class OrderDispatcher {
   using Clock = std::function<absl::Time()>;
   OrderDispatcher(ChangeStore* changes, PushRouter* router, Clock clock = absl::Now)
       : changes_(changes), router_(router), clock_(std::move(clock)) {}
+
+  // Counts the orders sent (not owned; may stay null). Set before use.
+  void SetMetrics(Metrics* metrics) { metrics_ = metrics; }
 
   // The OrderSignal handler.
   void HostsHaveOrders(const std::vector<std::string>& hosts);
@@ -36,6 +40,7 @@ class OrderDispatcher {
   ChangeStore* changes_;
   PushRouter* router_;
   Clock clock_;
+  Metrics* metrics_ = nullptr;
 };
 
 }  // namespace smbfleet::collector::changes

@@ -40,7 +40,10 @@ ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
 
 absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
                                                     const smbfleet::v1::ReportRequest& request) {
-  RETURN_IF_ERROR(ValidateReport(request, limits_));
+  if (absl::Status valid = ValidateReport(request, limits_); !valid.ok()) {
+    if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
+    return valid;
+  }
   IncomingReport incoming;
   incoming.host = host;
   incoming.report_id = request.report_id();
@@ -52,8 +55,10 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   auto outcome = hosts_->SaveReport(incoming);
   if (!outcome.ok()) {
     Log()->error("{}", LogSafe(outcome.status()));
+    if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kNotStored);
     return absl::UnavailableError("report not stored; keep it and retry later");
   }
+  if (metrics_ != nullptr) metrics_->ReportSaved(*outcome);
   IngestResult result;
   result.outcome = *outcome;
   result.received_at = incoming.received_at;
@@ -102,7 +107,9 @@ absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string
 
   // Policies match on the host's identity, which is its certificate's, not what it says.
   const smbfleet::v1::Posture subject = TrustedSubject(host, trusted, posture);
+  const absl::Time started = absl::Now();
   const auto eval = policy::EvaluateHost(*policy_, subject, waivers, now);
+  if (metrics_ != nullptr) metrics_->PolicyEvaluated(absl::Now() - started);
   ASSIGN_OR_RETURN(size_t transitions, RecordEvaluation(*compliance_, host, eval, key));
   Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(host),
                eval.compliant(), eval.non_compliant(), transitions);

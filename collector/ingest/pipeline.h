@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "collector/ingest/refusals.h"
 #include "collector/ingest/validate.h"
+#include "collector/metrics/metrics.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
@@ -52,6 +53,10 @@ class ReportPipeline {
   // and FQDN never reaches policy (it is stored as reported and shown).
   void SetTrustedLabels(EnrollmentStore* labels) { trusted_labels_ = labels; }
 
+  // Counts outcomes, refusals (invalid, not stored) and evaluation time. Set before reports
+  // arrive; may stay null.
+  void SetMetrics(Metrics* metrics) { metrics_ = metrics; }
+
  private:
   // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
   absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
@@ -65,6 +70,7 @@ class ReportPipeline {
   IngestLimits limits_;
   RefusalObserver* refusals_ = nullptr;
   EnrollmentStore* trusted_labels_ = nullptr;
+  Metrics* metrics_ = nullptr;
 };
 
 // What policy evaluates: the report with the identity and labels the collector trusts in place

@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "collector/metrics/prometheus_text.h"
 #include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/test_policy.h"
@@ -332,6 +333,49 @@ TEST_F(PipelineTest, StoreFailureAsksTheAgentToRetry) {
   auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
   EXPECT_TRUE(absl::IsUnavailable(result.status())) << result.status();
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("retry"));
+}
+
+TEST_F(PipelineTest, MetricsCountEachOutcomeRefusalAndEvaluation) {
+  Metrics metrics;
+  auto pipeline = Pipeline(&policy_);
+  pipeline.SetMetrics(&metrics);
+  auto reports = [&](const char* result) {
+    return SampleIn(metrics.Text(), "smbfleet_reports_total", {{"result", result}});
+  };
+  auto refused = [&](const char* reason) {
+    return SampleIn(metrics.Text(), "smbfleet_reports_refused_total", {{"reason", reason}});
+  };
+  auto evaluations = [&] {
+    return SampleIn(metrics.Text(), "smbfleet_policy_evaluation_seconds_count");
+  };
+
+  ASSERT_TRUE(pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001")).ok());
+  EXPECT_EQ(reports("stored"), 1);
+  EXPECT_EQ(reports("unchanged"), 0);
+  EXPECT_EQ(reports("duplicate"), 0);
+  EXPECT_EQ(evaluations(), 1);
+
+  auto later = Report("00000000-0000-4000-8000-000000000002");
+  ASSERT_TRUE(pipeline.Ingest("fs01", later).ok());
+  EXPECT_EQ(reports("unchanged"), 1);
+  EXPECT_EQ(evaluations(), 1);  // the evaluation key says nothing changed
+  ASSERT_TRUE(pipeline.Ingest("fs01", later).ok());
+  EXPECT_EQ(reports("duplicate"), 1);
+  EXPECT_EQ(reports("stored"), 1);
+
+  EXPECT_FALSE(pipeline.Ingest("fs01", Report("not-a-uuid")).ok());
+  EXPECT_EQ(refused("invalid"), 1);
+  EXPECT_EQ(refused("database"), 0);
+  // The pipeline does not count arrivals: the agent service does, before the queue.
+  EXPECT_EQ(reports("received"), 0);
+
+  BrokenHostStore broken;
+  ReportPipeline failing(&broken, &compliance_, &policy_);
+  failing.SetMetrics(&metrics);
+  EXPECT_FALSE(failing.Ingest("fs01", Report("00000000-0000-4000-8000-000000000003")).ok());
+  EXPECT_EQ(refused("database"), 1);
+  EXPECT_EQ(refused("invalid"), 1);
+  EXPECT_EQ(reports("stored"), 1);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/metrics/prometheus_text.h"
 #include "collector/push/stream_registry.h"
 #include "gtest/gtest.h"
 
@@ -71,6 +72,28 @@ TEST_F(PushTest, UnregisterRemovesOnlyItsOwnStream) {
   registry_.Unregister("fs01", &newer);
   EXPECT_FALSE(registry_.Connected("fs01"));
   EXPECT_FALSE(registry_.Send("fs01", Nudge("now")));
+}
+
+TEST(PushMetricsTest, ConnectedGaugeCountsOpenStreamsOnce) {
+  Metrics metrics;
+  StreamRegistry registry(std::chrono::hours(1), &metrics);
+  auto connected = [&] { return SampleIn(metrics.Text(), "smbfleet_agents_connected"); };
+  FakeStream a, older, newer;
+  registry.Register("fs01", &a);
+  EXPECT_EQ(connected(), 1);
+  registry.Register("fs02", &older);
+  EXPECT_EQ(connected(), 2);
+  registry.Register("fs02", &newer);  // replaces: still two hosts
+  EXPECT_EQ(connected(), 2);
+  registry.Unregister("fs02", &older);  // the replaced one ending changes nothing
+  EXPECT_EQ(connected(), 2);
+  registry.Unregister("fs01", &a);
+  EXPECT_EQ(connected(), 1);
+  // Sends and keepalives are not connections.
+  registry.Send("fs02", Nudge("now"));
+  EXPECT_EQ(connected(), 1);
+  registry.Unregister("fs02", &newer);
+  EXPECT_EQ(connected(), 0);
 }
 
 TEST_F(PushTest, CloseAllClosesEveryStream) {

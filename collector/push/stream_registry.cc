@@ -5,8 +5,10 @@
 
 namespace smbfleet::collector {
 
-StreamRegistry::StreamRegistry(std::chrono::milliseconds keepalive_interval)
-    : keepalive_interval_(keepalive_interval), keepalive_thread_([this] { KeepaliveLoop(); }) {}
+StreamRegistry::StreamRegistry(std::chrono::milliseconds keepalive_interval, Metrics* metrics)
+    : keepalive_interval_(keepalive_interval),
+      metrics_(metrics),
+      keepalive_thread_([this] { KeepaliveLoop(); }) {}
 
 StreamRegistry::~StreamRegistry() {
   {
@@ -26,6 +28,7 @@ void StreamRegistry::Register(const std::string& host, AgentStream* stream,
   }
   streams_[host] = stream;
   credentials_[stream] = std::move(credential);
+  CountStreams();
 }
 
 void StreamRegistry::Unregister(const std::string& host, AgentStream* stream) {
@@ -33,6 +36,7 @@ void StreamRegistry::Unregister(const std::string& host, AgentStream* stream) {
   auto it = streams_.find(host);
   if (it != streams_.end() && it->second == stream) streams_.erase(it);
   credentials_.erase(stream);
+  CountStreams();
 }
 
 size_t StreamRegistry::CloseRevoked(

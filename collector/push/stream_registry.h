@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "collector/metrics/metrics.h"
 #include "collector/push/push_router.h"
 #include "smbfleet/v1/agent.pb.h"
 
@@ -34,8 +35,9 @@ struct StreamCredential {
 
 class StreamRegistry : public PushRouter {
  public:
-  // Every stream gets a keepalive message at this interval.
-  explicit StreamRegistry(std::chrono::milliseconds keepalive_interval);
+  // Every stream gets a keepalive message at this interval. `metrics` (may be null) gets the
+  // number of open streams.
+  explicit StreamRegistry(std::chrono::milliseconds keepalive_interval, Metrics* metrics = nullptr);
   ~StreamRegistry() override;
 
   // A newer stream of the same host replaces (and closes) the older one.
@@ -57,8 +59,12 @@ class StreamRegistry : public PushRouter {
 
  private:
   void KeepaliveLoop();
+  void CountStreams() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (metrics_ != nullptr) metrics_->SetAgentsConnected(streams_.size());
+  }
 
   const std::chrono::milliseconds keepalive_interval_;
+  Metrics* const metrics_;
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // A hash map: a change order for one host costs one lookup, however many streams are open.

@@ -52,7 +52,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
                                                             std::unique_ptr<policy::Policy> policy,
                                                             OrderSignalFactory signal) {
   std::unique_ptr<Collector> c(new Collector());
+  c->metrics_ = std::make_unique<Metrics>();
   c->stores_ = std::move(stores);
+  if (c->stores_.set_metrics) c->stores_.set_metrics(c->metrics_.get());
   c->policy_ = std::move(policy);
   if (c->stores_.changes == nullptr) {
     Logger("collector")
@@ -73,7 +75,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->enrollment_api_ =
       std::make_unique<EnrollmentApi>(c->stores_.enrollment.get(), c->issuing_ca_.get());
   ChangeStore* changes = c->stores_.changes.get();
-  c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval);
+  c->registry_ = std::make_unique<StreamRegistry>(config.keepalive_interval, c->metrics_.get());
   if (c->stores_.approver_sets == nullptr) c->stores_.approver_sets = NewMemoryApproverSetStore();
   c->approver_sets_ =
       std::make_unique<ApproverSets>(c->stores_.approver_sets.get(), c->registry_.get(),
@@ -81,6 +83,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   RETURN_IF_ERROR(c->approver_sets_->Start());
   c->pipeline_ = std::make_unique<ReportPipeline>(c->stores_.hosts.get(),
                                                   c->stores_.compliance.get(), c->policy_.get());
+  c->pipeline_->SetMetrics(c->metrics_.get());
 
   changes::ChangeOptions options;
   options.approval.max_hosts_single_approval =
@@ -88,6 +91,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   options.lifetime = absl::FromChrono(config.changes.lifetime);
   options.ack_timeout = absl::FromChrono(config.changes.ack_timeout);
   c->dispatcher_ = std::make_unique<changes::OrderDispatcher>(changes, c->registry_.get());
+  c->dispatcher_->SetMetrics(c->metrics_.get());
   c->workflow_ = std::make_unique<changes::ChangeService>(
       changes, c->stores_.hosts.get(), c->stores_.compliance.get(), c->policy_.get(), options);
   OrderSignal::Handler handler = [dispatcher =
@@ -100,6 +104,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
     c->signal_ = std::make_unique<LocalOrderSignal>(std::move(handler));
   }
   c->workflow_->SetOrderSignal(c->signal_.get());
+  c->workflow_->SetMetrics(c->metrics_.get());
   c->workflow_->SetApproverKeys(c->stores_.approver_keys.get());
   c->workflow_->SetTrustedLabels(c->stores_.enrollment.get());
   c->pipeline_->SetRefusalObserver(c->workflow_.get());
@@ -147,11 +152,12 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_api_->SetIdentity(c->stores_.identity.get(), c->api_tokens_.get(),
                              c->revocations_.get());
   c->admin_api_->SetEnrollment(c->stores_.enrollment.get());
-  c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls);
+  c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls, c->metrics_.get());
   c->agent_service_ = std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(),
                                                          c->authenticator_.get(), c->work_.get(),
                                                          c->workflow_.get(), c->dispatcher_.get());
   c->agent_service_->set_approver_sets(c->approver_sets_.get());
+  c->agent_service_->set_metrics(c->metrics_.get());
   c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(),
                                                          c->authenticator_.get(), c->work_.get());
   c->admin_service_->set_approver_sets(c->approver_sets_.get());
@@ -207,7 +213,7 @@ absl::Status Collector::StartConsole(const CollectorConfig& config, const TlsMat
   deps.approver_sets = approver_sets_.get();
   deps.authenticator = authenticator_.get();
   deps.sessions = sessions_.get();
-  deps.metrics = metrics_text_;
+  deps.metrics = [metrics = metrics_.get()] { return metrics->Text(); };
   if (!config.database_dsn.empty()) {
     // Migrations ran before the stores were opened (startup.cc); ready means the database
     // answers and still has every migration this binary knows.

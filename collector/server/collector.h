@@ -20,6 +20,7 @@
 #include "collector/enroll/enrollment_api.h"
 #include "collector/enroll/issuing_ca.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/metrics/metrics.h"
 #include "collector/push/order_signal.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/admin_service.h"
@@ -56,6 +57,8 @@ class Collector {
   // The console's HTTPS port; 0 when the configuration has no `console:` section.
   int web_port() const { return web_ ? web_->port() : 0; }
   SessionStore* sessions() { return sessions_.get(); }
+  // The collector's metrics; Text() is what /metrics serves.
+  Metrics* metrics() { return metrics_.get(); }
   StreamRegistry* registry() { return registry_.get(); }
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
@@ -68,6 +71,7 @@ class Collector {
   absl::Status StartConsole(const CollectorConfig& config, const TlsMaterial& tls);
 
   // Declared in dependency order: destroyed in reverse, users before what they use.
+  std::unique_ptr<Metrics> metrics_;
   Stores stores_;
   std::unique_ptr<policy::Policy> policy_;
   std::unique_ptr<StreamRegistry> registry_;
@@ -89,9 +93,6 @@ class Collector {
   std::unique_ptr<AdminServiceImpl> admin_service_;
   std::unique_ptr<EnrollmentServiceImpl> enrollment_service_;
   std::unique_ptr<grpc::Server> server_;
-  // The console's GET /metrics: the Prometheus text; null (404) until metrics are exported.
-  // Set before StartConsole.
-  std::function<std::string()> metrics_text_;
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<WebServer> web_;  // null: no console
   int port_ = 0;

@@ -30,7 +30,14 @@ v1::ReportResponse::Outcome ToProto(SaveOutcome outcome) {
 
 absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
     const Principal& agent, const v1::ReportRequest& request) {
-  RETURN_IF_ERROR(Authorize(agent, Permission::kReport));
+  if (absl::Status allowed = Authorize(agent, Permission::kReport); !allowed.ok()) {
+    // A caller without a certificate gets here as anonymous: UNAUTHENTICATED, not "not an agent".
+    if (metrics_ != nullptr) {
+      metrics_->ReportRefused(absl::IsUnauthenticated(allowed) ? ReportRefusal::kUnauthenticated
+                                                               : ReportRefusal::kNotAgent);
+    }
+    return allowed;
+  }
   auto result = pipeline_->Ingest(agent.name, request);
   if (absl::IsInvalidArgument(result.status())) {
     Log()->warn("report from {} refused: {}", LogSafe(agent.name), LogSafe(result.status()));
@@ -50,8 +57,15 @@ absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
 grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* context,
                                                    const v1::ReportRequest* request,
                                                    v1::ReportResponse* response) {
-  return SubmitUnary(context, *authenticator_, work_, response,
-                     [this, request](const Principal& p) { return HandleReport(p, *request); });
+  if (metrics_ != nullptr) metrics_->ReportReceived();
+  return SubmitUnary(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p) { return HandleReport(p, *request); },
+      [metrics = metrics_](NotRun why) {
+        if (metrics == nullptr) return;
+        metrics->ReportRefused(why == NotRun::kBusy ? ReportRefusal::kBusy
+                                                    : ReportRefusal::kUnauthenticated);
+      });
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(

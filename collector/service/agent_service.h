@@ -6,6 +6,7 @@
 #include "collector/changes/change_service.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/metrics/metrics.h"
 #include "collector/push/stream_registry.h"
 #include "collector/service/work_queue.h"
 #include "collector/trust/approver_sets.h"
@@ -32,6 +33,8 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
 
   // Each Watch stream gets the latest approver set first (not owned; null: none is sent).
   void set_approver_sets(ApproverSets* sets) { approver_sets_ = sets; }
+  // Counts reports received and those refused before the pipeline (not owned; may stay null).
+  void set_metrics(Metrics* metrics) { metrics_ = metrics; }
 
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const smbfleet::v1::ReportRequest* request,
@@ -53,6 +56,7 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   changes::ChangeService* workflow_;
   changes::OrderDispatcher* dispatcher_;
   ApproverSets* approver_sets_ = nullptr;
+  Metrics* metrics_ = nullptr;
 };
 
 }  // namespace smbfleet::collector

@@ -3,6 +3,7 @@
 
 // The RPC edge: absl::Status to grpc::Status, and the one shape of every queued unary call.
 
+#include <functional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -20,18 +21,24 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // retry" by the code alone (RESOURCE_EXHAUSTED only means a message was too large).
 grpc::Status Busy();
 
+// Why a queued call never reached its handler (for the caller's metrics).
+enum class NotRun { kBusy, kUnauthenticated };
+
 // Takes the caller from its credentials (`auth`), runs `call(principal)` on the work queue
 // (database work stays off gRPC's threads) and finishes with its result, moved into *response.
+// `not_run` (may be empty) hears of calls refused before `call`.
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
                                       const Authenticator& auth, WorkQueue* work,
-                                      Response* response, Call call) {
+                                      Response* response, Call call,
+                                      std::function<void(NotRun)> not_run = nullptr) {
   auto* reactor = context->DefaultReactor();
   // Authentication runs on the work queue too: a bearer token is looked up in the store.
-  bool queued =
-      work->TrySubmit([reactor, context, &auth, response, call = std::move(call)]() mutable {
+  bool queued = work->TrySubmit(
+      [reactor, context, &auth, response, call = std::move(call), not_run]() mutable {
         absl::StatusOr<Principal> caller = auth.Authenticate(*context);
         if (!caller.ok()) {
+          if (not_run) not_run(NotRun::kUnauthenticated);
           reactor->Finish(ToGrpcStatus(caller.status()));
           return;
         }
@@ -43,7 +50,10 @@ grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
         *response = *std::move(result);
         reactor->Finish(grpc::Status::OK);
       });
-  if (!queued) reactor->Finish(Busy());
+  if (!queued) {
+    if (not_run) not_run(NotRun::kBusy);
+    reactor->Finish(Busy());
+  }
   return reactor;
 }
 

@@ -2,7 +2,8 @@
 
 namespace smbfleet::collector {
 
-WorkQueue::WorkQueue(size_t threads, size_t max_pending) : max_pending_(max_pending) {
+WorkQueue::WorkQueue(size_t threads, size_t max_pending, Metrics* metrics)
+    : max_pending_(max_pending), metrics_(metrics) {
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -18,6 +19,7 @@ bool WorkQueue::TrySubmit(std::function<void()> task) {
   absl::MutexLock lock(&mu_);
   if (stopping_ || tasks_.size() >= max_pending_) return false;
   tasks_.push_back(std::move(task));
+  if (metrics_ != nullptr) metrics_->SetIngestQueueDepth(tasks_.size());
   return true;
 }
 
@@ -30,6 +32,7 @@ void WorkQueue::Loop() {
       if (tasks_.empty()) return;  // stopping, and everything queued has run
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      if (metrics_ != nullptr) metrics_->SetIngestQueueDepth(tasks_.size());
     }
     task();
   }

@@ -11,12 +11,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "collector/metrics/metrics.h"
 
 namespace smbfleet::collector {
 
 class WorkQueue {
  public:
-  WorkQueue(size_t threads, size_t max_pending);
+  // `metrics` (may be null) gets the number of waiting tasks.
+  WorkQueue(size_t threads, size_t max_pending, Metrics* metrics = nullptr);
   // Runs what is queued, then joins the threads.
   ~WorkQueue();
 
@@ -30,6 +32,7 @@ class WorkQueue {
   }
 
   const size_t max_pending_;
+  Metrics* const metrics_;
   absl::Mutex mu_;
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "absl/synchronization/notification.h"
+#include "collector/metrics/prometheus_text.h"
 #include "collector/service/grpc_status.h"
 #include "gtest/gtest.h"
 
@@ -30,6 +31,27 @@ TEST(WorkQueueTest, FullQueueRefusesAndTheCallerSaysRetryLater) {
 
   // Busy is "retry later" by its code alone; RESOURCE_EXHAUSTED means "too large".
   EXPECT_EQ(Busy().error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(WorkQueueTest, DepthGaugeFollowsTheWaitingTasks) {
+  Metrics metrics;
+  auto depth = [&] { return SampleIn(metrics.Text(), "smbfleet_ingest_queue_depth"); };
+  absl::Notification release;
+  absl::Notification started;
+  {
+    WorkQueue queue(/*threads=*/1, /*max_pending=*/5, &metrics);
+    ASSERT_TRUE(queue.TrySubmit([&] {
+      started.Notify();
+      release.WaitForNotification();
+    }));
+    started.WaitForNotification();  // taken off the queue: running, not waiting
+    EXPECT_EQ(depth(), 0);
+    ASSERT_TRUE(queue.TrySubmit([] {}));
+    ASSERT_TRUE(queue.TrySubmit([] {}));
+    EXPECT_EQ(depth(), 2);
+    release.Notify();
+  }  // the destructor runs what was queued
+  EXPECT_EQ(depth(), 0);
 }
 
 TEST(ToGrpcStatusTest, KeepsCodeAndMessage) {

@@ -3,6 +3,7 @@
 
 // The collector's stores, one per concern, as a backend (PostgreSQL or memory) hands them out.
 
+#include <functional>
 #include <memory>
 
 #include "collector/store/approver_key_store.h"
@@ -15,6 +16,8 @@
 
 namespace smbfleet::collector {
 
+class Metrics;
+
 struct Stores {
   std::unique_ptr<HostStore> hosts;
   std::unique_ptr<ComplianceStore> compliance;
@@ -23,6 +26,9 @@ struct Stores {
   std::unique_ptr<ApproverSetStore> approver_sets;  // null: kept in memory by this process
   std::unique_ptr<IdentityStore> identity;          // tokens, revocations; null: kept in memory
   std::unique_ptr<EnrollmentStore> enrollment;      // null: kept in memory by this process
+  // Where the backend counts database errors and pool waits (PostgreSQL: its connection pool);
+  // empty: the backend counts nothing. Called once, before the stores are shared.
+  std::function<void(Metrics*)> set_metrics;
 };
 
 }  // namespace smbfleet::collector

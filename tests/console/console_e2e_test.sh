@@ -16,6 +16,8 @@
 #     and smb.conf says so
 #   - the overview's numbers equal `smbfleetctl compliance --format=json`
 #   - a share named `<img src=x onerror=alert(1)>` shows as text: no dialog, no img element
+#   - GET /metrics on the console port: the counters move with this real traffic (a connected
+#     agent, its stored report, the change order acked APPLIED)
 # Screenshots: BUILD_DIR/test-artifacts/console/*.png
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -55,6 +57,13 @@ _ready() {  # GET /readyz answers 200 (node: curl is not among the test packages
     .on('error', () => process.exit(1))"
 }
 poll 30 "the console on $base (/readyz)" _ready
+# metric SERIES: the value of one series (name and labels exactly as exported) on GET /metrics.
+metric() {
+  node -e "require('https').get({host: '127.0.0.1', port: $console_port, path: '/metrics',
+    rejectUnauthorized: false}, (r) => { let b = ''; r.on('data', (d) => b += d);
+    r.on('end', () => { if (r.statusCode !== 200) process.exit(1); process.stdout.write(b); }); })
+    .on('error', () => process.exit(1))" | awk -v s="$1" '$1 == s { print $2; found = 1 } END { exit !found }'
+}
 
 step "tokens for the people who use the console"
 token() {  # token NAME ROLES: an API token for NAME
@@ -86,6 +95,12 @@ jq -n --arg base "$base" --arg host "$HOST" --arg hostile "$HOSTILE" \
     compliance: $compliance[0]}' >"$work/console.json"
 chmod 600 "$work/console.json"
 
+step "GET /metrics before the change"
+[[ $(metric smbfleet_agents_connected) == 1 ]] || fail "smbfleet_agents_connected is not 1"
+(($(metric 'smbfleet_reports_total{result="stored"}') >= 1)) || fail "no stored report counted"
+[[ $(metric 'smbfleet_change_orders_total{result="APPLIED"}') == 0 ]] ||
+  fail "an APPLIED order counted before any change"
+
 step "the browser"
 export SMBFLEET_ARTIFACTS=$build/test-artifacts/console
 if ! node "$here/console_e2e.mjs" "$work/console.json" "$work/change.id" 2>&1 | sed 's/^/   | /'; then
@@ -99,4 +114,10 @@ id=$(<"$work/change.id")
   fail "finance is not 'smb encrypt = required' after the change"
 [[ $(change_get "$id" '.approvals | map(.approver) | sort | join(",")') == approver-a,approver-b ]] ||
   fail "the approvals are not approver-a's and approver-b's: $(change_get "$id" '.approvals')"
+
+step "GET /metrics after the change: its order and ack counted"
+[[ $(metric 'smbfleet_change_orders_total{result="APPLIED"}') == 1 ]] ||
+  fail "smbfleet_change_orders_total{result=\"APPLIED\"} is not 1"
+[[ $(metric smbfleet_order_ack_latency_seconds_count) == 1 ]] ||
+  fail "smbfleet_order_ack_latency_seconds_count is not 1"
 echo "PASS"

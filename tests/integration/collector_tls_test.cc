@@ -1,16 +1,19 @@
 // The collector over real mutual TLS, against a real PostgreSQL: identity from the client
 // certificate, refusal of clients without a valid certificate, message size limit, the
-// Watch stream carrying a report nudge, and a change going from proposal to the agent's ack
-// with roles from the operator certificates.
+// Watch stream carrying a report nudge, a change going from proposal to the agent's ack
+// with roles from the operator certificates, and the metrics that this traffic moves.
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "collector/metrics/prometheus_text.h"
 #include "collector/server/collector.h"
 #include "collector/store/postgres/pg_store.h"
+#include "collector/testing/test_policy.h"
 #include "common/approval_signing.h"
 #include "common/tls.h"
+#include "common/version.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -32,15 +35,25 @@ class CollectorTlsTest : public ::testing::Test {
     other_pki_ = smbfleet::testing::MakeCertificates("fs01");
     dsn_ = CreateTestDatabase();
     ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
+    StartCollector(nullptr);
+  }
+
+  // (Re)starts the collector on the test database; `policy` may be null.
+  void StartCollector(std::unique_ptr<policy::Policy> policy) {
+    collector_.reset();
     auto store = NewPgStore(dsn_, 2);
     ASSERT_TRUE(store.ok());
+    if (policy != nullptr) {
+      ASSERT_TRUE(
+          (*store).compliance->ActivatePolicy(policy->name, policy->version, "# test policy").ok());
+    }
     CollectorConfig config;
     config.listen = "127.0.0.1:0";
     config.max_report_bytes = 64 << 10;
     config.keepalive_interval = std::chrono::seconds(30);
     auto tls = LoadTls({pki_ + "/collector.pem", pki_ + "/collector.key", pki_ + "/ca.pem"});
     ASSERT_TRUE(tls.ok()) << tls.status();
-    auto c = Collector::Start(config, *tls, *std::move(store));
+    auto c = Collector::Start(config, *tls, *std::move(store), std::move(policy));
     ASSERT_TRUE(c.ok()) << c.status();
     collector_ = *std::move(c);
   }
@@ -330,6 +343,181 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   EXPECT_EQ(hosts.hosts(0).change_status().applied_change_id(), id);
   watch_ctx.TryCancel();
   reader->Finish();
+}
+
+// Real traffic over mutual TLS moves the counters it should and no others; the figures come
+// from the Prometheus text that /metrics serves.
+TEST_F(CollectorTlsTest, MetricsMoveWithRealTraffic) {
+  StartCollector(std::make_unique<policy::Policy>(testing::TinyPolicy()));
+  Metrics* metrics = collector_->metrics();
+  ASSERT_NE(metrics, nullptr);
+  auto value = [&](const char* name, std::map<std::string, std::string> labels = {}) {
+    std::optional<double> v = SampleIn(metrics->Text(), name, labels);
+    return v.value_or(-1);
+  };
+  auto reports = [&](const char* result) {
+    return value("smbfleet_reports_total", {{"result", result}});
+  };
+  auto refused = [&](const char* reason) {
+    return value("smbfleet_reports_refused_total", {{"reason", reason}});
+  };
+  EXPECT_EQ(reports("received"), 0);
+  EXPECT_EQ(value("smbfleet_build_info", {{"version", kVersion}}), 1);
+
+  // fs01: stored, the same report again (duplicate), a new report of the same state (unchanged).
+  smbfleet::v1::ReportResponse resp;
+  auto fs01 = Channel(pki_, "agent-fs01");
+  auto r = Report("00000000-0000-4000-8000-0000000000a1", "fs01");
+  ASSERT_TRUE(Send(fs01, r, &resp).ok());
+  ASSERT_TRUE(Send(fs01, r, &resp).ok());
+  ASSERT_EQ(resp.outcome(), smbfleet::v1::ReportResponse::OUTCOME_DUPLICATE);
+  r.set_report_id("00000000-0000-4000-8000-0000000000a2");
+  ASSERT_TRUE(Send(fs01, r, &resp).ok());
+  ASSERT_EQ(resp.outcome(), smbfleet::v1::ReportResponse::OUTCOME_UNCHANGED);
+  EXPECT_EQ(reports("stored"), 1);
+  EXPECT_EQ(reports("duplicate"), 1);
+  EXPECT_EQ(reports("unchanged"), 1);
+  // Evaluated once: the unchanged report has the same evaluation key, the duplicate none.
+  EXPECT_EQ(value("smbfleet_policy_evaluation_seconds_count"), 1);
+
+  // Refused: invalid, not an agent, no certificate.
+  EXPECT_EQ(Send(fs01, Report("not-a-uuid", "fs01"), &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Send(Channel(pki_, "operator-admin"),
+                 Report("00000000-0000-4000-8000-0000000000a3", "x"), &resp)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  auto m = LoadTls({pki_ + "/agent-fs01.pem", pki_ + "/agent-fs01.key", pki_ + "/ca.pem"});
+  ASSERT_TRUE(m.ok());
+  grpc::SslCredentialsOptions no_cert;
+  no_cert.pem_root_certs = m->ca_pem;
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto anonymous = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", collector_->port()),
+                                             grpc::SslCredentials(no_cert), args);
+  EXPECT_EQ(
+      Send(anonymous, Report("00000000-0000-4000-8000-0000000000a4", "fs01"), &resp).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(refused("invalid"), 1);
+  EXPECT_EQ(refused("not_agent"), 1);
+  EXPECT_EQ(refused("unauthenticated"), 1);
+  EXPECT_EQ(refused("database"), 0);
+  EXPECT_EQ(refused("busy"), 0);
+  EXPECT_EQ(reports("stored"), 1);  // refusals store nothing
+
+  // fs02 reports, opens its Watch stream, gets an approved change and acks it APPLIED.
+  for (const char* who : {"pat proposer", "ann approver"}) {
+    std::string cmd = absl::StrCat("bash ", SMBFLEET_SOURCE_DIR, "/deploy/ca.sh operator ", pki_,
+                                   " ", who, " >/dev/null");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  ASSERT_TRUE(Send(Channel(pki_, "agent-fs02"),
+                   Report("00000000-0000-4000-8000-0000000000b1", "fs02"), &resp)
+                  .ok());
+  EXPECT_EQ(value("smbfleet_agents_connected"), 0);
+  auto agent = smbfleet::v1::AgentService::NewStub(Channel(pki_, "agent-fs02"));
+  grpc::ClientContext watch_ctx;
+  smbfleet::v1::WatchRequest wreq;
+  auto reader = agent->Watch(&watch_ctx, wreq);
+  smbfleet::v1::WatchResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));  // the greeting: the stream is registered
+  EXPECT_EQ(value("smbfleet_agents_connected"), 1);
+
+  auto call = [](auto method) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return method(&ctx);
+  };
+  auto pat = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-pat"));
+  auto ann = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-ann"));
+  auto admin = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-admin"));
+  smbfleet::v1::ProposeChangeRequest propose;
+  propose.add_hosts("fs02");
+  auto* setting = propose.add_settings();
+  setting->set_setting("server.requireSigning");
+  setting->set_value("true");
+  smbfleet::v1::ProposeChangeResponse proposed;
+  grpc::Status s =
+      call([&](grpc::ClientContext* c) { return pat->ProposeChange(c, propose, &proposed); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  auto ann_key = GenerateEd25519Key();
+  ASSERT_TRUE(ann_key.ok()) << ann_key.status();
+  smbfleet::v1::RegisterApproverKeyRequest reg;
+  reg.set_name("ann");
+  reg.set_public_key(ann_key->public_raw);
+  smbfleet::v1::RegisterApproverKeyResponse registered;
+  s = call([&](grpc::ClientContext* c) { return admin->RegisterApproverKey(c, reg, &registered); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  smbfleet::v1::GetChangeRequest to_sign;
+  to_sign.set_id(proposed.change().id());
+  smbfleet::v1::GetChangeResponse fetched;
+  s = call([&](grpc::ClientContext* c) { return ann->GetChange(c, to_sign, &fetched); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  smbfleet::v1::ApproveChangeRequest approve;
+  approve.set_id(proposed.change().id());
+  approve.mutable_signature()->set_approver("ann");
+  approve.mutable_signature()->set_key_id(registered.key().key_id());
+  approve.mutable_signature()->set_signature(
+      *SignEd25519(ann_key->private_pem, fetched.approval_payload()));
+  smbfleet::v1::ApproveChangeResponse approved;
+  s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  smbfleet::v1::ChangeOrder order;
+  while (reader->Read(&msg)) {
+    if (msg.has_change_order()) {
+      order = msg.change_order();
+      break;
+    }
+  }
+  ASSERT_EQ(order.change_id(), proposed.change().id());
+  EXPECT_GE(value("smbfleet_change_orders_sent_total"), 1);
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "APPLIED"}}), 0);  // not acked yet
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_count"), 0);
+
+  smbfleet::v1::AckChangeRequest ack;
+  ack.set_change_id(order.change_id());
+  ack.set_version(order.version());
+  ack.set_nonce(order.nonce());
+  ack.set_result(smbfleet::v1::AckChangeRequest::RESULT_APPLIED);
+  smbfleet::v1::AckChangeResponse acked;
+  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  // The same ack again changes nothing, and a forged one is refused: neither counts.
+  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ack.set_nonce("forged");
+  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "APPLIED"}}), 1);
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "FAILED"}}), 0);
+  EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "REFUSED"}}), 0);
+  EXPECT_EQ(value("smbfleet_order_ack_latency_seconds_count"), 1);
+  EXPECT_GE(value("smbfleet_order_ack_latency_seconds_sum"), 0);
+  // A figure, not an assertion: dispatch to ack through the real stack.
+  std::printf("{\"order_ack_latency_seconds\": %.3f}\n",
+              value("smbfleet_order_ack_latency_seconds_sum"));
+
+  // Every received report ended as exactly one outcome or one refusal.
+  const double ended = reports("stored") + reports("unchanged") + reports("duplicate") +
+                       refused("invalid") + refused("not_agent") + refused("unauthenticated") +
+                       refused("database") + refused("busy");
+  EXPECT_EQ(reports("received"), 7);
+  EXPECT_EQ(reports("received"), ended);
+  // The database was used through the pool, and nothing failed.
+  EXPECT_GT(value("smbfleet_database_pool_wait_seconds_count"), 0);
+  for (const char* op : {"connect", "read", "write"}) {
+    EXPECT_EQ(value("smbfleet_database_errors_total", {{"operation", op}}), 0) << op;
+  }
+  EXPECT_EQ(value("smbfleet_ingest_queue_depth"), 0);
+
+  // The stream closing takes the agent off the gauge (the server sees it a moment later).
+  watch_ctx.TryCancel();
+  reader->Finish();
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (value("smbfleet_agents_connected") != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(value("smbfleet_agents_connected"), 0);
 }
 
 }  // namespace

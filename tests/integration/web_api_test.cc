@@ -225,9 +225,12 @@ TEST_F(WebApiTest, IndexHealthAndMetrics) {
   httplib::Result ready = cli->Get("/readyz");  // memory stores: nothing to wait for
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->status, 200) << ready->body;
-  httplib::Result metrics = cli->Get("/metrics");  // no metrics hook in this build
+  httplib::Result metrics = cli->Get("/metrics");  // no credential: counts only
   ASSERT_TRUE(metrics);
-  ExpectError(metrics.value(), 404, "NOT_FOUND");
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->get_header_value("Content-Type"), StartsWith("text/plain"));
+  EXPECT_THAT(metrics->body, HasSubstr("\nsmbfleet_agents_connected 0\n"));
+  ExpectSecurityHeaders(metrics.value(), "/metrics");
   httplib::Result asset = cli->Get("/assets/none.js");
   ASSERT_TRUE(asset);
   ExpectError(asset.value(), 404, "NOT_FOUND");

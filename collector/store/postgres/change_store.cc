@@ -55,7 +55,7 @@ bool RowDiffers(const v1::Change& a, const v1::Change& b) {
 
 // What a write that failed on a constraint meant, in the workflow's words. `changes` are those
 // the transaction wrote (for naming the approver or the change). Call only inside a catch block.
-absl::Status MapWriteError(const std::string& dsn, absl::string_view what,
+absl::Status MapWriteError(ConnectionPool& pool, absl::string_view what,
                            const std::vector<const v1::Change*>& changes) {
   try {
     throw;
@@ -89,7 +89,7 @@ absl::Status MapWriteError(const std::string& dsn, absl::string_view what,
   } catch (const pqxx::not_null_violation& e) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
   } catch (...) {
-    return MapPgException(dsn, what);
+    return pool.Failed(DatabaseOperation::kWrite, what);
   }
 }
 
@@ -359,7 +359,7 @@ absl::Status PgChangeStore::CreateChange(const v1::Change& change,
     tx.commit();
     return absl::OkStatus();
   } catch (...) {
-    return MapWriteError(pool_->dsn(), what, {&change});
+    return MapWriteError(*pool_, what, {&change});
   }
 }
 
@@ -428,7 +428,7 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
     tx.commit();
     return std::move(update->change);
   } catch (...) {
-    return MapWriteError(pool_->dsn(), what, written);
+    return MapWriteError(*pool_, what, written);
   }
 }
 
@@ -507,7 +507,7 @@ absl::Status PgChangeStore::AppendAudit(const std::vector<v1::AuditEntry>& entri
     tx.commit();
     return absl::OkStatus();
   } catch (...) {
-    return MapWriteError(pool_->dsn(), "appending to the audit log", {});
+    return MapWriteError(*pool_, "appending to the audit log", {});
   }
 }
 
@@ -558,7 +558,7 @@ absl::Status PgChangeStore::CreateWaiver(const v1::Waiver& waiver, const v1::Aud
     }
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
   } catch (...) {
-    return MapWriteError(pool_->dsn(), what, {});
+    return MapWriteError(*pool_, what, {});
   }
 }
 
@@ -595,7 +595,7 @@ absl::StatusOr<v1::Waiver> PgChangeStore::UpdateWaiver(const std::string& id,
     }
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", FirstLine(e.what())));
   } catch (...) {
-    return MapWriteError(pool_->dsn(), what, {});
+    return MapWriteError(*pool_, what, {});
   }
 }
 

@@ -3,16 +3,21 @@
 namespace smbfleet::collector {
 
 ConnectionPool::Lease ConnectionPool::Acquire() {
+  const absl::Time start = absl::Now();
+  std::unique_ptr<pqxx::connection> idle;
   {
     absl::MutexLock lock(&mu_);
     mu_.Await(absl::Condition(this, &ConnectionPool::CanLease));
     if (!idle_.empty()) {
-      auto c = std::move(idle_.front());
+      idle = std::move(idle_.front());
       idle_.pop_front();
-      return Lease(this, std::move(c));
+    } else {
+      ++open_;
     }
-    ++open_;
   }
+  // The wait for a free slot only; opening a new connection is not waiting for the pool.
+  if (Metrics* m = metrics_.load()) m->DatabasePoolWait(absl::Now() - start);
+  if (idle) return Lease(this, std::move(idle));
   try {
     return Lease(this, std::make_unique<pqxx::connection>(dsn_));
   } catch (...) {
@@ -20,6 +25,19 @@ ConnectionPool::Lease ConnectionPool::Acquire() {
     --open_;
     throw;
   }
+}
+
+absl::Status ConnectionPool::Failed(DatabaseOperation operation, absl::string_view what) {
+  if (Metrics* m = metrics_.load()) {
+    try {
+      throw;
+    } catch (const pqxx::broken_connection&) {
+      operation = DatabaseOperation::kConnect;
+    } catch (...) {
+    }
+    m->DatabaseError(operation);
+  }
+  return MapPgException(dsn_, what);
 }
 
 void ConnectionPool::Release(std::unique_ptr<pqxx::connection> c) {

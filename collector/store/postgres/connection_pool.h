@@ -1,15 +1,18 @@
 #ifndef SMBFLEET_COLLECTOR_STORE_POSTGRES_CONNECTION_POOL_H_
 #define SMBFLEET_COLLECTOR_STORE_POSTGRES_CONNECTION_POOL_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "collector/metrics/metrics.h"
 #include "collector/store/postgres/dsn.h"
 
 namespace smbfleet::collector {
@@ -35,9 +38,16 @@ class ConnectionPool {
     std::unique_ptr<pqxx::connection> conn_;
   };
 
+  // Where the wait for a connection and failed calls are counted (not owned; null: nowhere).
+  void SetMetrics(Metrics* metrics) { metrics_.store(metrics); }
+
   // Blocks while every connection is leased. Throws what pqxx throws when a new connection
   // cannot be opened.
   Lease Acquire();
+
+  // In a catch block: counts the database error (as `operation`, or as a connection's when the
+  // connection broke) and returns MapPgException's status for it.
+  absl::Status Failed(DatabaseOperation operation, absl::string_view what);
 
   // Runs fn(tx) in a new Tx (pqxx::work, pqxx::read_transaction) on a leased connection and
   // returns what it returns (a Status or StatusOr); a database exception becomes a Status that
@@ -49,7 +59,9 @@ class ConnectionPool {
       Tx tx(*conn);
       return fn(tx);
     } catch (...) {
-      return MapPgException(dsn_, what);
+      return Failed(std::is_same_v<Tx, pqxx::read_transaction> ? DatabaseOperation::kRead
+                                                               : DatabaseOperation::kWrite,
+                    what);
     }
   }
   const std::string& dsn() const { return dsn_; }
@@ -62,6 +74,7 @@ class ConnectionPool {
 
   const std::string dsn_;
   const int capacity_;
+  std::atomic<Metrics*> metrics_{nullptr};
   absl::Mutex mu_;
   std::deque<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;

@@ -33,6 +33,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size) {
   stores.approver_sets = NewPgApproverSetStore(pool);
   stores.identity = NewPgIdentityStore(pool);
   stores.enrollment = NewPgEnrollmentStore(pool);
+  stores.set_metrics = [pool](Metrics* metrics) { pool->SetMetrics(metrics); };
   return stores;
 }
 
