@@ -62,6 +62,9 @@ struct CollectorConfig {
   std::chrono::milliseconds approver_set_poll{5'000};
   IdentityConfig identity;
   EnrollmentConfig enrollment;
+  // A host not seen for this long is stale (the overview, ListHosts stale_only): twice the
+  // agent's default report interval.
+  std::chrono::milliseconds stale_after{2 * 3'600'000};
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

@@ -72,6 +72,54 @@ TEST_F(AdminApiTest, ListHostsPagesByName) {
   EXPECT_THAT(seen, ::testing::ElementsAre("fs01", "fs02", "fs03", "fs04", "fs05"));
 }
 
+TEST_F(AdminApiTest, ListHostsFiltersCountAndTheStaleWindow) {
+  for (int i = 1; i <= 3; ++i) Report(absl::StrCat("fs0", i), i);
+  Report("dc01", 4);
+  smbfleet::v1::ListHostsRequest req;
+  req.set_query("FS");
+  req.set_page_size(2);
+  auto first = api_.ListHosts(operator_, req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->hosts_size(), 2);
+  EXPECT_EQ(first->total(), 3u);
+  EXPECT_EQ(first->next_page_token(), "fs02");
+
+  smbfleet::v1::ListHostsRequest stale;
+  stale.set_stale_only(true);
+  api_.SetStaleAfter(absl::Hours(1), [] { return absl::Now() + absl::Hours(2); });
+  EXPECT_EQ(api_.ListHosts(operator_, stale)->total(), 4u);
+  api_.SetStaleAfter(absl::Hours(1), [] { return absl::Now(); });
+  EXPECT_EQ(api_.ListHosts(operator_, stale)->total(), 0u);
+
+  smbfleet::v1::ListHostsRequest bad;
+  bad.set_platform(static_cast<smbfleet::v1::Platform>(42));
+  auto refused = api_.ListHosts(operator_, bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("platform"));
+  EXPECT_EQ(api_.ListHosts(agent_, req).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(AdminApiTest, FleetOverviewIsBoundedAndStamped) {
+  Report("fs01", 1);
+  Report("fs02", 2);
+  const absl::Time later = absl::Now() + absl::Hours(3);
+  api_.SetStaleAfter(absl::Hours(2), [later] { return later; });
+  auto overview = api_.GetFleetOverview(operator_, {});
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  EXPECT_EQ(overview->hosts(), 2u);
+  EXPECT_EQ(overview->stale_count(), 2u);
+  EXPECT_EQ(overview->trend_size(), 30);  // the default window
+  EXPECT_EQ(overview->generated_at().seconds(), absl::ToUnixSeconds(later));
+  EXPECT_EQ(overview->drift_count(), 0u);  // no change store here
+
+  smbfleet::v1::GetFleetOverviewRequest big;
+  big.set_top(1000);
+  auto refused = api_.GetFleetOverview(operator_, big);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("top: 1000"));
+  EXPECT_EQ(api_.GetFleetOverview(agent_, {}).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
 TEST_F(AdminApiTest, ConnectedComesFromTheRouter) {
   Report("fs01", 1);
   Report("fs02", 2);
