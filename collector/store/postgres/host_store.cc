@@ -184,7 +184,8 @@ absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery&
 }
 
 // The filters of FindHosts over `hosts h`, parameters $1..$7. An empty filter is a constant
-// condition the planner drops (parameters of an unnamed statement are planned as values).
+// condition the planner drops (parameters of an unnamed statement are planned as values); the
+// label and rule filters are sets of hosts computed once (hashed), not a lookup per host.
 constexpr char kHostFilters[] = R"sql(
   starts_with(h.name, $1)
   AND ($2 = '' OR strpos(lower(h.name), lower($2)) > 0)
@@ -192,14 +193,14 @@ constexpr char kHostFilters[] = R"sql(
        OR strpos(lower(h.os_version), lower($3)) > 0)
   AND ($4 = '' OR h.platform = $4)
   AND ($5 = '' OR h.last_seen < NULLIF($5, '')::timestamptz)
-  AND ($6::jsonb = '{}'::jsonb OR NOT EXISTS (
-         SELECT 1 FROM jsonb_each_text($6::jsonb) f WHERE NOT EXISTS (
-           SELECT 1 FROM host_labels hl
-           WHERE hl.host = h.name AND hl.key = f.key AND hl.value = f.value)))
-  AND ($7 = '' OR EXISTS (
-         SELECT 1 FROM compliance_results r JOIN policy_versions v
+  AND ($6::jsonb = '{}'::jsonb OR h.name IN (
+         SELECT hl.host FROM host_labels hl JOIN jsonb_each_text($6::jsonb) f
+           ON hl.key = f.key AND hl.value = f.value
+         GROUP BY hl.host HAVING count(*) = (SELECT count(*) FROM jsonb_each_text($6::jsonb))))
+  AND ($7 = '' OR h.id IN (
+         SELECT r.host_id FROM compliance_results r JOIN policy_versions v
            ON v.policy_name = r.policy_name AND v.version = r.policy_version AND v.active
-         WHERE r.host_id = h.id AND r.status = 'NON_COMPLIANT' AND ($7 = '*' OR r.rule_id = $7)))
+         WHERE r.status = 'NON_COMPLIANT' AND ($7 = '*' OR r.rule_id = $7)))
 )sql";
 
 absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
