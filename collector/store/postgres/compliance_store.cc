@@ -160,28 +160,48 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
             out->mutable_by_label());
 
   // The trend: for each day, the last transition of every (host, rule, share) before the day
-  // ended; a transition holds from its time until the next one of its key.
+  // ended. A transition holds from its day until the day before the next one of its key ends;
+  // each such range adds one on its first day and takes it back after its last, and a running
+  // sum per status gives each day's counts (one pass over the transitions, not one per day).
   pqxx::result trend = tx.exec_params(
       R"sql(
-      WITH days AS (
-        SELECT d AS day FROM generate_series(
-          date_trunc('day', $1::timestamptz, 'UTC') - ($2::int - 1) * interval '1 day',
-          date_trunc('day', $1::timestamptz, 'UTC'), interval '1 day') d),
+      WITH w AS (
+        SELECT date_trunc('day', $1::timestamptz, 'UTC') - ($2::int - 1) * interval '1 day'
+                 AS first_day,
+               date_trunc('day', $1::timestamptz, 'UTC') AS last_day),
+      days AS (
+        SELECT d AS day FROM w, generate_series(w.first_day, w.last_day, interval '1 day') d),
       spans AS (
         SELECT t.to_status AS status, t.at,
                lead(t.at) OVER (PARTITION BY t.host_id, t.rule_id, t.share_name
                                 ORDER BY t.at, t.id) AS next_at
-        FROM compliance_transitions t
-        WHERE t.policy_name = $3 AND t.at < date_trunc('day', $1::timestamptz, 'UTC') + interval '1 day')
+        FROM compliance_transitions t, w
+        WHERE t.policy_name = $3 AND t.at < w.last_day + interval '1 day'),
+      ranges AS (
+        SELECT s.status, greatest(date_trunc('day', s.at, 'UTC'), w.first_day) AS from_day,
+               CASE WHEN s.next_at IS NULL THEN w.last_day
+                    ELSE least(date_trunc('day', s.next_at - interval '1 day', 'UTC'), w.last_day)
+               END AS to_day
+        FROM spans s, w WHERE s.status IS NOT NULL),
+      deltas AS (
+        SELECT from_day AS day, status, 1 AS delta FROM ranges WHERE to_day >= from_day
+        UNION ALL
+        SELECT to_day + interval '1 day', status, -1 FROM ranges, w
+        WHERE to_day >= from_day AND to_day < w.last_day),
+      g AS (SELECT day, status, sum(delta) AS n FROM deltas GROUP BY day, status),
+      per_day AS (
+        SELECT d.day, st.status,
+               sum(COALESCE(g.n, 0)) OVER (PARTITION BY st.status ORDER BY d.day) AS n
+        FROM days d CROSS JOIN (SELECT DISTINCT status FROM g) st
+        LEFT JOIN g ON g.day = d.day AND g.status = st.status)
       SELECT to_char(d.day AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
-             count(*) FILTER (WHERE s.status = 'COMPLIANT') AS compliant,
-             count(*) FILTER (WHERE s.status = 'NON_COMPLIANT') AS non_compliant,
-             count(*) FILTER (WHERE s.status = 'WAIVED') AS waived,
-             count(*) FILTER (WHERE s.status IS NOT NULL AND s.status <> 'NOT_APPLICABLE')
+             COALESCE(sum(p.n) FILTER (WHERE p.status = 'COMPLIANT'), 0)::bigint AS compliant,
+             COALESCE(sum(p.n) FILTER (WHERE p.status = 'NON_COMPLIANT'), 0)::bigint
+               AS non_compliant,
+             COALESCE(sum(p.n) FILTER (WHERE p.status = 'WAIVED'), 0)::bigint AS waived,
+             COALESCE(sum(p.n) FILTER (WHERE p.status <> 'NOT_APPLICABLE'), 0)::bigint
                AS applicable
-      FROM days d LEFT JOIN spans s
-        ON s.at < d.day + interval '1 day'
-       AND (s.next_at IS NULL OR s.next_at >= d.day + interval '1 day')
+      FROM days d LEFT JOIN per_day p ON p.day = d.day
       GROUP BY d.day ORDER BY d.day)sql",
       pg::Rfc3339(q.now), static_cast<int64_t>(q.trend_days), policy);
   for (const auto& r : trend) {
