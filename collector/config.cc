@@ -26,7 +26,8 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   CollectorConfig c;
   CheckKeys(root,
             {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
-             "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console"},
+             "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console",
+             "stale_after"},
             "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
@@ -41,6 +42,15 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
       problems.Add(root["tls_reload"], "tls_reload", "must be between 1s and 24h");
     } else {
       c.tls_reload = std::chrono::duration_cast<std::chrono::seconds>(reload);
+    }
+  }
+
+  std::chrono::milliseconds stale = c.stale_after;
+  if (ReadDuration(root, "stale_after", "", &stale, &problems)) {
+    if (stale < std::chrono::minutes(1) || stale > std::chrono::hours(24 * 365)) {
+      problems.Add(root["stale_after"], "stale_after", "must be between 1m and 365d");
+    } else {
+      c.stale_after = stale;
     }
   }
 

@@ -73,6 +73,9 @@ struct CollectorConfig {
   IdentityConfig identity;
   EnrollmentConfig enrollment;
   ConsoleConfig console;
+  // A host not seen for this long is stale (the overview, ListHosts stale_only): twice the
+  // agent's default report interval.
+  std::chrono::milliseconds stale_after{2 * 3'600'000};
 };
 
 // Parses and validates; every problem is listed in the returned error, each with file:line.

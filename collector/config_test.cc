@@ -181,5 +181,20 @@ TEST_F(CollectorConfigTest, IdentityIssuersAndTlsReload) {
   EXPECT_THAT(bad.status().message(), HasSubstr("tls_reload: must be between 1s and 24h"));
 }
 
+TEST_F(CollectorConfigTest, StaleAfterDefaultsToTwoReportIntervals) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->stale_after, std::chrono::hours(2));
+  auto set = ParseCollectorConfig(dir_ + "/collector.yaml", base + "stale_after: 30m\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->stale_after, std::chrono::minutes(30));
+  auto bad = ParseCollectorConfig(dir_ + "/collector.yaml", base + "stale_after: 10s\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("stale_after: must be between 1m and 365d"));
+}
+
 }  // namespace
 }  // namespace smbfleet::collector

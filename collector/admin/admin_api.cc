@@ -36,6 +36,11 @@ AdminApi::AdminApi(HostStore* hosts, ComplianceStore* compliance, PushRouter* ro
       workflow_(workflow),
       nudges_(std::make_unique<NudgeLimiter>()) {}
 
+void AdminApi::SetStaleAfter(absl::Duration stale_after, NudgeLimiter::Clock clock) {
+  stale_after_ = stale_after;
+  clock_ = std::move(clock);
+}
+
 void AdminApi::SetNudgeLimits(NudgeLimits limits, NudgeLimiter::Clock clock) {
   nudges_ = std::make_unique<NudgeLimiter>(limits, std::move(clock));
 }
@@ -72,13 +77,27 @@ absl::StatusOr<changes::Actor> AdminApi::ChangeActor(const Principal& caller,
 absl::StatusOr<smbfleet::v1::ListHostsResponse> AdminApi::ListHosts(
     const Principal& caller, const smbfleet::v1::ListHostsRequest& request) {
   RETURN_IF_ERROR(Authorize(caller, Permission::kReadFleet));
+  if (!smbfleet::v1::Platform_IsValid(request.platform())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("platform: ", request.platform(), " is not a Platform value"));
+  }
+  for (const auto& [key, value] : request.labels()) {
+    if (key.empty()) return absl::InvalidArgumentError("labels: a label key is empty");
+  }
   HostQuery q;
   q.name_prefix = request.name_prefix();
   q.after_name = request.page_token();
   q.limit = Bounded(request.page_size(), kDefaultPageSize, kMaxPageSize);
-  ASSIGN_OR_RETURN(auto hosts, hosts_->ListHosts(q));
+  q.query = request.query();
+  q.labels.insert(request.labels().begin(), request.labels().end());
+  q.os = request.os();
+  q.platform = request.platform();
+  q.failing_rule = request.failing_rule();
+  if (request.stale_only()) q.seen_before = clock_() - stale_after_;
+  ASSIGN_OR_RETURN(HostPage page, hosts_->FindHosts(q));
   smbfleet::v1::ListHostsResponse response;
-  for (auto& h : hosts) {
+  response.set_total(page.total);
+  for (auto& h : page.hosts) {
     h.set_connected(router_->Connected(h.name()));
     *response.add_hosts() = std::move(h);
   }

@@ -44,8 +44,18 @@ class AdminApi {
   // answer UNIMPLEMENTED and hosts show no trusted labels.
   void SetEnrollment(EnrollmentStore* enrollment) { enrollment_ = enrollment; }
 
+  // Filters (admin.proto ListHostsRequest) are ANDed; INVALID_ARGUMENT names a bad one.
   absl::StatusOr<smbfleet::v1::ListHostsResponse> ListHosts(
       const Principal& caller, const smbfleet::v1::ListHostsRequest& request);
+  // A host not seen for `stale_after` is stale (config stale_after, default 2h); `clock` is
+  // now for the stale window, the trend's last day and generated_at.
+  void SetStaleAfter(absl::Duration stale_after, NudgeLimiter::Clock clock = absl::Now);
+
+  // The console's overview and readiness (overview_api.cc).
+  absl::StatusOr<smbfleet::v1::GetFleetOverviewResponse> GetFleetOverview(
+      const Principal& caller, const smbfleet::v1::GetFleetOverviewRequest& request);
+  absl::StatusOr<smbfleet::v1::GetReadinessResponse> GetReadiness(
+      const Principal& caller, const smbfleet::v1::GetReadinessRequest& request);
   // NOT_FOUND for a host that never reported.
   absl::StatusOr<smbfleet::v1::GetHostResponse> GetHost(
       const Principal& caller, const smbfleet::v1::GetHostRequest& request);
@@ -148,6 +158,8 @@ class AdminApi {
   ApiTokens* tokens_ = nullptr;
   Revocations* revocations_ = nullptr;
   EnrollmentStore* enrollment_ = nullptr;
+  absl::Duration stale_after_ = absl::Hours(2);
+  NudgeLimiter::Clock clock_ = absl::Now;
 };
 
 }  // namespace smbfleet::collector

@@ -72,6 +72,54 @@ TEST_F(AdminApiTest, ListHostsPagesByName) {
   EXPECT_THAT(seen, ::testing::ElementsAre("fs01", "fs02", "fs03", "fs04", "fs05"));
 }
 
+TEST_F(AdminApiTest, ListHostsFiltersCountAndTheStaleWindow) {
+  for (int i = 1; i <= 3; ++i) Report(absl::StrCat("fs0", i), i);
+  Report("dc01", 4);
+  smbfleet::v1::ListHostsRequest req;
+  req.set_query("FS");
+  req.set_page_size(2);
+  auto first = api_.ListHosts(operator_, req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->hosts_size(), 2);
+  EXPECT_EQ(first->total(), 3u);
+  EXPECT_EQ(first->next_page_token(), "fs02");
+
+  smbfleet::v1::ListHostsRequest stale;
+  stale.set_stale_only(true);
+  api_.SetStaleAfter(absl::Hours(1), [] { return absl::Now() + absl::Hours(2); });
+  EXPECT_EQ(api_.ListHosts(operator_, stale)->total(), 4u);
+  api_.SetStaleAfter(absl::Hours(1), [] { return absl::Now(); });
+  EXPECT_EQ(api_.ListHosts(operator_, stale)->total(), 0u);
+
+  smbfleet::v1::ListHostsRequest bad;
+  bad.set_platform(static_cast<smbfleet::v1::Platform>(42));
+  auto refused = api_.ListHosts(operator_, bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("platform"));
+  EXPECT_EQ(api_.ListHosts(agent_, req).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(AdminApiTest, FleetOverviewIsBoundedAndStamped) {
+  Report("fs01", 1);
+  Report("fs02", 2);
+  const absl::Time later = absl::Now() + absl::Hours(3);
+  api_.SetStaleAfter(absl::Hours(2), [later] { return later; });
+  auto overview = api_.GetFleetOverview(operator_, {});
+  ASSERT_TRUE(overview.ok()) << overview.status();
+  EXPECT_EQ(overview->hosts(), 2u);
+  EXPECT_EQ(overview->stale_count(), 2u);
+  EXPECT_EQ(overview->trend_size(), 30);  // the default window
+  EXPECT_EQ(overview->generated_at().seconds(), absl::ToUnixSeconds(later));
+  EXPECT_EQ(overview->drift_count(), 0u);  // no change store here
+
+  smbfleet::v1::GetFleetOverviewRequest big;
+  big.set_top(1000);
+  auto refused = api_.GetFleetOverview(operator_, big);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("top: 1000"));
+  EXPECT_EQ(api_.GetFleetOverview(agent_, {}).status().code(), absl::StatusCode::kPermissionDenied);
+}
+
 TEST_F(AdminApiTest, ConnectedComesFromTheRouter) {
   Report("fs01", 1);
   Report("fs02", 2);
@@ -443,6 +491,96 @@ TEST_F(AdminApiChangesTest, ApprovedWaiverHidesAFindingThatIncludeWaivedShows) {
   EXPECT_EQ(shown->findings(0).waiver_id(), requested->waiver().id());
   smbfleet::v1::ListWaiversRequest list;
   EXPECT_EQ(changes_api_.ListWaivers(As("vic", "viewer"), list)->waivers_size(), 1);
+}
+
+}  // namespace
+}  // namespace smbfleet::collector
+
+namespace smbfleet::collector {
+namespace {
+
+// Readiness over the in-memory stores: the same code reads PostgreSQL through the interfaces.
+class ReadinessTest : public ::testing::Test {
+ protected:
+  void Report(const std::string& host, int n, std::vector<smbfleet::v1::Session> sessions,
+              std::vector<smbfleet::v1::Event> events = {}) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(n, absl::kZeroPad12)));
+    r.mutable_posture()->mutable_server()->set_require_signing(false);
+    r.mutable_posture()->mutable_server()->set_enable_signing(true);
+    for (auto& s : sessions) *r.mutable_posture()->add_sessions() = s;
+    for (auto& e : events) *r.mutable_posture()->add_events() = e;
+    auto result = pipeline_.Ingest(host, r);
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
+
+  static smbfleet::v1::Session Session(const std::string& id, const std::string& name,
+                                       smbfleet::v1::Protection signing) {
+    smbfleet::v1::Session s;
+    s.set_session_id(id);
+    s.set_client_address("10.0.0.7");
+    s.set_client_name(name);
+    s.set_user("CORP\\bob");
+    s.set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+    s.set_signing(signing);
+    return s;
+  }
+
+  Principal viewer_ = PrincipalFromIdentity({"alice", "operator", "viewer"});
+  policy::Policy policy_ = testing::PlanningPolicy();
+  MemoryHostStore hosts_;
+  MemoryComplianceStore compliance_{&hosts_};
+  MemoryChangeStore changes_{&compliance_};
+  FakeRouter router_;
+  ReportPipeline pipeline_{&hosts_, &compliance_, &policy_};
+  changes::ChangeService workflow_{&changes_, &hosts_, &compliance_, &policy_, {}};
+  AdminApi api_{&hosts_, &compliance_, &router_, &changes_, &workflow_};
+};
+
+TEST_F(ReadinessTest, ARuleListsEachRefusedClientOnceWithItsHosts) {
+  const std::string hostile = "<img src=x onerror=alert(1)>";
+  // A guest session cannot sign; an unsigned SMB 3 session simply signs once it must.
+  auto guest = Session("11", hostile, smbfleet::v1::PROTECTION_NONE);
+  guest.set_guest(true);
+  Report("fs01", 1, {guest, Session("12", "will-sign", smbfleet::v1::PROTECTION_NONE)});
+  smbfleet::v1::Event audit;  // 3021: the client does not support signing
+  audit.set_event_id(3021);
+  audit.set_channel("Microsoft-Windows-SMBServer/Audit");
+  audit.set_kind("client_no_signing");
+  audit.set_client_address("10.0.0.7");
+  audit.set_client_name(hostile);
+  audit.set_user("CORP\\bob");
+  audit.mutable_time()->set_seconds(1'780'000'000);
+  Report("fs02", 2, {Session("22", "signed-pc", smbfleet::v1::PROTECTION_FULL)}, {audit});
+  smbfleet::v1::GetReadinessRequest req;
+  req.set_rule_id("server-signing-required");
+  auto got = api_.GetReadiness(viewer_, req);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->hosts_considered(), 2u);
+  EXPECT_THAT(got->requirement(), HasSubstr("server.requireSigning"));
+  ASSERT_EQ(got->clients_size(), 1) << got->DebugString();  // the signed client is not refused
+  const auto& c = got->clients(0);
+  EXPECT_EQ(c.client_name(), hostile);  // data, unchanged
+  EXPECT_EQ(c.client_address(), "10.0.0.7");
+  EXPECT_EQ(c.user(), "CORP\\bob");
+  EXPECT_THAT(c.hosts(), ::testing::ElementsAre("fs01", "fs02"));
+  EXPECT_EQ(c.reasons_size(), 2) << c.DebugString();  // the guest session and the event
+  EXPECT_EQ(c.last_seen().seconds(), 1'780'000'000);
+  ASSERT_EQ(c.evidence_size(), 2);
+  EXPECT_EQ(c.evidence(0).client_name(), hostile);
+
+  req.set_limit(10000);
+  EXPECT_TRUE(absl::IsInvalidArgument(api_.GetReadiness(viewer_, req).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(api_.GetReadiness(viewer_, {}).status()));
+  smbfleet::v1::GetReadinessRequest both;
+  both.set_rule_id("server-signing-required");
+  both.set_change_id("CHG-1");
+  EXPECT_TRUE(absl::IsInvalidArgument(api_.GetReadiness(viewer_, both).status()));
+  smbfleet::v1::GetReadinessRequest unknown;
+  unknown.set_change_id("CHG-404");
+  EXPECT_TRUE(absl::IsNotFound(api_.GetReadiness(viewer_, unknown).status()));
+  EXPECT_EQ(api_.GetReadiness(PrincipalFromIdentity({"fs01", "agent", ""}), req).status().code(),
+            absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace

@@ -102,6 +102,8 @@ constexpr MethodPermission kMethods[] = {
     {"smbfleet.v1.AdminService.RevokeApproverKey", Permission::kManageApproverKeys},
     {"smbfleet.v1.AdminService.PublishApproverSet", Permission::kPublishApproverSet},
     {"smbfleet.v1.AdminService.GetApproverSet", Permission::kReadApproverKeys},
+    {"smbfleet.v1.AdminService.GetFleetOverview", Permission::kReadFleet},
+    {"smbfleet.v1.AdminService.GetReadiness", Permission::kReadFleet},
 };
 
 absl::string_view KindName(PrincipalKind kind) {

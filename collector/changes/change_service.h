@@ -51,6 +51,8 @@ class ChangeService : public RefusalObserver {
   ChangeService(ChangeStore* changes, HostStore* hosts, ComplianceStore* compliance,
                 const policy::Policy* policy, ChangeOptions options, Clock clock = absl::Now);
 
+  // The policy proposals are planned with (null: none); readiness plans with it too.
+  const policy::Policy* policy() const { return policy_; }
   // Where dispatched hosts are announced (after each committed step). Set before use.
   void SetOrderSignal(OrderSignal* signal) { signal_ = signal; }
   // Counts acks by result and the time from dispatch to ack (not owned; may stay null).

@@ -117,6 +117,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_api_->SetNudgeLimits(
       {absl::FromChrono(config.nudge_interval), static_cast<int>(config.nudges_per_minute)});
   c->admin_api_->SetApproverKeys(c->stores_.approver_keys.get());
+  c->admin_api_->SetStaleAfter(absl::FromChrono(config.stale_after));
   ASSIGN_OR_RETURN(c->authenticator_, NewAuthenticator(config.identity));
   if (c->stores_.identity == nullptr) c->stores_.identity = NewMemoryIdentityStore();
   c->api_tokens_ = std::make_unique<ApiTokens>(c->stores_.identity.get());

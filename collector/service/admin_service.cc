@@ -46,6 +46,22 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListFindings(grpc::CallbackServerCon
       [this, request](const Principal& p) { return api_->ListFindings(p, *request); });
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::GetFleetOverview(
+    grpc::CallbackServerContext* context, const v1::GetFleetOverviewRequest* request,
+    v1::GetFleetOverviewResponse* response) {
+  return SubmitUnary(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p) { return api_->GetFleetOverview(p, *request); });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetReadiness(grpc::CallbackServerContext* context,
+                                                         const v1::GetReadinessRequest* request,
+                                                         v1::GetReadinessResponse* response) {
+  return SubmitUnary(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p) { return api_->GetReadiness(p, *request); });
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::ProposeChange(grpc::CallbackServerContext* context,
                                                           const v1::ProposeChangeRequest* request,
                                                           v1::ProposeChangeResponse* response) {

@@ -32,6 +32,12 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
   grpc::ServerUnaryReactor* ListFindings(grpc::CallbackServerContext* context,
                                          const smbfleet::v1::ListFindingsRequest* request,
                                          smbfleet::v1::ListFindingsResponse* response) override;
+  grpc::ServerUnaryReactor* GetFleetOverview(
+      grpc::CallbackServerContext* context, const smbfleet::v1::GetFleetOverviewRequest* request,
+      smbfleet::v1::GetFleetOverviewResponse* response) override;
+  grpc::ServerUnaryReactor* GetReadiness(grpc::CallbackServerContext* context,
+                                         const smbfleet::v1::GetReadinessRequest* request,
+                                         smbfleet::v1::GetReadinessResponse* response) override;
 
   grpc::ServerUnaryReactor* ProposeChange(grpc::CallbackServerContext* context,
                                           const smbfleet::v1::ProposeChangeRequest* request,

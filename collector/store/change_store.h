@@ -76,6 +76,15 @@ class ChangeStore {
   // Desired vs applied for these hosts; hosts that never had a change are absent.
   virtual absl::StatusOr<std::map<std::string, smbfleet::v1::HostChangeStatus>> HostStatuses(
       const std::vector<std::string>& hosts) = 0;
+  // Hosts whose desired change is not the one they applied (the overview's drift): how many,
+  // and the first `limit` of them by name.
+  struct Drift {
+    uint32_t count = 0;
+    std::vector<std::string> hosts;
+  };
+  virtual absl::StatusOr<Drift> DriftedHosts(uint32_t limit) {
+    return absl::UnimplementedError("this change store does not list drifted hosts");
+  }
 
   // Audit entries not tied to a change step (e.g. a refused approval is not audited; a waiver
   // step is, through UpdateWaiver).

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "smbfleet/v1/admin.pb.h"
 #include "smbfleet/v1/policy.pb.h"
 
@@ -36,6 +37,14 @@ struct EvaluationWrite {
   std::string expected_key;
 };
 
+// What GetFleetOverview aggregates over (AdminApi fills it from the request and the config).
+struct OverviewQuery {
+  uint32_t trend_days = 30;  // days of the trend, the last one being now's UTC day
+  uint32_t top = 10;         // length of each top list
+  absl::Time now;
+  absl::Time stale_before;  // hosts last seen before this are stale
+};
+
 class ComplianceStore {
  public:
   virtual ~ComplianceStore() = default;
@@ -57,6 +66,14 @@ class ComplianceStore {
   virtual absl::Status SaveEvaluation(const EvaluationWrite& write) = 0;
 
   virtual absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() = 0;
+  // The fleet overview from the stored results, transitions and latest postures: everything
+  // but drift (ChangeStore::DriftedHosts) and generated_at. Labels are the trusted ones
+  // (host_labels); the trend counts each day's last status of every (host, rule, share) of the
+  // active policy, as GetCompliance counts now.
+  virtual absl::StatusOr<smbfleet::v1::GetFleetOverviewResponse> GetFleetOverview(
+      const OverviewQuery& query) {
+    return absl::UnimplementedError("this compliance store has no fleet overview");
+  }
   virtual absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(
       const std::string& host, const std::string& rule_id, uint32_t limit) = 0;
   // What waivers hide: the WAIVED results of the active policy as findings, each with its

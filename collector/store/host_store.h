@@ -4,6 +4,7 @@
 // Hosts, their reports and their latest posture.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,10 +38,22 @@ struct HostRecord {
   std::string last_report_id;
 };
 
+// ListHosts filters, all ANDed (admin.proto ListHostsRequest).
 struct HostQuery {
   std::string name_prefix;
   std::string after_name;  // page token: names strictly greater
   uint32_t limit = 100;
+  std::string query = "";                          // case-insensitive substring of the name
+  std::map<std::string, std::string> labels = {};  // trusted labels (host_labels), all must match
+  std::string os = "";  // case-insensitive substring of os name or version
+  smbfleet::v1::Platform platform = smbfleet::v1::PLATFORM_UNSPECIFIED;  // UNSPECIFIED: any
+  std::string failing_rule = "";  // a NON_COMPLIANT result of the active policy for it; "*": any
+  std::optional<absl::Time> seen_before = std::nullopt;  // only hosts last seen before this
+};
+
+struct HostPage {
+  std::vector<smbfleet::v1::HostSummary> hosts;  // at most limit, by name
+  uint32_t total = 0;                            // hosts matching the filters, all pages
 };
 
 // Every failure is an absl::Status naming what failed; no database exception crosses this
@@ -53,6 +66,10 @@ class HostStore {
   virtual absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) = 0;
   virtual absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(
       const HostQuery& query) = 0;
+  // One page of the hosts matching every filter of `query`, and how many match in all.
+  virtual absl::StatusOr<HostPage> FindHosts(const HostQuery& query) {
+    return absl::UnimplementedError("this host store does not filter hosts");
+  }
   virtual absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) = 0;
 };
 

@@ -15,6 +15,8 @@ ApiRoutes::ApiRoutes(AdminApi* api, ApproverSets* approver_sets) {
       {"RequestReport", AdminRoute(api, &AdminApi::RequestReport)},
       {"GetCompliance", AdminRoute(api, &AdminApi::GetCompliance)},
       {"ListFindings", AdminRoute(api, &AdminApi::ListFindings)},
+      {"GetFleetOverview", AdminRoute(api, &AdminApi::GetFleetOverview)},
+      {"GetReadiness", AdminRoute(api, &AdminApi::GetReadiness)},
       {"ProposeChange", AdminRoute(api, &AdminApi::ProposeChange)},
       {"ListChanges", AdminRoute(api, &AdminApi::ListChanges)},
       {"GetChange", AdminRoute(api, &AdminApi::GetChange)},

@@ -403,6 +403,10 @@ TEST_P(ChangeStoreConformanceTest, HostStatusKeepsDesiredAndApplied) {
   EXPECT_EQ(dispatched->at("fs01").desired_version(), 1u);
   EXPECT_EQ(dispatched->at("fs01").applied_change_id(), "");
   EXPECT_EQ(dispatched->at("fs01").last_result(), v1::HOST_CHANGE_STATE_UNSPECIFIED);
+  auto drifting = store_->DriftedHosts(1);  // both desired, neither applied
+  ASSERT_TRUE(drifting.ok()) << drifting.status();
+  EXPECT_EQ(drifting->count, 2u);
+  EXPECT_THAT(drifting->hosts, ElementsAre("fs01"));
 
   Ack(HostOf(c, "fs01"), v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 30);
   Ack(HostOf(c, "fs02"), v1::HOST_CHANGE_STATE_FAILED, "testparm rejected it", kT0 + 40);
@@ -417,6 +421,10 @@ TEST_P(ChangeStoreConformanceTest, HostStatusKeepsDesiredAndApplied) {
   EXPECT_EQ(acked["fs02"].applied_change_id(), "");  // desired but not applied
   EXPECT_EQ(acked["fs02"].last_result(), v1::HOST_CHANGE_STATE_FAILED);
   EXPECT_EQ(acked["fs02"].last_error(), "testparm rejected it");
+  auto drifted = store_->DriftedHosts(10);  // fs01 applied what it should
+  ASSERT_TRUE(drifted.ok()) << drifted.status();
+  EXPECT_EQ(drifted->count, 1u);
+  EXPECT_THAT(drifted->hosts, ElementsAre("fs02"));
 
   // The rollback is the new desired change of fs01; what it applied stays until it acks.
   v1::Change rollback = NewChange("chg-1-rb", "carol", {"fs01"});

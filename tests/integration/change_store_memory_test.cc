@@ -10,6 +10,7 @@
 #include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
 #include "tests/integration/enrollment_store_conformance.h"
+#include "tests/integration/fleet_store_conformance.h"
 #include "tests/integration/identity_store_conformance.h"
 
 namespace smbfleet::collector {
@@ -20,16 +21,19 @@ using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
 using store_testing::EnrollmentStoreConformanceTest;
+using store_testing::FleetStoreConformanceTest;
 using store_testing::IdentityStoreConformanceTest;
 
-// A MemoryComplianceStore that owns the host store it shares.
-class OwningComplianceStore : public MemoryComplianceStore {
+// A MemoryComplianceStore that owns the host store it shares: the host store is a base built
+// before it and destroyed after it.
+struct HostStoreHolder {
+  std::unique_ptr<MemoryHostStore> owned_hosts;
+};
+
+class OwningComplianceStore : private HostStoreHolder, public MemoryComplianceStore {
  public:
   explicit OwningComplianceStore(std::unique_ptr<MemoryHostStore> hosts)
-      : MemoryComplianceStore(hosts.get()), hosts_(std::move(hosts)) {}
-
- private:
-  std::unique_ptr<MemoryHostStore> hosts_;
+      : HostStoreHolder{std::move(hosts)}, MemoryComplianceStore(owned_hosts.get()) {}
 };
 
 ChangeStoreUnderTest MakeMemoryStore() {
@@ -70,6 +74,21 @@ INSTANTIATE_TEST_SUITE_P(Memory, EnrollmentStoreConformanceTest,
                              [] {
                                store_testing::EnrollmentStoreUnderTest out;
                                out.store = std::make_unique<MemoryEnrollmentStore>();
+                               return out;
+                             }}),
+                         [](const auto& info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(Memory, FleetStoreConformanceTest,
+                         ::testing::Values(store_testing::FleetStoreFactory{
+                             "memory",
+                             [] {
+                               store_testing::FleetStoreUnderTest out;
+                               out.enrollment = std::make_unique<MemoryEnrollmentStore>();
+                               auto hosts = std::make_unique<MemoryHostStore>();
+                               hosts->SetTrustedLabels(out.enrollment.get());
+                               out.compliance =
+                                   std::make_unique<MemoryComplianceStore>(hosts.get());
+                               out.hosts = std::move(hosts);
                                return out;
                              }}),
                          [](const auto& info) { return info.param.name; });

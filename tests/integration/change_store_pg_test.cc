@@ -16,6 +16,7 @@
 #include "tests/integration/approver_key_store_conformance.h"
 #include "tests/integration/change_store_conformance.h"
 #include "tests/integration/enrollment_store_conformance.h"
+#include "tests/integration/fleet_store_conformance.h"
 #include "tests/integration/identity_store_conformance.h"
 #include "tests/testing/pg_fixture.h"
 
@@ -30,6 +31,7 @@ using store_testing::ChangeStoreConformanceTest;
 using store_testing::ChangeStoreFactory;
 using store_testing::ChangeStoreUnderTest;
 using store_testing::EnrollmentStoreConformanceTest;
+using store_testing::FleetStoreConformanceTest;
 using store_testing::IdentityStoreConformanceTest;
 using ::testing::HasSubstr;
 
@@ -72,6 +74,19 @@ store_testing::EnrollmentStoreUnderTest MakePgEnrollmentStore() {
   return MakePg<store_testing::EnrollmentStoreUnderTest>(
       8, [](Stores& stores, auto& out) { out.store = std::move(stores.enrollment); });
 }
+
+INSTANTIATE_TEST_SUITE_P(Pg, FleetStoreConformanceTest,
+                         ::testing::Values(store_testing::FleetStoreFactory{
+                             "postgres",
+                             [] {
+                               return MakePg<store_testing::FleetStoreUnderTest>(
+                                   2, [](Stores& stores, auto& out) {
+                                     out.enrollment = std::move(stores.enrollment);
+                                     out.hosts = std::move(stores.hosts);
+                                     out.compliance = std::move(stores.compliance);
+                                   });
+                             }}),
+                         [](const auto& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Pg, ChangeStoreConformanceTest,
                          ::testing::Values(ChangeStoreFactory{"postgres", MakePgStore}),

@@ -2,6 +2,8 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "collector/admin/admin_api.h"
+#include "collector/changes/change_service.h"
 #include "collector/ingest/digest.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/store/postgres/pg_store.h"
@@ -291,6 +293,47 @@ TEST_F(PgStoreTest, ComplianceHistoryFindingsAndWaivers) {
                                     "SELECT count(*) FROM compliance_transitions WHERE rule_id = "
                                     "'smb1-server-disabled'"),
       "2");  // first NON_COMPLIANT, then WAIVED
+}
+
+class NoStreams : public PushRouter {
+ public:
+  bool Send(const std::string&, const smbfleet::v1::WatchResponse&) override { return false; }
+  bool Connected(const std::string&) const override { return false; }
+};
+
+// GetReadiness reads the stored posture (sessions and events) back from PostgreSQL.
+TEST_F(PgStoreTest, ReadinessFindsTheClientsOfStoredPostures) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  const std::string hostile = "x'); DROP TABLE hosts; -- <script>alert(1)</script>";
+  auto p = SamplePosture();
+  p.mutable_server()->set_smb1_enabled(true);
+  p.clear_sessions();
+  auto* s = p.add_sessions();
+  s->set_session_id("77");
+  s->set_client_address("10.1.2.3");
+  s->set_client_name(hostile);
+  s->set_user("LAB\\scanner");
+  s->set_dialect(smbfleet::v1::DIALECT_SMB1);
+  ASSERT_EQ(*store_->SaveReport(Incoming(p, "00000000-0000-4000-8000-0000000000e1")),
+            SaveOutcome::kStored);
+  auto eval = smbfleet::policy::EvaluateHost(policy, p, {}, absl::Now());
+  ASSERT_TRUE(RecordEvaluation(*compliance_, "fs01", eval).ok());
+
+  auto changes = std::move(stores_.changes);
+  changes::ChangeService workflow(changes.get(), store_, compliance_, &policy, {});
+  NoStreams router;
+  AdminApi api(store_, compliance_, &router, changes.get(), &workflow);
+  smbfleet::v1::GetReadinessRequest req;
+  req.set_rule_id("smb1-server-disabled");
+  auto got = api.GetReadiness(PrincipalFromIdentity({"vera", "operator", "viewer"}), req);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->hosts_considered(), 1u);
+  ASSERT_EQ(got->clients_size(), 1) << got->DebugString();
+  EXPECT_EQ(got->clients(0).client_name(), hostile);
+  EXPECT_EQ(got->clients(0).user(), "LAB\\scanner");
+  EXPECT_THAT(got->clients(0).hosts(), ::testing::ElementsAre("fs01"));
+  EXPECT_EQ(smbfleet::testing::QueryValue(dsn_, "SELECT count(*) FROM hosts"), "1");
 }
 
 TEST_F(PgStoreTest, GetHostShowsTheClassificationOfTheLatestEvaluation) {

@@ -222,6 +222,17 @@ absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> MemoryChangeStore::H
   return out;
 }
 
+absl::StatusOr<ChangeStore::Drift> MemoryChangeStore::DriftedHosts(uint32_t limit) {
+  absl::MutexLock lock(&mu_);
+  Drift out;
+  for (const auto& [host, s] : host_statuses_) {  // by name
+    if (s.desired_change_id() == s.applied_change_id()) continue;
+    ++out.count;
+    if (out.hosts.size() < limit) out.hosts.push_back(host);
+  }
+  return out;
+}
+
 absl::Status MemoryChangeStore::AppendAudit(const std::vector<v1::AuditEntry>& entries) {
   absl::MutexLock lock(&mu_);
   AppendAuditLocked(entries);

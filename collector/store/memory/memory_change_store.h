@@ -37,6 +37,7 @@ class MemoryChangeStore : public ChangeStore {
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
   absl::StatusOr<std::map<std::string, smbfleet::v1::HostChangeStatus>> HostStatuses(
       const std::vector<std::string>& hosts) override;
+  absl::StatusOr<Drift> DriftedHosts(uint32_t limit) override;
   absl::Status AppendAudit(const std::vector<smbfleet::v1::AuditEntry>& entries) override;
   absl::StatusOr<std::vector<smbfleet::v1::AuditEntry>> ListAudit(const AuditQuery& query) override;
   absl::Status CreateWaiver(const smbfleet::v1::Waiver& waiver,

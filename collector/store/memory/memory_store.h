@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 
 namespace smbfleet::collector {
@@ -24,9 +25,21 @@ class MemoryHostStore : public HostStore {
   absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
+  absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
+
+  // Where the trusted labels of the label filter come from (the host_labels table in SQL);
+  // null: no host has trusted labels. Not owned.
+  void SetTrustedLabels(EnrollmentStore* enrollment);
+  absl::StatusOr<HostLabels> TrustedLabels(const std::string& host) const;
+  // Whether `host` has a failing result of the active policy for `rule` ("*": any rule): set
+  // by MemoryComplianceStore, which holds the results.
+  using FailingFn = std::function<bool(const std::string& host, const std::string& rule)>;
+  void SetFailing(FailingFn failing);
 
   // For MemoryComplianceStore, which shares the hosts as the SQL tables do.
   bool Exists(const std::string& host) const;
+  // Every host as GetHost returns it, by name.
+  std::vector<HostRecord> Snapshot() const;
   void SetClassifications(const std::string& host, const smbfleet::v1::HostEvaluation& eval);
   size_t postures_stored() const;
 
@@ -41,6 +54,8 @@ class MemoryHostStore : public HostStore {
 
   mutable absl::Mutex mu_;
   std::map<std::string, Host> hosts_ ABSL_GUARDED_BY(mu_);
+  EnrollmentStore* enrollment_ ABSL_GUARDED_BY(mu_) = nullptr;
+  FailingFn failing_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> report_ids_ ABSL_GUARDED_BY(mu_);
   size_t postures_stored_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -48,7 +63,8 @@ class MemoryHostStore : public HostStore {
 // Shares the hosts of a MemoryHostStore, as the SQL tables do; keep that store alive.
 class MemoryComplianceStore : public ComplianceStore {
  public:
-  explicit MemoryComplianceStore(MemoryHostStore* hosts) : hosts_(hosts) {}
+  explicit MemoryComplianceStore(MemoryHostStore* hosts);
+  ~MemoryComplianceStore() override;
 
   absl::Status ActivatePolicy(const std::string& name, const std::string& version,
                               const std::string& source) override;
@@ -58,6 +74,8 @@ class MemoryComplianceStore : public ComplianceStore {
                                                            const std::string& policy_name) override;
   absl::Status SaveEvaluation(const EvaluationWrite& write) override;
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override;
+  absl::StatusOr<smbfleet::v1::GetFleetOverviewResponse> GetFleetOverview(
+      const OverviewQuery& query) override;
   absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
                                                                   const std::string& rule_id,
                                                                   uint32_t limit) override;
@@ -88,6 +106,10 @@ class MemoryComplianceStore : public ComplianceStore {
       ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<smbfleet::v1::StatusTransition>> transitions_
       ABSL_GUARDED_BY(mu_);
+  bool Failing(const std::string& host, const std::string& rule) const;
+  // The results of the active version of each policy, by host.
+  std::map<std::string, std::vector<const smbfleet::v1::RuleResult*>> ActiveResults() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<smbfleet::v1::Finding> Findings(const std::string& host, const std::string& rule_id,
                                               uint32_t limit, smbfleet::v1::ComplianceStatus status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

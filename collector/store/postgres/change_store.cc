@@ -203,6 +203,7 @@ class PgChangeStore : public ChangeStore {
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
   absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> HostStatuses(
       const std::vector<std::string>& hosts) override;
+  absl::StatusOr<Drift> DriftedHosts(uint32_t limit) override;
   absl::Status AppendAudit(const std::vector<v1::AuditEntry>& entries) override;
   absl::StatusOr<std::vector<v1::AuditEntry>> ListAudit(const AuditQuery& query) override;
   absl::Status CreateWaiver(const v1::Waiver& waiver, const v1::AuditEntry& audit) override;
@@ -494,6 +495,25 @@ absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> PgChangeStore::HostS
                                                    " FROM host_change_status s WHERE s.host IN ",
                                                    QuotedList(tx, chunk)));
           for (const auto& r : rows) out[r["host"].as<std::string>()] = pg::HostStatusFromRow(r);
+        }
+        return out;
+      });
+}
+
+absl::StatusOr<ChangeStore::Drift> PgChangeStore::DriftedHosts(uint32_t limit) {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing hosts whose applied change is not the desired one",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<Drift> {
+        Drift out;
+        out.count = tx.exec1(
+                          "SELECT count(*) FROM host_change_status "
+                          "WHERE desired_change_id <> applied_change_id")[0]
+                        .as<uint32_t>();
+        for (const auto& r :
+             tx.exec_params("SELECT host FROM host_change_status WHERE desired_change_id <> "
+                            "applied_change_id ORDER BY host COLLATE \"C\" LIMIT $1",
+                            static_cast<int64_t>(limit))) {
+          out.hosts.push_back(r["host"].as<std::string>());
         }
         return out;
       });

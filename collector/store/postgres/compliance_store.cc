@@ -1,5 +1,6 @@
 #include "collector/store/postgres/compliance_store.h"
 
+#include <map>
 #include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +9,7 @@
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/sql.h"
 #include "common/json.h"
+#include "common/status_macros.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -100,6 +102,183 @@ void UpdateShareClassifications(pqxx::work& tx, int64_t host_id, const HostEvalu
       "c.rule FROM (VALUES ",
       absl::StrJoin(values, ", "),
       ") AS c (name, classification, rule) WHERE s.host_id = ", host_id, " AND s.name = c.name"));
+}
+
+// Counts of a slice of current results (compliance_current `c`), by status.
+constexpr char kSliceCounts[] = R"sql(
+  count(*) FILTER (WHERE c.status = 'COMPLIANT') AS compliant,
+  count(*) FILTER (WHERE c.status = 'NON_COMPLIANT') AS non_compliant,
+  count(*) FILTER (WHERE c.status = 'WAIVED') AS waived,
+  count(*) FILTER (WHERE c.status = 'UNKNOWN') AS unknown,
+  count(*) FILTER (WHERE c.status = 'ERROR') AS errors
+)sql";
+
+double Pct(uint64_t good, uint64_t applicable) {
+  return applicable == 0 ? -1 : 100.0 * static_cast<double>(good) / static_cast<double>(applicable);
+}
+
+smbfleet::v1::ComplianceSlice SliceFromRow(const pqxx::row& r) {
+  smbfleet::v1::ComplianceSlice s;
+  s.set_key(r["key"].as<std::string>());
+  s.set_compliant(r["compliant"].as<uint32_t>());
+  s.set_non_compliant(r["non_compliant"].as<uint32_t>());
+  s.set_waived(r["waived"].as<uint32_t>());
+  s.set_unknown(r["unknown"].as<uint32_t>());
+  s.set_errors(r["errors"].as<uint32_t>());
+  s.set_compliant_pct(Pct(s.compliant() + s.waived(), s.compliant() + s.non_compliant() +
+                                                          s.waived() + s.unknown() + s.errors()));
+  return s;
+}
+
+// Slices come back in byte order of their key, as the memory store sorts them.
+void AddSlices(const pqxx::result& rows,
+               google::protobuf::RepeatedPtrField<smbfleet::v1::ComplianceSlice>* out) {
+  std::map<std::string, smbfleet::v1::ComplianceSlice> sorted;
+  for (const auto& r : rows) {
+    auto s = SliceFromRow(r);
+    sorted[s.key()] = s;
+  }
+  for (auto& [key, s] : sorted) *out->Add() = std::move(s);
+}
+
+bool LegacyDialect(const std::string& name) {
+  return name == "DIALECT_SMB1" || name == "DIALECT_SMB_2_0_2" || name == "DIALECT_SMB_2_1";
+}
+
+// Everything of the overview but by_rule (GetCompliance) and drift, aggregated in SQL.
+void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std::string& policy,
+                  smbfleet::v1::GetFleetOverviewResponse* out) {
+  const auto top = static_cast<int64_t>(q.top);
+  out->set_hosts(tx.exec("SELECT count(*) FROM hosts")[0][0].as<uint32_t>());
+  AddSlices(tx.exec(absl::StrCat("SELECT c.classification AS key, ", kSliceCounts,
+                                 " FROM compliance_current c WHERE c.share_name <> '' "
+                                 "GROUP BY c.classification")),
+            out->mutable_by_classification());
+  AddSlices(tx.exec(absl::StrCat("SELECT hl.key || '=' || hl.value AS key, ", kSliceCounts,
+                                 " FROM compliance_current c JOIN host_labels hl ON hl.host = "
+                                 "c.host GROUP BY hl.key, hl.value")),
+            out->mutable_by_label());
+
+  // The trend: for each day, the last transition of every (host, rule, share) before the day
+  // ended. A transition holds from its day until the day before the next one of its key ends;
+  // each such range adds one on its first day and takes it back after its last, and a running
+  // sum per status gives each day's counts (one pass over the transitions, not one per day).
+  pqxx::result trend = tx.exec_params(
+      R"sql(
+      WITH w AS (
+        SELECT date_trunc('day', $1::timestamptz, 'UTC') - ($2::int - 1) * interval '1 day'
+                 AS first_day,
+               date_trunc('day', $1::timestamptz, 'UTC') AS last_day),
+      days AS (
+        SELECT d AS day FROM w, generate_series(w.first_day, w.last_day, interval '1 day') d),
+      spans AS (
+        SELECT t.to_status AS status, t.at,
+               lead(t.at) OVER (PARTITION BY t.host_id, t.rule_id, t.share_name
+                                ORDER BY t.at, t.id) AS next_at
+        FROM compliance_transitions t, w
+        WHERE t.policy_name = $3 AND t.at < w.last_day + interval '1 day'),
+      ranges AS (
+        SELECT s.status, greatest(date_trunc('day', s.at, 'UTC'), w.first_day) AS from_day,
+               CASE WHEN s.next_at IS NULL THEN w.last_day
+                    ELSE least(date_trunc('day', s.next_at - interval '1 day', 'UTC'), w.last_day)
+               END AS to_day
+        FROM spans s, w WHERE s.status IS NOT NULL),
+      deltas AS (
+        SELECT from_day AS day, status, 1 AS delta FROM ranges WHERE to_day >= from_day
+        UNION ALL
+        SELECT to_day + interval '1 day', status, -1 FROM ranges, w
+        WHERE to_day >= from_day AND to_day < w.last_day),
+      g AS (SELECT day, status, sum(delta) AS n FROM deltas GROUP BY day, status),
+      per_day AS (
+        SELECT d.day, st.status,
+               sum(COALESCE(g.n, 0)) OVER (PARTITION BY st.status ORDER BY d.day) AS n
+        FROM days d CROSS JOIN (SELECT DISTINCT status FROM g) st
+        LEFT JOIN g ON g.day = d.day AND g.status = st.status)
+      SELECT to_char(d.day AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+             COALESCE(sum(p.n) FILTER (WHERE p.status = 'COMPLIANT'), 0)::bigint AS compliant,
+             COALESCE(sum(p.n) FILTER (WHERE p.status = 'NON_COMPLIANT'), 0)::bigint
+               AS non_compliant,
+             COALESCE(sum(p.n) FILTER (WHERE p.status = 'WAIVED'), 0)::bigint AS waived,
+             COALESCE(sum(p.n) FILTER (WHERE p.status <> 'NOT_APPLICABLE'), 0)::bigint
+               AS applicable
+      FROM days d LEFT JOIN per_day p ON p.day = d.day
+      GROUP BY d.day ORDER BY d.day)sql",
+      pg::Rfc3339(q.now), static_cast<int64_t>(q.trend_days), policy);
+  for (const auto& r : trend) {
+    auto* p = out->add_trend();
+    p->set_day(r["day"].as<std::string>());
+    p->set_compliant(r["compliant"].as<uint32_t>());
+    p->set_non_compliant(r["non_compliant"].as<uint32_t>());
+    p->set_compliant_pct(Pct(r["compliant"].as<uint64_t>() + r["waived"].as<uint64_t>(),
+                             r["applicable"].as<uint64_t>()));
+  }
+
+  for (const auto& r : tx.exec_params(
+           "SELECT host, EXTRACT(EPOCH FROM min(failing_since))::float8 AS since, "
+           "count(DISTINCT rule_id) AS rules FROM compliance_failing_since GROUP BY host "
+           "ORDER BY min(failing_since), host COLLATE \"C\" LIMIT $1",
+           top)) {
+    auto* h = out->add_failing_longest();
+    h->set_name(r["host"].as<std::string>());
+    pg::SetTimestamp(r["since"], h->mutable_since());
+    h->set_count(r["rules"].as<uint32_t>());
+  }
+
+  const std::string stale_before = pg::Rfc3339(q.stale_before);
+  out->set_stale_count(
+      tx.exec_params1("SELECT count(*) FROM hosts WHERE last_seen < $1::timestamptz",
+                      stale_before)[0]
+          .as<uint32_t>());
+  for (const auto& r : tx.exec_params(
+           "SELECT name, EXTRACT(EPOCH FROM last_seen)::float8 AS since FROM hosts "
+           "WHERE last_seen < $1::timestamptz ORDER BY last_seen, name COLLATE \"C\" LIMIT $2",
+           stale_before, top)) {
+    auto* h = out->add_stale();
+    h->set_name(r["name"].as<std::string>());
+    pg::SetTimestamp(r["since"], h->mutable_since());
+  }
+
+  for (const auto& r :
+       tx.exec("SELECT s.classification, count(*) AS shares, count(*) FILTER (WHERE "
+               "s.encrypt_data IS TRUE OR p.posture_json -> 'server' ->> 'encryptData' = 'true') "
+               "AS encrypted FROM host_shares s LEFT JOIN host_state st ON st.host_id = s.host_id "
+               "LEFT JOIN postures p ON p.id = st.posture_id WHERE s.classification <> '' "
+               "GROUP BY s.classification ORDER BY s.classification COLLATE \"C\"")) {
+    auto* c = out->add_encryption();
+    c->set_classification(r["classification"].as<std::string>());
+    c->set_shares(r["shares"].as<uint32_t>());
+    c->set_encrypted(r["encrypted"].as<uint32_t>());
+    c->set_encrypted_pct(Pct(c->encrypted(), c->shares()));
+  }
+
+  auto* sessions = out->mutable_sessions();
+  for (const auto& r :
+       tx.exec("SELECT dialect, count(*) AS sessions, "
+               "count(*) FILTER (WHERE signing = 'PROTECTION_NONE') AS unsigned_sessions, "
+               "count(*) FILTER (WHERE encryption = 'PROTECTION_NONE') AS unencrypted_sessions "
+               "FROM host_sessions GROUP BY dialect")) {
+    const auto dialect = r["dialect"].as<std::string>();
+    const auto n = r["sessions"].as<uint32_t>();
+    sessions->set_sessions(sessions->sessions() + n);
+    sessions->set_unsigned_sessions(sessions->unsigned_sessions() +
+                                    r["unsigned_sessions"].as<uint32_t>());
+    sessions->set_unencrypted_sessions(sessions->unencrypted_sessions() +
+                                       r["unencrypted_sessions"].as<uint32_t>());
+    if (LegacyDialect(dialect)) {
+      sessions->set_legacy_dialect_sessions(sessions->legacy_dialect_sessions() + n);
+    }
+    (*sessions->mutable_by_dialect())[dialect] = n;
+  }
+  for (const auto& r : tx.exec_params(
+           "SELECT h.name, count(*) AS exposed FROM host_sessions s JOIN hosts h ON h.id = "
+           "s.host_id WHERE s.signing = 'PROTECTION_NONE' OR s.dialect IN ('DIALECT_SMB1', "
+           "'DIALECT_SMB_2_0_2', 'DIALECT_SMB_2_1') GROUP BY h.name "
+           "ORDER BY count(*) DESC, h.name COLLATE \"C\" LIMIT $1",
+           top)) {
+    auto* h = sessions->add_top_hosts();
+    h->set_name(r["name"].as<std::string>());
+    h->set_count(r["exposed"].as<uint32_t>());
+  }
 }
 
 class PgComplianceStore : public ComplianceStore {
@@ -219,6 +398,21 @@ class PgComplianceStore : public ComplianceStore {
             rc->set_not_applicable(r["not_applicable"].as<uint32_t>());
             rc->set_compliant_pct(r["compliant_pct"].as<double>());
           }
+          return out;
+        });
+  }
+
+  absl::StatusOr<smbfleet::v1::GetFleetOverviewResponse> GetFleetOverview(
+      const OverviewQuery& query) override {
+    ASSIGN_OR_RETURN(smbfleet::v1::GetComplianceResponse compliance, GetCompliance());
+    return pool_->Run<pqxx::read_transaction>(
+        "reading the fleet overview",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<smbfleet::v1::GetFleetOverviewResponse> {
+          smbfleet::v1::GetFleetOverviewResponse out;
+          out.set_policy_name(compliance.policy_name());
+          out.set_policy_version(compliance.policy_version());
+          *out.mutable_by_rule() = compliance.rules();
+          ReadOverview(tx, query, compliance.policy_name(), &out);
           return out;
         });
   }

@@ -71,6 +71,7 @@ class PgHostStore : public HostStore {
   absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
+  absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
 
  private:
   absl::StatusOr<SaveOutcome> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
@@ -179,6 +180,53 @@ absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery&
         out.reserve(rows.size());
         for (const auto& r : rows) out.push_back(SummaryFromRow(r));
         return out;
+      });
+}
+
+// The filters of FindHosts over `hosts h`, parameters $1..$7. An empty filter is a constant
+// condition the planner drops (parameters of an unnamed statement are planned as values); the
+// label and rule filters are sets of hosts computed once (hashed), not a lookup per host.
+constexpr char kHostFilters[] = R"sql(
+  starts_with(h.name, $1)
+  AND ($2 = '' OR strpos(lower(h.name), lower($2)) > 0)
+  AND ($3 = '' OR strpos(lower(h.os_name), lower($3)) > 0
+       OR strpos(lower(h.os_version), lower($3)) > 0)
+  AND ($4 = '' OR h.platform = $4)
+  AND ($5 = '' OR h.last_seen < NULLIF($5, '')::timestamptz)
+  AND ($6::jsonb = '{}'::jsonb OR h.name IN (
+         SELECT hl.host FROM host_labels hl JOIN jsonb_each_text($6::jsonb) f
+           ON hl.key = f.key AND hl.value = f.value
+         GROUP BY hl.host HAVING count(*) = (SELECT count(*) FROM jsonb_each_text($6::jsonb))))
+  AND ($7 = '' OR h.id IN (
+         SELECT r.host_id FROM compliance_results r JOIN policy_versions v
+           ON v.policy_name = r.policy_name AND v.version = r.policy_version AND v.active
+         WHERE r.status = 'NON_COMPLIANT' AND ($7 = '*' OR r.rule_id = $7)))
+)sql";
+
+absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
+  nlohmann::json labels = nlohmann::json::object();
+  for (const auto& [k, v] : query.labels) labels[k] = v;
+  const std::string platform = query.platform == smbfleet::v1::PLATFORM_UNSPECIFIED
+                                   ? std::string()
+                                   : smbfleet::v1::Platform_Name(query.platform);
+  const std::string seen_before =
+      query.seen_before.has_value() ? pg::Rfc3339(*query.seen_before) : std::string();
+  return pool_->Run<pqxx::read_transaction>(
+      "listing hosts", [&](pqxx::read_transaction& tx) -> absl::StatusOr<HostPage> {
+        HostPage page;
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", kSummaryColumns, kLatestPosture, "WHERE ", kHostFilters,
+                         " AND h.name > $8 ORDER BY h.name LIMIT $9"),
+            query.name_prefix, query.query, query.os, platform, seen_before, labels.dump(),
+            query.failing_rule, query.after_name, static_cast<int64_t>(query.limit));
+        page.hosts.reserve(rows.size());
+        for (const auto& r : rows) page.hosts.push_back(SummaryFromRow(r));
+        page.total =
+            tx.exec_params1(absl::StrCat("SELECT count(*) FROM hosts h WHERE ", kHostFilters),
+                            query.name_prefix, query.query, query.os, platform, seen_before,
+                            labels.dump(), query.failing_rule)[0]
+                .as<uint32_t>();
+        return page;
       });
 }
 

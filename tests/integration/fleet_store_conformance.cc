@@ -1,0 +1,378 @@
+// The console's reads (fleet_store_conformance.h) on one hand-built fleet of three hosts.
+#include "tests/integration/fleet_store_conformance.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace smbfleet::collector::store_testing {
+namespace {
+
+namespace v1 = smbfleet::v1;
+using google::protobuf::util::TimeUtil;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+// Noon, so that "an hour ago" is the same UTC day.
+const absl::Time kNow = absl::FromUnixSeconds(1773144000);  // 2026-03-10T12:00:00Z
+
+google::protobuf::Timestamp Ts(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+v1::Session Session(const std::string& id, v1::Dialect dialect, v1::Protection signing,
+                    v1::Protection encryption) {
+  v1::Session s;
+  s.set_session_id(id);
+  s.set_client_address("10.0.0.7");
+  s.set_client_name("<img src=x onerror=alert(1)>");
+  s.set_user("CORP\\alice");
+  s.set_dialect(dialect);
+  s.set_signing(signing);
+  s.set_encryption(encryption);
+  return s;
+}
+
+v1::Share Share(const std::string& name, std::optional<bool> encrypt) {
+  v1::Share s;
+  s.set_name(name);
+  s.set_path(absl::StrCat("/srv/", name));
+  if (encrypt.has_value()) s.set_encrypt_data(*encrypt);
+  return s;
+}
+
+v1::RuleResult Result(const std::string& rule, v1::ComplianceStatus status,
+                      const std::string& share = "", const std::string& classification = "") {
+  v1::RuleResult r;
+  r.set_rule_id(rule);
+  r.set_status(status);
+  r.set_share(share);
+  r.set_classification(classification);
+  return r;
+}
+
+v1::StatusTransition Transition(const std::string& host, const std::string& rule,
+                                const std::string& share, v1::ComplianceStatus from,
+                                v1::ComplianceStatus to) {
+  v1::StatusTransition t;
+  t.set_hostname(host);
+  t.set_rule_id(rule);
+  t.set_share(share);
+  t.set_policy_version("1");
+  t.set_from_status(from);
+  t.set_to_status(to);
+  return t;
+}
+
+constexpr auto kC = v1::COMPLIANCE_STATUS_COMPLIANT;
+constexpr auto kNc = v1::COMPLIANCE_STATUS_NON_COMPLIANT;
+constexpr auto kW = v1::COMPLIANCE_STATUS_WAIVED;
+constexpr auto kU = v1::COMPLIANCE_STATUS_UNKNOWN;
+constexpr auto kNa = v1::COMPLIANCE_STATUS_NOT_APPLICABLE;
+constexpr auto kNone = v1::COMPLIANCE_STATUS_UNSPECIFIED;
+
+std::vector<std::string> Names(const HostPage& page) {
+  std::vector<std::string> out;
+  for (const auto& h : page.hosts) out.push_back(h.name());
+  return out;
+}
+
+}  // namespace
+
+void FleetStoreConformanceTest::SetUp() {
+  under_test_ = GetParam().make();
+  if (!under_test_.skip.empty()) GTEST_SKIP() << under_test_.skip;
+  HostStore& hosts = *under_test_.hosts;
+  ComplianceStore& compliance = *under_test_.compliance;
+  ASSERT_TRUE(compliance.ActivatePolicy("baseline", "1", "rules: []").ok());
+
+  struct Seed {
+    std::string name;
+    v1::Platform platform;
+    std::string os_name, os_version;
+    absl::Duration seen_ago;
+    std::map<std::string, std::string> reported, trusted;
+  };
+  const std::vector<Seed> seeds = {
+      // fs01 claims site=oslo for itself: only the trusted site=paris counts.
+      {"fs01",
+       v1::PLATFORM_WINDOWS,
+       "Windows Server 2022",
+       "10.0.20348",
+       absl::Minutes(10),
+       {{"site", "oslo"}},
+       {{"site", "paris"}}},
+      {"fs02",
+       v1::PLATFORM_SAMBA,
+       "Debian 12",
+       "Samba 4.19.4",
+       absl::Hours(5),
+       {},
+       {{"site", "paris"}, {"tier", "gold"}}},
+      {"web03",
+       v1::PLATFORM_SAMBA,
+       "Ubuntu 24.04",
+       "Samba 4.19.5",
+       absl::Hours(3),
+       {},
+       {{"site", "oslo"}}},
+  };
+  int n = 0;
+  for (const Seed& s : seeds) {
+    v1::Posture p;
+    p.mutable_host()->set_hostname(s.name);
+    p.mutable_host()->set_platform(s.platform);
+    p.mutable_host()->set_os_name(s.os_name);
+    p.mutable_host()->set_os_version(s.os_version);
+    for (const auto& [k, v] : s.reported) (*p.mutable_host()->mutable_labels())[k] = v;
+    if (s.name == "fs01") {
+      *p.add_shares() = Share("finance", true);
+      *p.add_shares() = Share("public", false);
+      *p.add_sessions() =
+          Session("1", v1::DIALECT_SMB_3_1_1, v1::PROTECTION_FULL, v1::PROTECTION_FULL);
+      *p.add_sessions() =
+          Session("2", v1::DIALECT_SMB_2_1, v1::PROTECTION_NONE, v1::PROTECTION_NONE);
+    } else if (s.name == "fs02") {
+      p.mutable_server()->set_encrypt_data(true);  // covers its unset share
+      *p.add_shares() = Share("hr", std::nullopt);
+      *p.add_sessions() = Session("3", v1::DIALECT_SMB1, v1::PROTECTION_NONE, v1::PROTECTION_NONE);
+    }
+    IncomingReport report;
+    report.host = s.name;
+    report.report_id = absl::StrCat("6a1b2c3d-0000-4000-8000-00000000000", ++n);
+    report.posture = &p;
+    report.digest = absl::StrCat("d1ce5e0", n);  // hex, as PostureDigest
+    report.received_at = kNow - s.seen_ago;
+    auto saved = hosts.SaveReport(report);
+    ASSERT_TRUE(saved.ok()) << s.name << ": " << saved.status();
+    ASSERT_TRUE(under_test_.enrollment->SetHostLabels(s.name, s.trusted, "admin", kNow).ok());
+  }
+
+  // Each evaluation stores its transitions at its own time, as the pipeline does.
+  std::map<std::string, std::string> keys;
+  auto save = [&](const std::string& host, absl::Time at, std::vector<v1::RuleResult> results,
+                  std::vector<std::pair<std::string, std::string>> classes,
+                  std::vector<v1::StatusTransition> transitions) {
+    v1::HostEvaluation e;
+    e.set_hostname(host);
+    e.set_policy_name("baseline");
+    e.set_policy_version("1");
+    *e.mutable_evaluated_at() = Ts(at);
+    for (auto& r : results) *e.add_results() = r;
+    for (const auto& [share, c] : classes) {
+      auto* sc = e.add_classifications();
+      sc->set_share(share);
+      sc->set_classification(c);
+      sc->set_rule("by-name");
+    }
+    for (auto& t : transitions) *t.mutable_at() = Ts(at);
+    EvaluationWrite w;
+    w.host = host;
+    w.evaluation = &e;
+    w.transitions = std::move(transitions);
+    w.expected_key = keys[host];
+    w.evaluation_key = keys[host] + "k";
+    keys[host] = w.evaluation_key;
+    absl::Status saved = compliance.SaveEvaluation(w);
+    ASSERT_TRUE(saved.ok()) << saved;
+  };
+  const absl::Duration day = absl::Hours(24);
+  const std::vector<std::pair<std::string, std::string>> fs01_classes = {
+      {"finance", "confidential"}, {"public", "public"}};
+  save("fs01", kNow - 3 * day,
+       {Result("signing", kC), Result("encrypt", kC, "finance", "confidential"),
+        Result("encrypt", kNa, "public", "public")},
+       fs01_classes,
+       {Transition("fs01", "signing", "", kNone, kC),
+        Transition("fs01", "encrypt", "finance", kNone, kC),
+        Transition("fs01", "encrypt", "public", kNone, kNa)});
+  save("fs01", kNow - 2 * day,
+       {Result("signing", kNc), Result("encrypt", kC, "finance", "confidential"),
+        Result("encrypt", kNa, "public", "public")},
+       fs01_classes, {Transition("fs01", "signing", "", kC, kNc)});
+  save("fs02", kNow - day,
+       {Result("signing", kC), Result("smb1", kNc), Result("encrypt", kW, "hr", "confidential")},
+       {{"hr", "confidential"}},
+       {Transition("fs02", "signing", "", kNone, kC), Transition("fs02", "smb1", "", kNone, kNc),
+        Transition("fs02", "encrypt", "hr", kNone, kW)});
+  save("web03", kNow - absl::Hours(1), {Result("signing", kU)}, {},
+       {Transition("web03", "signing", "", kNone, kU)});
+}
+
+void FleetStoreConformanceTest::TearDown() {}
+
+TEST_P(FleetStoreConformanceTest, FindHostsFiltersAndCountsEveryPage) {
+  HostStore& hosts = *under_test_.hosts;
+  auto find = [&](HostQuery q) {
+    auto page = hosts.FindHosts(q);
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? *page : HostPage{};
+  };
+  HostQuery all;
+  auto everything = find(all);
+  EXPECT_THAT(Names(everything), ElementsAre("fs01", "fs02", "web03"));
+  EXPECT_EQ(everything.total, 3u);
+
+  HostQuery q;
+  q.query = "S0";  // case-insensitive substring
+  q.limit = 1;
+  auto first = find(q);
+  EXPECT_THAT(Names(first), ElementsAre("fs01"));
+  EXPECT_EQ(first.total, 2u);  // all pages
+  q.after_name = "fs01";
+  auto second = find(q);
+  EXPECT_THAT(Names(second), ElementsAre("fs02"));
+  EXPECT_EQ(second.total, 2u);
+  q.after_name = "fs02";
+  EXPECT_THAT(Names(find(q)), IsEmpty());
+
+  HostQuery labels;
+  labels.labels = {{"site", "paris"}};
+  EXPECT_THAT(Names(find(labels)), ElementsAre("fs01", "fs02"));
+  labels.labels = {{"site", "paris"}, {"tier", "gold"}};
+  EXPECT_THAT(Names(find(labels)), ElementsAre("fs02"));
+  labels.labels = {{"site", "oslo"}};  // what fs01 reports is not trusted
+  EXPECT_THAT(Names(find(labels)), ElementsAre("web03"));
+  labels.labels = {{"site", "rome"}};
+  EXPECT_EQ(find(labels).total, 0u);
+
+  HostQuery os;
+  os.os = "DEBIAN";
+  EXPECT_THAT(Names(find(os)), ElementsAre("fs02"));
+  os.os = "4.19";  // the version too
+  EXPECT_THAT(Names(find(os)), ElementsAre("fs02", "web03"));
+
+  HostQuery platform;
+  platform.platform = v1::PLATFORM_WINDOWS;
+  EXPECT_THAT(Names(find(platform)), ElementsAre("fs01"));
+
+  HostQuery failing;
+  failing.failing_rule = "signing";
+  EXPECT_THAT(Names(find(failing)), ElementsAre("fs01"));
+  failing.failing_rule = "*";
+  EXPECT_THAT(Names(find(failing)), ElementsAre("fs01", "fs02"));
+  failing.failing_rule = "encrypt";  // waived is not failing
+  EXPECT_THAT(Names(find(failing)), IsEmpty());
+
+  HostQuery stale;
+  stale.seen_before = kNow - absl::Hours(2);
+  EXPECT_THAT(Names(find(stale)), ElementsAre("fs02", "web03"));
+  stale.platform = v1::PLATFORM_SAMBA;
+  stale.failing_rule = "*";
+  stale.labels = {{"site", "paris"}};
+  stale.name_prefix = "fs";
+  EXPECT_THAT(Names(find(stale)), ElementsAre("fs02"));
+
+  // Filter text is data: no pattern characters, no SQL.
+  for (const char* hostile : {"%", "_s0_", "'; DROP TABLE hosts; --", "\\"}) {
+    HostQuery h;
+    h.query = hostile;
+    h.os = hostile;
+    h.failing_rule = hostile;
+    h.labels = {{hostile, hostile}};
+    auto page = find(h);
+    EXPECT_EQ(page.total, 0u) << hostile;
+  }
+  EXPECT_EQ(find(all).total, 3u);
+}
+
+TEST_P(FleetStoreConformanceTest, OverviewAggregatesTheFleet) {
+  OverviewQuery q;
+  q.trend_days = 4;
+  q.top = 10;
+  q.now = kNow;
+  q.stale_before = kNow - absl::Hours(2);
+  auto got = under_test_.compliance->GetFleetOverview(q);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const v1::GetFleetOverviewResponse& o = *got;
+  EXPECT_EQ(o.policy_name(), "baseline");
+  EXPECT_EQ(o.policy_version(), "1");
+  EXPECT_EQ(o.hosts(), 3u);
+
+  ASSERT_EQ(o.by_rule_size(), 3);  // encrypt, signing, smb1
+  EXPECT_EQ(o.by_rule(1).rule_id(), "signing");
+  EXPECT_EQ(o.by_rule(1).compliant(), 1u);
+  EXPECT_EQ(o.by_rule(1).non_compliant(), 1u);
+  EXPECT_EQ(o.by_rule(1).unknown(), 1u);
+
+  ASSERT_EQ(o.by_classification_size(), 2);
+  EXPECT_EQ(o.by_classification(0).key(), "confidential");
+  EXPECT_EQ(o.by_classification(0).compliant(), 1u);
+  EXPECT_EQ(o.by_classification(0).waived(), 1u);
+  EXPECT_DOUBLE_EQ(o.by_classification(0).compliant_pct(), 100);
+  EXPECT_EQ(o.by_classification(1).key(), "public");
+  EXPECT_DOUBLE_EQ(o.by_classification(1).compliant_pct(), -1);  // only not-applicable
+
+  ASSERT_EQ(o.by_label_size(), 3);  // trusted labels only
+  EXPECT_EQ(o.by_label(0).key(), "site=oslo");
+  EXPECT_EQ(o.by_label(0).unknown(), 1u);
+  EXPECT_DOUBLE_EQ(o.by_label(0).compliant_pct(), 0);
+  EXPECT_EQ(o.by_label(1).key(), "site=paris");
+  EXPECT_EQ(o.by_label(1).compliant(), 2u);
+  EXPECT_EQ(o.by_label(1).non_compliant(), 2u);
+  EXPECT_EQ(o.by_label(1).waived(), 1u);
+  EXPECT_DOUBLE_EQ(o.by_label(1).compliant_pct(), 60);
+  EXPECT_EQ(o.by_label(2).key(), "tier=gold");
+  EXPECT_NEAR(o.by_label(2).compliant_pct(), 200.0 / 3, 1e-9);
+
+  ASSERT_EQ(o.trend_size(), 4);
+  EXPECT_EQ(o.trend(0).day(), "2026-03-07");
+  EXPECT_EQ(o.trend(0).compliant(), 2u);
+  EXPECT_DOUBLE_EQ(o.trend(0).compliant_pct(), 100);
+  EXPECT_EQ(o.trend(1).day(), "2026-03-08");
+  EXPECT_DOUBLE_EQ(o.trend(1).compliant_pct(), 50);
+  EXPECT_EQ(o.trend(1).non_compliant(), 1u);
+  EXPECT_DOUBLE_EQ(o.trend(2).compliant_pct(), 60);
+  EXPECT_EQ(o.trend(3).day(), "2026-03-10");
+  EXPECT_DOUBLE_EQ(o.trend(3).compliant_pct(), 50);
+  EXPECT_EQ(o.trend(3).compliant(), 2u);
+  EXPECT_EQ(o.trend(3).non_compliant(), 2u);
+
+  ASSERT_EQ(o.failing_longest_size(), 2);
+  EXPECT_EQ(o.failing_longest(0).name(), "fs01");
+  EXPECT_EQ(o.failing_longest(0).since().seconds(), absl::ToUnixSeconds(kNow) - 2 * 86400);
+  EXPECT_EQ(o.failing_longest(0).count(), 1u);
+  EXPECT_EQ(o.failing_longest(1).name(), "fs02");
+
+  EXPECT_EQ(o.stale_count(), 2u);
+  ASSERT_EQ(o.stale_size(), 2);
+  EXPECT_EQ(o.stale(0).name(), "fs02");  // oldest first
+  EXPECT_EQ(o.stale(0).since().seconds(), absl::ToUnixSeconds(kNow - absl::Hours(5)));
+  EXPECT_EQ(o.stale(1).name(), "web03");
+
+  ASSERT_EQ(o.encryption_size(), 2);
+  EXPECT_EQ(o.encryption(0).classification(), "confidential");
+  EXPECT_EQ(o.encryption(0).shares(), 2u);
+  EXPECT_EQ(o.encryption(0).encrypted(), 2u);  // hr by its server's EncryptData
+  EXPECT_EQ(o.encryption(1).classification(), "public");
+  EXPECT_EQ(o.encryption(1).encrypted(), 0u);
+  EXPECT_DOUBLE_EQ(o.encryption(1).encrypted_pct(), 0);
+
+  const auto& s = o.sessions();
+  EXPECT_EQ(s.sessions(), 3u);
+  EXPECT_EQ(s.unsigned_sessions(), 2u);
+  EXPECT_EQ(s.unencrypted_sessions(), 2u);
+  EXPECT_EQ(s.legacy_dialect_sessions(), 2u);
+  EXPECT_THAT(s.by_dialect(),
+              UnorderedElementsAre(Pair("DIALECT_SMB_3_1_1", 1u), Pair("DIALECT_SMB_2_1", 1u),
+                                   Pair("DIALECT_SMB1", 1u)));
+  ASSERT_EQ(s.top_hosts_size(), 2);
+  EXPECT_EQ(s.top_hosts(0).name(), "fs01");
+  EXPECT_EQ(s.top_hosts(0).count(), 1u);
+  EXPECT_EQ(s.top_hosts(1).name(), "fs02");
+
+  q.top = 1;  // the lists are bounded, the counts are not
+  auto small = under_test_.compliance->GetFleetOverview(q);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->stale_size(), 1);
+  EXPECT_EQ(small->stale_count(), 2u);
+  EXPECT_EQ(small->failing_longest_size(), 1);
+  EXPECT_EQ(small->sessions().top_hosts_size(), 1);
+}
+
+}  // namespace smbfleet::collector::store_testing
