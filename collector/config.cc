@@ -24,11 +24,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   const YAML::Node& root = *root_or;
   ConfigProblems problems(file);
   CollectorConfig c;
-  CheckKeys(root,
-            {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
-             "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console",
-             "stale_after"},
-            "", &problems);
+  CheckKeys(
+      root,
+      {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy", "changes",
+       "approver_sets", "identity", "tls_reload", "enrollment", "console", "stale_after"},
+      "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
     problems.Add(root["listen"], "listen",
