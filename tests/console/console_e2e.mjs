@@ -179,6 +179,24 @@ try {
     await shot(viewer, "e2e-change-viewer");
   });
 
+  await scenario("who would break: the rule's readiness names the clients the host would refuse; host filters in the URL reach the server", async () => {
+    await viewer.goto(`${base}/readiness?rule=classified-shares-encrypted`);
+    await viewer.waitForSelector("[data-testid=requirement]");
+    const rows = await viewer.$$eval("[data-testid=readiness] tbody tr", (rs) => rs.map((r) => r.textContent));
+    check(rows.some((t) => t.includes(host)), `no client that ${host} would refuse on the readiness page: ${JSON.stringify(rows)}`);
+    await shot(viewer, "e2e-readiness");
+    await viewer.goto(`${base}/hosts?q=${encodeURIComponent(host.slice(3))}&failing=classified-shares-encrypted`);
+    await viewer.waitForSelector("[data-testid=hosts-total]");
+    const total = await viewer.textContent("[data-testid=hosts-total]");
+    check(total.startsWith("1 hosts match"), `the filtered hosts page says: ${total}`);
+    const names = await viewer.$$eval("[data-testid=hosts] tbody th[scope=row]", (c) => c.map((e) => e.textContent.trim()));
+    check(names.length === 1 && names[0] === host, `the filtered hosts page lists ${JSON.stringify(names)}`);
+    await viewer.goto(`${base}/hosts?q=no-such-host`);
+    await viewer.waitForSelector("[data-testid=hosts-total]");
+    check((await viewer.locator("[data-testid=hosts] tbody tr").count()) === 0, "a filter that matches nothing lists hosts");
+    check(viewer.problems.length === 0, viewer.problems.join("; "));
+  });
+
   await scenario("two approvers approve in their browsers; the page follows the rollout to applied", async () => {
     check(changeId, "no change was proposed");
     const a = await personPage("approver-a");

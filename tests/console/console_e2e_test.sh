@@ -15,6 +15,8 @@
 #     two: it would refuse the lab's SMB2_10 client); the page follows the rollout to "applied"
 #     and smb.conf says so
 #   - the overview's numbers equal `smbfleetctl compliance --format=json`
+#   - "who would break" for the rule names the clients the host would refuse; the hosts page's
+#     filters in the URL (query, failing rule) reach the server
 #   - a share named `<img src=x onerror=alert(1)>` shows as text: no dialog, no img element
 #   - GET /metrics on the console port: the counters move with this real traffic (a connected
 #     agent, its stored report, the change order acked APPLIED)
