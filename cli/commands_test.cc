@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -169,7 +170,9 @@ class CommandsTest : public ::testing::Test {
   Ed25519Key UseNewApproverKey() {
     auto key = GenerateEd25519Key();
     EXPECT_TRUE(key.ok());
-    key_path_ = ::testing::TempDir() + "/approver-" + std::to_string(++keys_) + ".key";
+    // ctest runs each test in its own process, several at once: the pid keeps their keys apart.
+    key_path_ = ::testing::TempDir() + "/approver-" + std::to_string(getpid()) + "-" +
+                std::to_string(++keys_) + ".key";
     std::ofstream(key_path_) << key->private_pem;
     setenv("SMBFLEET_APPROVER_KEY", key_path_.c_str(), 1);
     admin_.Payload("c-42", PayloadOf("c-42"));

@@ -22,18 +22,24 @@ mkfifo "$work/stdin"
 exec 4<>"$work/stdin"
 
 # serve VERSION_FLAG: an s_server that offers only that version (SECLEVEL=0 so that OpenSSL 3
-# itself still allows TLS 1.1); its log is $work/server.log.
+# itself still allows TLS 1.1); its log is $work/server.log. A free port can be taken by a test
+# running beside this one before s_server binds it: then another port.
 serve() {
-  [[ -z "$server_pid" ]] || { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
-  port=$(free_port)
-  : >"$work/server.log"
-  openssl s_server -accept "127.0.0.1:$port" -cert "$work/pki/collector.pem" \
-    -key "$work/pki/collector.key" "$1" -cipher 'DEFAULT:@SECLEVEL=0' <"$work/stdin" \
-    >>"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 50); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-    sleep 0.1
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    [[ -z "$server_pid" ]] || { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
+    port=$(free_port)
+    : >"$work/server.log"
+    openssl s_server -accept "127.0.0.1:$port" -cert "$work/pki/collector.pem" \
+      -key "$work/pki/collector.key" "$1" -cipher 'DEFAULT:@SECLEVEL=0' <"$work/stdin" \
+      >>"$work/server.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 1 50); do
+      kill -0 "$server_pid" 2>/dev/null || break  # exited: the port was taken
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+      sleep 0.1
+    done
+    grep -q "Address already in use" "$work/server.log" || break
   done
   fail "s_server $1 did not start: $(cat "$work/server.log")"
 }
