@@ -27,6 +27,26 @@ namespace {
 using ::smbfleet::testing::CreateTestDatabase;
 using ::testing::HasSubstr;
 
+// Calls `method` with a fresh client context and a 10 s deadline.
+template <typename Method>
+grpc::Status Call(Method method) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return method(&ctx);
+}
+
+// The change the approval tests push: server.requireSigning = true on fs02.
+grpc::Status ProposeSigningOnFs02(smbfleet::v1::AdminService::Stub* proposer,
+                                  smbfleet::v1::ProposeChangeResponse* proposed) {
+  smbfleet::v1::ProposeChangeRequest propose;
+  propose.add_hosts("fs02");
+  auto* setting = propose.add_settings();
+  setting->set_setting("server.requireSigning");
+  setting->set_value("true");
+  return Call(
+      [&](grpc::ClientContext* c) { return proposer->ProposeChange(c, propose, proposed); });
+}
+
 class CollectorTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -244,22 +264,11 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   smbfleet::v1::WatchResponse msg;
   ASSERT_TRUE(reader->Read(&msg));  // the greeting: the stream is registered
 
-  auto call = [](auto method) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return method(&ctx);
-  };
   auto pat = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-pat"));
   auto ann = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-ann"));
   auto vic = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-vic"));
-  smbfleet::v1::ProposeChangeRequest propose;
-  propose.add_hosts("fs02");
-  auto* setting = propose.add_settings();
-  setting->set_setting("server.requireSigning");
-  setting->set_value("true");
   smbfleet::v1::ProposeChangeResponse proposed;
-  grpc::Status s =
-      call([&](grpc::ClientContext* c) { return pat->ProposeChange(c, propose, &proposed); });
+  grpc::Status s = ProposeSigningOnFs02(pat.get(), &proposed);
   ASSERT_TRUE(s.ok()) << s.error_message();
   const std::string id = proposed.change().id();
 
@@ -271,30 +280,30 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   reg.set_name("ann");
   reg.set_public_key(ann_key->public_raw);
   smbfleet::v1::RegisterApproverKeyResponse registered;
-  s = call([&](grpc::ClientContext* c) { return admin->RegisterApproverKey(c, reg, &registered); });
+  s = Call([&](grpc::ClientContext* c) { return admin->RegisterApproverKey(c, reg, &registered); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   smbfleet::v1::GetChangeRequest to_sign;
   to_sign.set_id(id);
   smbfleet::v1::GetChangeResponse fetched;
-  s = call([&](grpc::ClientContext* c) { return ann->GetChange(c, to_sign, &fetched); });
+  s = Call([&](grpc::ClientContext* c) { return ann->GetChange(c, to_sign, &fetched); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_FALSE(fetched.approval_payload().empty());
 
   smbfleet::v1::ApproveChangeRequest approve;
   approve.set_id(id);
   smbfleet::v1::ApproveChangeResponse approved;
-  s = call([&](grpc::ClientContext* c) { return vic->ApproveChange(c, approve, &approved); });
+  s = Call([&](grpc::ClientContext* c) { return vic->ApproveChange(c, approve, &approved); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
-  s = call([&](grpc::ClientContext* c) { return pat->ApproveChange(c, approve, &approved); });
+  s = Call([&](grpc::ClientContext* c) { return pat->ApproveChange(c, approve, &approved); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
-  s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
+  s = Call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
   approve.mutable_signature()->set_approver("ann");
   approve.mutable_signature()->set_key_id(registered.key().key_id());
   approve.mutable_signature()->set_signature(
       *SignEd25519(ann_key->private_pem, fetched.approval_payload()));
   const absl::Time approving = absl::Now();
-  s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
+  s = Call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
   ASSERT_TRUE(s.ok()) << s.error_message();
 
   // The order comes down the stream (keepalives may come first).
@@ -324,20 +333,20 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   ack.set_nonce(order.nonce());
   ack.set_result(smbfleet::v1::AckChangeRequest::RESULT_APPLIED);
   smbfleet::v1::AckChangeResponse acked;
-  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  s = Call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   ack.set_nonce("forged");
-  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  s = Call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
 
   smbfleet::v1::GetChangeRequest get;
   get.set_id(id);
   smbfleet::v1::GetChangeResponse shown;
-  s = call([&](grpc::ClientContext* c) { return vic->GetChange(c, get, &shown); });
+  s = Call([&](grpc::ClientContext* c) { return vic->GetChange(c, get, &shown); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(shown.change().state(), smbfleet::v1::CHANGE_STATE_COMPLETED);
   smbfleet::v1::ListHostsResponse hosts;
-  s = call([&](grpc::ClientContext* c) { return vic->ListHosts(c, {}, &hosts); });
+  s = Call([&](grpc::ClientContext* c) { return vic->ListHosts(c, {}, &hosts); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   ASSERT_EQ(hosts.hosts_size(), 1);
   EXPECT_EQ(hosts.hosts(0).change_status().applied_change_id(), id);
@@ -423,22 +432,11 @@ TEST_F(CollectorTlsTest, MetricsMoveWithRealTraffic) {
   ASSERT_TRUE(reader->Read(&msg));  // the greeting: the stream is registered
   EXPECT_EQ(value("smbfleet_agents_connected"), 1);
 
-  auto call = [](auto method) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return method(&ctx);
-  };
   auto pat = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-pat"));
   auto ann = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-ann"));
   auto admin = smbfleet::v1::AdminService::NewStub(Channel(pki_, "operator-admin"));
-  smbfleet::v1::ProposeChangeRequest propose;
-  propose.add_hosts("fs02");
-  auto* setting = propose.add_settings();
-  setting->set_setting("server.requireSigning");
-  setting->set_value("true");
   smbfleet::v1::ProposeChangeResponse proposed;
-  grpc::Status s =
-      call([&](grpc::ClientContext* c) { return pat->ProposeChange(c, propose, &proposed); });
+  grpc::Status s = ProposeSigningOnFs02(pat.get(), &proposed);
   ASSERT_TRUE(s.ok()) << s.error_message();
   auto ann_key = GenerateEd25519Key();
   ASSERT_TRUE(ann_key.ok()) << ann_key.status();
@@ -446,12 +444,12 @@ TEST_F(CollectorTlsTest, MetricsMoveWithRealTraffic) {
   reg.set_name("ann");
   reg.set_public_key(ann_key->public_raw);
   smbfleet::v1::RegisterApproverKeyResponse registered;
-  s = call([&](grpc::ClientContext* c) { return admin->RegisterApproverKey(c, reg, &registered); });
+  s = Call([&](grpc::ClientContext* c) { return admin->RegisterApproverKey(c, reg, &registered); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   smbfleet::v1::GetChangeRequest to_sign;
   to_sign.set_id(proposed.change().id());
   smbfleet::v1::GetChangeResponse fetched;
-  s = call([&](grpc::ClientContext* c) { return ann->GetChange(c, to_sign, &fetched); });
+  s = Call([&](grpc::ClientContext* c) { return ann->GetChange(c, to_sign, &fetched); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   smbfleet::v1::ApproveChangeRequest approve;
   approve.set_id(proposed.change().id());
@@ -460,7 +458,7 @@ TEST_F(CollectorTlsTest, MetricsMoveWithRealTraffic) {
   approve.mutable_signature()->set_signature(
       *SignEd25519(ann_key->private_pem, fetched.approval_payload()));
   smbfleet::v1::ApproveChangeResponse approved;
-  s = call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
+  s = Call([&](grpc::ClientContext* c) { return ann->ApproveChange(c, approve, &approved); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   smbfleet::v1::ChangeOrder order;
   while (reader->Read(&msg)) {
@@ -480,13 +478,13 @@ TEST_F(CollectorTlsTest, MetricsMoveWithRealTraffic) {
   ack.set_nonce(order.nonce());
   ack.set_result(smbfleet::v1::AckChangeRequest::RESULT_APPLIED);
   smbfleet::v1::AckChangeResponse acked;
-  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  s = Call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   // The same ack again changes nothing, and a forged one is refused: neither counts.
-  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  s = Call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   ack.set_nonce("forged");
-  s = call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
+  s = Call([&](grpc::ClientContext* c) { return agent->AckChange(c, ack, &acked); });
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
   EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "APPLIED"}}), 1);
   EXPECT_EQ(value("smbfleet_change_orders_total", {{"result", "FAILED"}}), 0);
