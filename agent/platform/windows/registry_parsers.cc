@@ -83,16 +83,20 @@ std::optional<uint32_t> Dword(const PsObject& o, absl::string_view name) {
   return std::nullopt;
 }
 
-// A 0/1 switch in a key that may not exist: absent key or value = `windows_default`.
-std::optional<bool> Switch(const RegistryKey& key, absl::string_view what, absl::string_view name,
-                           bool windows_default, std::vector<std::string>* problems) {
-  if (key.state == KeyState::kNoOutput) return std::nullopt;
-  if (key.state == KeyState::kAbsent) return windows_default;
-  PsObject o(key.values, std::string(what), problems);
-  if (!o.Has(name)) return windows_default;
+// A 0/1 value of a key that may not exist: a missing key or value = `windows_default`; nullopt
+// when the probe printed nothing or the value has the wrong shape (a problem).
+absl::StatusOr<std::optional<bool>> ReadSwitch(absl::string_view bytes, absl::string_view what,
+                                               absl::string_view name, bool windows_default,
+                                               std::vector<std::string>* problems) {
+  auto key = LoadKey(bytes, what, problems);
+  if (!key.ok()) return key.status();
+  if (key->state == KeyState::kNoOutput) return std::optional<bool>();
+  if (key->state == KeyState::kAbsent) return std::optional<bool>(windows_default);
+  PsObject o(key->values, std::string(what), problems);
+  if (!o.Has(name)) return std::optional<bool>(windows_default);
   auto n = Dword(o, name);
-  if (!n.has_value()) return std::nullopt;
-  return *n != 0;
+  if (!n.has_value()) return std::optional<bool>();
+  return std::optional<bool>(*n != 0);
 }
 
 // The properties Get-ItemProperty adds to a key's values (the capture script drops them).
@@ -149,28 +153,23 @@ absl::string_view RegistryKeyOf(absl::string_view probe) {
 
 absl::Status ParseLanmanServerRegistry(absl::string_view bytes, absl::string_view what,
                                        v1::Posture* posture, std::vector<std::string>* problems) {
-  auto key = LoadKey(bytes, what, problems);
-  if (!key.ok()) return key.status();
   // "Network access: Restrict anonymous access to Named Pipes and Shares" is enabled when the
-  // value is absent: CIS 2.3.10.10 gives its impact as "None - this is the default behavior"
-  // (reference/windows/cis, registry-gpo.md: P\RestrictNullSessAccess 1).
-  if (auto on = Switch(*key, what, "RestrictNullSessAccess", true, problems)) {
-    posture->mutable_server()->set_restrict_null_session_access(*on);
-  }
+  // value is absent: the CIS benchmark (2.3.10.10) gives the impact of enabling it as "None -
+  // this is the default behavior".
+  auto on = ReadSwitch(bytes, what, "RestrictNullSessAccess", true, problems);
+  if (!on.ok()) return on.status();
+  if (on->has_value()) posture->mutable_server()->set_restrict_null_session_access(**on);
   return absl::OkStatus();
 }
 
 absl::Status ParseLanmanWorkstationRegistry(absl::string_view bytes, absl::string_view what,
                                             v1::Posture* posture,
                                             std::vector<std::string>* problems) {
-  auto key = LoadKey(bytes, what, problems);
-  if (!key.ok()) return key.status();
   // "Microsoft network client: Send unencrypted password to third-party SMB servers" is disabled
-  // when the value is absent: CIS 2.3.8.3 passes on a missing key or value (registry-gpo.md:
-  // W\EnablePlainTextPassword 0).
-  if (auto on = Switch(*key, what, "EnablePlainTextPassword", false, problems)) {
-    posture->mutable_client()->set_enable_plain_text_password(*on);
-  }
+  // when the value is absent: the CIS benchmark's check (2.3.8.3) passes on a missing key or value.
+  auto on = ReadSwitch(bytes, what, "EnablePlainTextPassword", false, problems);
+  if (!on.ok()) return on.status();
+  if (on->has_value()) posture->mutable_client()->set_enable_plain_text_password(**on);
   return absl::OkStatus();
 }
 
