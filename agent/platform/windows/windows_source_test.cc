@@ -344,7 +344,8 @@ TEST_F(TempCapture, HostileBytesNeverCrash) {
   };
   for (const auto& in : inputs) {
     for (const char* f :
-         {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json", "host.json"}) {
+         {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json", "host.json",
+          "Registry-LanmanServer.json", "Registry-HardenedPaths.json"}) {
       Put(f, in);
     }
     auto p = NewWindowsCaptureSource(dir_)->Collect();
