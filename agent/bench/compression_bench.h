@@ -10,7 +10,7 @@
 // XPRESS compressor at its default level, and LZ4 (COMPRESSION_LZ4) through liblz4 as the fast
 // reference. Data goes through in chunks of at most 64 KiB (wimlib's XPRESS limit, and the
 // size Windows compresses an SMB payload in); a chunk that does not get smaller is counted at
-// its own size, as SMB then sends it uncompressed.
+// its own size, as SMB then sends it uncompressed, and its decompression is timed as a copy.
 //
 // Polite like the crypto benchmark (crypto_bench.h): its own thread at the lowest priority,
 // a wall-clock budget, rates per second of that thread's CPU time.
