@@ -1,6 +1,7 @@
 #include "agent/bench/share_sampler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <filesystem>
 #include <random>
@@ -25,13 +26,16 @@ struct Picked {
   bool root_denied = false;
 };
 
-Picked PickFiles(const fs::path& root, const SamplingLimits& limits) {
+using SteadyClock = std::chrono::steady_clock;
+
+Picked PickFiles(const fs::path& root, const SamplingLimits& limits,
+                 SteadyClock::time_point deadline) {
   Picked picked;
   std::mt19937_64 rng(limits.seed);  // the engine is specified; only distributions vary
   uint64_t seen = 0;
   uint32_t entries = 0;
   std::deque<fs::path> dirs = {root};
-  while (!dirs.empty() && entries < limits.max_entries) {
+  while (!dirs.empty() && entries < limits.max_entries && SteadyClock::now() < deadline) {
     const fs::path dir = dirs.front();
     dirs.pop_front();
     std::error_code ec;
@@ -68,10 +72,11 @@ Picked PickFiles(const fs::path& root, const SamplingLimits& limits) {
 }
 
 smbfleet::v1::CompressibilitySample Sample(const std::string& root, const SamplingLimits& limits) {
+  const SteadyClock::time_point deadline = SteadyClock::now() + limits.max_time;
   smbfleet::v1::CompressibilitySample sample;
   sample.set_algorithm(limits.algorithm);
   if (limits.max_files == 0 || limits.max_bytes_per_file == 0 || limits.max_bytes == 0 ||
-      limits.max_entries == 0) {
+      limits.max_entries == 0 || limits.max_time.count() <= 0) {
     sample.set_not_sampled_reason("sampling budget is 0");
     return sample;
   }
@@ -86,7 +91,7 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
     sample.set_not_sampled_reason("not a directory");
     return sample;
   }
-  Picked picked = PickFiles(root, limits);
+  Picked picked = PickFiles(root, limits, deadline);
   if (picked.root_denied) {
     sample.set_not_sampled_reason("permission denied");
     return sample;
@@ -101,9 +106,14 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
   size_t denied = 0;
   CompressionMeasureOptions options;
   options.decompress = false;
+  bool out_of_time = false;
   for (const fs::path& file : picked.files) {
     const uint64_t left = limits.max_bytes - input;
     if (left == 0) break;
+    if (SteadyClock::now() >= deadline) {
+      out_of_time = true;
+      break;
+    }
     absl::StatusOr<std::string> bytes = ReadRegularFilePrefix(
         file.string(), static_cast<size_t>(std::min(left, limits.max_bytes_per_file)));
     if (!bytes.ok()) {
@@ -121,8 +131,9 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
     ++files;
   }
   if (files == 0) {
-    sample.set_not_sampled_reason(denied == picked.files.size() ? "permission denied"
-                                                                : "no regular files");
+    sample.set_not_sampled_reason(out_of_time                     ? "out of time"
+                                  : denied == picked.files.size() ? "permission denied"
+                                                                  : "no regular files");
     return sample;
   }
   sample.set_ratio(static_cast<double>(input) / static_cast<double>(compressed));
