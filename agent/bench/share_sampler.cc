@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <random>
 #include <system_error>
@@ -151,7 +152,15 @@ smbfleet::v1::CompressibilitySample SampleCompressibility(const std::string& roo
     // Refusals leave the sample correct, only less polite; nothing to report to.
     (void)LowerCurrentThreadPriority();
     (void)LowerCurrentThreadIoPriority();
-    sample = Sample(root, limits);
+    try {
+      sample = Sample(root, limits);
+    } catch (const std::exception&) {
+      // std::filesystem's error_code overloads do not throw, but a path that the platform's
+      // narrow encoding cannot hold may (Windows); the agent must not end over a share.
+      sample = smbfleet::v1::CompressibilitySample();
+      sample.set_algorithm(limits.algorithm);
+      sample.set_not_sampled_reason("a file name could not be read");
+    }
   });
   worker.join();
   *sample.mutable_measured_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
