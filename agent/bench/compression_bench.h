@@ -42,9 +42,9 @@ std::vector<std::string> CorpusKinds();
 //   vm-disk     4 KiB blocks in extents of 1 to 16 blocks: 25% zero (free space never
 //               written), 10% text (logs, configuration), 30% executable-like (x86-64 code and
 //               tables: skewed opcodes, little-endian operands), 35% random (media, archives,
-//               compressed system files, encrypted data), exactly at every size. A Windows server guest's disk image
-//               as a full backup reads it: roughly a quarter unallocated, a third binaries and
-//               page file, a third already compressed, the rest text.
+//               compressed system files, encrypted data), exactly at every size. A Windows server
+//               guest's disk image as a full backup reads it: roughly a quarter unallocated, a
+//               third binaries and page file, a third already compressed, the rest text.
 //   compressed  random bytes: already compressed or encrypted data, incompressible.
 // InvalidArgument for an unknown kind or bytes outside 1..kMaxCorpusBytes.
 absl::StatusOr<std::string> MakeCorpus(absl::string_view kind, size_t bytes, uint64_t seed);
@@ -93,10 +93,10 @@ struct CompressionBenchOptions {
 };
 
 // One row per (algorithm, corpus), threads = 1, measured_at the run's end; rates are per
-// thread. The corpora are made on the benchmark's thread at its start. Each cell gets an equal
-// slice of the budget (half compressing, half decompressing) and times at least one pass over
-// its corpus; past twice the budget (a busy host, idle priority) the remaining cells are left
-// out, so the call returns within about twice the budget.
+// thread. The corpora are made on the benchmark's thread before the budget starts (a few ms
+// each). Each cell gets an equal slice of the budget (half compressing, half decompressing) and
+// times at least one pass over its corpus; past twice the budget (a busy host, idle priority)
+// the remaining cells are left out, so the call returns within about twice the budget.
 // InvalidArgument for bad options; Internal when a library fails; Unavailable when every cell
 // was left out.
 absl::StatusOr<std::vector<smbfleet::v1::CompressionBenchmark>> RunCompressionBenchmark(

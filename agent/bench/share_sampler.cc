@@ -1,7 +1,9 @@
 #include "agent/bench/share_sampler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <random>
 #include <system_error>
@@ -25,13 +27,16 @@ struct Picked {
   bool root_denied = false;
 };
 
-Picked PickFiles(const fs::path& root, const SamplingLimits& limits) {
+using SteadyClock = std::chrono::steady_clock;
+
+Picked PickFiles(const fs::path& root, const SamplingLimits& limits,
+                 SteadyClock::time_point deadline) {
   Picked picked;
   std::mt19937_64 rng(limits.seed);  // the engine is specified; only distributions vary
   uint64_t seen = 0;
   uint32_t entries = 0;
   std::deque<fs::path> dirs = {root};
-  while (!dirs.empty() && entries < limits.max_entries) {
+  while (!dirs.empty() && entries < limits.max_entries && SteadyClock::now() < deadline) {
     const fs::path dir = dirs.front();
     dirs.pop_front();
     std::error_code ec;
@@ -68,10 +73,11 @@ Picked PickFiles(const fs::path& root, const SamplingLimits& limits) {
 }
 
 smbfleet::v1::CompressibilitySample Sample(const std::string& root, const SamplingLimits& limits) {
+  const SteadyClock::time_point deadline = SteadyClock::now() + limits.max_time;
   smbfleet::v1::CompressibilitySample sample;
   sample.set_algorithm(limits.algorithm);
   if (limits.max_files == 0 || limits.max_bytes_per_file == 0 || limits.max_bytes == 0 ||
-      limits.max_entries == 0) {
+      limits.max_entries == 0 || limits.max_time.count() <= 0) {
     sample.set_not_sampled_reason("sampling budget is 0");
     return sample;
   }
@@ -86,7 +92,7 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
     sample.set_not_sampled_reason("not a directory");
     return sample;
   }
-  Picked picked = PickFiles(root, limits);
+  Picked picked = PickFiles(root, limits, deadline);
   if (picked.root_denied) {
     sample.set_not_sampled_reason("permission denied");
     return sample;
@@ -101,9 +107,14 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
   size_t denied = 0;
   CompressionMeasureOptions options;
   options.decompress = false;
+  bool out_of_time = false;
   for (const fs::path& file : picked.files) {
     const uint64_t left = limits.max_bytes - input;
     if (left == 0) break;
+    if (SteadyClock::now() >= deadline) {
+      out_of_time = true;
+      break;
+    }
     absl::StatusOr<std::string> bytes = ReadRegularFilePrefix(
         file.string(), static_cast<size_t>(std::min(left, limits.max_bytes_per_file)));
     if (!bytes.ok()) {
@@ -121,8 +132,9 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
     ++files;
   }
   if (files == 0) {
-    sample.set_not_sampled_reason(denied == picked.files.size() ? "permission denied"
-                                                                : "no regular files");
+    sample.set_not_sampled_reason(out_of_time                     ? "out of time"
+                                  : denied == picked.files.size() ? "permission denied"
+                                                                  : "no regular files");
     return sample;
   }
   sample.set_ratio(static_cast<double>(input) / static_cast<double>(compressed));
@@ -140,7 +152,15 @@ smbfleet::v1::CompressibilitySample SampleCompressibility(const std::string& roo
     // Refusals leave the sample correct, only less polite; nothing to report to.
     (void)LowerCurrentThreadPriority();
     (void)LowerCurrentThreadIoPriority();
-    sample = Sample(root, limits);
+    try {
+      sample = Sample(root, limits);
+    } catch (const std::exception&) {
+      // std::filesystem's error_code overloads do not throw, but a path that the platform's
+      // narrow encoding cannot hold may (Windows); the agent must not end over a share.
+      sample = smbfleet::v1::CompressibilitySample();
+      sample.set_algorithm(limits.algorithm);
+      sample.set_not_sampled_reason("a file name could not be read");
+    }
   });
   worker.join();
   *sample.mutable_measured_at() = google::protobuf::util::TimeUtil::GetCurrentTime();

@@ -10,6 +10,7 @@
 // number of directory entries; files are opened without following a link, without waiting on
 // FIFOs and without moving their access time.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +23,9 @@ struct SamplingLimits {
   uint64_t max_bytes_per_file = 1 << 20;
   uint64_t max_bytes = 16 << 20;
   uint32_t max_entries = 10'000;  // directory entries the walk looks at, at most
+  // Wall-clock bound: past it the walk stops and no further file is read (one read in flight
+  // finishes). Idle I/O priority may wait long on a busy disk; a report must not.
+  std::chrono::milliseconds max_time{30'000};
   smbfleet::v1::CompressionAlgorithm algorithm = smbfleet::v1::COMPRESSION_LZ77_HUFFMAN;
   uint64_t seed = 17;  // which files are picked: the same on every run of an unchanged share
 };
@@ -30,8 +34,9 @@ struct SamplingLimits {
 // uniformly among the non-empty regular files the walk sees (reservoir sampling); each gives up
 // to max_bytes_per_file from its start, all together up to max_bytes. Without a ratio,
 // not_sampled_reason says why: "sampling budget is 0", "path not found", "not a directory",
-// "permission denied" (the root, or every picked file), "no regular files", or a compressor
-// error. measured_at is set either way.
+// "permission denied" (the root, or every picked file), "no regular files", "out of time"
+// (max_time passed before a file was read), or a compressor error. What was read before
+// max_time passed still counts. measured_at is set either way.
 smbfleet::v1::CompressibilitySample SampleCompressibility(const std::string& root,
                                                           const SamplingLimits& limits);
 

@@ -41,10 +41,11 @@ TEST(AgentBenchCommandTest, JsonHasCryptoAndCompressionRows) {
     EXPECT_EQ(row["threads"], 1);
     EXPECT_TRUE(row.contains("measuredAt"));
   }
-  // Every cell times at least one pass, so all six rows are there even on a loaded machine.
-  EXPECT_EQ(cells.size(), 6u);
-  EXPECT_TRUE(cells.count({"COMPRESSION_LZ77_HUFFMAN", "vm-disk"}));
-  EXPECT_TRUE(cells.count({"COMPRESSION_LZ4", "compressed"}));
+  // Six cells (2 algorithms x 3 corpora), in order; at idle priority on a saturated machine the
+  // cells past twice the budget are left out, so only the first is certain.
+  EXPECT_GE(cells.size(), 1u);
+  EXPECT_LE(cells.size(), 6u);
+  EXPECT_TRUE(cells.count({"COMPRESSION_LZ77_HUFFMAN", "text"}));
   // The text corpus compresses, the already compressed one does not.
   for (const auto& row : doc["compressionBenchmarks"]) {
     if (row["corpus"] == "text") {
@@ -61,9 +62,8 @@ TEST(AgentBenchCommandTest, TextHasALinePerCompressionRow) {
   ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
   EXPECT_THAT(r.stdout_data, ContainsRegex("AES_128_GCM\t65536 B\t1 thread\\(s\\)\t[0-9]+ MB/s"));
   EXPECT_THAT(r.stdout_data,
-              ContainsRegex("COMPRESSION_LZ77_HUFFMAN\tvm-disk\t1 thread\\(s\\)\tcompress [0-9]+ "
+              ContainsRegex("COMPRESSION_LZ77_HUFFMAN\ttext\t1 thread\\(s\\)\tcompress [0-9]+ "
                             "MB/s\tdecompress [0-9]+ MB/s\tratio [0-9]+\\.[0-9][0-9]\n"));
-  EXPECT_THAT(r.stdout_data, ContainsRegex("COMPRESSION_LZ4\ttext\t"));
 }
 
 }  // namespace

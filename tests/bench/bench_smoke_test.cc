@@ -51,7 +51,10 @@ TEST(BenchSmokeTest, CompressionBenchQuick) {
     EXPECT_GT(row["decompressMBps"].get<double>(), 0);
     EXPECT_GE(row["ratio"].get<double>(), 1.0);
   }
-  EXPECT_EQ(doc["agentRun"]["rows"].size(), 6u);
+  // The agent's own call runs at idle priority: on a saturated machine the cells past twice its
+  // budget are left out, the first one never.
+  EXPECT_GE(doc["agentRun"]["rows"].size(), 1u);
+  EXPECT_LE(doc["agentRun"]["rows"].size(), 6u);
   EXPECT_GT(doc["agentRun"]["wallSeconds"].get<double>(), 0);
 }
 
