@@ -63,6 +63,30 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
   EXPECT_EQ(min->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
   EXPECT_EQ(Find(e, "spn-name-hardening")->status(),
             smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  // The CIS items Samba has an equivalent for, on the lab's real testparm output (defaults:
+  // client min protocol = SMB2_02, client smb encrypt = default, client/server signing =
+  // default); the Windows-only ones do not apply.
+  struct {
+    const char* rule;
+    smbfleet::v1::ComplianceStatus status;
+  } const cis[] = {
+      {"smb1-client-disabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
+      {"client-signing-enabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
+      {"server-signing-enabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
+      {"client-min-dialect-3-1-1", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
+      {"client-encryption-required", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
+      {"server-idle-session-timeout", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"server-forced-logoff", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"null-session-pipes-member-server", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"hardened-unc-paths", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"auth-rate-limiter-enabled", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"client-audit-server-no-signing", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+  };
+  for (const auto& c : cis) {
+    const auto* r = Find(e, c.rule);
+    ASSERT_NE(r, nullptr) << c.rule;
+    EXPECT_EQ(r->status(), c.status) << c.rule << ": " << r->DebugString();
+  }
 
   auto plan = policy::PlanRemediation(policy, *posture, e, {}, now);
   const smbfleet::v1::PlanStep* step = nullptr;
