@@ -2,33 +2,19 @@
 // every CIS item a baseline rule names exists in its benchmark: a new item in a newer excerpt,
 // or a typo in a rule's `cis:`, fails here with the item's number.
 
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "policy/policy.h"
+#include "tests/policy/baseline_for_test.h"
 #include "yaml-cpp/yaml.h"
 
 namespace smbfleet::policy {
 namespace {
-
-std::string Read(const std::string& relative) {
-  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Policy Baseline() {
-  auto p = ParsePolicy("baseline.yaml", Read("policy/policies/baseline.yaml"));
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *p : Policy{};
-}
 
 // One SCA check: Wazuh's numeric id and the CIS item of the comment above it.
 struct Check {
@@ -41,7 +27,7 @@ struct Check {
 // ("  # 2.3.8.1 (L1) Ensure ..."), so the items come from the text; the YAML parse then checks
 // that every check of `checks:` got one, and that the comment and the check agree on the name.
 std::vector<Check> ReadChecks(const std::string& file) {
-  std::string text = Read(file);
+  std::string text = ReadSourceFile(file);
   EXPECT_FALSE(text.empty()) << file;
   static const std::regex kComment(R"(^\s*#\s*(\d+(?:\.\d+)+)\s+\(L\d\)\s+(.*)$)");
   static const std::regex kId(R"(^\s*-\s+id:\s*(\d+)\s*$)");
@@ -114,7 +100,7 @@ std::vector<std::string> Foreign(const Policy& policy, const Benchmark& b,
 }
 
 TEST(CisCoverageTest, EveryCisItemHasABaselineRule) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   ASSERT_FALSE(policy.rules.empty());
   for (const Benchmark& b : kBenchmarks) {
     std::vector<Check> checks = ReadChecks(b.file);
@@ -126,7 +112,7 @@ TEST(CisCoverageTest, EveryCisItemHasABaselineRule) {
 }
 
 TEST(CisCoverageTest, EveryRuleCisItemIsInItsBenchmark) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   for (const Benchmark& b : kBenchmarks) {
     for (const std::string& rule : Foreign(policy, b, ReadChecks(b.file))) {
       ADD_FAILURE() << "rule " << rule << " is not an SMB item of " << b.key << " (" << b.file
@@ -140,7 +126,7 @@ TEST(CisCoverageTest, EveryRuleCisItemIsInItsBenchmark) {
 TEST(CisCoverageTest, DetectsAMissingAndAForeignItem) {
   const Benchmark& b = kBenchmarks[1];
   std::vector<Check> checks = ReadChecks(b.file);
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Policy changed = policy;
   changed.rules.clear();
   for (const Rule& r : policy.rules) {

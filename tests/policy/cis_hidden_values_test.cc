@@ -2,9 +2,7 @@
 // Get-Smb*Configuration outputs (tests/fixtures/cis/), and on values nobody reported: those are
 // UNKNOWN, never NON_COMPLIANT.
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -13,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
+#include "tests/policy/baseline_for_test.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -21,28 +20,11 @@ using smbfleet::v1::ComplianceStatus;
 using smbfleet::v1::HostEvaluation;
 using smbfleet::v1::Posture;
 
-constexpr ComplianceStatus kOk = smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT;
-constexpr ComplianceStatus kBad = smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT;
-constexpr ComplianceStatus kUnknown = smbfleet::v1::COMPLIANCE_STATUS_UNKNOWN;
-constexpr ComplianceStatus kNa = smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE;
 const absl::Time kNow = absl::FromUnixSeconds(1796083200);  // 2026-12-01
-
-std::string Read(const std::string& relative) {
-  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/" + relative);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Policy Baseline() {
-  auto p = ParsePolicy("baseline.yaml", Read("policy/policies/baseline.yaml"));
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? *p : Policy{};
-}
 
 // "Name : Value" lines of a Format-List output (comments and the command line skipped).
 std::map<std::string, std::string> FormatList(const std::string& file) {
-  std::string text = Read("tests/fixtures/cis/" + file);
+  std::string text = ReadSourceFile("tests/fixtures/cis/" + file);
   EXPECT_FALSE(text.empty()) << file;
   std::map<std::string, std::string> out;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -133,13 +115,6 @@ void ReadServer(const std::string& file, Posture* p) {
   }
 }
 
-const smbfleet::v1::RuleResult* Find(const HostEvaluation& e, const std::string& rule) {
-  for (const auto& r : e.results()) {
-    if (r.rule_id() == rule && r.share().empty()) return &r;
-  }
-  return nullptr;
-}
-
 struct Want {
   const char* rule;
   ComplianceStatus status;
@@ -148,7 +123,7 @@ struct Want {
 
 void ExpectResults(const HostEvaluation& e, const std::vector<Want>& want) {
   for (const Want& w : want) {
-    const auto* r = Find(e, w.rule);
+    const auto* r = FindResult(e, w.rule);
     ASSERT_NE(r, nullptr) << w.rule;
     EXPECT_EQ(r->status(), w.status) << w.rule << ": " << r->message();
     if (w.observed != nullptr) {
@@ -163,7 +138,7 @@ void ExpectResults(const HostEvaluation& e, const std::vector<Want>& want) {
 TEST(CisHiddenValuesTest, Windows26200ClientRequiresSigningByDefault) {
   Posture p = WindowsHost("pc01", "10.0.26200");
   ReadClient("win11-26200.Get-SmbClientConfiguration.txt", &p);
-  HostEvaluation e = EvaluateHost(Baseline(), p, {}, kNow);
+  HostEvaluation e = EvaluateHost(LoadBaseline(), p, {}, kNow);
   ExpectResults(e, {
                        {"client-signing-required", kOk, "true"},                 // 2.3.8.1
                        {"client-signing-enabled", kOk, "true"},                  // 2.3.8.2
@@ -187,7 +162,7 @@ TEST(CisHiddenValuesTest, WindowsServer2025DocumentedDefaults) {
   Posture p = WindowsHost("fs25", "10.0.26100");
   ReadServer("ws2025.Get-SmbServerConfiguration.txt", &p);
   ReadClient("ws2025.Get-SmbClientConfiguration.txt", &p);
-  HostEvaluation e = EvaluateHost(Baseline(), p, {}, kNow);
+  HostEvaluation e = EvaluateHost(LoadBaseline(), p, {}, kNow);
   ExpectResults(e, {
                        {"server-signing-required", kBad, "false"},       // 2.3.9.2
                        {"server-signing-enabled", kBad, "false"},        // 2.3.9.3
@@ -210,7 +185,7 @@ TEST(CisHiddenValuesTest, WindowsServer2025DocumentedDefaults) {
 // A host that reported nothing but its build: no rule fails, and every rule that expects a
 // setting is UNKNOWN or does not apply (rules on sessions alone see no violating session).
 TEST(CisHiddenValuesTest, NothingReportedIsUnknownNeverNonCompliant) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   std::map<std::string, bool> expects_setting;
   for (const Rule& r : policy.rules) expects_setting[r.id] = !r.expect.empty();
   for (const char* version : {"10.0.14393", "10.0.17763", "10.0.20348", "10.0.26100"}) {
@@ -229,9 +204,10 @@ TEST(CisHiddenValuesTest, NothingReportedIsUnknownNeverNonCompliant) {
 // Hardened UNC Paths: an unread list is UNKNOWN; a read list without the entries, or with
 // entries that lack a requirement, fails and says what the entry requires.
 TEST(CisHiddenValuesTest, HardenedUncPaths) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Posture p = WindowsHost("fs22", "10.0.20348");
-  EXPECT_EQ(Find(EvaluateHost(policy, p, {}, kNow), "hardened-unc-paths")->status(), kUnknown);
+  EXPECT_EQ(FindResult(EvaluateHost(policy, p, {}, kNow), "hardened-unc-paths")->status(),
+            kUnknown);
 
   p.mutable_client()->set_hardened_paths_known(true);
   ExpectResults(EvaluateHost(policy, p, {}, kNow), {{"hardened-unc-paths", kBad, "[]"}});
@@ -264,10 +240,11 @@ TEST(CisHiddenValuesTest, HardenedUncPaths) {
 // Anonymous pipes: the member-server list for every Windows host, the domain-controller list for
 // hosts labelled role=domain-controller (the posture does not know the role).
 TEST(CisHiddenValuesTest, NullSessionPipesByRole) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Posture p = WindowsHost("fs22", "10.0.20348");
-  EXPECT_EQ(Find(EvaluateHost(policy, p, {}, kNow), "null-session-pipes-member-server")->status(),
-            kUnknown);
+  EXPECT_EQ(
+      FindResult(EvaluateHost(policy, p, {}, kNow), "null-session-pipes-member-server")->status(),
+      kUnknown);
   auto* s = p.mutable_server();
   s->set_null_session_pipes_known(true);
   s->add_null_session_pipes("browser");  // names compare without regard to case

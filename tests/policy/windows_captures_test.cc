@@ -2,13 +2,11 @@
 // read through the agent's own capture source: what an operator gets from
 // `smbfleet-agent collect --once --source=windows-capture:DIR` piped into `policy eval`.
 
-#include <fstream>
-#include <sstream>
-
 #include "agent/platform/windows/windows_source.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
 #include "policy/plan.h"
+#include "tests/policy/baseline_for_test.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -17,19 +15,7 @@ using smbfleet::v1::ComplianceStatus;
 using smbfleet::v1::HostEvaluation;
 using smbfleet::v1::Posture;
 
-constexpr ComplianceStatus kOk = smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT;
-constexpr ComplianceStatus kBad = smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT;
-constexpr ComplianceStatus kNa = smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE;
 const absl::Time kNow = absl::FromUnixSeconds(1796083200);  // 2026-12-01
-
-Policy Baseline() {
-  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto p = ParsePolicy("baseline.yaml", ss.str());
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *p;
-}
 
 Posture Capture(const std::string& name) {
   auto source = smbfleet::agent::windows::NewWindowsCaptureSource(
@@ -39,17 +25,9 @@ Posture Capture(const std::string& name) {
   return p.ok() ? *p : Posture();
 }
 
-const smbfleet::v1::RuleResult* Find(const HostEvaluation& e, const std::string& rule,
-                                     const std::string& share = "") {
-  for (const auto& r : e.results()) {
-    if (r.rule_id() == rule && r.share() == share) return &r;
-  }
-  return nullptr;
-}
-
 ComplianceStatus StatusOf(const HostEvaluation& e, const std::string& rule,
                           const std::string& share = "") {
-  const auto* r = Find(e, rule, share);
+  const auto* r = FindResult(e, rule, share);
   return r == nullptr ? smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED : r->status();
 }
 
@@ -96,7 +74,7 @@ TEST(WindowsCapturesTest, BaselineJudgesEachBuild) {
         {"no-sessions-below-3-0", "", kNa},
         {"spn-name-hardening", "", kOk}}},
   };
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   for (const Case& c : cases) {
     Posture p = Capture(c.capture);
     HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
@@ -104,7 +82,8 @@ TEST(WindowsCapturesTest, BaselineJudgesEachBuild) {
     for (const Expect& x : c.expect) {
       EXPECT_EQ(StatusOf(e, x.rule, x.share), x.status)
           << c.capture << " " << x.rule << " [" << x.share << "]: "
-          << (Find(e, x.rule, x.share) ? Find(e, x.rule, x.share)->message() : "no result");
+          << (FindResult(e, x.rule, x.share) ? FindResult(e, x.rule, x.share)->message()
+                                             : "no result");
     }
     // Every share gets exactly one classification, hostile names included.
     EXPECT_EQ(e.classifications_size(), p.shares_size()) << c.capture;
@@ -112,10 +91,10 @@ TEST(WindowsCapturesTest, BaselineJudgesEachBuild) {
 }
 
 TEST(WindowsCapturesTest, Ws2019PlanNamesTheSmb1Scanner) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Posture p = Capture("ws2019");
   HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
-  const auto* legacy = Find(e, "no-sessions-below-3-0");
+  const auto* legacy = FindResult(e, "no-sessions-below-3-0");
   ASSERT_NE(legacy, nullptr);
   bool scanner = false;
   for (const auto& ev : legacy->evidence()) {
@@ -146,7 +125,7 @@ TEST(WindowsCapturesTest, Ws2019PlanNamesTheSmb1Scanner) {
 }
 
 TEST(WindowsCapturesTest, Ws2022HostileShareNameIsJustAName) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Posture p = Capture("ws2022");
   HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
   bool found = false;
@@ -157,7 +136,7 @@ TEST(WindowsCapturesTest, Ws2022HostileShareNameIsJustAName) {
     }
   }
   EXPECT_TRUE(found);
-  const auto* legacy = Find(e, "no-sessions-below-3-0");
+  const auto* legacy = FindResult(e, "no-sessions-below-3-0");
   ASSERT_NE(legacy, nullptr);
   bool dave = false;
   for (const auto& ev : legacy->evidence()) dave = dave || ev.user() == "CORP\\dave";
