@@ -20,6 +20,9 @@ inline constexpr smbfleet::v1::ComplianceStatus kUnknown = smbfleet::v1::COMPLIA
 inline constexpr smbfleet::v1::ComplianceStatus kNa =
     smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE;
 
+// "Now" for evaluations whose waivers and timestamps do not matter.
+inline const absl::Time kNow = absl::FromUnixSeconds(1796083200);  // 2026-12-01
+
 // A file of the source tree by its path from the top ("policy/policies/baseline.yaml"); empty
 // when it cannot be read.
 inline std::string ReadSourceFile(const std::string& relative) {

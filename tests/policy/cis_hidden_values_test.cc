@@ -20,8 +20,6 @@ using smbfleet::v1::ComplianceStatus;
 using smbfleet::v1::HostEvaluation;
 using smbfleet::v1::Posture;
 
-const absl::Time kNow = absl::FromUnixSeconds(1796083200);  // 2026-12-01
-
 // "Name : Value" lines of a Format-List output (comments and the command line skipped).
 std::map<std::string, std::string> FormatList(const std::string& file) {
   std::string text = ReadSourceFile("tests/fixtures/cis/" + file);

@@ -15,8 +15,6 @@ using smbfleet::v1::ComplianceStatus;
 using smbfleet::v1::HostEvaluation;
 using smbfleet::v1::Posture;
 
-const absl::Time kNow = absl::FromUnixSeconds(1796083200);  // 2026-12-01
-
 Posture Capture(const std::string& name) {
   auto source = smbfleet::agent::windows::NewWindowsCaptureSource(
       std::string(SMBFLEET_SOURCE_DIR) + "/tests/fixtures/windows/" + name);
