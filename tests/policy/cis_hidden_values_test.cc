@@ -255,6 +255,7 @@ TEST(CisHiddenValuesTest, NullSessionPipesByRole) {
   (*p.mutable_host()->mutable_labels())["role"] = "domain-controller";
   ExpectResults(EvaluateHost(policy, p, {}, kNow),
                 {{"null-session-pipes-member-server", kNa, nullptr},
+                 {"spn-name-hardening", kNa, nullptr},  // 2.3.9.5 is a member-server item
                  {"null-session-pipes-domain-controller", kOk, "[browser, LSARPC]"}});
   s->add_null_session_pipes("COMNAP");
   ExpectResults(EvaluateHost(policy, p, {}, kNow),
