@@ -88,6 +88,63 @@ TEST(WindowsCapturesTest, BaselineJudgesEachBuild) {
   }
 }
 
+// The CIS items the cmdlets and the registry capture files feed, per build: each value as the
+// capture has it, a registry file the build's capture lacks (ws2016, ws2019) stays UNKNOWN, and
+// the 26100 items do not apply before Windows Server 2025.
+TEST(WindowsCapturesTest, CisItemsOnEachBuild) {
+  const Case cases[] = {
+      {"ws2016",
+       {{"client-signing-enabled", "", kOk},
+        {"server-signing-enabled", "", kBad},
+        {"server-idle-session-timeout", "", kOk},
+        {"server-forced-logoff", "", kOk},
+        {"null-session-pipes-member-server", "", kOk},
+        {"null-session-pipes-domain-controller", "", kNa},
+        {"restrict-anonymous-access", "", kUnknown},
+        {"client-plaintext-password-disabled", "", kUnknown},
+        {"hardened-unc-paths", "", kUnknown},
+        {"auth-rate-limiter-enabled", "", kNa},
+        {"client-min-dialect-3-1-1", "", kNa}}},
+      {"ws2019",
+       {{"server-idle-session-timeout", "", kBad},
+        {"server-forced-logoff", "", kBad},
+        {"null-session-pipes-member-server", "", kBad}}},
+      {"ws2022",
+       {{"client-plaintext-password-disabled", "", kBad},
+        {"restrict-anonymous-access", "", kBad},
+        {"hardened-unc-paths", "", kOk},
+        {"hardened-unc-paths-privacy", "", kNa},
+        {"client-encryption-required", "", kNa}}},
+      {"ws2025",
+       {{"client-plaintext-password-disabled", "", kOk},
+        {"restrict-anonymous-access", "", kOk},
+        {"hardened-unc-paths", "", kNa},
+        {"hardened-unc-paths-privacy", "", kOk},
+        {"auth-rate-limiter-enabled", "", kOk},
+        {"auth-rate-limiter-delay", "", kOk},
+        {"client-audit-insecure-guest-logon", "", kOk},
+        {"client-audit-server-no-encryption", "", kBad},
+        {"client-audit-server-no-signing", "", kOk},
+        {"client-min-dialect-3-1-1", "", kBad},
+        {"client-encryption-required", "", kBad}}},
+  };
+  Policy policy = LoadBaseline();
+  for (const Case& c : cases) {
+    HostEvaluation e = EvaluateHost(policy, Capture(c.capture), {}, kNow);
+    for (const Expect& x : c.expect) {
+      const auto* r = FindResult(e, x.rule, x.share);
+      ASSERT_NE(r, nullptr) << c.capture << " " << x.rule;
+      EXPECT_EQ(r->status(), x.status) << c.capture << " " << x.rule << ": " << r->message();
+    }
+  }
+  // The evidence names the pipes a member server should not open to anonymous users.
+  HostEvaluation ws2019 = EvaluateHost(policy, Capture("ws2019"), {}, kNow);
+  const auto* pipes = FindResult(ws2019, "null-session-pipes-member-server");
+  ASSERT_NE(pipes, nullptr);
+  ASSERT_GT(pipes->evidence_size(), 0);
+  EXPECT_EQ(pipes->evidence(0).observed(), "[netlogon, samr, lsarpc]");
+}
+
 TEST(WindowsCapturesTest, Ws2019PlanNamesTheSmb1Scanner) {
   Policy policy = LoadBaseline();
   Posture p = Capture("ws2019");
