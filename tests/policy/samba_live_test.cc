@@ -47,7 +47,8 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
             smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
   // The CIS items Samba has an equivalent for, on the lab's real testparm output (defaults:
   // client min protocol = SMB2_02, client smb encrypt = default, client/server signing =
-  // default); the Windows-only ones do not apply.
+  // default, client plaintext auth = No, restrict anonymous = 0, deadtime = 10080); the
+  // Windows-only ones do not apply.
   struct {
     const char* rule;
     smbfleet::v1::ComplianceStatus status;
@@ -57,7 +58,9 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
       {"server-signing-enabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
       {"client-min-dialect-3-1-1", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
       {"client-encryption-required", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
-      {"server-idle-session-timeout", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"client-plaintext-password-disabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
+      {"restrict-anonymous-access", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
+      {"server-idle-session-timeout", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
       {"server-forced-logoff", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
       {"null-session-pipes-member-server", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
       {"hardened-unc-paths", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
