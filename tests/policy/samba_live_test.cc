@@ -53,19 +53,19 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
     const char* rule;
     smbfleet::v1::ComplianceStatus status;
   } const cis[] = {
-      {"smb1-client-disabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
-      {"client-signing-enabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
-      {"server-signing-enabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
-      {"client-min-dialect-3-1-1", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
-      {"client-encryption-required", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
-      {"client-plaintext-password-disabled", smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT},
-      {"restrict-anonymous-access", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
-      {"server-idle-session-timeout", smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT},
-      {"server-forced-logoff", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
-      {"null-session-pipes-member-server", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
-      {"hardened-unc-paths", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
-      {"auth-rate-limiter-enabled", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
-      {"client-audit-server-no-signing", smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE},
+      {"smb1-client-disabled", policy::kOk},
+      {"client-signing-enabled", policy::kOk},
+      {"server-signing-enabled", policy::kOk},
+      {"client-min-dialect-3-1-1", policy::kBad},
+      {"client-encryption-required", policy::kBad},
+      {"client-plaintext-password-disabled", policy::kOk},
+      {"restrict-anonymous-access", policy::kBad},
+      {"server-idle-session-timeout", policy::kBad},
+      {"server-forced-logoff", policy::kNa},
+      {"null-session-pipes-member-server", policy::kNa},
+      {"hardened-unc-paths", policy::kNa},
+      {"auth-rate-limiter-enabled", policy::kNa},
+      {"client-audit-server-no-signing", policy::kNa},
   };
   for (const auto& c : cis) {
     const auto* r = FindResult(e, c.rule);
