@@ -180,6 +180,7 @@ Applies SelectorApplies(const HostSelector& s, const Posture& p, uint32_t build)
     if (!hit) return Applies::kNo;
   }
   if (!LabelsMatch(s.host_labels, p)) return Applies::kNo;
+  if (!s.not_host_labels.empty() && LabelsMatch(s.not_host_labels, p)) return Applies::kNo;
   if (!s.hostnames.empty() && !HostnameMatches(s.hostnames, p)) return Applies::kNo;
   if (s.windows_build_at_least || s.windows_build_below) {
     if (p.host().platform() != smbfleet::v1::PLATFORM_WINDOWS) return Applies::kNo;
@@ -201,7 +202,34 @@ Applies RuleApplies(const Rule& r, const Posture& p, uint32_t build) {
   return result;
 }
 
-bool Holds(const Expectation& e, uint32_t v) {
+bool Named(absl::Span<const std::string> names, absl::string_view name) {
+  for (const std::string& n : names) {
+    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(n), absl::StripAsciiWhitespace(name))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// subsetOf / includes over the entries of a list field.
+bool ListHolds(const Expectation& e, const Posture& p) {
+  thread_local std::vector<absl::string_view> entries;
+  ReadListField(e.field, p, &entries);
+  if (e.op == Op::kSubsetOf) {
+    for (absl::string_view entry : entries) {
+      if (!Named(e.items, entry)) return false;
+    }
+    return true;
+  }
+  for (const std::string& want : e.items) {
+    bool found = false;
+    for (absl::string_view entry : entries) found = found || Named({&want, 1}, entry);
+    if (!found) return false;
+  }
+  return true;
+}
+
+bool Holds(const Expectation& e, uint32_t v, const Posture& p) {
   switch (e.op) {
     case Op::kEquals:
       return v == e.value;
@@ -213,6 +241,9 @@ bool Holds(const Expectation& e, uint32_t v) {
       return v == 0;
     case Op::kNotEmpty:
       return v != 0;
+    case Op::kSubsetOf:
+    case Op::kIncludes:
+      return ListHolds(e, p);
   }
   return false;
 }
@@ -254,11 +285,11 @@ class Verdict {
       observed = v.value != 0 ? "true" : "false";
     } else if (info.type == FieldType::kDialect) {
       observed = DialectName(static_cast<smbfleet::v1::Dialect>(v.value));
-    } else if (info.field == Field::kServerNullSessionShares) {
+    } else if (info.type == FieldType::kList) {
       list = FormatObserved(info, v, posture_);
       observed = list;
     } else {
-      observed = number.Piece();  // kUint, kList
+      observed = number.Piece();  // kUint
     }
     if (!v.known) {
       if ((failed_ & Bit(info.probe)) != 0) {
@@ -273,7 +304,7 @@ class Verdict {
       return;
     }
     NewEvidence(info.name, observed, e.expected, share, "");
-    if (!Holds(e, v.value) && Fail()) {
+    if (!Holds(e, v.value, posture_) && Fail()) {
       Message(info.name, " is ", observed, ", expected ", e.expected);
     }
   }

@@ -44,16 +44,37 @@ Posture GoodWindows(const std::string& build = "20348") {
   s->set_name_hardening_level(1);
   s->set_null_session_shares_known(true);
   s->set_request_compression(false);
+  s->set_enable_signing(true);
+  s->set_auto_disconnect_timeout_minutes(15);
+  s->set_enable_forced_logoff(true);
+  s->set_null_session_pipes_known(true);
+  s->set_restrict_null_session_access(true);
+  auto* c = p.mutable_client();
+  c->set_smb1_enabled(false);
+  c->set_require_signing(true);
+  c->set_enable_signing(true);
+  c->set_enable_insecure_guest_logons(false);
+  c->set_enable_plain_text_password(false);
+  for (const char* path : {"\\\\*\\NETLOGON", "\\\\*\\SYSVOL"}) {
+    auto* h = c->add_hardened_paths();
+    h->set_path(path);
+    h->set_require_mutual_authentication(true);
+    h->set_require_integrity(true);
+    h->set_require_privacy(build == "26100");
+  }
   if (build == "26100") {
     s->set_min_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
     s->set_audit_client_does_not_support_encryption(true);
     s->set_audit_client_does_not_support_signing(true);
     s->set_audit_insecure_guest_logon(true);
+    s->set_enable_auth_rate_limiter(true);
+    s->set_invalid_authentication_delay_ms(2000);
+    c->set_min_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+    c->set_require_encryption(true);
+    c->set_audit_insecure_guest_logon(true);
+    c->set_audit_server_does_not_support_encryption(true);
+    c->set_audit_server_does_not_support_signing(true);
   }
-  auto* c = p.mutable_client();
-  c->set_smb1_enabled(false);
-  c->set_require_signing(true);
-  c->set_enable_insecure_guest_logons(false);
   auto* fin = p.add_shares();
   fin->set_name("Finance");
   fin->set_path("D:\\Shares\\Finance");
@@ -97,10 +118,79 @@ TEST(EvaluateTest, CompliantWindows2022HostHasNoFailures) {
   EXPECT_EQ(StatusOf(e, "min-dialect-3-1-1"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
   EXPECT_EQ(StatusOf(e, "no-sessions-below-3-0"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
   EXPECT_EQ(StatusOf(e, "audit-client-no-signing"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  // Every setting a rule reads is reported: nothing is left unknown.
+  EXPECT_EQ(e.unknown(), 0u);
   // Counters add up to the results.
   EXPECT_EQ(e.compliant() + e.non_compliant() + e.unknown() + e.not_applicable() + e.waived() +
                 e.errors(),
             static_cast<uint32_t>(e.results_size()));
+}
+
+TEST(EvaluateTest, CompliantWindows2025HostHasNoFailuresAndNothingUnknown) {
+  HostEvaluation e = EvaluateHost(Baseline(), GoodWindows("26100"), {}, kNow);
+  for (const RuleResult& r : e.results()) {
+    EXPECT_TRUE(r.status() == smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT ||
+                r.status() == smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE)
+        << r.rule_id() << ": " << r.message();
+  }
+  EXPECT_EQ(StatusOf(e, "client-encryption-required"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "hardened-unc-paths-privacy"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "hardened-unc-paths"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+}
+
+// subsetOf and includes compare names without regard to case; notHostLabels excludes hosts.
+TEST(EvaluateTest, ListMatchersAndExcludedLabels) {
+  auto policy = ParsePolicy("t.yaml", R"(apiVersion: smbfleet/policy/v1
+name: t
+version: "1"
+rules:
+  - id: pipes
+    title: Pipes
+    appliesTo: {notHostLabels: {role: "domain-*"}}
+    expect:
+      server.nullSessionPipes: {subsetOf: [BROWSER]}
+  - id: netlogon
+    title: Netlogon
+    expect:
+      client.hardenedUncNetlogon: {includes: [integrity, MUTUALAUTHENTICATION]}
+)");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  Posture p;
+  p.mutable_host()->set_hostname("fs01");
+  p.mutable_server()->set_null_session_pipes_known(true);
+  p.mutable_client()->set_hardened_paths_known(true);
+  HostEvaluation e = EvaluateHost(*policy, p, {}, kNow);
+  EXPECT_EQ(StatusOf(e, "pipes"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);  // none at all
+  EXPECT_EQ(StatusOf(e, "netlogon"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(Find(e, "netlogon")->evidence(0).expected(),
+            "includes [integrity, MUTUALAUTHENTICATION]");
+
+  p.mutable_server()->add_null_session_pipes(" browser ");
+  auto* h = p.mutable_client()->add_hardened_paths();
+  h->set_path("\\\\*\\NETLOGON");
+  h->set_require_integrity(true);
+  e = EvaluateHost(*policy, p, {}, kNow);
+  EXPECT_EQ(StatusOf(e, "pipes"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "netlogon"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(Find(e, "netlogon")->message(),
+            "client.hardenedUncNetlogon is [integrity], expected includes [integrity, "
+            "MUTUALAUTHENTICATION]");
+
+  p.mutable_server()->add_null_session_pipes("SAMR");
+  h->set_require_mutual_authentication(true);
+  e = EvaluateHost(*policy, p, {}, kNow);
+  const RuleResult* pipes = Find(e, "pipes");
+  EXPECT_EQ(pipes->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(pipes->evidence(0).observed(), "[ browser , SAMR]");
+  EXPECT_EQ(pipes->evidence(0).expected(), "only [BROWSER]");
+  EXPECT_EQ(StatusOf(e, "netlogon"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+
+  (*p.mutable_host()->mutable_labels())["role"] = "domain-controller";
+  e = EvaluateHost(*policy, p, {}, kNow);
+  EXPECT_EQ(StatusOf(e, "pipes"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  (*p.mutable_host()->mutable_labels())["role"] = "file-server";
+  e = EvaluateHost(*policy, p, {}, kNow);
+  EXPECT_EQ(StatusOf(e, "pipes"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
 }
 
 TEST(EvaluateTest, NonCompliantSettingCarriesEvidence) {
@@ -372,6 +462,8 @@ TEST(EvaluateTest, ReusedEvaluationEqualsAFreshOne) {
       s->set_dialect(i % 2 == 0 ? smbfleet::v1::DIALECT_SMB_2_1 : smbfleet::v1::DIALECT_SMB_3_0);
       s->set_anonymous(i == 3);
     }
+    p.mutable_server()->add_null_session_pipes("LSARPC");
+    p.mutable_client()->mutable_hardened_paths(0)->set_require_integrity(false);
     auto* hr = p.add_shares();
     hr->set_name("HR");
     hr->set_path("E:\\HR");

@@ -66,6 +66,42 @@ Observed ShareRejectsUnencrypted(const Posture& p, const Share& s) {
   return Bool(p.server().has_reject_unencrypted_access(), p.server().reject_unencrypted_access());
 }
 
+// The Hardened UNC Paths entry for `path` (compared without regard to case), or null.
+const smbfleet::v1::HardenedPath* HardenedEntry(const smbfleet::v1::ClientConfig& c,
+                                                absl::string_view path) {
+  for (const auto& h : c.hardened_paths()) {
+    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(h.path()), path)) return &h;
+  }
+  return nullptr;
+}
+
+constexpr absl::string_view kNetlogonPath = "\\\\*\\NETLOGON";
+constexpr absl::string_view kSysvolPath = "\\\\*\\SYSVOL";
+
+absl::string_view HardenedPathOf(Field field) {
+  return field == Field::kClientHardenedUncNetlogon ? kNetlogonPath : kSysvolPath;
+}
+
+// A requirement the entry does not name is not required (Windows reads a missing flag as 0).
+void HardenedRequirements(const smbfleet::v1::HardenedPath* h,
+                          std::vector<absl::string_view>* out) {
+  if (h == nullptr) return;
+  if (h->require_mutual_authentication()) out->push_back(kHardenedMutualAuthentication);
+  if (h->require_integrity()) out->push_back(kHardenedIntegrity);
+  if (h->require_privacy()) out->push_back(kHardenedPrivacy);
+}
+
+Observed HardenedField(Field field, const smbfleet::v1::ClientConfig& c) {
+  // Like the null session lists: no entry means "none configured" only when the agent read it.
+  if (!(c.has_hardened_paths_known() && c.hardened_paths_known()) && c.hardened_paths_size() == 0) {
+    return Observed{};
+  }
+  const smbfleet::v1::HardenedPath* h = HardenedEntry(c, HardenedPathOf(field));
+  if (h == nullptr) return Observed{true, 0};
+  return Observed{true, (h->require_mutual_authentication() ? 1u : 0u) +
+                            (h->require_integrity() ? 1u : 0u) + (h->require_privacy() ? 1u : 0u)};
+}
+
 }  // namespace
 
 const std::vector<FieldInfo>& AllFields() {
@@ -95,6 +131,10 @@ const std::vector<FieldInfo>& AllFields() {
       {Field::kServerInvalidAuthenticationDelayMs, "server.invalidAuthenticationDelayMs", U, H, PS},
       {Field::kServerEnableMailslots, "server.enableMailslots", B, H, PS},
       {Field::kServerGuestAccessAllowed, "server.guestAccessAllowed", B, H, PS},
+      {Field::kServerAutoDisconnectTimeoutMinutes, "server.autoDisconnectTimeoutMinutes", U, H, PS},
+      {Field::kServerEnableForcedLogoff, "server.enableForcedLogoff", B, H, PS},
+      {Field::kServerNullSessionPipes, "server.nullSessionPipes", L, H, PS},
+      {Field::kServerRestrictNullSessionAccess, "server.restrictNullSessionAccess", B, H, PS},
       {Field::kClientRequireSigning, "client.requireSigning", B, H, PC},
       {Field::kClientEnableSigning, "client.enableSigning", B, H, PC},
       {Field::kClientEnableInsecureGuestLogons, "client.enableInsecureGuestLogons", B, H, PC},
@@ -110,6 +150,9 @@ const std::vector<FieldInfo>& AllFields() {
       {Field::kClientBlockNtlm, "client.blockNtlm", B, H, PC},
       {Field::kClientCompressionDisabled, "client.compressionDisabled", B, H, PC},
       {Field::kClientRequestCompression, "client.requestCompression", B, H, PC},
+      {Field::kClientEnablePlainTextPassword, "client.enablePlainTextPassword", B, H, PC},
+      {Field::kClientHardenedUncNetlogon, "client.hardenedUncNetlogon", L, H, PC},
+      {Field::kClientHardenedUncSysvol, "client.hardenedUncSysvol", L, H, PC},
       {Field::kShareEncryptData, "share.encryptData", B, S, PSh},
       {Field::kShareCompressData, "share.compressData", B, S, PSh},
       {Field::kShareGuestOk, "share.guestOk", B, S, PSh},
@@ -187,6 +230,16 @@ Observed ReadHostField(Field field, const Posture& p) {
       return Bool(s.has_enable_mailslots(), s.enable_mailslots());
     case Field::kServerGuestAccessAllowed:
       return Bool(s.has_guest_access_allowed(), s.guest_access_allowed());
+    case Field::kServerAutoDisconnectTimeoutMinutes:
+      return Uint(s.has_auto_disconnect_timeout_minutes(), s.auto_disconnect_timeout_minutes());
+    case Field::kServerEnableForcedLogoff:
+      return Bool(s.has_enable_forced_logoff(), s.enable_forced_logoff());
+    case Field::kServerNullSessionPipes:
+      return Uint((s.has_null_session_pipes_known() && s.null_session_pipes_known()) ||
+                      s.null_session_pipes_size() > 0,
+                  static_cast<uint32_t>(s.null_session_pipes_size()));
+    case Field::kServerRestrictNullSessionAccess:
+      return Bool(s.has_restrict_null_session_access(), s.restrict_null_session_access());
     case Field::kClientRequireSigning:
       return Bool(c.has_require_signing(), c.require_signing());
     case Field::kClientEnableSigning:
@@ -217,6 +270,11 @@ Observed ReadHostField(Field field, const Posture& p) {
       return Bool(c.has_compression_disabled(), c.compression_disabled());
     case Field::kClientRequestCompression:
       return Bool(c.has_request_compression(), c.request_compression());
+    case Field::kClientEnablePlainTextPassword:
+      return Bool(c.has_enable_plain_text_password(), c.enable_plain_text_password());
+    case Field::kClientHardenedUncNetlogon:
+    case Field::kClientHardenedUncSysvol:
+      return HardenedField(field, c);
     default:
       return Observed{};
   }
@@ -248,6 +306,33 @@ Observed ReadShareField(Field field, const Posture& p, const Share& sh) {
     default:
       return ReadHostField(field, p);
   }
+}
+
+void ReadListField(Field field, const Posture& p, std::vector<absl::string_view>* out) {
+  out->clear();
+  switch (field) {
+    case Field::kServerNullSessionShares:
+      for (const std::string& s : p.server().null_session_shares()) out->push_back(s);
+      return;
+    case Field::kServerNullSessionPipes:
+      for (const std::string& s : p.server().null_session_pipes()) out->push_back(s);
+      return;
+    case Field::kClientHardenedUncNetlogon:
+    case Field::kClientHardenedUncSysvol:
+      HardenedRequirements(HardenedEntry(p.client(), HardenedPathOf(field)), out);
+      return;
+    default:
+      return;
+  }
+}
+
+absl::Span<const absl::string_view> ListVocabulary(Field field) {
+  static constexpr absl::string_view kHardened[] = {kHardenedMutualAuthentication,
+                                                    kHardenedIntegrity, kHardenedPrivacy};
+  if (field == Field::kClientHardenedUncNetlogon || field == Field::kClientHardenedUncSysvol) {
+    return kHardened;
+  }
+  return {};
 }
 
 absl::string_view DialectName(Dialect d) {
@@ -297,8 +382,10 @@ std::string FormatValue(FieldType type, uint32_t value) {
 
 std::string FormatObserved(const FieldInfo& info, const Observed& v, const Posture& p) {
   if (!v.known) return "(unset)";
-  if (info.field == Field::kServerNullSessionShares) {
-    return absl::StrCat("[", absl::StrJoin(p.server().null_session_shares(), ", "), "]");
+  if (info.type == FieldType::kList) {
+    std::vector<absl::string_view> items;
+    ReadListField(info.field, p, &items);
+    return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
   }
   return FormatValue(info.type, v.value);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::policy {
@@ -38,6 +39,10 @@ enum class Field : uint8_t {
   kServerInvalidAuthenticationDelayMs,
   kServerEnableMailslots,
   kServerGuestAccessAllowed,
+  kServerAutoDisconnectTimeoutMinutes,
+  kServerEnableForcedLogoff,
+  kServerNullSessionPipes,
+  kServerRestrictNullSessionAccess,
   kClientRequireSigning,
   kClientEnableSigning,
   kClientEnableInsecureGuestLogons,
@@ -51,6 +56,9 @@ enum class Field : uint8_t {
   kClientBlockNtlm,
   kClientCompressionDisabled,
   kClientRequestCompression,
+  kClientEnablePlainTextPassword,
+  kClientHardenedUncNetlogon,  // what the \\*\NETLOGON Hardened UNC Paths entry requires
+  kClientHardenedUncSysvol,    // what the \\*\SYSVOL entry requires
   kShareEncryptData,
   kShareCompressData,
   kShareGuestOk,
@@ -83,9 +91,22 @@ struct Observed {
   uint32_t value = 0;
 };
 
+// The names a Hardened UNC Paths field lists: the requirements its entry sets.
+inline constexpr absl::string_view kHardenedMutualAuthentication = "mutualAuthentication";
+inline constexpr absl::string_view kHardenedIntegrity = "integrity";
+inline constexpr absl::string_view kHardenedPrivacy = "privacy";
+
 Observed ReadHostField(Field field, const smbfleet::v1::Posture& posture);
 Observed ReadShareField(Field field, const smbfleet::v1::Posture& posture,
                         const smbfleet::v1::Share& share);
+
+// The entries of a list field (views into the posture, or constants), whatever `known` says;
+// *out is cleared first.
+void ReadListField(Field field, const smbfleet::v1::Posture& posture,
+                   std::vector<absl::string_view>* out);
+// The only names a list field can hold, when they are fixed (the Hardened UNC Paths
+// requirements); empty for lists of free names such as pipes and shares.
+absl::Span<const absl::string_view> ListVocabulary(Field field);
 
 // For evidence: "true", "SMB_3_1_1", "2", "[IPC$, COMCFG]" or "(unset)".
 std::string FormatObserved(const FieldInfo& info, const Observed& v,

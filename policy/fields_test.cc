@@ -39,6 +39,80 @@ TEST(FieldsTest, NullSessionSharesNeedTheKnownFlag) {
             "[COMCFG]");
 }
 
+TEST(FieldsTest, CisFieldsReadTheirPostureFields) {
+  Posture p;
+  for (Field f : {Field::kServerAutoDisconnectTimeoutMinutes, Field::kServerEnableForcedLogoff,
+                  Field::kServerNullSessionPipes, Field::kServerRestrictNullSessionAccess,
+                  Field::kClientEnablePlainTextPassword, Field::kClientHardenedUncNetlogon,
+                  Field::kClientHardenedUncSysvol}) {
+    EXPECT_FALSE(ReadHostField(f, p).known) << InfoOf(f).name;
+  }
+  auto* s = p.mutable_server();
+  s->set_auto_disconnect_timeout_minutes(15);
+  s->set_enable_forced_logoff(false);
+  s->set_restrict_null_session_access(true);
+  p.mutable_client()->set_enable_plain_text_password(false);
+  EXPECT_EQ(ReadHostField(Field::kServerAutoDisconnectTimeoutMinutes, p).value, 15u);
+  EXPECT_TRUE(ReadHostField(Field::kServerEnableForcedLogoff, p).known);
+  EXPECT_EQ(ReadHostField(Field::kServerEnableForcedLogoff, p).value, 0u);
+  EXPECT_EQ(ReadHostField(Field::kServerRestrictNullSessionAccess, p).value, 1u);
+  EXPECT_TRUE(ReadHostField(Field::kClientEnablePlainTextPassword, p).known);
+  EXPECT_EQ(ReadHostField(Field::kClientEnablePlainTextPassword, p).value, 0u);
+  EXPECT_EQ(LookupField("server.nullSessionPipes")->type, FieldType::kList);
+  EXPECT_EQ(LookupField("client.hardenedUncSysvol")->probe, ProbeGroup::kClient);
+}
+
+TEST(FieldsTest, NullSessionPipesNeedTheKnownFlag) {
+  Posture p;
+  p.mutable_server()->set_null_session_pipes_known(true);
+  Observed v = ReadHostField(Field::kServerNullSessionPipes, p);
+  EXPECT_TRUE(v.known);
+  EXPECT_EQ(v.value, 0u);
+  p.mutable_server()->add_null_session_pipes("LSARPC");
+  p.mutable_server()->add_null_session_pipes("SAMR");
+  EXPECT_EQ(ReadHostField(Field::kServerNullSessionPipes, p).value, 2u);
+  std::vector<absl::string_view> items;
+  ReadListField(Field::kServerNullSessionPipes, p, &items);
+  EXPECT_EQ(items, (std::vector<absl::string_view>{"LSARPC", "SAMR"}));
+  EXPECT_EQ(FormatObserved(InfoOf(Field::kServerNullSessionPipes),
+                           ReadHostField(Field::kServerNullSessionPipes, p), p),
+            "[LSARPC, SAMR]");
+  EXPECT_TRUE(ListVocabulary(Field::kServerNullSessionPipes).empty());
+}
+
+TEST(FieldsTest, HardenedUncPathsListWhatTheEntryRequires) {
+  Posture p;
+  auto* c = p.mutable_client();
+  c->set_hardened_paths_known(true);
+  Observed v = ReadHostField(Field::kClientHardenedUncNetlogon, p);
+  EXPECT_TRUE(v.known);  // read, and no entry: nothing required
+  EXPECT_EQ(v.value, 0u);
+  auto* netlogon = c->add_hardened_paths();
+  netlogon->set_path("\\\\*\\netlogon");  // the path compares without regard to case
+  netlogon->set_require_mutual_authentication(true);
+  netlogon->set_require_integrity(true);
+  netlogon->set_require_privacy(false);
+  auto* sysvol = c->add_hardened_paths();
+  sysvol->set_path("\\\\*\\SYSVOL");
+  sysvol->set_require_privacy(true);  // unnamed requirements are not required
+  std::vector<absl::string_view> items;
+  ReadListField(Field::kClientHardenedUncNetlogon, p, &items);
+  EXPECT_EQ(items, (std::vector<absl::string_view>{"mutualAuthentication", "integrity"}));
+  EXPECT_EQ(ReadHostField(Field::kClientHardenedUncNetlogon, p).value, 2u);
+  ReadListField(Field::kClientHardenedUncSysvol, p, &items);
+  EXPECT_EQ(items, (std::vector<absl::string_view>{"privacy"}));
+  EXPECT_EQ(FormatObserved(InfoOf(Field::kClientHardenedUncSysvol),
+                           ReadHostField(Field::kClientHardenedUncSysvol, p), p),
+            "[privacy]");
+  EXPECT_EQ(ListVocabulary(Field::kClientHardenedUncSysvol).size(), 3u);
+
+  // Entries without the known flag still count as read.
+  c->clear_hardened_paths_known();
+  EXPECT_TRUE(ReadHostField(Field::kClientHardenedUncSysvol, p).known);
+  c->clear_hardened_paths();
+  EXPECT_FALSE(ReadHostField(Field::kClientHardenedUncSysvol, p).known);
+}
+
 struct EncCase {
   const char* name;
   int share_encrypt;   // -1 unset, 0, 1

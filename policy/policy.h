@@ -32,16 +32,22 @@ struct HostSelector {
   std::optional<uint32_t> windows_build_at_least;
   std::optional<uint32_t> windows_build_below;
   std::vector<LabelMatch> host_labels;
+  // The selector does not hold for a host whose labels match all of these (e.g. domain
+  // controllers, which the posture cannot tell apart otherwise).
+  std::vector<LabelMatch> not_host_labels;
   GlobList hostnames;
 };
 
-enum class Op : uint8_t { kEquals, kAtLeast, kAtMost, kEmpty, kNotEmpty };
+// kSubsetOf: every entry of a list field is one of `items`; kIncludes: every one of `items` is
+// an entry of it. Both compare names without regard to case.
+enum class Op : uint8_t { kEquals, kAtLeast, kAtMost, kEmpty, kNotEmpty, kSubsetOf, kIncludes };
 
 struct Expectation {
   Field field;
   Op op;
-  uint32_t value = 0;    // bools 0/1, dialect enum numbers, plain numbers
-  std::string expected;  // for evidence: "true", ">= SMB_3_1_1", "empty"
+  uint32_t value = 0;              // bools 0/1, dialect enum numbers, plain numbers
+  std::string expected;            // for evidence: "true", ">= SMB_3_1_1", "empty"
+  std::vector<std::string> items;  // the names of kSubsetOf and kIncludes
 };
 
 // Checks on the live sessions (observed, not configured).

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -220,7 +221,10 @@ bool ParsePlatform(absl::string_view s, smbfleet::v1::Platform* out) {
 }
 
 void ReadHostSelector(const YAML::Node& n, absl::string_view path, HostSelector* sel, Problems* p) {
-  if (!CheckMap(n, {"platforms", "windowsBuild", "hostLabels", "hostnames"}, path, p)) return;
+  if (!CheckMap(n, {"platforms", "windowsBuild", "hostLabels", "notHostLabels", "hostnames"}, path,
+                p)) {
+    return;
+  }
   for (const auto& [name, node] : ReadStrList(n, "platforms", path, p)) {
     smbfleet::v1::Platform pl;
     if (!ParsePlatform(name, &pl)) {
@@ -248,6 +252,7 @@ void ReadHostSelector(const YAML::Node& n, absl::string_view path, HostSelector*
     }
   }
   ReadLabels(n, "hostLabels", path, &sel->host_labels, p);
+  ReadLabels(n, "notHostLabels", path, &sel->not_host_labels, p);
   ReadGlobs(n, "hostnames", path, &sel->hostnames, p);
 }
 
@@ -308,11 +313,56 @@ bool ParseExpectedValue(const FieldInfo& info, const YAML::Node& n, absl::string
     case FieldType::kList:
       p->Add(n, path,
              absl::StrCat(info.name,
-                          " is a list: expected {empty: true} or "
-                          "{empty: false}"));
+                          " is a list: expected {empty: true}, {empty: false}, "
+                          "{subsetOf: [names]} or {includes: [names]}"));
       return false;
   }
   return false;
+}
+
+// The names of a subsetOf or includes matcher: a list of non-empty strings without duplicates,
+// each one of the field's fixed names when it has them. `includes` needs at least one name;
+// `subsetOf: []` means the list must be empty.
+bool ReadNameList(const FieldInfo& info, const YAML::Node& n, absl::string_view path,
+                  bool non_empty, std::vector<std::string>* out, Problems* p) {
+  if (!n.IsSequence()) {
+    p->Add(n, path, absl::StrCat("expected a list of names, got ", Describe(n)));
+    return false;
+  }
+  if (non_empty && n.size() == 0) {
+    p->Add(n, path, "expected at least one name");
+    return false;
+  }
+  absl::Span<const absl::string_view> vocabulary = ListVocabulary(info.field);
+  bool ok = true;
+  for (size_t i = 0; i < n.size(); ++i) {
+    std::string ipath = Index(path, i);
+    if (!n[i].IsScalar() || n[i].Scalar().empty()) {
+      p->Add(n[i], ipath, absl::StrCat("expected a name, got ", Describe(n[i])));
+      ok = false;
+      continue;
+    }
+    const std::string& name = n[i].Scalar();
+    if (!vocabulary.empty()) {
+      bool known = false;
+      for (absl::string_view v : vocabulary) known = known || absl::EqualsIgnoreCase(v, name);
+      if (!known) {
+        p->Add(n[i], ipath,
+               absl::StrCat("unknown name '", name, "' for ", info.name,
+                            " (expected one of: ", absl::StrJoin(vocabulary, ", "), ")"));
+        ok = false;
+        continue;
+      }
+    }
+    for (const std::string& seen : *out) {
+      if (absl::EqualsIgnoreCase(seen, name)) {
+        p->Add(n[i], ipath, absl::StrCat("duplicate name '", name, "'"));
+        ok = false;
+      }
+    }
+    out->push_back(name);
+  }
+  return ok;
 }
 
 void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
@@ -338,11 +388,15 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
       continue;
     }
     const YAML::Node& v = kv.second;
-    Expectation e{info->field, Op::kEquals, 0, {}};
+    Expectation e{info->field, Op::kEquals, 0, {}, {}};
     if (v.IsMap()) {
-      if (!CheckMap(v, {"equals", "atLeast", "atMost", "empty"}, fpath, p)) continue;
+      if (!CheckMap(v, {"equals", "atLeast", "atMost", "empty", "subsetOf", "includes"}, fpath,
+                    p)) {
+        continue;
+      }
       if (v.size() != 1) {
-        p->Add(v, fpath, "expected exactly one of equals, atLeast, atMost, empty");
+        p->Add(v, fpath,
+               "expected exactly one of equals, atLeast, atMost, empty, subsetOf, includes");
         continue;
       }
       std::string op = v.begin()->first.Scalar();
@@ -360,6 +414,14 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
           continue;
         }
         e.op = b ? Op::kEmpty : Op::kNotEmpty;
+      } else if (op == "subsetOf" || op == "includes") {
+        if (info->type != FieldType::kList) {
+          p->Add(arg, opath,
+                 absl::StrCat(op, " needs a list field; ", info->name, " is not a list"));
+          continue;
+        }
+        if (!ReadNameList(*info, arg, opath, op == "includes", &e.items, p)) continue;
+        e.op = op == "subsetOf" ? Op::kSubsetOf : Op::kIncludes;
       } else {
         if (op == "atLeast" || op == "atMost") {
           if (info->type == FieldType::kBool || info->type == FieldType::kList) {
@@ -390,6 +452,12 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
         break;
       case Op::kNotEmpty:
         e.expected = "not empty";
+        break;
+      case Op::kSubsetOf:
+        e.expected = absl::StrCat("only [", absl::StrJoin(e.items, ", "), "]");
+        break;
+      case Op::kIncludes:
+        e.expected = absl::StrCat("includes [", absl::StrJoin(e.items, ", "), "]");
         break;
     }
     out->push_back(std::move(e));

@@ -28,12 +28,37 @@ TEST(PolicyParserTest, BaselineParsesAndCoversTheIssue) {
   EXPECT_FALSE(p->version.empty());
   std::set<std::string> ids;
   for (const Rule& r : p->rules) ids.insert(r.id);
-  for (const char* id :
-       {"smb1-server-disabled", "smb1-client-disabled", "server-signing-required",
-        "client-signing-required", "client-insecure-guest-logons-disabled",
-        "classified-shares-encrypted", "classified-shares-reject-unencrypted", "min-dialect-3-1-1",
-        "no-sessions-below-3-0", "audit-client-no-encryption", "audit-client-no-signing",
-        "spn-name-hardening", "no-null-session-shares", "wan-compression"}) {
+  for (const char* id : {"smb1-server-disabled",
+                         "smb1-client-disabled",
+                         "server-signing-required",
+                         "client-signing-required",
+                         "client-insecure-guest-logons-disabled",
+                         "classified-shares-encrypted",
+                         "classified-shares-reject-unencrypted",
+                         "min-dialect-3-1-1",
+                         "no-sessions-below-3-0",
+                         "audit-client-no-encryption",
+                         "audit-client-no-signing",
+                         "spn-name-hardening",
+                         "no-null-session-shares",
+                         "wan-compression",
+                         "client-signing-enabled",
+                         "client-plaintext-password-disabled",
+                         "server-idle-session-timeout",
+                         "server-signing-enabled",
+                         "server-forced-logoff",
+                         "null-session-pipes-member-server",
+                         "null-session-pipes-domain-controller",
+                         "restrict-anonymous-access",
+                         "hardened-unc-paths",
+                         "hardened-unc-paths-privacy",
+                         "auth-rate-limiter-enabled",
+                         "auth-rate-limiter-delay",
+                         "client-audit-insecure-guest-logon",
+                         "client-audit-server-no-encryption",
+                         "client-audit-server-no-signing",
+                         "client-min-dialect-3-1-1",
+                         "client-encryption-required"}) {
     EXPECT_TRUE(ids.count(id)) << id;
   }
   for (const Rule& r : p->rules) {
@@ -117,6 +142,34 @@ TEST(PolicyParserTest, ReportsProblemsWithLineAndExpectation) {
        " expires: \"2027-01-01T00:00:00Z\"}\n",
        "unknown rule 'b'"},
       {"rule without checks", "rules:\n  - {id: a, title: A}\n", "needs `expect:`"},
+      {"subsetOf on a bool",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.requireSigning: {subsetOf: [x]}}\n",
+       "t.yaml:7: rules[0].expect.server.requireSigning.subsetOf: subsetOf needs a list field; "
+       "server.requireSigning is not a list"},
+      {"subsetOf not a list",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.nullSessionPipes: {subsetOf: "
+       "LSARPC}}\n",
+       "rules[0].expect.server.nullSessionPipes.subsetOf: expected a list of names, got 'LSARPC'"},
+      {"duplicate name",
+       "rules:\n  - id: a\n    title: A\n"
+       "    expect: {server.nullSessionPipes: {subsetOf: [SAMR, samr]}}\n",
+       "server.nullSessionPipes.subsetOf[1]: duplicate name 'samr'"},
+      {"includes nothing",
+       "rules:\n  - id: a\n    title: A\n    expect: {client.hardenedUncSysvol: {includes: []}}\n",
+       "client.hardenedUncSysvol.includes: expected at least one name"},
+      {"unknown requirement",
+       "rules:\n  - id: a\n    title: A\n"
+       "    expect: {client.hardenedUncSysvol: {includes: [integrity, signing]}}\n",
+       "client.hardenedUncSysvol.includes[1]: unknown name 'signing' for client.hardenedUncSysvol "
+       "(expected one of: mutualAuthentication, integrity, privacy)"},
+      {"list compared to a value",
+       "rules:\n  - id: a\n    title: A\n    expect: {server.nullSessionPipes: [SAMR]}\n",
+       "server.nullSessionPipes is a list: expected {empty: true}, {empty: false}, "
+       "{subsetOf: [names]} or {includes: [names]}"},
+      {"bad notHostLabels",
+       "rules:\n  - {id: a, title: A, appliesTo: {notHostLabels: [dc]}, "
+       "expect: {server.requireSigning: true}}\n",
+       "appliesTo.notHostLabels: expected a mapping of label names to value patterns"},
   };
   for (const BadCase& c : cases) {
     auto p = ParsePolicy("t.yaml", std::string(kHeader) + c.body);
@@ -169,6 +222,32 @@ TEST(PolicyParserTest, AcceptsAppliesToAlternatives) {
   ASSERT_EQ(p->rules[0].applies_to.size(), 2u);
   EXPECT_EQ(*p->rules[0].applies_to[0].windows_build_at_least, 26100u);
   EXPECT_EQ(p->rules[0].applies_to[1].host_labels[0].key, "site");
+}
+
+TEST(PolicyParserTest, ReadsListMatchersAndExcludedLabels) {
+  auto p = ParsePolicy("t.yaml", std::string(kHeader) + R"(rules:
+  - id: a
+    title: A
+    appliesTo: {platforms: [windows], notHostLabels: {role: domain-controller}}
+    expect:
+      server.nullSessionPipes: {subsetOf: [BROWSER, HydraLSPipe]}
+      client.hardenedUncNetlogon: {includes: [MutualAuthentication, integrity]}
+      server.nullSessionShares: {subsetOf: []}
+)");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const Rule& r = p->rules[0];
+  ASSERT_EQ(r.applies_to.size(), 1u);
+  ASSERT_EQ(r.applies_to[0].not_host_labels.size(), 1u);
+  EXPECT_EQ(r.applies_to[0].not_host_labels[0].key, "role");
+  EXPECT_TRUE(r.applies_to[0].host_labels.empty());
+  ASSERT_EQ(r.expect.size(), 3u);
+  EXPECT_EQ(r.expect[0].op, Op::kSubsetOf);
+  EXPECT_EQ(r.expect[0].items, (std::vector<std::string>{"BROWSER", "HydraLSPipe"}));
+  EXPECT_EQ(r.expect[0].expected, "only [BROWSER, HydraLSPipe]");
+  EXPECT_EQ(r.expect[1].op, Op::kIncludes);
+  EXPECT_EQ(r.expect[1].expected, "includes [MutualAuthentication, integrity]");
+  EXPECT_EQ(r.expect[2].op, Op::kSubsetOf);
+  EXPECT_TRUE(r.expect[2].items.empty());
 }
 
 }  // namespace

@@ -3,39 +3,21 @@
 // would refuse, the Samba applier applies the plan's step, and a real client then proves the
 // prediction: the SMB 2.1 client is refused, the SMB 3.1.1 client is not.
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/match.h"
 #include "agent/platform/samba/samba_applier.h"
 #include "agent/platform/samba/samba_source.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
 #include "policy/plan.h"
+#include "tests/policy/baseline_for_test.h"
 #include "tests/samba/samba_lab.h"
 
 namespace smbfleet::testing {
 namespace {
 
+using policy::FindResult;
 using policy::Policy;
 using smbfleet::v1::HostEvaluation;
-
-Policy Baseline() {
-  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto p = policy::ParsePolicy("baseline.yaml", ss.str());
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *p;
-}
-
-const smbfleet::v1::RuleResult* Find(const HostEvaluation& e, const std::string& rule,
-                                     const std::string& share = "") {
-  for (const auto& r : e.results()) {
-    if (r.rule_id() == rule && r.share() == share) return &r;
-  }
-  return nullptr;
-}
 
 TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
   auto lab = SambaLab::Start();
@@ -50,19 +32,46 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
   ASSERT_EQ(posture->sessions_size(), 2) << posture->DebugString();
   posture->mutable_host()->set_hostname("samba-lab");
 
-  Policy policy = Baseline();
+  Policy policy = policy::LoadBaseline();
   absl::Time now = absl::Now();
   HostEvaluation e = policy::EvaluateHost(policy, *posture, {}, now);
-  const auto* enc = Find(e, "classified-shares-encrypted", "finance");
+  const auto* enc = FindResult(e, "classified-shares-encrypted", "finance");
   ASSERT_NE(enc, nullptr);
   EXPECT_EQ(enc->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT) << enc->DebugString();
   EXPECT_EQ(enc->classification(), "confidential");
-  EXPECT_EQ(Find(e, "classified-shares-encrypted", "demo"), nullptr);  // general share
-  const auto* min = Find(e, "min-dialect-3-1-1");
+  EXPECT_EQ(FindResult(e, "classified-shares-encrypted", "demo"), nullptr);  // general share
+  const auto* min = FindResult(e, "min-dialect-3-1-1");
   ASSERT_NE(min, nullptr);
   EXPECT_EQ(min->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
-  EXPECT_EQ(Find(e, "spn-name-hardening")->status(),
+  EXPECT_EQ(FindResult(e, "spn-name-hardening")->status(),
             smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  // The CIS items Samba has an equivalent for, on the lab's real testparm output (defaults:
+  // client min protocol = SMB2_02, client smb encrypt = default, client/server signing =
+  // default, client plaintext auth = No, restrict anonymous = 0, deadtime = 10080); the
+  // Windows-only ones do not apply.
+  struct {
+    const char* rule;
+    smbfleet::v1::ComplianceStatus status;
+  } const cis[] = {
+      {"smb1-client-disabled", policy::kOk},
+      {"client-signing-enabled", policy::kOk},
+      {"server-signing-enabled", policy::kOk},
+      {"client-min-dialect-3-1-1", policy::kBad},
+      {"client-encryption-required", policy::kBad},
+      {"client-plaintext-password-disabled", policy::kOk},
+      {"restrict-anonymous-access", policy::kBad},
+      {"server-idle-session-timeout", policy::kBad},
+      {"server-forced-logoff", policy::kNa},
+      {"null-session-pipes-member-server", policy::kNa},
+      {"hardened-unc-paths", policy::kNa},
+      {"auth-rate-limiter-enabled", policy::kNa},
+      {"client-audit-server-no-signing", policy::kNa},
+  };
+  for (const auto& c : cis) {
+    const auto* r = FindResult(e, c.rule);
+    ASSERT_NE(r, nullptr) << c.rule;
+    EXPECT_EQ(r->status(), c.status) << c.rule << ": " << r->DebugString();
+  }
 
   auto plan = policy::PlanRemediation(policy, *posture, e, {}, now);
   const smbfleet::v1::PlanStep* step = nullptr;
@@ -109,9 +118,9 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
   ASSERT_TRUE(after.ok()) << after.status();
   after->mutable_host()->set_hostname("samba-lab");
   HostEvaluation e2 = policy::EvaluateHost(policy, *after, {}, now);
-  EXPECT_EQ(Find(e2, "classified-shares-encrypted", "finance")->status(),
+  EXPECT_EQ(FindResult(e2, "classified-shares-encrypted", "finance")->status(),
             smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
-  EXPECT_EQ(Find(e2, "classified-shares-reject-unencrypted", "finance")->status(),
+  EXPECT_EQ(FindResult(e2, "classified-shares-reject-unencrypted", "finance")->status(),
             smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
 }
 

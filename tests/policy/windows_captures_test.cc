@@ -2,13 +2,11 @@
 // read through the agent's own capture source: what an operator gets from
 // `smbfleet-agent collect --once --source=windows-capture:DIR` piped into `policy eval`.
 
-#include <fstream>
-#include <sstream>
-
 #include "agent/platform/windows/windows_source.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
 #include "policy/plan.h"
+#include "tests/policy/baseline_for_test.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -16,20 +14,6 @@ namespace {
 using smbfleet::v1::ComplianceStatus;
 using smbfleet::v1::HostEvaluation;
 using smbfleet::v1::Posture;
-
-constexpr ComplianceStatus kOk = smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT;
-constexpr ComplianceStatus kBad = smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT;
-constexpr ComplianceStatus kNa = smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE;
-const absl::Time kNow = absl::FromUnixSeconds(1796083200);  // 2026-12-01
-
-Policy Baseline() {
-  std::ifstream in(std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto p = ParsePolicy("baseline.yaml", ss.str());
-  EXPECT_TRUE(p.ok()) << p.status();
-  return *p;
-}
 
 Posture Capture(const std::string& name) {
   auto source = smbfleet::agent::windows::NewWindowsCaptureSource(
@@ -39,17 +23,9 @@ Posture Capture(const std::string& name) {
   return p.ok() ? *p : Posture();
 }
 
-const smbfleet::v1::RuleResult* Find(const HostEvaluation& e, const std::string& rule,
-                                     const std::string& share = "") {
-  for (const auto& r : e.results()) {
-    if (r.rule_id() == rule && r.share() == share) return &r;
-  }
-  return nullptr;
-}
-
 ComplianceStatus StatusOf(const HostEvaluation& e, const std::string& rule,
                           const std::string& share = "") {
-  const auto* r = Find(e, rule, share);
+  const auto* r = FindResult(e, rule, share);
   return r == nullptr ? smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED : r->status();
 }
 
@@ -96,7 +72,7 @@ TEST(WindowsCapturesTest, BaselineJudgesEachBuild) {
         {"no-sessions-below-3-0", "", kNa},
         {"spn-name-hardening", "", kOk}}},
   };
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   for (const Case& c : cases) {
     Posture p = Capture(c.capture);
     HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
@@ -104,18 +80,76 @@ TEST(WindowsCapturesTest, BaselineJudgesEachBuild) {
     for (const Expect& x : c.expect) {
       EXPECT_EQ(StatusOf(e, x.rule, x.share), x.status)
           << c.capture << " " << x.rule << " [" << x.share << "]: "
-          << (Find(e, x.rule, x.share) ? Find(e, x.rule, x.share)->message() : "no result");
+          << (FindResult(e, x.rule, x.share) ? FindResult(e, x.rule, x.share)->message()
+                                             : "no result");
     }
     // Every share gets exactly one classification, hostile names included.
     EXPECT_EQ(e.classifications_size(), p.shares_size()) << c.capture;
   }
 }
 
+// The CIS items the cmdlets and the registry capture files feed, per build: each value as the
+// capture has it, a registry file the build's capture lacks (ws2016, ws2019) stays UNKNOWN, and
+// the 26100 items do not apply before Windows Server 2025.
+TEST(WindowsCapturesTest, CisItemsOnEachBuild) {
+  const Case cases[] = {
+      {"ws2016",
+       {{"client-signing-enabled", "", kOk},
+        {"server-signing-enabled", "", kBad},
+        {"server-idle-session-timeout", "", kOk},
+        {"server-forced-logoff", "", kOk},
+        {"null-session-pipes-member-server", "", kOk},
+        {"null-session-pipes-domain-controller", "", kNa},
+        {"restrict-anonymous-access", "", kUnknown},
+        {"client-plaintext-password-disabled", "", kUnknown},
+        {"hardened-unc-paths", "", kUnknown},
+        {"auth-rate-limiter-enabled", "", kNa},
+        {"client-min-dialect-3-1-1", "", kNa}}},
+      {"ws2019",
+       {{"server-idle-session-timeout", "", kBad},
+        {"server-forced-logoff", "", kBad},
+        {"null-session-pipes-member-server", "", kBad}}},
+      {"ws2022",
+       {{"client-plaintext-password-disabled", "", kBad},
+        {"restrict-anonymous-access", "", kBad},
+        {"hardened-unc-paths", "", kOk},
+        {"hardened-unc-paths-privacy", "", kNa},
+        {"client-encryption-required", "", kNa}}},
+      {"ws2025",
+       {{"client-plaintext-password-disabled", "", kOk},
+        {"restrict-anonymous-access", "", kOk},
+        {"hardened-unc-paths", "", kNa},
+        {"hardened-unc-paths-privacy", "", kOk},
+        {"auth-rate-limiter-enabled", "", kOk},
+        {"auth-rate-limiter-delay", "", kOk},
+        {"client-audit-insecure-guest-logon", "", kOk},
+        {"client-audit-server-no-encryption", "", kBad},
+        {"client-audit-server-no-signing", "", kOk},
+        {"client-min-dialect-3-1-1", "", kBad},
+        {"client-encryption-required", "", kBad}}},
+  };
+  Policy policy = LoadBaseline();
+  for (const Case& c : cases) {
+    HostEvaluation e = EvaluateHost(policy, Capture(c.capture), {}, kNow);
+    for (const Expect& x : c.expect) {
+      const auto* r = FindResult(e, x.rule, x.share);
+      ASSERT_NE(r, nullptr) << c.capture << " " << x.rule;
+      EXPECT_EQ(r->status(), x.status) << c.capture << " " << x.rule << ": " << r->message();
+    }
+  }
+  // The evidence names the pipes a member server should not open to anonymous users.
+  HostEvaluation ws2019 = EvaluateHost(policy, Capture("ws2019"), {}, kNow);
+  const auto* pipes = FindResult(ws2019, "null-session-pipes-member-server");
+  ASSERT_NE(pipes, nullptr);
+  ASSERT_GT(pipes->evidence_size(), 0);
+  EXPECT_EQ(pipes->evidence(0).observed(), "[netlogon, samr, lsarpc]");
+}
+
 TEST(WindowsCapturesTest, Ws2019PlanNamesTheSmb1Scanner) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Posture p = Capture("ws2019");
   HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
-  const auto* legacy = Find(e, "no-sessions-below-3-0");
+  const auto* legacy = FindResult(e, "no-sessions-below-3-0");
   ASSERT_NE(legacy, nullptr);
   bool scanner = false;
   for (const auto& ev : legacy->evidence()) {
@@ -146,7 +180,7 @@ TEST(WindowsCapturesTest, Ws2019PlanNamesTheSmb1Scanner) {
 }
 
 TEST(WindowsCapturesTest, Ws2022HostileShareNameIsJustAName) {
-  Policy policy = Baseline();
+  Policy policy = LoadBaseline();
   Posture p = Capture("ws2022");
   HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
   bool found = false;
@@ -157,7 +191,7 @@ TEST(WindowsCapturesTest, Ws2022HostileShareNameIsJustAName) {
     }
   }
   EXPECT_TRUE(found);
-  const auto* legacy = Find(e, "no-sessions-below-3-0");
+  const auto* legacy = FindResult(e, "no-sessions-below-3-0");
   ASSERT_NE(legacy, nullptr);
   bool dave = false;
   for (const auto& ev : legacy->evidence()) dave = dave || ev.user() == "CORP\\dave";
