@@ -2,14 +2,15 @@
 # `smbfleetctl readiness` against a live Samba host: before min-dialect-3-1-1 is enforced, the
 # readiness of the rule lists the lab's SMB 2.1 client (a held smbclient -m SMB2_10 session) with
 # the host it talks to, the reason and when it was seen; --format=json is GetReadinessResponse.
-# A client-side rule answers with servers, not clients.
+# A client-side rule answers with servers, not clients: a second agent replays the
+# ws2022-nas-client capture, whose own client talks to an old NAS without signing.
 #   readiness_test.sh COLLECTOR AGENT SMBFLEETCTL      (needs SMBFLEET_TEST_PG_DSN)
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-readonly HOST=fs-ready
-e2e_init "$@" "$HOST"
+readonly HOST=fs-ready WIN=fs-win
+e2e_init "$@" "$HOST" "$WIN"
 
 step "a Samba host with a held SMB 2.1 client session"
 start_lab "$HOST"
@@ -19,6 +20,11 @@ start_collector collector
 agent_config "$HOST" "$HOST" collector >"$work/agent.yaml"
 start_agent agent "$work/agent.yaml"
 poll 30 "a stored report of $HOST" ctl admin host show "$HOST"
+agent_config "$WIN" "$HOST" collector |
+  sed "s|^source: .*|source: 'windows-capture:$e2e_root/tests/fixtures/windows/ws2022-nas-client'|" \
+    >"$work/agent-win.yaml"
+start_agent agent-win "$work/agent-win.yaml"
+poll 30 "a stored report of $WIN" ctl admin host show "$WIN"
 _fails_min_dialect() {
   ctl viewer findings --rule min-dialect-3-1-1 --format=json |
     jq -e --arg h "$HOST" '[.findings[]? | select(.host == $h)] | length == 1' >/dev/null
@@ -46,10 +52,20 @@ jq -e --arg h "$HOST" '.side == "server" and (.servers // []) == [] and
                           (.evidence[0].observed == "DIALECT_SMB_2_1"))] | length) == 1' \
   "$work/ready.json" >/dev/null || fail "JSON: $(cat "$work/ready.json")"
 
-step "a client-side rule lists servers, and bad requests are refused"
+step "readiness --rule client-signing-required: the server $WIN's client would be cut off from"
+ctl viewer readiness --rule client-signing-required >"$work/client.txt" || fail "readiness: $(cat "$work/client.txt")"
+sed 's/^/   | /' "$work/client.txt"
+grep -q '^SERVER  *ADDRESS  *FIRST SEEN  *LAST SEEN  *CLIENT HOSTS  *REASONS' "$work/client.txt" ||
+  fail "no server table"
+row=$(grep -E '^oldnas ' "$work/client.txt") || fail "oldnas is not listed"
+grep -qF "$WIN" <<<"$row" || fail "the row does not name $WIN: $row"
 ctl viewer readiness --rule client-signing-required --format=json >"$work/client.json"
-jq -e '.side == "client" and (.clients // []) == []' "$work/client.json" >/dev/null ||
-  fail "client-signing-required: $(cat "$work/client.json")"
+jq -e --arg w "$WIN" '.side == "client" and (.clients // []) == [] and
+    ([.servers[] | .serverName] == ["oldnas"]) and .servers[0].hosts == [$w] and
+    (.servers[0].evidence[0].note | contains("\\\\oldnas\\scans dialect 2.1 signed=false"))' \
+  "$work/client.json" >/dev/null || fail "client-signing-required: $(cat "$work/client.json")"
+
+step "bad requests are refused before any call"
 expect_exit 2 "neither --rule nor --change" viewer readiness
 expect_exit 2 "both --rule and --change" viewer readiness --rule a --change CHG-1
 echo "PASS"
