@@ -20,9 +20,8 @@ start_collector collector
 agent_config "$HOST" "$HOST" collector >"$work/agent.yaml"
 start_agent agent "$work/agent.yaml"
 poll 30 "a stored report of $HOST" ctl admin host show "$HOST"
-agent_config "$WIN" "$HOST" collector |
-  sed "s|^source: .*|source: 'windows-capture:$e2e_root/tests/fixtures/windows/ws2022-nas-client'|" \
-    >"$work/agent-win.yaml"
+agent_config "$WIN" "windows-capture:$e2e_root/tests/fixtures/windows/ws2022-nas-client" collector \
+  >"$work/agent-win.yaml"
 start_agent agent-win "$work/agent-win.yaml"
 poll 30 "a stored report of $WIN" ctl admin host show "$WIN"
 _fails_min_dialect() {
