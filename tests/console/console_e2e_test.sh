@@ -55,10 +55,7 @@ start_collector collector "console: {listen: '127.0.0.1:$console_port'}"
 agent_config "$HOST" "$HOST" collector "{enforce: true, allow: $ALLOW}" >"$work/agent.yaml"
 start_agent agent "$work/agent.yaml"
 poll 30 "a stored report of $HOST" ctl admin host show "$HOST"
-agent_config "$WIN" "windows-capture:$e2e_root/tests/fixtures/windows/ws2022-nas-client" collector \
-  >"$work/agent-win.yaml"
-start_agent agent-win "$work/agent-win.yaml"
-poll 30 "a stored report of $WIN" ctl admin host show "$WIN"
+start_capture_agent "$WIN" ws2022-nas-client collector
 base=https://localhost:$console_port
 _ready() {  # GET /readyz answers 200 (node: curl is not among the test packages)
   node -e "require('https').get({host: '127.0.0.1', port: $console_port, path: '/readyz',

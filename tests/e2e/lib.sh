@@ -216,6 +216,15 @@ start_agent() {
   spawn "$name" env "$@" "$agent_bin" run --config "$config"
 }
 
+# start_capture_agent HOST CAPTURE COLLECTOR: an agent for HOST replaying the Windows capture
+# folder tests/fixtures/windows/CAPTURE (reports only); waits for its first stored report.
+start_capture_agent() {
+  local host=$1 capture=$e2e_root/tests/fixtures/windows/$2 collector=$3
+  agent_config "$host" "windows-capture:$capture" "$collector" >"$work/agent-$host.yaml"
+  start_agent "agent-$host" "$work/agent-$host.yaml"
+  poll 30 "a stored report of $host" ctl admin host show "$host"
+}
+
 # --- smbfleetctl ----------------------------------------------------------------------------
 
 # ctl WHO ARGS...: smbfleetctl with the certificate of operator WHO (admin, viewer, proposer,

@@ -20,10 +20,7 @@ start_collector collector
 agent_config "$HOST" "$HOST" collector >"$work/agent.yaml"
 start_agent agent "$work/agent.yaml"
 poll 30 "a stored report of $HOST" ctl admin host show "$HOST"
-agent_config "$WIN" "windows-capture:$e2e_root/tests/fixtures/windows/ws2022-nas-client" collector \
-  >"$work/agent-win.yaml"
-start_agent agent-win "$work/agent-win.yaml"
-poll 30 "a stored report of $WIN" ctl admin host show "$WIN"
+start_capture_agent "$WIN" ws2022-nas-client collector
 _fails_min_dialect() {
   ctl viewer findings --rule min-dialect-3-1-1 --format=json |
     jq -e --arg h "$HOST" '[.findings[]? | select(.host == $h)] | length == 1' >/dev/null
