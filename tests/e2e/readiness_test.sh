@@ -61,6 +61,14 @@ jq -e --arg w "$WIN" '.side == "client" and (.clients // []) == [] and
     (.servers[0].evidence[0].note | contains("\\\\oldnas\\scans dialect 2.1 signed=false"))' \
   "$work/client.json" >/dev/null || fail "client-signing-required: $(cat "$work/client.json")"
 
+step "readiness --change: a proposed change to $WIN's client signing names the same NAS"
+id=$(propose proposer --host "$WIN" --reason "client signing")
+ctl viewer readiness --change "$id" --format=json >"$work/change.json"
+jq -e --arg w "$WIN" --arg id "$id" '.side == "client" and
+    (.requirement | startswith("change " + $id + ": client.requireSigning = true")) and
+    ([.servers[] | .serverName] == ["oldnas"]) and .servers[0].hosts == [$w]' \
+  "$work/change.json" >/dev/null || fail "readiness --change: $(cat "$work/change.json")"
+
 step "bad requests are refused before any call"
 expect_exit 2 "neither --rule nor --change" viewer readiness
 expect_exit 2 "both --rule and --change" viewer readiness --rule a --change CHG-1
