@@ -291,9 +291,7 @@ void RefusedByServers(const PlanStep& step, const Posture& p, ImpactBuilder* b) 
   auto guest_events = [&](absl::string_view why) {
     for (const Event& e : p.events()) {
       if (e.kind() == "guest_logon" && !IsServerEvent(e)) {
-        b->FromOwnEvent(e, absl::StrCat("audit event: this client logged on to the server as "
-                                        "guest; ",
-                                        why));
+        b->FromOwnEvent(e, absl::StrCat("audit event: this client logged on as guest; ", why));
       }
     }
   };
