@@ -473,6 +473,15 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
   findings->add_option("--rule", findings_rule, "only this rule");
   findings->add_flag("--include-waived", include_waived,
                      "also the results a waiver hides (with the waiver id)");
+  std::string readiness_rule, readiness_change;
+  uint32_t readiness_limit = 0;
+  auto* readiness = app.add_subcommand(
+      "readiness",
+      "who enforcing a rule or change would cut off: clients (server settings) or servers "
+      "(client settings), first/last seen");
+  readiness->add_option("--rule", readiness_rule, "a rule of the active policy");
+  readiness->add_option("--change", readiness_change, "a proposed change (CHG-...)");
+  readiness->add_option("--limit", readiness_limit, "at most this many (default 500)");
 
   // changes ...
   auto* changes = app.add_subcommand("changes", "propose, review, approve and roll out changes");
@@ -845,6 +854,15 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
     req.set_rule_id(findings_rule);
     req.set_include_waived(include_waived);
     set("findings", req);
+  } else if (readiness->parsed()) {
+    if (readiness_rule.empty() == readiness_change.empty()) {
+      return absl::InvalidArgumentError("readiness: give exactly one of --rule and --change");
+    }
+    smbfleet::v1::GetReadinessRequest req;
+    req.set_rule_id(readiness_rule);
+    req.set_change_id(readiness_change);
+    req.set_limit(readiness_limit);
+    set("readiness", req);
   } else if (propose->parsed()) {
     ASSIGN_OR_RETURN(auto req, BuildProposeRequest(propose_flags));
     set("changes propose", req);

@@ -59,7 +59,8 @@ struct EnrollmentFlags {
 
 struct Invocation {
   GlobalFlags global;
-  // "hosts", "host show", "host refresh", "compliance", "findings", "changes propose",
+  // "hosts", "host show", "host refresh", "compliance", "findings", "readiness",
+  // "changes propose",
   // "changes list", "changes show", "changes approve", "changes reject", "changes halt",
   // "changes resume", "changes rollback", "changes watch", "audit", "waivers list",
   // "waivers request", "waivers approve", "waivers revoke", "whoami", "tokens create",

@@ -321,6 +321,25 @@ TEST(CommandLineTest, ExistingCommandsKeepTheirLines) {
   EXPECT_THAT(help->help, HasSubstr("--waves"));
 }
 
+TEST(CommandLineTest, ReadinessTakesExactlyOneOfRuleAndChange) {
+  auto rule = Parse({"readiness", "--rule", "min-dialect-3-1-1", "--limit", "20"});
+  ASSERT_TRUE(rule.ok()) << rule.status();
+  EXPECT_EQ(rule->command, "readiness");
+  const auto& r = RequestOf<smbfleet::v1::GetReadinessRequest>(*rule);
+  EXPECT_EQ(r.rule_id(), "min-dialect-3-1-1");
+  EXPECT_EQ(r.change_id(), "");
+  EXPECT_EQ(r.limit(), 20u);
+  auto change = Parse({"readiness", "--change", "CHG-7", "--format=json"});
+  ASSERT_TRUE(change.ok()) << change.status();
+  EXPECT_EQ(RequestOf<smbfleet::v1::GetReadinessRequest>(*change).change_id(), "CHG-7");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"readiness"}, {"readiness", "--rule", "r", "--change", "CHG-1"}}) {
+    auto bad = Parse(args);
+    ASSERT_FALSE(bad.ok()) << args.size();
+    EXPECT_THAT(bad.status().message(), HasSubstr("exactly one of --rule and --change"));
+  }
+}
+
 TEST(CommandLineTest, WaiverRequestScopesAndExpiry) {
   auto inv =
       Parse({"waivers", "request", "--rule", "share-encryption", "--share", "finance", "--host",

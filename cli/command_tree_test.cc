@@ -88,6 +88,7 @@ TEST(CommandTreeTest, HelpOnEveryCommandExitsZeroAndNamesItAndItsFlags) {
                                "host refresh",
                                "compliance",
                                "findings",
+                               "readiness",
                                "changes propose",
                                "changes list",
                                "changes show",
@@ -137,6 +138,7 @@ TEST(CommandTreeTest, HelpOnEveryCommandExitsZeroAndNamesItAndItsFlags) {
       {"policy eval", {"--policy", "--posture", "--waivers", "--now"}},
       {"hosts label", {"--reason"}},
       {"certs list", {"--host", "--all"}},
+      {"readiness", {"--rule", "--change", "--limit"}},
   };
   for (const auto& [command, flags] : kFlags) {
     for (const std::string& flag : flags) {

@@ -191,6 +191,17 @@ int Execute(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostr
     RenderFindings(resp, out);
     return kExitOk;
   }
+  if (cmd == "readiness") {
+    v1::GetReadinessResponse resp;
+    if (auto s =
+            Call(&AdminStub::GetReadiness, stub, RequestOf<v1::GetReadinessRequest>(inv), &resp);
+        !s.ok()) {
+      return FailedCall(s, "reading readiness", err);
+    }
+    if (json) return PrintJson(resp, out, err);
+    RenderReadiness(resp, out);
+    return kExitOk;
+  }
   if (cmd == "changes propose") {
     v1::ProposeChangeResponse resp;
     if (auto s =

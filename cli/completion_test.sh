@@ -47,6 +47,9 @@ expect "--uses" smbfleetctl enroll-tokens create --u
 expect "show refresh" smbfleetctl --collector host host ""
 expect "label" smbfleetctl --format json hosts l
 expect "--reason" smbfleetctl hosts label fs01 site=x --re
+expect "readiness" smbfleetctl rea
+expect "--rule" smbfleetctl readiness --r
+expect "--limit" smbfleetctl readiness --rule min-dialect-3-1-1 --l
 # Nothing below a leaf.
 expect "" smbfleetctl whoami ""
 echo "completion: all cases passed"

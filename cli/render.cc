@@ -367,4 +367,46 @@ void RenderFindings(const smbfleet::v1::ListFindingsResponse& f, std::ostream& o
   if (f.findings_size() == 0) out << "(nothing is failing)\n";
 }
 
+void RenderReadiness(const smbfleet::v1::GetReadinessResponse& r, std::ostream& out) {
+  out << Clean(r.requirement()) << "\n" << r.hosts_considered() << " failing host(s) considered";
+  if (!r.side().empty()) out << "; " << Clean(r.side()) << "-side settings";
+  out << "\n";
+  auto span = [](const auto& x) {
+    return std::pair<std::string, std::string>(x.has_first_seen() ? TimeText(x.first_seen()) : "-",
+                                               x.has_last_seen() ? TimeText(x.last_seen()) : "-");
+  };
+  auto joined = [](const auto& list) {
+    std::vector<std::string> cleaned;
+    for (const auto& v : list) cleaned.push_back(Clean(v));
+    return cleaned.empty() ? std::string("-") : absl::StrJoin(cleaned, "; ");
+  };
+  if (r.clients_size() > 0 || r.servers_size() == 0) {
+    std::vector<std::vector<std::string>> rows = {
+        {"CLIENT", "ADDRESS", "USER", "FIRST SEEN", "LAST SEEN", "HOSTS", "REASONS"}};
+    for (const auto& c : r.clients()) {
+      auto [first, last] = span(c);
+      rows.push_back({c.client_name().empty() ? "-" : Clean(c.client_name()),
+                      c.client_address().empty() ? "-" : Clean(c.client_address()),
+                      c.user().empty() ? "-" : Clean(c.user()), first, last, joined(c.hosts()),
+                      joined(c.reasons())});
+    }
+    if (r.clients_size() > 0) Table(rows, out);
+  }
+  if (r.servers_size() > 0) {
+    if (r.clients_size() > 0) out << "\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"SERVER", "ADDRESS", "FIRST SEEN", "LAST SEEN", "CLIENT HOSTS", "REASONS"}};
+    for (const auto& s : r.servers()) {
+      auto [first, last] = span(s);
+      rows.push_back({s.server_name().empty() ? "-" : Clean(s.server_name()),
+                      s.server_address().empty() ? "-" : Clean(s.server_address()), first, last,
+                      joined(s.hosts()), joined(s.reasons())});
+    }
+    Table(rows, out);
+  }
+  if (r.clients_size() == 0 && r.servers_size() == 0) {
+    out << "(nothing would be cut off, as far as sessions, connections and audit events show)\n";
+  }
+}
+
 }  // namespace smbfleet::cli

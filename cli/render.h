@@ -17,6 +17,9 @@ void RenderHostTable(const smbfleet::v1::ListHostsResponse& hosts, std::ostream&
 void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out);
 void RenderCompliance(const smbfleet::v1::GetComplianceResponse& c, std::ostream& out);
 void RenderFindings(const smbfleet::v1::ListFindingsResponse& f, std::ostream& out);
+// `readiness`: the clients (server settings) or servers (client settings) enforcing would cut
+// off, one row each, with first/last seen, the hosts involved and the reasons.
+void RenderReadiness(const smbfleet::v1::GetReadinessResponse& r, std::ostream& out);
 
 // "SMB 3.1.1", "full", "AES-128-GCM": short names for tables.
 std::string DialectText(smbfleet::v1::Dialect d);

@@ -121,6 +121,46 @@ TEST(RenderTest, FindingsNameTheWaiverThatHidesThem) {
   EXPECT_THAT(out.str(), ::testing::ContainsRegex("fs01 .* - +not encrypted"));
 }
 
+TEST(RenderTest, ReadinessListsClientsOrServersWithFirstAndLastSeen) {
+  smbfleet::v1::GetReadinessResponse server_side;
+  server_side.set_requirement("rule min-dialect-3-1-1: server.minDialect = SMB_3_1_1");
+  server_side.set_hosts_considered(1);
+  server_side.set_side("server");
+  auto* c = server_side.add_clients();
+  c->set_client_address("127.0.0.1");
+  c->set_user("probeuser");
+  c->add_hosts("fs-ready");
+  c->add_reasons("dialect SMB_2_1 below SMB_3_1_1");
+  c->mutable_first_seen()->set_seconds(1796000000);
+  c->mutable_last_seen()->set_seconds(1796000600);
+  std::ostringstream out;
+  RenderReadiness(server_side, out);
+  EXPECT_THAT(out.str(), HasSubstr("1 failing host(s) considered; server-side settings"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("CLIENT +ADDRESS +USER +FIRST SEEN"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex(
+                             "- +127\\.0\\.0\\.1 +probeuser +2026-.* +fs-ready +dialect SMB_2_1"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("SERVER")));
+
+  smbfleet::v1::GetReadinessResponse client_side;
+  client_side.set_side("client");
+  auto* s = client_side.add_servers();
+  s->set_server_name("oldnas\x1b[2J");
+  s->add_hosts("fs2022b");
+  s->add_hosts("ws17");
+  s->add_reasons("connection with dialect SMB_2_1 below SMB_3_1_1");
+  std::ostringstream servers;
+  RenderReadiness(client_side, servers);
+  EXPECT_THAT(servers.str(),
+              ::testing::ContainsRegex("SERVER +ADDRESS +FIRST SEEN +LAST SEEN +CLIENT HOSTS"));
+  EXPECT_THAT(servers.str(), HasSubstr("fs2022b; ws17"));
+  EXPECT_THAT(servers.str(), Not(HasSubstr("\x1b"))) << "escaped, not sent to the terminal";
+  EXPECT_THAT(servers.str(), Not(HasSubstr("CLIENT  ")));
+
+  std::ostringstream none;
+  RenderReadiness(smbfleet::v1::GetReadinessResponse(), none);
+  EXPECT_THAT(none.str(), HasSubstr("nothing would be cut off"));
+}
+
 TEST(RenderTest, CleanKeepsUtf8AndEscapesWhatCouldDriveTheTerminal) {
   EXPECT_EQ(Clean("Z\xc3\xbcrich \xe2\x82\xac"), "Z\xc3\xbcrich \xe2\x82\xac");  // kept as is
   EXPECT_EQ(Clean("a\tb\x7f"), "a\\x09b\\x7f");

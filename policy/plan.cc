@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/time_util.h"
 #include "policy/plan_cost.h"
 
@@ -31,6 +32,14 @@ bool IsServerEvent(const Event& e) {
 }
 
 std::string DialectText(Dialect d) { return std::string(DialectName(d)); }
+
+// A server as connections and client events name it: "\\\\NAS01" and "NAS01" are one server.
+std::string ServerName(absl::string_view name) {
+  name = absl::StripAsciiWhitespace(name);
+  while (absl::ConsumePrefix(&name, "\\")) {
+  }
+  return std::string(name);
+}
 
 bool SessionUsesShare(const Posture& p, const Session& s, absl::string_view share, bool* known) {
   *known = s.shares_size() > 0;
@@ -106,19 +115,59 @@ class ImpactBuilder {
         " encrypted=", conn.has_encrypted() ? (conn.encrypted() ? "true" : "false") : "unknown"));
   }
 
+  // Client side: a server this host's own client connects to. One entry per server and step;
+  // further shares of the same server join its evidence.
   void FromOwnConnection(const smbfleet::v1::Connection& conn, std::string reason) {
-    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION, conn.server_name(), "",
-                            conn.user(), absl::StrCat("own:", conn.share_name()));
+    const std::string server = ServerName(conn.server_name());
+    std::string evidence = absl::StrCat(
+        "this host's connection to \\\\", server, "\\", conn.share_name(), " dialect ",
+        conn.dialect_raw().empty() ? DialectText(conn.dialect()) : conn.dialect_raw(),
+        " signed=", conn.has_signed_() ? (conn.signed_() ? "true" : "false") : "unknown",
+        " encrypted=", conn.has_encrypted() ? (conn.encrypted() ? "true" : "false") : "unknown");
+    if (AffectedClient* seen = Find(smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION,
+                                    absl::AsciiStrToLower(server), "", "", "own")) {
+      absl::StrAppend(seen->mutable_evidence(), "; ", evidence);
+      return;
+    }
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION,
+                            absl::AsciiStrToLower(server), "", "", "own");
     if (c == nullptr) return;
+    c->set_client_name(server);
+    c->set_user(conn.user());
     if (collected_at_.seconds() > 0) {
       Seen(c, collected_at_);
     }
     c->set_reason(std::move(reason));
     c->set_share(conn.share_name());
     c->set_dialect(conn.dialect());
-    c->set_evidence(absl::StrCat(
-        "this host's connection to \\\\", conn.server_name(), "\\", conn.share_name(),
-        " signed=", conn.has_signed_() ? (conn.signed_() ? "true" : "false") : "unknown"));
+    c->set_evidence(std::move(evidence));
+  }
+
+  // Client side: an event this host's SMB client logged about a server (the event's
+  // client_name/client_address hold the server's name and address). One entry per server, step
+  // and event id; repeats widen first/last seen.
+  void FromOwnEvent(const Event& e, std::string reason) {
+    const std::string server = ServerName(e.client_name());
+    const std::string key = absl::AsciiStrToLower(server.empty() ? e.client_address() : server);
+    const std::string discriminator = absl::StrCat("own-event:", e.event_id());
+    if (AffectedClient* seen =
+            Find(smbfleet::v1::IMPACT_SOURCE_EVENT, key, "", "", discriminator)) {
+      if (e.has_time()) Seen(seen, e.time());
+      return;
+    }
+    AffectedClient* c = Add(smbfleet::v1::IMPACT_SOURCE_EVENT, key, "", "", discriminator);
+    if (c == nullptr) return;
+    c->set_client_name(server);
+    c->set_client_address(e.client_address());
+    c->set_user(e.user());
+    if (e.has_time()) Seen(c, e.time());
+    c->set_reason(std::move(reason));
+    c->set_share(e.share_name());
+    std::string when = e.has_time() ? google::protobuf::util::TimeUtil::ToString(e.time()) : "";
+    c->set_evidence(absl::StrCat("this host's client logged event ", e.event_id(),
+                                 e.channel().empty() ? "" : " in ", e.channel(), " naming ",
+                                 server.empty() ? e.client_address() : server,
+                                 when.empty() ? "" : " at ", when));
   }
 
  private:
@@ -231,6 +280,79 @@ void RefusedWithoutEncryption(const Posture& p, absl::string_view share,
   }
 }
 
+bool Encrypted(const smbfleet::v1::Connection& c) { return c.has_encrypted() && c.encrypted(); }
+
+// A client setting: the servers this host's own client talks to that would refuse it (or that
+// it would refuse), from Get-SmbConnection rows and the client's own audit events.
+void RefusedByServers(const PlanStep& step, const Posture& p, ImpactBuilder* b) {
+  const std::string& setting = step.setting();
+  const bool on = step.value() == "true";
+  // A guest logon (31022, allowed by the client) has no session key: no signing, no encryption.
+  auto guest_events = [&](absl::string_view why) {
+    for (const Event& e : p.events()) {
+      if (e.kind() == "guest_logon" && !IsServerEvent(e)) {
+        b->FromOwnEvent(e, absl::StrCat("audit event: this client logged on as guest; ", why));
+      }
+    }
+  };
+  // The client's audits of servers (31998/31999). Which id is signing and which encryption is not
+  // documented: an event whose message names neither counts for both.
+  auto server_audits = [&](absl::string_view kind, absl::string_view what) {
+    for (const Event& e : p.events()) {
+      if (e.kind() == kind) {
+        b->FromOwnEvent(e, absl::StrCat("audit event: the server does not support ", what));
+      } else if (e.kind() == "server_capability_audit") {
+        b->FromOwnEvent(e,
+                        "audit event: the server does not support signing or encryption (the "
+                        "event does not say which)");
+      }
+    }
+  };
+  if (setting == "client.requireSigning" && on) {
+    for (const auto& c : p.connections()) {
+      if (c.has_signed_() && !c.signed_() && !Encrypted(c)) {
+        b->FromOwnConnection(c,
+                             "unsigned connection to this server: refused if the server "
+                             "cannot sign (guest access, SMB1, old NAS)");
+      }
+    }
+    server_audits("server_no_signing", "signing");
+    guest_events("a guest session cannot sign");
+  } else if (setting == "client.requireEncryption" && on) {
+    for (const auto& c : p.connections()) {
+      if (!c.has_encrypted() || c.encrypted()) continue;
+      if (Lt(c.dialect(), smbfleet::v1::DIALECT_SMB_3_0)) {
+        b->FromOwnConnection(
+            c, absl::StrCat("unencrypted connection with dialect ", DialectName(c.dialect()),
+                            ": cannot encrypt (needs SMB 3.0+), refused"));
+      } else {
+        b->FromOwnConnection(c,
+                             "unencrypted connection to this server: refused if the server "
+                             "does not offer encryption");
+      }
+    }
+    server_audits("server_no_encryption", "encryption");
+    guest_events("a guest session cannot encrypt");
+  } else if (setting == "client.minDialect") {
+    Dialect min;
+    if (!ParseDialectName(step.value(), &min)) return;
+    for (const auto& c : p.connections()) {
+      if (Lt(c.dialect(), min)) {
+        b->FromOwnConnection(c, absl::StrCat("connection with dialect ", DialectName(c.dialect()),
+                                             " below ", DialectName(min)));
+      }
+    }
+    for (const Event& e : p.events()) {
+      if (e.kind() == "smb1_server_response") {
+        b->FromOwnEvent(e, absl::StrCat("audit event: the server answered with SMB1, below ",
+                                        DialectName(min)));
+      }
+    }
+  } else if (setting == "client.enableInsecureGuestLogons" && !on) {
+    guest_events("it will be refused");
+  }
+}
+
 void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep>& steps,
               absl::Span<const PeerConnection> peers, Impact* impact) {
   ImpactBuilder b(step, p.collected_at(), impact);
@@ -303,20 +425,8 @@ void ImpactOf(const PlanStep& step, const Posture& p, const std::vector<PlanStep
         }
       }
     }
-  } else if (setting == "client.requireSigning" && step.value() == "true") {
-    for (const auto& c : p.connections()) {
-      if (c.has_signed_() && !c.signed_() && !(c.has_encrypted() && c.encrypted())) {
-        b.FromOwnConnection(c,
-                            "unsigned connection to this server: refused if the server "
-                            "cannot sign (guest access, SMB1, old NAS)");
-      }
-    }
-  } else if (setting == "client.enableInsecureGuestLogons" && step.value() == "false") {
-    for (const Event& e : p.events()) {
-      if (e.kind() == "guest_logon" && !IsServerEvent(e)) {
-        b.FromEvent(e, "audit event: this client logged on as guest; it will be refused");
-      }
-    }
+  } else if (absl::StartsWith(setting, "client.")) {
+    RefusedByServers(step, p, &b);
   }
 }
 

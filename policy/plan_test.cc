@@ -311,5 +311,151 @@ TEST(PlanTest, SambaDesiredShareGetsRequired) {
   for (const auto& st : plan.steps()) EXPECT_NE(st.setting(), "share.encryptData");
 }
 
+// A Windows client as Get-SmbConnection and its client channels show it: an old NAS that does
+// not sign (two shares), an SMB 2.1 appliance, an Azure Files share that encrypts (and so shows
+// Signed=false), a domain controller that signs; client audit events naming the NAS.
+Posture WindowsClient() {
+  Posture p;
+  p.mutable_host()->set_hostname("ws17");
+  p.mutable_host()->set_platform(smbfleet::v1::PLATFORM_WINDOWS);
+  p.mutable_host()->set_os_version("10.0.26100");
+  p.mutable_collected_at()->set_seconds(1796000000);
+  p.mutable_client()->set_require_signing(false);
+  p.mutable_client()->set_require_encryption(false);
+  p.mutable_client()->set_min_dialect(smbfleet::v1::DIALECT_SMB_2_0_2);
+  auto conn = [&](const std::string& server, const std::string& share, smbfleet::v1::Dialect d,
+                  const std::string& raw, bool is_signed, bool encrypted) {
+    auto* c = p.add_connections();
+    c->set_server_name(server);
+    c->set_share_name(share);
+    c->set_user("CORP\\ann");
+    c->set_dialect(d);
+    c->set_dialect_raw(raw);
+    c->set_signed_(is_signed);
+    c->set_encrypted(encrypted);
+  };
+  conn("nas01", "backup", smbfleet::v1::DIALECT_SMB_3_0_2, "3.0.2", false, false);
+  conn("NAS01", "scans", smbfleet::v1::DIALECT_SMB_3_0_2, "3.0.2", false, false);
+  conn("printer-box", "drop", smbfleet::v1::DIALECT_SMB_2_1, "2.1", true, false);
+  conn("contosofiles.file.core.windows.net", "archive", smbfleet::v1::DIALECT_SMB_3_1_1, "3.1.1",
+       false, true);
+  conn("dc01", "SYSVOL", smbfleet::v1::DIALECT_SMB_3_1_1, "3.1.1", true, false);
+  auto event = [&](uint32_t id, const std::string& kind, const std::string& server, int64_t at) {
+    auto* e = p.add_events();
+    e->set_event_id(id);
+    e->set_channel(id == 31998 || id == 31999 ? "Microsoft-Windows-SMBClient/Audit"
+                                              : "Microsoft-Windows-SMBClient/Security");
+    e->set_kind(kind);
+    e->set_client_name(server);  // client events name the server here
+    e->set_client_address("10.0.5.20");
+    e->mutable_time()->set_seconds(at);
+  };
+  event(31998, "server_no_signing", "\\\\NAS01", 1795990000);
+  event(31998, "server_no_signing", "\\\\NAS01", 1795900000);
+  event(31998, "server_no_signing", "\\\\NAS01", 1795950000);
+  event(31022, "guest_logon", "\\\\KIOSK-NAS", 1795970000);
+  return p;
+}
+
+smbfleet::v1::PlanStep Step(const std::string& setting, const std::string& value) {
+  smbfleet::v1::PlanStep s;
+  s.set_setting(setting);
+  s.set_value(value);
+  return s;
+}
+
+std::vector<const AffectedClient*> Of(const smbfleet::v1::Impact& impact,
+                                      smbfleet::v1::ImpactSource source) {
+  std::vector<const AffectedClient*> out;
+  for (const auto& c : impact.clients()) {
+    if (c.source() == source) out.push_back(&c);
+  }
+  return out;
+}
+
+TEST(PlanTest, RequiringClientSigningNamesTheUnsignedServerOnce) {
+  Posture p = WindowsClient();
+  smbfleet::v1::Impact impact = PlanImpact(p, {Step("client.requireSigning", "true")}, {});
+  auto conns = Of(impact, smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION);
+  ASSERT_EQ(conns.size(), 1u) << impact.DebugString();  // nas01 and NAS01 are one server
+  EXPECT_EQ(conns[0]->client_name(), "nas01");
+  EXPECT_EQ(conns[0]->setting(), "client.requireSigning");
+  EXPECT_NE(conns[0]->evidence().find("\\\\nas01\\backup"), std::string::npos);
+  EXPECT_NE(conns[0]->evidence().find("\\\\NAS01\\scans"), std::string::npos);
+  EXPECT_NE(conns[0]->evidence().find("signed=false"), std::string::npos);
+  EXPECT_EQ(conns[0]->last_seen().seconds(), 1796000000);
+  // Encrypted (so Signed=false) and signed connections are not named.
+  EXPECT_FALSE(Names(conns, "contosofiles.file.core.windows.net"));
+  EXPECT_FALSE(Names(conns, "dc01"));
+  // The guest logon to KIOSK-NAS cannot sign either.
+  auto events = Of(impact, smbfleet::v1::IMPACT_SOURCE_EVENT);
+  EXPECT_TRUE(Names(events, "KIOSK-NAS"));
+  EXPECT_TRUE(Names(events, "NAS01"));
+}
+
+TEST(PlanTest, ClientAuditEventsGiveFirstAndLastSeenPerServer) {
+  Posture p = WindowsClient();
+  smbfleet::v1::Impact impact = PlanImpact(p, {Step("client.requireSigning", "true")}, {});
+  int nas = 0;
+  for (const auto* c : Of(impact, smbfleet::v1::IMPACT_SOURCE_EVENT)) {
+    if (c->client_name() != "NAS01") continue;
+    ++nas;
+    EXPECT_EQ(c->first_seen().seconds(), 1795900000);
+    EXPECT_EQ(c->last_seen().seconds(), 1795990000);
+    EXPECT_EQ(c->client_address(), "10.0.5.20");
+    EXPECT_NE(c->reason().find("does not support signing"), std::string::npos);
+    EXPECT_NE(c->evidence().find("event 31998"), std::string::npos);
+  }
+  EXPECT_EQ(nas, 1);  // three events, one entry
+  // Signing events say nothing about encryption.
+  impact = PlanImpact(p, {Step("client.requireEncryption", "true")}, {});
+  for (const auto* c : Of(impact, smbfleet::v1::IMPACT_SOURCE_EVENT)) {
+    EXPECT_NE(c->client_name(), "NAS01");
+  }
+}
+
+TEST(PlanTest, RaisingTheClientMinimumDialectNamesTheOlderServers) {
+  Posture p = WindowsClient();
+  smbfleet::v1::Impact impact = PlanImpact(p, {Step("client.minDialect", "SMB_3_1_1")}, {});
+  auto conns = Of(impact, smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION);
+  ASSERT_EQ(conns.size(), 2u) << impact.DebugString();
+  EXPECT_TRUE(Names(conns, "nas01"));
+  EXPECT_TRUE(Names(conns, "printer-box"));
+  for (const auto* c : conns) {
+    if (c->client_name() == "printer-box") {
+      EXPECT_EQ(c->dialect(), smbfleet::v1::DIALECT_SMB_2_1);
+      EXPECT_NE(c->reason().find("SMB_2_1 below SMB_3_1_1"), std::string::npos);
+    }
+  }
+  // SMB 3.0 admits the 3.0.2 NAS: only the 2.1 appliance is cut off.
+  impact = PlanImpact(p, {Step("client.minDialect", "SMB_3_0")}, {});
+  conns = Of(impact, smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION);
+  ASSERT_EQ(conns.size(), 1u);
+  EXPECT_EQ(conns[0]->client_name(), "printer-box");
+}
+
+TEST(PlanTest, RequiringClientEncryptionAndRefusingGuestsNameTheirServers) {
+  Posture p = WindowsClient();
+  smbfleet::v1::Impact impact = PlanImpact(p, {Step("client.requireEncryption", "true")}, {});
+  auto conns = Of(impact, smbfleet::v1::IMPACT_SOURCE_OWN_CONNECTION);
+  EXPECT_TRUE(Names(conns, "nas01"));
+  EXPECT_TRUE(Names(conns, "printer-box"));
+  EXPECT_TRUE(Names(conns, "dc01"));  // signed but not encrypted
+  EXPECT_FALSE(Names(conns, "contosofiles.file.core.windows.net"));
+  for (const auto* c : conns) {
+    if (c->client_name() == "printer-box") {
+      EXPECT_NE(c->reason().find("cannot encrypt (needs SMB 3.0+)"), std::string::npos);
+    }
+  }
+  impact = PlanImpact(p, {Step("client.enableInsecureGuestLogons", "false")}, {});
+  ASSERT_EQ(impact.clients_size(), 1);
+  EXPECT_EQ(impact.clients(0).client_name(), "KIOSK-NAS");
+  EXPECT_EQ(impact.clients(0).first_seen().seconds(), 1795970000);
+  // Turning the client settings the other way refuses nobody.
+  EXPECT_EQ(PlanImpact(p, {Step("client.requireSigning", "false")}, {}).clients_size(), 0);
+  EXPECT_EQ(PlanImpact(p, {Step("client.enableInsecureGuestLogons", "true")}, {}).clients_size(),
+            0);
+}
+
 }  // namespace
 }  // namespace smbfleet::policy

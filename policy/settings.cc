@@ -35,6 +35,10 @@ const std::vector<SettingInfo>& AllSettings() {
        SettingType::kBool},
       {SettingKey::kServerRequestCompression, "server.requestCompression", SettingScope::kServer,
        SettingType::kBool},
+      {SettingKey::kClientRequireEncryption, "client.requireEncryption", SettingScope::kClient,
+       SettingType::kBool},
+      {SettingKey::kClientMinDialect, "client.minDialect", SettingScope::kClient,
+       SettingType::kDialect},
   };
   return *kSettings;
 }

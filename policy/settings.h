@@ -32,6 +32,8 @@ enum class SettingKey {
   kShareEncryptData,
   kShareCompressData,
   kServerRequestCompression,
+  kClientRequireEncryption,
+  kClientMinDialect,
 };
 
 struct SettingInfo {

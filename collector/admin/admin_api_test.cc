@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
@@ -502,6 +503,9 @@ namespace {
 // Readiness over the in-memory stores: the same code reads PostgreSQL through the interfaces.
 class ReadinessTest : public ::testing::Test {
  protected:
+  explicit ReadinessTest(policy::Policy policy = testing::PlanningPolicy())
+      : policy_(std::move(policy)) {}
+
   void Report(const std::string& host, int n, std::vector<smbfleet::v1::Session> sessions,
               std::vector<smbfleet::v1::Event> events = {}) {
     smbfleet::v1::ReportRequest r;
@@ -527,7 +531,7 @@ class ReadinessTest : public ::testing::Test {
   }
 
   Principal viewer_ = PrincipalFromIdentity({"alice", "operator", "viewer"});
-  policy::Policy policy_ = testing::PlanningPolicy();
+  policy::Policy policy_;
   MemoryHostStore hosts_;
   MemoryComplianceStore compliance_{&hosts_};
   MemoryChangeStore changes_{&compliance_};
@@ -581,6 +585,114 @@ TEST_F(ReadinessTest, ARuleListsEachRefusedClientOnceWithItsHosts) {
   EXPECT_TRUE(absl::IsNotFound(api_.GetReadiness(viewer_, unknown).status()));
   EXPECT_EQ(api_.GetReadiness(PrincipalFromIdentity({"fs01", "agent", ""}), req).status().code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// Client-side rules: the servers the fleet's own clients would be cut off from, one per server
+// name over hosts, with the hosts that talk to each, from connections and client audit events.
+class ClientReadinessTest : public ReadinessTest {
+ protected:
+  ClientReadinessTest() : ReadinessTest(ClientPolicy()) {}
+
+  static policy::Policy ClientPolicy() {
+    auto p = policy::ParsePolicy("client.yaml", R"(apiVersion: smbfleet/policy/v1
+name: baseline
+version: "8"
+rules:
+  - id: client-signing-required
+    title: C
+    expect: {client.requireSigning: true}
+    remediation:
+      - {setting: client.requireSigning, value: true, phase: require}
+  - id: client-min-dialect-3-1-1
+    title: D
+    expect: {client.minDialect: {atLeast: SMB_3_1_1}}
+    remediation:
+      - {setting: client.minDialect, value: SMB_3_1_1, phase: require}
+  - id: server-signing-required
+    title: S
+    expect: {server.requireSigning: true}
+    remediation:
+      - {setting: server.requireSigning, value: true, phase: require}
+)");
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : policy::Policy();
+  }
+
+  static smbfleet::v1::Connection Conn(const std::string& server, smbfleet::v1::Dialect d,
+                                       bool is_signed) {
+    smbfleet::v1::Connection c;
+    c.set_server_name(server);
+    c.set_share_name("scans");
+    c.set_user("CORP\\svc");
+    c.set_dialect(d);
+    c.set_signed_(is_signed);
+    c.set_encrypted(false);
+    return c;
+  }
+
+  void ReportClient(const std::string& host, int n, std::vector<smbfleet::v1::Connection> conns,
+                    std::vector<smbfleet::v1::Event> events = {}) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(n, absl::kZeroPad12)));
+    auto* p = r.mutable_posture();
+    p->mutable_server()->set_require_signing(true);
+    p->mutable_client()->set_require_signing(false);
+    p->mutable_client()->set_min_dialect(smbfleet::v1::DIALECT_SMB_2_0_2);
+    for (auto& c : conns) *p->add_connections() = c;
+    for (auto& e : events) *p->add_events() = e;
+    auto result = pipeline_.Ingest(host, r);
+    ASSERT_TRUE(result.ok()) << result.status();
+  }
+
+  smbfleet::v1::GetReadinessResponse Readiness(const std::string& rule) {
+    smbfleet::v1::GetReadinessRequest req;
+    req.set_rule_id(rule);
+    auto got = api_.GetReadiness(viewer_, req);
+    EXPECT_TRUE(got.ok()) << got.status();
+    return got.ok() ? *got : smbfleet::v1::GetReadinessResponse();
+  }
+};
+
+TEST_F(ClientReadinessTest, AClientRuleListsEachServerOnceWithTheHostsThatTalkToIt) {
+  smbfleet::v1::Event audit;  // the client's audit: the server does not support signing
+  audit.set_event_id(31998);
+  audit.set_channel("Microsoft-Windows-SMBClient/Audit");
+  audit.set_kind("server_no_signing");
+  audit.set_client_name("\\\\NAS01");
+  audit.set_client_address("10.0.5.20");
+  audit.mutable_time()->set_seconds(1'780'000'000);
+  ReportClient("ws1", 1, {Conn("nas01", smbfleet::v1::DIALECT_SMB_2_1, false)});
+  ReportClient("ws2", 2,
+               {Conn("NAS01", smbfleet::v1::DIALECT_SMB_3_0_2, false),
+                Conn("dc01", smbfleet::v1::DIALECT_SMB_3_1_1, true)},
+               {audit});
+
+  smbfleet::v1::GetReadinessResponse got = Readiness("client-signing-required");
+  EXPECT_EQ(got.side(), "client");
+  EXPECT_EQ(got.hosts_considered(), 2u);
+  EXPECT_THAT(got.requirement(), HasSubstr("client.requireSigning = true"));
+  EXPECT_EQ(got.clients_size(), 0) << got.DebugString();
+  ASSERT_EQ(got.servers_size(), 1) << got.DebugString();  // dc01 signs
+  const auto& nas = got.servers(0);
+  EXPECT_EQ(absl::AsciiStrToLower(nas.server_name()), "nas01");
+  EXPECT_EQ(nas.server_address(), "10.0.5.20");
+  EXPECT_THAT(nas.hosts(), ::testing::ElementsAre("ws1", "ws2"));
+  EXPECT_EQ(nas.reasons_size(), 2) << nas.DebugString();  // the connections and the event
+  EXPECT_EQ(nas.first_seen().seconds(), 1'780'000'000);
+  EXPECT_EQ(nas.evidence_size(), 3);
+
+  // Raising the client's minimum dialect: the NAS (2.1 and 3.0.2) again, not dc01 (3.1.1).
+  got = Readiness("client-min-dialect-3-1-1");
+  EXPECT_EQ(got.side(), "client");
+  ASSERT_EQ(got.servers_size(), 1) << got.DebugString();
+  EXPECT_THAT(got.servers(0).hosts(), ::testing::ElementsAre("ws1", "ws2"));
+  EXPECT_THAT(got.servers(0).reasons(), ::testing::Contains("connection with dialect SMB_2_1 "
+                                                            "below SMB_3_1_1"));
+
+  // A server-side rule lists clients, never servers; the hosts comply with it here.
+  got = Readiness("server-signing-required");
+  EXPECT_EQ(got.side(), "server");
+  EXPECT_EQ(got.servers_size(), 0);
 }
 
 }  // namespace

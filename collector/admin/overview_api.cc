@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collector/admin/admin_api.h"
@@ -13,6 +14,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "policy/evaluate.h"
 #include "policy/plan.h"
+#include "policy/settings.h"
 
 namespace smbfleet::collector {
 namespace {
@@ -28,26 +30,37 @@ constexpr uint32_t kMaxRuleHosts = 10000;
 
 using google::protobuf::util::TimeUtil;
 
-// One client that enforcing would refuse, gathered over hosts.
+// One client (or, for client.* settings, one server) that enforcing would cut off, gathered
+// over hosts.
 struct ClientSeen {
   std::set<std::string> hosts;
   std::set<std::string> reasons;
   std::optional<google::protobuf::Timestamp> first, last;
   std::vector<smbfleet::v1::Evidence> evidence;
+  std::string name, address;  // servers: as first reported (the key is case-folded)
 };
 
 using ClientKey = std::tuple<std::string, std::string, std::string>;  // address, name, user
 
-void Add(const std::string& host, const smbfleet::v1::AffectedClient& c,
-         std::map<ClientKey, ClientSeen>* clients) {
-  ClientSeen& seen = (*clients)[{c.client_address(), c.client_name(), c.user()}];
-  seen.hosts.insert(host);
-  if (!c.reason().empty()) seen.reasons.insert(c.reason());
-  if (c.has_first_seen() && (!seen.first || c.first_seen() < *seen.first)) {
-    seen.first = c.first_seen();
+// Which side a setting ("client.minDialect", "share.encryptData[HR]") constrains.
+policy::SettingScope ScopeOf(absl::string_view setting) {
+  absl::StatusOr<policy::SettingInfo> info =
+      policy::LookupSetting(setting.substr(0, setting.find('[')));
+  return info.ok() ? info->scope : policy::SettingScope::kServer;
+}
+
+void Gather(const std::string& host, const smbfleet::v1::AffectedClient& c, ClientSeen* seen) {
+  seen->hosts.insert(host);
+  if (!c.reason().empty()) seen->reasons.insert(c.reason());
+  if (c.has_first_seen() && (!seen->first || c.first_seen() < *seen->first)) {
+    seen->first = c.first_seen();
   }
-  if (c.has_last_seen() && (!seen.last || *seen.last < c.last_seen())) seen.last = c.last_seen();
-  if (seen.evidence.size() < kEvidencePerClient) {
+  if (c.has_last_seen() && (!seen->last || *seen->last < c.last_seen())) {
+    seen->last = c.last_seen();
+  }
+  if (seen->name.empty()) seen->name = c.client_name();
+  if (seen->address.empty()) seen->address = c.client_address();
+  if (seen->evidence.size() < kEvidencePerClient) {
     smbfleet::v1::Evidence e;
     e.set_field(c.setting());
     e.set_observed(c.dialect() == smbfleet::v1::DIALECT_UNSPECIFIED
@@ -60,8 +73,43 @@ void Add(const std::string& host, const smbfleet::v1::AffectedClient& c,
     e.set_client_name(c.client_name());
     e.set_user(c.user());
     e.set_note(absl::StrCat(host, ": ", c.evidence()));
-    seen.evidence.push_back(std::move(e));
+    seen->evidence.push_back(std::move(e));
   }
+}
+
+// What enforcing would cut off: clients for server and share settings; for client settings the
+// servers the fleet's own clients talk to, one per server name (case-insensitive).
+struct CutOff {
+  std::map<ClientKey, ClientSeen> clients;
+  std::map<std::string, ClientSeen> servers;
+  std::set<policy::SettingScope> scopes;
+
+  void Add(const std::string& host, const smbfleet::v1::AffectedClient& c) {
+    if (ScopeOf(c.setting()) == policy::SettingScope::kClient) {
+      const std::string& id = c.client_name().empty() ? c.client_address() : c.client_name();
+      Gather(host, c, &servers[absl::AsciiStrToLower(id)]);
+    } else {
+      Gather(host, c, &clients[{c.client_address(), c.client_name(), c.user()}]);
+    }
+  }
+
+  std::string Side() const {
+    bool client = scopes.count(policy::SettingScope::kClient) > 0;
+    bool server = scopes.size() > (client ? 1u : 0u);
+    return client && server ? "both" : client ? "client" : server ? "server" : "";
+  }
+};
+
+// Most hosts first; ties keep the map's order.
+template <typename Key>
+std::vector<std::pair<const Key*, const ClientSeen*>> MostHostsFirst(
+    const std::map<Key, ClientSeen>& seen) {
+  std::vector<std::pair<const Key*, const ClientSeen*>> sorted;
+  for (const auto& [key, s] : seen) sorted.emplace_back(&key, &s);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second->hosts.size() > b.second->hosts.size();
+  });
+  return sorted;
 }
 
 }  // namespace
@@ -116,7 +164,7 @@ absl::StatusOr<smbfleet::v1::GetReadinessResponse> AdminApi::GetReadiness(
   }
   const uint32_t limit = request.limit() == 0 ? kDefaultClients : request.limit();
   smbfleet::v1::GetReadinessResponse out;
-  std::map<ClientKey, ClientSeen> clients;
+  CutOff cut;
   const absl::Time now = clock_();
 
   if (!request.change_id().empty()) {
@@ -135,13 +183,14 @@ absl::StatusOr<smbfleet::v1::GetReadinessResponse> AdminApi::GetReadiness(
       for (const auto& s : steps) {
         settings.insert(absl::StrCat(s.setting(), s.share().empty() ? "" : "[", s.share(),
                                      s.share().empty() ? "" : "]", " = ", s.value()));
+        cut.scopes.insert(ScopeOf(s.setting()));
       }
       ASSIGN_OR_RETURN(std::optional<HostRecord> host, hosts_->GetHost(h.host()));
       out.set_hosts_considered(out.hosts_considered() + 1);
       // A host without a stored posture keeps the impact computed when the change was proposed.
       const smbfleet::v1::Impact impact =
           host.has_value() ? policy::PlanImpact(host->posture, steps, {}) : h.impact();
-      for (const auto& c : impact.clients()) Add(h.host(), c, &clients);
+      for (const auto& c : impact.clients()) cut.Add(h.host(), c);
     }
     out.set_requirement(absl::StrCat("change ", change->id(), ": ", absl::StrJoin(settings, ", ")));
   } else {
@@ -149,6 +198,12 @@ absl::StatusOr<smbfleet::v1::GetReadinessResponse> AdminApi::GetReadiness(
     const policy::Policy* policy = workflow_ == nullptr ? nullptr : workflow_->policy();
     if (policy == nullptr) {
       return absl::FailedPreconditionError("this collector has no policy to plan a rule with");
+    }
+    for (const policy::Rule& r : policy->rules) {
+      if (r.id != request.rule_id()) continue;
+      for (const policy::RemediationStep& rs : r.remediation) {
+        cut.scopes.insert(policy::InfoOf(rs.setting).scope);
+      }
     }
     ASSIGN_OR_RETURN(auto findings,
                      compliance_->ListFindings("", request.rule_id(), kMaxRuleHosts));
@@ -172,7 +227,7 @@ absl::StatusOr<smbfleet::v1::GetReadinessResponse> AdminApi::GetReadiness(
         }
       }
       const smbfleet::v1::Impact impact = policy::PlanImpact(host->posture, steps, {});
-      for (const auto& c : impact.clients()) Add(name, c, &clients);
+      for (const auto& c : impact.clients()) cut.Add(name, c);
     }
     out.set_requirement(absl::StrCat("rule ", request.rule_id(),
                                      settings.empty()
@@ -180,11 +235,8 @@ absl::StatusOr<smbfleet::v1::GetReadinessResponse> AdminApi::GetReadiness(
                                          : absl::StrCat(": ", absl::StrJoin(settings, ", "))));
   }
 
-  std::vector<std::pair<const ClientKey*, const ClientSeen*>> sorted;
-  for (const auto& [key, seen] : clients) sorted.emplace_back(&key, &seen);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.second->hosts.size() > b.second->hosts.size();
-  });
+  out.set_side(cut.Side());
+  auto sorted = MostHostsFirst(cut.clients);
   for (size_t i = 0; i < sorted.size() && i < limit; ++i) {
     const auto& [key, seen] = sorted[i];
     auto* c = out.add_clients();
@@ -196,6 +248,18 @@ absl::StatusOr<smbfleet::v1::GetReadinessResponse> AdminApi::GetReadiness(
     if (seen->first) *c->mutable_first_seen() = *seen->first;
     if (seen->last) *c->mutable_last_seen() = *seen->last;
     for (const auto& e : seen->evidence) *c->add_evidence() = e;
+  }
+  auto servers = MostHostsFirst(cut.servers);
+  for (size_t i = 0; i < servers.size() && i < limit; ++i) {
+    const ClientSeen& seen = *servers[i].second;
+    auto* s = out.add_servers();
+    s->set_server_name(seen.name);
+    s->set_server_address(seen.address);
+    for (const auto& h : seen.hosts) s->add_hosts(h);
+    for (const auto& r : seen.reasons) s->add_reasons(r);
+    if (seen.first) *s->mutable_first_seen() = *seen.first;
+    if (seen.last) *s->mutable_last_seen() = *seen.last;
+    for (const auto& e : seen.evidence) *s->add_evidence() = e;
   }
   return out;
 }

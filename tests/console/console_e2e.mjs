@@ -197,6 +197,21 @@ try {
     check(viewer.problems.length === 0, viewer.problems.join("; "));
   });
 
+  await scenario("who would break, client side: a client rule's readiness names the server the other host's client talks to", async () => {
+    await viewer.goto(`${base}/readiness?rule=client-signing-required`);
+    await viewer.waitForSelector("[data-testid=readiness-servers] tbody tr");
+    const rows = await viewer.$$eval("[data-testid=readiness-servers] tbody tr", (rs) => rs.map((r) => r.textContent));
+    check(
+      rows.some((t) => t.includes("oldnas") && t.includes(config.clientHost) && t.includes("unsigned connection")),
+      `no oldnas row naming ${config.clientHost}: ${JSON.stringify(rows)}`,
+    );
+    const requirement = await viewer.textContent("[data-testid=requirement]");
+    check(requirement.includes("servers would cut our clients off"), `the requirement line says: ${requirement}`);
+    check((await viewer.locator("[data-testid=readiness]").count()) === 0, "a client-side rule shows a clients table");
+    await shot(viewer, "e2e-readiness-servers");
+    check(viewer.problems.length === 0, viewer.problems.join("; "));
+  });
+
   await scenario("two approvers approve in their browsers; the page follows the rollout to applied", async () => {
     check(changeId, "no change was proposed");
     const a = await personPage("approver-a");

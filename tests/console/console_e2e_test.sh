@@ -17,6 +17,8 @@
 #   - the overview's numbers equal `smbfleetctl compliance --format=json`
 #   - "who would break" for the rule names the clients the host would refuse; the hosts page's
 #     filters in the URL (query, failing rule) reach the server
+#   - for a client-side rule it names the servers instead: the old NAS a second host's client
+#     talks to (an agent replaying the ws2022-nas-client capture)
 #   - a share named `<img src=x onerror=alert(1)>` shows as text: no dialog, no img element
 #   - GET /metrics on the console port: the counters move with this real traffic (a connected
 #     agent, its stored report, the change order acked APPLIED)
@@ -29,10 +31,11 @@ shift
 source "$here/../e2e/lib.sh"
 
 readonly HOST=fs-console
+readonly WIN=fs-win-client
 readonly HOSTILE='<img src=x onerror=alert(1)>'
 readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData]"
 
-e2e_init "$@" "$HOST"
+e2e_init "$@" "$HOST" "$WIN"
 command -v node >/dev/null || fail "node is missing (deploy/setup.sh installs nodejs)"
 # playwright-core comes with the console's npm packages.
 bash "$e2e_root/console/build.sh" "$build/console-test/e2e-dist" >/dev/null
@@ -52,6 +55,7 @@ start_collector collector "console: {listen: '127.0.0.1:$console_port'}"
 agent_config "$HOST" "$HOST" collector "{enforce: true, allow: $ALLOW}" >"$work/agent.yaml"
 start_agent agent "$work/agent.yaml"
 poll 30 "a stored report of $HOST" ctl admin host show "$HOST"
+start_capture_agent "$WIN" ws2022-nas-client collector
 base=https://localhost:$console_port
 _ready() {  # GET /readyz answers 200 (node: curl is not among the test packages)
   node -e "require('https').get({host: '127.0.0.1', port: $console_port, path: '/readyz',
@@ -83,14 +87,14 @@ ctl admin findings --host "$HOST" --format=json >"$work/findings.json" || fail "
 jq -e '[.findings[]? | select(.ruleId == "classified-shares-encrypted")] | length >= 1' \
   "$work/findings.json" >/dev/null || fail "no classified-shares-encrypted finding: $(cat "$work/findings.json")"
 
-jq -n --arg base "$base" --arg host "$HOST" --arg hostile "$HOSTILE" \
+jq -n --arg base "$base" --arg host "$HOST" --arg win "$WIN" --arg hostile "$HOSTILE" \
   --arg viewer "$viewer_token" --arg proposer "$proposer_token" \
   --arg approver_a "$approver_a_token" --arg approver_b "$approver_b_token" \
   --arg key_a "$work/keys/approver-a.key" --arg key_b "$work/keys/approver-b.key" \
   --arg key_proposer "$work/keys/proposer-approver.key" \
   --arg cert "$work/pki/operator-admin.pem" --arg cert_key "$work/pki/operator-admin.key" \
   --slurpfile compliance "$work/compliance.json" \
-  '{base: $base, host: $host, hostile: $hostile,
+  '{base: $base, host: $host, clientHost: $win, hostile: $hostile,
     tokens: {viewer: $viewer, proposer: $proposer, "approver-a": $approver_a, "approver-b": $approver_b},
     keys: {"approver-a": $key_a, "approver-b": $key_b, proposer: $key_proposer},
     certificate: {name: "admin", cert: $cert, key: $cert_key},
@@ -98,7 +102,7 @@ jq -n --arg base "$base" --arg host "$HOST" --arg hostile "$HOSTILE" \
 chmod 600 "$work/console.json"
 
 step "GET /metrics before the change"
-[[ $(metric smbfleet_agents_connected) == 1 ]] || fail "smbfleet_agents_connected is not 1"
+[[ $(metric smbfleet_agents_connected) == 2 ]] || fail "smbfleet_agents_connected is not 2"
 (($(metric 'smbfleet_reports_total{result="stored"}') >= 1)) || fail "no stored report counted"
 [[ $(metric 'smbfleet_change_orders_total{result="APPLIED"}') == 0 ]] ||
   fail "an APPLIED order counted before any change"

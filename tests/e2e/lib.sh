@@ -190,18 +190,21 @@ start_collector() {
 
 # agent_config HOST LAB COLLECTOR [CHANGES_YAML]: prints an agent configuration for HOST that
 # reads the Samba lab LAB and reports to collector COLLECTOR; CHANGES_YAML is the value of the
-# `changes:` key (absent: enforcement off, the default).
+# `changes:` key (absent: enforcement off, the default). LAB may instead be a Windows capture
+# source, `windows-capture:DIR` (reports only; no Samba tools).
 agent_config() {
-  local host=$1 labdir=$work/$2 collector=$3 changes=${4:-}
+  local host=$1 labdir=$work/$2 collector=$3 changes=${4:-} source
+  if [[ $2 == windows-capture:* ]]; then source=$2; else source="samba:$(lab conf "$labdir")"; fi
   echo "collector: {address: '127.0.0.1:${collector_port[$collector]}', server_name: localhost, max_backoff: 1s}"
   echo "tls: {cert: pki/agent-$host.pem, key: pki/agent-$host.key, ca: pki/ca.pem}"
-  echo "source: 'samba:$(lab conf "$labdir")'"
+  echo "source: '$source'"
   echo "labels: {site: lab}"
   echo "schedule: {interval: 1h, splay: 0s, benchmark_interval: 24h, min_nudge_interval: 0s}"
   # One folder per agent: the change journal's default place is beside the spool.
   echo "spool: {dir: agent-$host/spool}"
   [[ -z "$changes" ]] || echo "changes: $changes"
   echo "trust: $(trust_yaml)"
+  [[ $source == samba:* ]] || return 0
   echo "tool_env:"
   lab env "$labdir" | sed -E "s/^([^=]+)=(.*)$/  \1: '\2'/"
 }
@@ -211,6 +214,15 @@ start_agent() {
   local name=$1 config=$2
   shift 2
   spawn "$name" env "$@" "$agent_bin" run --config "$config"
+}
+
+# start_capture_agent HOST CAPTURE COLLECTOR: an agent for HOST replaying the Windows capture
+# folder tests/fixtures/windows/CAPTURE (reports only); waits for its first stored report.
+start_capture_agent() {
+  local host=$1 capture=$e2e_root/tests/fixtures/windows/$2 collector=$3
+  agent_config "$host" "windows-capture:$capture" "$collector" >"$work/agent-$host.yaml"
+  start_agent "agent-$host" "$work/agent-$host.yaml"
+  poll 30 "a stored report of $host" ctl admin host show "$host"
 }
 
 # --- smbfleetctl ----------------------------------------------------------------------------

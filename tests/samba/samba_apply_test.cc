@@ -139,6 +139,32 @@ TEST(SambaApplyTest, MinimumSmb311RefusesOlderDialects) {
   EXPECT_EQ(Collect(l).server().min_dialect(), v1::DIALECT_SMB_3_1_1);
 }
 
+// The client side of smb.conf (what Samba's own client tools and winbind use): real testparm
+// takes "client smb encrypt" and "client min protocol", and the before-values undo them.
+TEST(SambaApplyTest, ClientEncryptionAndMinimumDialectRoundTripThroughTestparm) {
+  auto lab = SambaLab::Start();
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  SambaLab& l = **lab;
+  auto applier = ApplierFor(l);
+  auto r = applier->Apply(
+      {Change("client.requireEncryption", "true"), Change("client.minDialect", "SMB_3_1_1")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r.before[0].value(), "false");
+  EXPECT_EQ(r.after[0].value(), "true");
+  EXPECT_EQ(r.after[1].value(), "SMB_3_1_1");
+  v1::Posture p = Collect(l);
+  EXPECT_TRUE(p.client().require_encryption());
+  EXPECT_EQ(p.client().min_dialect(), v1::DIALECT_SMB_3_1_1);
+  auto back = applier->Apply({r.before[0], r.before[1]});
+  ASSERT_TRUE(back.ok()) << back.status();
+  p = Collect(l);
+  EXPECT_FALSE(p.client().require_encryption());
+  EXPECT_EQ(v1::Dialect_Name(p.client().min_dialect()),
+            absl::StrCat("DIALECT_", r.before[1].value()));
+  // The server still serves: the client settings do not touch what smbd accepts.
+  EXPECT_EQ(Verdict(l, "demo", {"-mSMB2_10"}), "ok");
+}
+
 TEST(SambaApplyTest, InvalidValueIsRolledBackAndTheShareStillWorks) {
   auto lab = SambaLab::Start();
   ASSERT_TRUE(lab.ok()) << lab.status();

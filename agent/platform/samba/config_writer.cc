@@ -183,8 +183,9 @@ ApplyLock::~ApplyLock() {
 }
 
 bool IsWritableParameter(const std::string& parameter, bool share_scope) {
-  static const std::set<std::string>* kGlobal = new std::set<std::string>{
-      "server signing", "server smb encrypt", "server min protocol", "client signing"};
+  static const std::set<std::string>* kGlobal =
+      new std::set<std::string>{"server signing", "server smb encrypt", "server min protocol",
+                                "client signing", "client smb encrypt", "client min protocol"};
   static const std::set<std::string>* kShare = new std::set<std::string>{"server smb encrypt"};
   return (share_scope ? kShare : kGlobal)->count(Canonical(parameter)) > 0;
 }

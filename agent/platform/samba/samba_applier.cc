@@ -72,6 +72,12 @@ std::optional<std::string> TypedValue(const Posture& p, SettingKey key, const st
     case SettingKey::kClientRequireSigning:
       if (p.client().has_require_signing()) return Bool(p.client().require_signing());
       break;
+    case SettingKey::kClientRequireEncryption:
+      if (p.client().has_require_encryption()) return Bool(p.client().require_encryption());
+      break;
+    case SettingKey::kClientMinDialect:
+      if (p.client().has_min_dialect()) return DialectValue(p.client().min_dialect());
+      break;
     case SettingKey::kShareEncryptData:
       if (const v1::Share* sh = FindShare(p, share); sh != nullptr && sh->has_encrypt_data()) {
         return Bool(sh->encrypt_data());
@@ -91,6 +97,8 @@ bool SupportedOnSamba(SettingKey key) {
     case SettingKey::kServerRejectUnencryptedAccess:
     case SettingKey::kServerMinDialect:
     case SettingKey::kClientRequireSigning:
+    case SettingKey::kClientRequireEncryption:
+    case SettingKey::kClientMinDialect:
     case SettingKey::kShareEncryptData:
       return true;
     default:
@@ -190,6 +198,14 @@ absl::StatusOr<std::vector<ParameterChange>> PlanParameters(const std::vector<Re
   }
   if (const Requested* r = Find(reqs, SettingKey::kClientRequireSigning)) {
     params.push_back({"", "client signing", r->value == "true" ? "required" : "auto"});
+  }
+  if (const Requested* r = Find(reqs, SettingKey::kClientRequireEncryption)) {
+    params.push_back({"", "client smb encrypt", r->value == "true" ? "required" : "default"});
+  }
+  if (const Requested* r = Find(reqs, SettingKey::kClientMinDialect)) {
+    v1::Dialect d = v1::DIALECT_UNSPECIFIED;
+    v1::Dialect_Parse(absl::StrCat("DIALECT_", r->value), &d);
+    params.push_back({"", "client min protocol", SambaProtocolName(d)});
   }
 
   const Requested* smb1 = Find(reqs, SettingKey::kServerSmb1Enabled);

@@ -9,6 +9,8 @@
 //   server.encryptData             [global] server smb encrypt = desired | required | if_required
 //   server.rejectUnencryptedAccess   (with encryptData: true+true = required, true+false = desired)
 //   client.requireSigning          [global] client signing = required | auto
+//   client.requireEncryption       [global] client smb encrypt = required | default
+//   client.minDialect              [global] client min protocol = SMB2_02 ... SMB3_11
 //   share.encryptData              [share]  smb encrypt = required | if_required
 // Other allowlisted settings have no Samba equivalent and are refused (Unimplemented).
 //

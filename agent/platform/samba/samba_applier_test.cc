@@ -96,6 +96,7 @@ class FakeSamba {
         {"server signing", "default"},       {"server smb encrypt", "default"},
         {"server min protocol", "SMB2_02"},  {"server max protocol", "SMB3"},
         {"client signing", "default"},       {"map to guest", "Never"},
+        {"client smb encrypt", "default"},   {"client min protocol", "SMB2_02"},
         {"server role", "standalone server"}};
     for (const std::string& file : includes["global"]) {
       for (const auto& [k, v] : Overrides(file)) global[k] = v;
@@ -106,7 +107,8 @@ class FakeSamba {
                                                 "if_required", "default",   "off",      "disabled"};
     for (const auto& [k, v] : global) {
       absl::StrAppend(&out, "\t", k, " = ", v, "\n");
-      if ((k == "server signing" || k == "server smb encrypt" || k == "client signing") &&
+      if ((k == "server signing" || k == "server smb encrypt" || k == "client signing" ||
+           k == "client smb encrypt") &&
           kEnum.count(v) == 0) {
         valid = false;
       }
@@ -209,6 +211,10 @@ TEST_F(SambaApplierTest, ServerSettingMapping) {
       {{Change("server.minDialect", "smb_2_1")}, "server min protocol = SMB2_10"},
       {{Change("server.smb1Enabled", "true")}, "server min protocol = NT1"},
       {{Change("client.requireSigning", "true")}, "client signing = required"},
+      {{Change("client.requireEncryption", "true")}, "client smb encrypt = required"},
+      {{Change("client.requireEncryption", "false")}, "client smb encrypt = default"},
+      {{Change("client.minDialect", "SMB_3_1_1")}, "client min protocol = SMB3_11"},
+      {{Change("client.minDialect", "smb_2_0_2")}, "client min protocol = SMB2_02"},
   };
   for (const Case& c : cases) {
     ASSERT_TRUE(WriteFileAtomic(Global(), "").ok());
@@ -217,12 +223,33 @@ TEST_F(SambaApplierTest, ServerSettingMapping) {
     EXPECT_THAT(Read(Global()), HasSubstr(c.want_line));
     for (size_t i = 0; i < c.changes.size(); ++i) {
       // Read back as the typed value that was asked for (dialects normalised to upper case).
-      bool dialect = c.changes[i].setting() == "server.minDialect";
+      bool dialect = absl::EndsWith(c.changes[i].setting(), ".minDialect");
       EXPECT_EQ(r.after[i].value(),
                 dialect ? absl::AsciiStrToUpper(c.changes[i].value()) : c.changes[i].value())
           << c.want_line;
     }
   }
+}
+
+// The client's encryption mandate and minimum dialect roll back to the values read before.
+TEST_F(SambaApplierTest, ClientEncryptionAndMinimumDialectRollBack) {
+  auto r = applier_->Apply({Change("client.requireEncryption", "true", "", "false"),
+                            Change("client.minDialect", "SMB_3_1_1", "", "SMB_2_0_2")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(Read(Global()), HasSubstr("client smb encrypt = required\n"));
+  EXPECT_THAT(Read(Global()), HasSubstr("client min protocol = SMB3_11\n"));
+  ASSERT_EQ(r.before.size(), 2u);
+  EXPECT_EQ(r.before[0].value(), "false");
+  EXPECT_EQ(r.before[1].value(), "SMB_2_0_2");
+  EXPECT_EQ(r.after[0].value(), "true");
+  EXPECT_EQ(r.after[1].value(), "SMB_3_1_1");
+
+  auto back = applier_->Apply({r.before[0], r.before[1]});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_THAT(Read(Global()), HasSubstr("client smb encrypt = default\n"));
+  EXPECT_THAT(Read(Global()), HasSubstr("client min protocol = SMB2_02\n"));
+  EXPECT_EQ(back.after[0].value(), "false");
+  EXPECT_EQ(back.after[1].value(), "SMB_2_0_2");
 }
 
 TEST_F(SambaApplierTest, Smb1OffRaisesMinimumOnlyFromNt1) {

@@ -59,6 +59,10 @@ Target TargetOf(SettingKey key) {
       return {"share", "CompressData"};
     case SettingKey::kServerRequestCompression:
       return {"server", "RequestCompression"};
+    case SettingKey::kClientRequireEncryption:
+      return {"client", "RequireEncryption"};
+    case SettingKey::kClientMinDialect:
+      return {"client", "Smb2DialectMin"};
   }
   return {"", ""};
 }
@@ -95,7 +99,7 @@ absl::Status CheckShareName(absl::string_view setting, absl::string_view name) {
   return absl::OkStatus();
 }
 
-// "SMB_3_0" (allowlist form) -> "SMB300" (Set-SmbServerConfiguration -Smb2DialectMin form).
+// "SMB_3_0" (allowlist form) -> "SMB300" (Set-SmbServer/ClientConfiguration -Smb2DialectMin form).
 std::string CmdletDialect(const std::string& v) {
   static const std::map<std::string, std::string> kMap = {{"SMB_2_0_2", "SMB202"},
                                                           {"SMB_2_1", "SMB210"},
@@ -112,6 +116,24 @@ std::string DialectValue(v1::Dialect d) {
   return std::string(name);
 }
 
+// Why a build may not report a setting: the cmdlet parameter is newer than the build.
+std::string SinceNote(absl::string_view setting) {
+  auto info = policy::LookupSetting(setting);
+  if (!info.ok()) return "";
+  switch (info->key) {
+    case SettingKey::kServerMinDialect:
+    case SettingKey::kClientMinDialect:
+    case SettingKey::kClientRequireEncryption: {
+      Target t = TargetOf(info->key);
+      return absl::StrCat(" (Set-Smb", std::string(t.target) == "server" ? "Server" : "Client",
+                          "Configuration -", t.parameter,
+                          " exists from Windows Server 2025 / Windows 11 24H2, build 26100)");
+    }
+    default:
+      return "";
+  }
+}
+
 std::optional<std::string> BoolValue(bool has, bool value) {
   if (!has) return std::nullopt;
   return std::string(value ? "true" : "false");
@@ -126,7 +148,8 @@ $allowed = @{
              'RejectUnencryptedAccess', 'Smb2DialectMin', 'AuditSmb1Access',
              'AuditClientDoesNotSupportEncryption', 'AuditClientDoesNotSupportSigning',
              'AuditInsecureGuestLogon', 'RequestCompression')
-  client = @('RequireSecuritySignature', 'EnableInsecureGuestLogons')
+  client = @('RequireSecuritySignature', 'EnableInsecureGuestLogons', 'RequireEncryption',
+             'Smb2DialectMin')
   share = @('EncryptData', 'CompressData')
 }
 $target = [string]$d.target
@@ -230,6 +253,11 @@ std::optional<std::string> CurrentValue(const v1::Posture& p, const v1::SettingC
       return BoolValue(c.has_enable_insecure_guest_logons(), c.enable_insecure_guest_logons());
     case SettingKey::kServerRequestCompression:
       return BoolValue(s.has_request_compression(), s.request_compression());
+    case SettingKey::kClientRequireEncryption:
+      return BoolValue(c.has_require_encryption(), c.require_encryption());
+    case SettingKey::kClientMinDialect:
+      if (!c.has_min_dialect()) return std::nullopt;
+      return DialectValue(c.min_dialect());
     case SettingKey::kShareEncryptData:
     case SettingKey::kShareCompressData:
       for (const auto& share : p.shares()) {
@@ -369,7 +397,8 @@ absl::Status WindowsApplier::ApplyInto(const std::vector<v1::SettingChange>& cha
     std::optional<std::string> current = CurrentValue(*before, c);
     if (!current.has_value()) {
       return absl::FailedPreconditionError(
-          c.share().empty() ? absl::StrCat(c.setting(), ": this Windows build does not report it")
+          c.share().empty() ? absl::StrCat(c.setting(), ": this Windows build does not report it",
+                                           SinceNote(c.setting()))
                             : absl::StrCat(c.setting(), ": share '", c.share(), "' not found"));
     }
     if (!c.expected_current().empty()) {

@@ -178,6 +178,49 @@ TEST(WindowsApplierTest, PreconditionsAndUnsupportedSettings) {
   }
 }
 
+// client.requireEncryption and client.minDialect go to Set-SmbClientConfiguration
+// -RequireEncryption / -Smb2DialectMin; applying the before-values is the rollback.
+TEST(WindowsApplierTest, ClientEncryptionAndMinimumDialectApplyAndRollBack) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  WindowsApplier applier({}, &runner);
+  ApplyResult r = applier.Apply({Change("client.requireEncryption", "true", "", "false"),
+                                 Change("client.minDialect", "smb_3_1_1", "", "SMB_3_0")});
+  EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_APPLIED) << r.message();
+  auto applies = runner.CallsOf("apply");
+  ASSERT_THAT(applies, SizeIs(1));  // one Set-SmbClientConfiguration for both
+  nlohmann::json data = nlohmann::json::parse(applies[0].data_json);
+  EXPECT_EQ(data["target"], "client");
+  EXPECT_EQ(data["parameters"]["RequireEncryption"], true);
+  EXPECT_EQ(data["parameters"]["Smb2DialectMin"], "SMB311");
+  ASSERT_THAT(r.before, SizeIs(2));
+  EXPECT_EQ(r.before[0].value(), "false");
+  EXPECT_EQ(r.before[1].value(), "SMB_3_0");
+  EXPECT_EQ(r.after[0].value(), "true");
+  EXPECT_EQ(r.after[1].value(), "SMB_3_1_1");
+
+  ApplyResult back = applier.Apply({r.before[0], r.before[1]});
+  EXPECT_EQ(back.ack(), v1::AckChangeRequest::RESULT_APPLIED) << back.message();
+  EXPECT_EQ(back.after[0].value(), "false");
+  EXPECT_EQ(back.after[1].value(), "SMB_3_0");
+  EXPECT_EQ(
+      nlohmann::json::parse(runner.CallsOf("apply")[1].data_json)["parameters"]["Smb2DialectMin"],
+      "SMB300");
+}
+
+TEST(WindowsApplierTest, ClientSettingsNewerThanTheBuildAreRefusedNamingTheBuild) {
+  for (const char* build : {"ws2016", "ws2019", "ws2022"}) {
+    for (const auto& change :
+         {Change("client.minDialect", "SMB_3_1_1"), Change("client.requireEncryption", "true")}) {
+      FakePowerShellRunner runner(Fixture(build));
+      ApplyResult r = WindowsApplier({}, &runner).Apply({change});
+      EXPECT_EQ(r.ack(), v1::AckChangeRequest::RESULT_PRECONDITION_FAILED) << build;
+      EXPECT_THAT(r.message(), HasSubstr(change.setting())) << build;
+      EXPECT_THAT(r.message(), HasSubstr("build 26100")) << build;
+      EXPECT_THAT(runner.CallsOf("apply"), SizeIs(0)) << build;
+    }
+  }
+}
+
 TEST(WindowsApplierTest, FailedCmdletAndSettingThatDoesNotStick) {
   {
     FakePowerShellRunner runner(Fixture("ws2022"));
