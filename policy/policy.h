@@ -33,6 +33,19 @@ struct HostSelector {
   std::optional<uint32_t> windows_build_below;
   std::vector<LabelMatch> host_labels;
   GlobList hostnames;
+  // exceptHostLabels: a host whose labels match all of these is not selected (e.g. cpu: busy).
+  std::vector<LabelMatch> except_host_labels;
+};
+
+// shares.compressibility: the share's compression ratio (policy/compressibility.h) is at least
+// and/or below these bounds; a share whose ratio is unknown is not selected.
+struct CompressibilityBounds {
+  std::optional<double> at_least;
+  std::optional<double> below;
+  bool active() const { return at_least.has_value() || below.has_value(); }
+  bool Holds(double ratio) const {
+    return ratio > 0 && (!at_least || ratio >= *at_least) && (!below || ratio < *below);
+  }
 };
 
 enum class Op : uint8_t { kEquals, kAtLeast, kAtMost, kEmpty, kNotEmpty };
@@ -71,6 +84,7 @@ struct Rule {
   std::vector<int> share_classes;  // indexes into Classification::classes; empty = any
   GlobList share_names;            // empty = any name
   bool include_special_shares = false;
+  CompressibilityBounds share_compressibility;
   std::vector<Expectation> expect;
   SessionCheck sessions;
   std::vector<RemediationStep> remediation;
