@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -24,12 +23,6 @@ using ::smbfleet::v1::CryptoAlgorithm;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kMaxBufferBytes = 16u << 20;
-
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 struct Cell {
   CryptoAlgorithm algorithm;
