@@ -348,6 +348,64 @@ TEST(EvaluateTest, WindowsBuildFromEitherField) {
   EXPECT_EQ(WindowsBuild(h), 20348u);
 }
 
+// GoodWindows behind a WAN link with a benchmarked CPU: a backup share (vm-disk benchmark,
+// 2.4:1), a sampled share of logs (3.8:1) and a sampled share of video (1.02:1).
+Posture WanWindows() {
+  Posture p = GoodWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  auto* row = p.add_compression_benchmarks();
+  row->set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
+  row->set_corpus("vm-disk");
+  row->set_ratio(2.4);
+  row->set_input_bytes(1 << 20);
+  row->set_threads(1);
+  row->set_compress_bytes_per_second(300e6);
+  row->set_decompress_bytes_per_second(1000e6);
+  auto* backup = p.add_shares();
+  backup->set_name("VMBackup");
+  backup->set_path("E:\\Backups\\VM");
+  backup->set_compress_data(false);
+  auto* logs = p.add_shares();
+  logs->set_name("Logs");
+  logs->set_compress_data(false);
+  logs->mutable_compressibility()->set_ratio(3.8);
+  auto* video = p.add_shares();
+  video->set_name("Video");
+  video->set_compress_data(true);
+  video->mutable_compressibility()->set_ratio(1.02);
+  return p;
+}
+
+TEST(EvaluateTest, CompressionIsAdvisedWhereDataCompressesAndAgainstWhereItDoesNot) {
+  Policy policy = Baseline();
+  HostEvaluation e = EvaluateHost(policy, WanWindows(), {}, kNow);
+  EXPECT_EQ(StatusOf(e, "wan-compression", "VMBackup"),
+            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "wan-compression", "Logs"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  // Unknown ratios (Finance, Public: not sampled, not backup) and incompressible video are not
+  // selected.
+  EXPECT_EQ(Find(e, "wan-compression", "Finance"), nullptr);
+  EXPECT_EQ(Find(e, "wan-compression", "Video"), nullptr);
+  EXPECT_EQ(StatusOf(e, "incompressible-share-compression", "Video"),
+            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(Find(e, "incompressible-share-compression", "Logs"), nullptr);
+  EXPECT_EQ(StatusOf(e, "busy-cpu-compression"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+
+  // A busy CPU: no advice to compress, and server-wide compression is advised against.
+  Posture busy = WanWindows();
+  (*busy.mutable_host()->mutable_labels())["cpu"] = "busy";
+  busy.mutable_server()->set_request_compression(true);
+  HostEvaluation b = EvaluateHost(policy, busy, {}, kNow);
+  EXPECT_EQ(StatusOf(b, "wan-compression"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  EXPECT_EQ(StatusOf(b, "busy-cpu-compression"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+
+  // Not behind a WAN link: nothing to advise for compressible data.
+  Posture lan = WanWindows();
+  lan.mutable_host()->mutable_labels()->erase("link");
+  HostEvaluation l = EvaluateHost(policy, lan, {}, kNow);
+  EXPECT_EQ(StatusOf(l, "wan-compression"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+}
+
 // EvaluateHostInto reuses the messages of the evaluation it is given: whatever the previous
 // host left there (more results, evidence with session fields, a waiver, a message, labels,
 // a collection time) must not leak into the next host's evaluation.

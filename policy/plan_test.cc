@@ -311,5 +311,77 @@ TEST(PlanTest, SambaDesiredShareGetsRequired) {
   for (const auto& st : plan.steps()) EXPECT_NE(st.setting(), "share.encryptData");
 }
 
+TEST(PlanTest, CompressionStepCarriesPredictedGainAndCpu) {
+  Posture p = LegacyWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  (*p.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  p.mutable_host()->set_logical_cores(8);
+  p.mutable_server()->set_request_compression(false);
+  auto* row = p.add_compression_benchmarks();
+  row->set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
+  row->set_corpus("vm-disk");
+  row->set_ratio(2.4);
+  row->set_input_bytes(1 << 20);
+  row->set_threads(1);
+  row->set_compress_bytes_per_second(300e6);
+  row->set_decompress_bytes_per_second(1000e6);
+  auto* backup = p.add_shares();
+  backup->set_name("VMBackup");
+  backup->set_compress_data(false);
+  backup->set_classification("backup");
+
+  std::vector<smbfleet::v1::PlanStep> steps(1);
+  steps[0].set_setting("share.compressData");
+  steps[0].set_share("VMBackup");
+  steps[0].set_value("true");
+  smbfleet::v1::Impact impact = PlanImpact(p, steps, {});
+  const smbfleet::v1::PredictedCost& cost = impact.cost();
+  EXPECT_DOUBLE_EQ(cost.compression_ratio(), 2.4);
+  EXPECT_EQ(cost.compression_ratio_source(), "vm-disk benchmark (backup share)");
+  // 100 Mbit, RTT 30 ms (WAN default): latency-bound, so the window carries 2.4x the payload.
+  EXPECT_NEAR(cost.throughput_ratio(), 2.4, 0.05);
+  EXPECT_GT(cost.cpu_ratio(), 1);
+  EXPECT_GT(cost.cpu_change_points(), 0);
+  EXPECT_TRUE(cost.known());
+  EXPECT_NE(cost.summary().find("enabling compression XPRESS Huffman (ratio 2.4, vm-disk "
+                                "benchmark (backup share)) on fs01: ~+140% throughput"),
+            std::string::npos)
+      << cost.summary();
+  EXPECT_NE(cost.summary().find("(compression of traffic on VMBackup only)"), std::string::npos)
+      << cost.summary();
+
+  // Unknown data: the cost says so instead of guessing a ratio.
+  backup->clear_classification();
+  smbfleet::v1::PredictedCost unknown = PlanImpact(p, steps, {}).cost();
+  EXPECT_FALSE(unknown.known());
+  EXPECT_EQ(unknown.throughput_ratio(), 0);
+  EXPECT_NE(unknown.summary().find("cost unknown"), std::string::npos) << unknown.summary();
+}
+
+TEST(PlanTest, BaselinePlanForAWanHostTurnsCompressionOnForCompressibleShares) {
+  Posture p = LegacyWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  p.mutable_server()->set_request_compression(false);
+  auto* logs = p.add_shares();
+  logs->set_name("Logs");
+  logs->set_compress_data(false);
+  logs->mutable_compressibility()->set_ratio(3.8);
+  Policy policy = Baseline();
+  smbfleet::v1::HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, p, e, {}, kNow);
+  bool found = false;
+  for (const auto& s : plan.steps()) {
+    if (s.setting() == "share.compressData" && s.share() == "Logs") {
+      found = true;
+      EXPECT_EQ(s.value(), "true");
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_DOUBLE_EQ(plan.impact().cost().compression_ratio(), 3.8);
+  EXPECT_NE(plan.impact().cost().summary().find("compression XPRESS Huffman (ratio 3.8, sampled"),
+            std::string::npos)
+      << plan.impact().cost().summary();
+}
+
 }  // namespace
 }  // namespace smbfleet::policy
