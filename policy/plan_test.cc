@@ -358,6 +358,31 @@ TEST(PlanTest, CompressionStepCarriesPredictedGainAndCpu) {
   EXPECT_NE(unknown.summary().find("cost unknown"), std::string::npos) << unknown.summary();
 }
 
+// A posture read from a file has no classifications: the plan prices the backup share by the
+// one the evaluation gave it.
+TEST(PlanTest, CompressionCostUsesTheEvaluationsClassification) {
+  Posture p = LegacyWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  p.mutable_server()->set_request_compression(false);
+  auto* row = p.add_compression_benchmarks();
+  row->set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
+  row->set_corpus("vm-disk");
+  row->set_ratio(2.2);
+  row->set_input_bytes(1 << 20);
+  row->set_threads(1);
+  row->set_compress_bytes_per_second(300e6);
+  row->set_decompress_bytes_per_second(1000e6);
+  auto* backup = p.add_shares();
+  backup->set_name("backup-vms");
+  backup->set_compress_data(false);
+  ASSERT_TRUE(backup->classification().empty());
+  Policy policy = Baseline();
+  smbfleet::v1::HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, p, e, {}, kNow);
+  EXPECT_DOUBLE_EQ(plan.impact().cost().compression_ratio(), 2.2);
+  EXPECT_EQ(plan.impact().cost().compression_ratio_source(), "vm-disk benchmark (backup share)");
+}
+
 TEST(PlanTest, BaselinePlanForAWanHostTurnsCompressionOnForCompressibleShares) {
   Posture p = LegacyWindows();
   (*p.mutable_host()->mutable_labels())["link"] = "wan";
