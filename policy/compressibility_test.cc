@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -11,13 +12,8 @@ using ::testing::HasSubstr;
 
 void AddRow(v1::Posture& p, v1::CompressionAlgorithm algorithm, const std::string& corpus,
             double ratio, uint64_t input_bytes = 1 << 20, uint32_t threads = 1) {
-  v1::CompressionBenchmark* b = p.add_compression_benchmarks();
-  b->set_algorithm(algorithm);
-  b->set_corpus(corpus);
-  b->set_ratio(ratio);
-  b->set_input_bytes(input_bytes);
-  b->set_threads(threads);
-  b->set_compress_bytes_per_second(1e8);
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(algorithm, corpus, ratio, 1e8, 1e9, input_bytes, threads);
 }
 
 v1::Posture Benched() {

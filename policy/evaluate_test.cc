@@ -7,6 +7,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -353,14 +354,8 @@ TEST(EvaluateTest, WindowsBuildFromEitherField) {
 Posture WanWindows() {
   Posture p = GoodWindows();
   (*p.mutable_host()->mutable_labels())["link"] = "wan";
-  auto* row = p.add_compression_benchmarks();
-  row->set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
-  row->set_corpus("vm-disk");
-  row->set_ratio(2.4);
-  row->set_input_bytes(1 << 20);
-  row->set_threads(1);
-  row->set_compress_bytes_per_second(300e6);
-  row->set_decompress_bytes_per_second(1000e6);
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.4, 300e6, 1000e6);
   auto* backup = p.add_shares();
   backup->set_name("VMBackup");
   backup->set_path("E:\\Backups\\VM");

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 #include "policy/evaluate.h"
 
 namespace smbfleet::policy {
@@ -317,14 +318,8 @@ TEST(PlanTest, CompressionStepCarriesPredictedGainAndCpu) {
   (*p.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
   p.mutable_host()->set_logical_cores(8);
   p.mutable_server()->set_request_compression(false);
-  auto* row = p.add_compression_benchmarks();
-  row->set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
-  row->set_corpus("vm-disk");
-  row->set_ratio(2.4);
-  row->set_input_bytes(1 << 20);
-  row->set_threads(1);
-  row->set_compress_bytes_per_second(300e6);
-  row->set_decompress_bytes_per_second(1000e6);
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.4, 300e6, 1000e6);
   auto* backup = p.add_shares();
   backup->set_name("VMBackup");
   backup->set_compress_data(false);
@@ -364,14 +359,8 @@ TEST(PlanTest, CompressionCostUsesTheEvaluationsClassification) {
   Posture p = LegacyWindows();
   (*p.mutable_host()->mutable_labels())["link"] = "wan";
   p.mutable_server()->set_request_compression(false);
-  auto* row = p.add_compression_benchmarks();
-  row->set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
-  row->set_corpus("vm-disk");
-  row->set_ratio(2.2);
-  row->set_input_bytes(1 << 20);
-  row->set_threads(1);
-  row->set_compress_bytes_per_second(300e6);
-  row->set_decompress_bytes_per_second(1000e6);
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.2, 300e6, 1000e6);
   auto* backup = p.add_shares();
   backup->set_name("backup-vms");
   backup->set_compress_data(false);

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 
 namespace smbfleet::policy::cost {
 namespace {
@@ -379,14 +380,8 @@ void AddCompressionRow(v1::Posture& posture, v1::CompressionAlgorithm algorithm,
                        const std::string& corpus, double ratio, double compress_bps,
                        double decompress_bps, uint64_t input_bytes = 1 << 20,
                        uint32_t threads = 1) {
-  v1::CompressionBenchmark* b = posture.add_compression_benchmarks();
-  b->set_algorithm(algorithm);
-  b->set_corpus(corpus);
-  b->set_input_bytes(input_bytes);
-  b->set_ratio(ratio);
-  b->set_compress_bytes_per_second(compress_bps);
-  b->set_decompress_bytes_per_second(decompress_bps);
-  b->set_threads(threads);
+  *posture.add_compression_benchmarks() =
+      CompressionRow(algorithm, corpus, ratio, compress_bps, decompress_bps, input_bytes, threads);
 }
 
 // BenchedPosture plus a compression benchmark: XPRESS Huffman at 400 MB/s (2.5:1) on vm-disk,

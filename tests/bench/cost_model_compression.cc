@@ -5,21 +5,6 @@ namespace smbfleet::tests::bench {
 namespace v1 = ::smbfleet::v1;
 namespace cost = ::smbfleet::policy::cost;
 
-v1::CompressionBenchmark CompressionRow(v1::CompressionAlgorithm algorithm,
-                                        const std::string& corpus, uint64_t input_bytes,
-                                        double ratio, double compress_bytes_per_second,
-                                        double decompress_bytes_per_second) {
-  v1::CompressionBenchmark row;
-  row.set_algorithm(algorithm);
-  row.set_corpus(corpus);
-  row.set_input_bytes(input_bytes);
-  row.set_ratio(ratio);
-  row.set_compress_bytes_per_second(compress_bytes_per_second);
-  row.set_decompress_bytes_per_second(decompress_bytes_per_second);
-  row.set_threads(1);
-  return row;
-}
-
 double ModelCompressSeconds(const cost::HostProfile& host, const std::string& corpus,
                             uint64_t bytes) {
   cost::CompressionCost figures = cost::CompressionCostFor(host, corpus, cost::DefaultParameters());

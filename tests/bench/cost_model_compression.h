@@ -14,12 +14,6 @@
 
 namespace smbfleet::tests::bench {
 
-// A benchmark row as the agent reports it (Posture.compression_benchmarks), one thread.
-smbfleet::v1::CompressionBenchmark CompressionRow(smbfleet::v1::CompressionAlgorithm algorithm,
-                                                  const std::string& corpus, uint64_t input_bytes,
-                                                  double ratio, double compress_bytes_per_second,
-                                                  double decompress_bytes_per_second);
-
 // Server CPU seconds the model adds for sending `bytes` of `corpus` compressed (large reads):
 // Predict's server CPU per byte with compression minus without, times `bytes`. 0 when the host
 // has no figures for the corpus.

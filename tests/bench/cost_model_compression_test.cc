@@ -19,6 +19,7 @@
 #include "agent/bench/compression_bench.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 
 namespace smbfleet::tests::bench {
 namespace {
@@ -33,7 +34,7 @@ TEST(CostModelCompressionTest, CpuTermIsBytesOverCompressSpeed) {
   cost::HostProfile host;
   host.logical_cores = 4;
   google::protobuf::RepeatedPtrField<v1::CompressionBenchmark> rows;
-  *rows.Add() = CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "text", 1 << 20, 5, 200e6, 800e6);
+  *rows.Add() = cost::CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "text", 5, 200e6, 800e6);
   host.compression = cost::FitCompressionCosts(rows);
   // 100 MB at 200 MB/s: 0.5 s of the server's CPU, whatever the link and the ratio.
   EXPECT_NEAR(ModelCompressSeconds(host, "text", 100'000'000), 0.5, 1e-9);
@@ -77,7 +78,7 @@ TEST(CostModelCompressionTest, PublishedCaseWithTheReferenceHostSpeed) {
   ASSERT_LT(ratio, 3.0);
   google::protobuf::RepeatedPtrField<v1::CompressionBenchmark> rows;
   *rows.Add() =
-      CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 16 << 20, ratio, 161e6, 618e6);
+      cost::CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", ratio, 161e6, 618e6, 16 << 20);
   PublishedPrediction p = PredictPublishedCase(PublishedCase{}, rows);
   ExpectPublishedSize(p);
   // The compressor, one core per connection, is what holds it below ratio x link.
@@ -108,7 +109,7 @@ TEST(CostModelCompressionTest, PublishedCaseWithThisHostsSpeed) {
 TEST(CostModelCompressionTest, PublishedCaseAsWritesCostsTheServerLess) {
   google::protobuf::RepeatedPtrField<v1::CompressionBenchmark> rows;
   *rows.Add() =
-      CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 16 << 20, 1.93, 161e6, 618e6);
+      cost::CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 1.93, 161e6, 618e6, 16 << 20);
   PublishedPrediction read = PredictPublishedCase(PublishedCase{}, rows);
   PublishedPrediction write =
       PredictPublishedCase(PublishedCase{}, rows, cost::Workload::Direction::kWrite);
