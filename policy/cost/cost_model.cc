@@ -200,8 +200,10 @@ std::string CompressionLevel::ToString() const {
   if (!enabled) {
     return "none";
   }
+  // "ratio 1.93", "ratio 4.5", "ratio 120": three figures at most, never an exponent.
   return absl::StrCat("compression ", CompressionAlgorithmName(cost.algorithm),
-                      absl::StrFormat(" (ratio %.2g", ratio),
+                      ratio >= 100 ? absl::StrFormat(" (ratio %.0f", ratio)
+                                   : absl::StrFormat(" (ratio %.3g", ratio),
                       ratio_source.empty() ? "" : absl::StrCat(", ", ratio_source), ")");
 }
 

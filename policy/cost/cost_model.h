@@ -137,7 +137,7 @@ struct CompressionLevel {
   static CompressionLevel On(double ratio, const CompressionCost& cost, std::string ratio_source);
   // Wire bytes per payload byte: 1 / max(1, ratio) when enabled, else 1.
   double WireShare() const;
-  // "none", "compression XPRESS Huffman (ratio 2.4, vm-disk benchmark)".
+  // "none", "compression XPRESS Huffman (ratio 2.41, vm-disk benchmark)".
   std::string ToString() const;
 };
 

@@ -9,7 +9,9 @@
 // implementation (Windows' own; ours is wimlib's). The check is therefore on direction and
 // size, not on the figure: throughput gain within [+20%, +80%] (a gain, less than the 1.9x the
 // ratio alone would allow, around +45%) and CPU after/before within [1.4, 3.0] (~1.9x
-// published; core counts of 6 to 16 move the prediction across most of that range).
+// published; core counts of 6 to 16 move the prediction across most of that range). With this
+// host's speed instead of the reference host's, the upper bound of the gain is what the link
+// allows with the ratio (see PublishedCaseWithThisHostsSpeed).
 
 #include "tests/bench/cost_model_compression.h"
 
@@ -55,7 +57,7 @@ double VmDiskRatio() {
   return r.ok() ? r->ratio : 0;
 }
 
-void ExpectPublishedSize(const PublishedPrediction& p) {
+void ExpectPublishedSize(const PublishedPrediction& p, double gain_high = kGainHigh) {
   std::printf(
       "{\"throughput_before_mb_s\": %.1f, \"throughput_after_mb_s\": %.1f, \"gain\": %.3f, "
       "\"cpu_before\": %.3f, \"cpu_after\": %.3f, \"cpu_ratio\": %.2f}\n%s\n",
@@ -65,7 +67,7 @@ void ExpectPublishedSize(const PublishedPrediction& p) {
   EXPECT_NEAR(p.throughput_before / 1e6, 110, 110 * 0.05);
   EXPECT_NEAR(p.cpu_before, 0.15, 0.01);
   EXPECT_GE(p.throughput_gain, kGainLow);
-  EXPECT_LE(p.throughput_gain, kGainHigh);
+  EXPECT_LE(p.throughput_gain, gain_high);
   EXPECT_GE(p.cpu_ratio, kCpuRatioLow);
   EXPECT_LE(p.cpu_ratio, kCpuRatioHigh);
 }
@@ -102,7 +104,10 @@ TEST(CostModelCompressionTest, PublishedCaseWithThisHostsSpeed) {
   google::protobuf::RepeatedPtrField<v1::CompressionBenchmark> field(rows->begin(), rows->end());
   std::printf("this host: XPRESS Huffman vm-disk %.0f MB/s compress, ratio %.3f\n",
               field[0].compress_bytes_per_second() / 1e6, field[0].ratio());
-  ExpectPublishedSize(PredictPublishedCase(PublishedCase{}, field));
+  // A CPU that compresses faster than ~210 MB/s moves the prediction past +80% towards what the
+  // link allows with this ratio, which is then the bound: the model must not promise more than
+  // ratio x link, and must still show a gain of at least +20%.
+  ExpectPublishedSize(PredictPublishedCase(PublishedCase{}, field), field[0].ratio() - 1);
 }
 
 // Writes (the client compresses, the server decompresses) cost the server far less.
