@@ -350,7 +350,58 @@ TEST(PlanTest, CompressionStepCarriesPredictedGainAndCpu) {
   smbfleet::v1::PredictedCost unknown = PlanImpact(p, steps, {}).cost();
   EXPECT_FALSE(unknown.known());
   EXPECT_EQ(unknown.throughput_ratio(), 0);
-  EXPECT_NE(unknown.summary().find("cost unknown"), std::string::npos) << unknown.summary();
+  EXPECT_EQ(unknown.summary(),
+            "enabling compression: cost unknown, no compression ratio (VMBackup: not sampled)");
+
+  // With a signing step as well, the signing is still priced and the compression named.
+  steps.emplace_back();
+  steps.back().set_setting("server.requireSigning");
+  steps.back().set_value("true");
+  smbfleet::v1::PredictedCost both = PlanImpact(p, steps, {}).cost();
+  EXPECT_FALSE(both.known());
+  EXPECT_NE(both.summary().find("enabling signing AES-128-CMAC on fs01: "), std::string::npos)
+      << both.summary();
+  EXPECT_NE(both.summary().find("; enabling compression: cost unknown, no compression ratio"),
+            std::string::npos)
+      << both.summary();
+}
+
+// One plan that switches compression on for a compressible share and off for an incompressible
+// one prices the one switched on and names the other.
+TEST(PlanTest, CompressionOnAndOffInOnePlanPricesTheGain) {
+  Posture p = LegacyWindows();
+  p.mutable_server()->set_request_compression(false);
+  auto* logs = p.add_shares();
+  logs->set_name("Logs");
+  logs->set_compress_data(false);
+  logs->mutable_compressibility()->set_ratio(3.8);
+  auto* video = p.add_shares();
+  video->set_name("Video");
+  video->set_compress_data(true);
+  video->mutable_compressibility()->set_ratio(1.02);
+  std::vector<smbfleet::v1::PlanStep> steps(2);
+  steps[0].set_setting("share.compressData");
+  steps[0].set_share("Video");
+  steps[0].set_value("false");
+  steps[1].set_setting("share.compressData");
+  steps[1].set_share("Logs");
+  steps[1].set_value("true");
+  smbfleet::v1::PredictedCost cost = PlanImpact(p, steps, {}).cost();
+  EXPECT_DOUBLE_EQ(cost.compression_ratio(), 3.8);
+  EXPECT_NE(cost.summary().find("enabling compression XPRESS Huffman (ratio 3.8, sampled"),
+            std::string::npos)
+      << cost.summary();
+  EXPECT_NE(cost.summary().find("(compression of traffic on Logs only; off for Video)"),
+            std::string::npos)
+      << cost.summary();
+
+  steps.pop_back();  // only the incompressible share: CPU saved, throughput unchanged
+  smbfleet::v1::PredictedCost off = PlanImpact(p, steps, {}).cost();
+  EXPECT_NE(off.summary().find("disabling compression XPRESS Huffman (ratio 1.02"),
+            std::string::npos)
+      << off.summary();
+  EXPECT_LT(off.cpu_ratio(), 1);
+  EXPECT_NEAR(off.throughput_ratio(), 1, 0.03);
 }
 
 // A posture read from a file has no classifications: the plan prices the backup share by the
