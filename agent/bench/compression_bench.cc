@@ -179,21 +179,45 @@ void AppendExecutable(Rng& rng, size_t bytes, std::string* out) {
   out->resize(end);
 }
 
+// The block mix holds at every size, not only on average: each kind gets its share of the
+// blocks (the last partial block goes to random data), laid out in extents of 1 to 16 blocks
+// whose kind is drawn in proportion to the blocks each kind has left.
 void AppendVmDisk(Rng& rng, size_t bytes, std::string* out) {
-  const size_t end = out->size() + bytes;
-  while (out->size() < end) {
-    const size_t extent = std::min((1 + rng.Below(16)) * kBlockBytes, end - out->size());
-    const size_t draw = rng.Below(100);
-    if (draw < 25) {
-      out->append(extent, '\0');
-    } else if (draw < 35) {
-      AppendText(rng, extent, out);
-    } else if (draw < 65) {
-      AppendExecutable(rng, extent, out);
-    } else {
-      AppendRandom(rng, extent, out);
+  enum Kind { kZero, kText, kExecutable, kRandom, kKinds };
+  constexpr std::array<size_t, kKinds> kPercent = {25, 10, 30, 35};
+  const size_t blocks = bytes / kBlockBytes;
+  std::array<size_t, kKinds> left{};
+  size_t assigned = 0;
+  for (size_t k = 0; k < kRandom; ++k) {
+    left[k] = blocks * kPercent[k] / 100;
+    assigned += left[k];
+  }
+  left[kRandom] = blocks - assigned;
+  size_t total = blocks;
+  while (total > 0) {
+    size_t draw = rng.Below(total);
+    size_t kind = 0;
+    while (draw >= left[kind]) draw -= left[kind++];
+    const size_t extent = std::min(1 + rng.Below(16), left[kind]);
+    left[kind] -= extent;
+    total -= extent;
+    const size_t extent_bytes = extent * kBlockBytes;
+    switch (kind) {
+      case kZero:
+        out->append(extent_bytes, '\0');
+        break;
+      case kText:
+        AppendText(rng, extent_bytes, out);
+        break;
+      case kExecutable:
+        AppendExecutable(rng, extent_bytes, out);
+        break;
+      default:
+        AppendRandom(rng, extent_bytes, out);
+        break;
     }
   }
+  AppendRandom(rng, bytes % kBlockBytes, out);
 }
 
 // One algorithm, one chunk size: Compress returns 0 when the chunk does not get smaller.
@@ -365,9 +389,13 @@ absl::StatusOr<CompressionResult> MeasureCompression(CompressionAlgorithm algori
   cpu_start = ThreadCpuSeconds();
   do {
     for (size_t i = 0; i < chunks; ++i) {
-      // A stored chunk costs the receiver nothing to decompress.
-      if (sizes[i] == 0) continue;
-      codec->Decompress(compressed[i].data(), sizes[i], out.data(), chunk_of(i).size());
+      absl::string_view in = chunk_of(i);
+      if (sizes[i] == 0) {
+        // A stored chunk costs the receiver a copy, not nothing: a rate stays a rate.
+        std::memcpy(out.data(), in.data(), in.size());
+        continue;
+      }
+      codec->Decompress(compressed[i].data(), sizes[i], out.data(), in.size());
     }
     ++passes;
   } while (SteadyClock::now() < decompress_until);

@@ -10,7 +10,7 @@
 // XPRESS compressor at its default level, and LZ4 (COMPRESSION_LZ4) through liblz4 as the fast
 // reference. Data goes through in chunks of at most 64 KiB (wimlib's XPRESS limit, and the
 // size Windows compresses an SMB payload in); a chunk that does not get smaller is counted at
-// its own size, as SMB then sends it uncompressed.
+// its own size, as SMB then sends it uncompressed, and its decompression is timed as a copy.
 //
 // Polite like the crypto benchmark (crypto_bench.h): its own thread at the lowest priority,
 // a wall-clock budget, rates per second of that thread's CPU time.
@@ -39,10 +39,10 @@ std::vector<std::string> CorpusKinds();
 // every host and build (own PRNG, no std:: distributions).
 //   text        log lines (timestamps, levels, components, templated messages with ids,
 //               addresses and counters): the repetition real logs and text files have.
-//   vm-disk     4 KiB blocks in extents of 1 to 16 blocks, drawn as 25% zero (free space never
+//   vm-disk     4 KiB blocks in extents of 1 to 16 blocks: 25% zero (free space never
 //               written), 10% text (logs, configuration), 30% executable-like (x86-64 code and
 //               tables: skewed opcodes, little-endian operands), 35% random (media, archives,
-//               compressed system files, encrypted data). A Windows server guest's disk image
+//               compressed system files, encrypted data), exactly at every size. A Windows server guest's disk image
 //               as a full backup reads it: roughly a quarter unallocated, a third binaries and
 //               page file, a third already compressed, the rest text.
 //   compressed  random bytes: already compressed or encrypted data, incompressible.

@@ -126,7 +126,7 @@ TEST_F(ShareSamplerTest, ReasonsInsteadOfARatio) {
 
 TEST_F(ShareSamplerTest, FifosAndEmptyFilesAreNotRegularDataAndDoNotBlock) {
   ASSERT_EQ(::mkfifo((dir_ / "share" / "pipe").c_str(), 0600), 0);
-  std::ofstream(dir_ / "share" / "empty");
+  std::ofstream empty(dir_ / "share" / "empty");
   fs::create_directory(dir_ / "share" / "subdir");
   auto sample = SampleCompressibility(Share(), SamplingLimits{});
   EXPECT_EQ(sample.not_sampled_reason(), "no regular files");
@@ -137,6 +137,20 @@ TEST_F(ShareSamplerTest, UnreadableShareIsPermissionDenied) {
   Fill("share", "text", 1, 1000);
   fs::permissions(dir_ / "share", fs::perms::none);
   auto sample = SampleCompressibility(Share(), SamplingLimits{});
+  EXPECT_EQ(sample.not_sampled_reason(), "permission denied");
+}
+
+TEST_F(ShareSamplerTest, UnreadableFilesAreSkippedAndAllUnreadableIsPermissionDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads mode 000 files";
+  Fill("share", "text", 3, 10'000);
+  fs::permissions(dir_ / "share" / "secret-name-0.dat", fs::perms::none);
+  auto sample = SampleCompressibility(Share(), SamplingLimits{});
+  EXPECT_EQ(sample.files_sampled(), 2u);
+  for (int i = 1; i < 3; ++i) {
+    fs::permissions(dir_ / "share" / ("secret-name-" + std::to_string(i) + ".dat"),
+                    fs::perms::none);
+  }
+  sample = SampleCompressibility(Share(), SamplingLimits{});
   EXPECT_EQ(sample.not_sampled_reason(), "permission denied");
 }
 

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/core/backoff.h"
@@ -68,9 +69,11 @@ bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
   return report->ByteSizeLong() <= max_bytes;
 }
 
-absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
-    PostureSource& source, const AgentConfig& config, const std::string& reason,
-    const std::vector<smbfleet::v1::Benchmark>& benchmarks, const HostInfoFn& host_info) {
+absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
+                                                        const AgentConfig& config,
+                                                        const std::string& reason,
+                                                        const BenchmarkRun& benchmarks,
+                                                        const HostInfoFn& host_info) {
   ASSIGN_OR_RETURN(smbfleet::v1::Posture posture, source.Collect());
   smbfleet::v1::ReportRequest report;
   report.set_report_id(NewReportId());
@@ -89,7 +92,10 @@ absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
     *p->mutable_collected_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
   }
   if (p->benchmarks_size() == 0) {
-    for (const auto& b : benchmarks) *p->add_benchmarks() = b;
+    for (const auto& b : benchmarks.crypto) *p->add_benchmarks() = b;
+  }
+  if (p->compression_benchmarks_size() == 0) {
+    for (const auto& b : benchmarks.compression) *p->add_compression_benchmarks() = b;
   }
   if (!FitReport(&report, config.max_report_bytes)) {
     return absl::ResourceExhaustedError(
@@ -118,19 +124,25 @@ void Agent::set_change_executor(ChangeExecutor* executor) {
 void Agent::RefreshBenchmark() {
   if (!benchmark_ || config_.benchmark_interval.count() == 0) return;
   auto now = clock_->Now();
-  if (!last_benchmark_.empty() && now < next_benchmark_) return;
+  const bool have = !last_benchmark_.crypto.empty() || !last_benchmark_.compression.empty();
+  if (have && now < next_benchmark_) return;
   // The last run survives restarts, so that an agent restarted every hour still benchmarks
   // once per benchmark_interval.
   const std::string cache = config_.spool_dir + "/benchmark.pb";
-  if (last_benchmark_.empty()) {
+  if (!have) {
     smbfleet::v1::Posture cached;
     auto bytes = ReadFile(cache, 1 << 20);
-    if (bytes.ok() && cached.ParseFromString(*bytes) && cached.benchmarks_size() > 0) {
-      auto measured = std::chrono::system_clock::time_point(
-          std::chrono::seconds(cached.benchmarks(0).measured_at().seconds()));
+    if (bytes.ok() && cached.ParseFromString(*bytes) &&
+        (cached.benchmarks_size() > 0 || cached.compression_benchmarks_size() > 0)) {
+      const google::protobuf::Timestamp& at = cached.benchmarks_size() > 0
+                                                  ? cached.benchmarks(0).measured_at()
+                                                  : cached.compression_benchmarks(0).measured_at();
+      auto measured = std::chrono::system_clock::time_point(std::chrono::seconds(at.seconds()));
       auto age = std::chrono::system_clock::now() - measured;
       if (age >= std::chrono::seconds(0) && age < config_.benchmark_interval) {
-        last_benchmark_.assign(cached.benchmarks().begin(), cached.benchmarks().end());
+        last_benchmark_.crypto.assign(cached.benchmarks().begin(), cached.benchmarks().end());
+        last_benchmark_.compression.assign(cached.compression_benchmarks().begin(),
+                                           cached.compression_benchmarks().end());
         next_benchmark_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     config_.benchmark_interval - age);
         return;
@@ -140,15 +152,46 @@ void Agent::RefreshBenchmark() {
   next_benchmark_ = now + config_.benchmark_interval;
   auto result = benchmark_();
   if (!result.ok()) {
-    Log()->warn("crypto benchmark failed: {}", LogSafe(result.status()));
+    Log()->warn("benchmark failed: {}", LogSafe(result.status()));
     return;
   }
   last_benchmark_ = *std::move(result);
-  Log()->info("crypto benchmark: {} results", last_benchmark_.size());
+  Log()->info("benchmark: {} crypto and {} compression results", last_benchmark_.crypto.size(),
+              last_benchmark_.compression.size());
   smbfleet::v1::Posture keep;
-  for (const auto& b : last_benchmark_) *keep.add_benchmarks() = b;
+  for (const auto& b : last_benchmark_.crypto) *keep.add_benchmarks() = b;
+  for (const auto& b : last_benchmark_.compression) *keep.add_compression_benchmarks() = b;
   if (auto s = WriteFileAtomic(cache, keep.SerializeAsString(), 0600); !s.ok()) {
     Log()->warn("cannot keep the benchmark result: {}", LogSafe(s));
+  }
+}
+
+void Agent::SampleShares(smbfleet::v1::Posture* posture) {
+  const CompressionSamplingConfig& sampling = config_.compression_sampling;
+  if (!sampler_ || !sampling.enabled) return;
+  const Clock::TimePoint now = clock_->Now();
+  for (smbfleet::v1::Share& share : *posture->mutable_shares()) {
+    const std::string name = absl::AsciiStrToLower(share.name());
+    if (sampling.shares.count(name) == 0) continue;
+    auto [it, added] = share_samples_.try_emplace(name);
+    ShareSample& cached = it->second;
+    if (added || cached.path != share.path() || now >= cached.next) {
+      cached.path = share.path();
+      cached.next = now + sampling.interval;
+      if (share.path().empty()) {
+        cached.sample = smbfleet::v1::CompressibilitySample();
+        cached.sample.set_not_sampled_reason("path not known");
+      } else {
+        cached.sample = sampler_(share.path());
+      }
+      // The share's name only: neither its path nor anything under it reaches the log.
+      Log()->info("compression sampling of share {}: {}", LogSafe(share.name()),
+                  cached.sample.not_sampled_reason().empty()
+                      ? absl::StrFormat("ratio %.2f over %d files", cached.sample.ratio(),
+                                        cached.sample.files_sampled())
+                      : LogSafe(cached.sample.not_sampled_reason()));
+    }
+    *share.mutable_compressibility() = cached.sample;
   }
 }
 
@@ -156,6 +199,7 @@ absl::Status Agent::CollectAndSpool(const std::string& reason) {
   RefreshBenchmark();
   ASSIGN_OR_RETURN(smbfleet::v1::ReportRequest report,
                    BuildReport(*source_, config_, reason, last_benchmark_, host_info_));
+  SampleShares(report.mutable_posture());
   Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
               source_->Describe(), report.posture().shares_size(), report.posture().sessions_size(),
               report.posture().probe_errors_size());

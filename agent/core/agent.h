@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -22,16 +23,26 @@
 
 namespace smbfleet::agent {
 
-using BenchmarkFn = std::function<absl::StatusOr<std::vector<smbfleet::v1::Benchmark>>()>;
+// One run of the on-host benchmarks: crypto rows go to Posture.benchmarks, compression rows to
+// Posture.compression_benchmarks.
+struct BenchmarkRun {
+  std::vector<smbfleet::v1::Benchmark> crypto;
+  std::vector<smbfleet::v1::CompressionBenchmark> compression;
+};
+using BenchmarkFn = std::function<absl::StatusOr<BenchmarkRun>()>;
+// Samples the compressibility of the share at a path on this host (bench::SampleCompressibility).
+using ShareSamplerFn = std::function<smbfleet::v1::CompressibilitySample(const std::string& path)>;
 // Fills what the platform source does not know: CPU features, cores.
 using HostInfoFn = std::function<void(smbfleet::v1::HostInfo*)>;
 
 // Builds the report the agent sends: a posture from the source plus host identity fields,
 // labels, the latest benchmark, a fresh report id. Keeps it under max_bytes by dropping the
 // oldest events first (counted in events_dropped) and saying so in probe_errors.
-absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(
-    PostureSource& source, const AgentConfig& config, const std::string& reason,
-    const std::vector<smbfleet::v1::Benchmark>& benchmarks, const HostInfoFn& host_info);
+absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
+                                                        const AgentConfig& config,
+                                                        const std::string& reason,
+                                                        const BenchmarkRun& benchmarks,
+                                                        const HostInfoFn& host_info);
 
 std::string NewReportId();
 
@@ -62,6 +73,10 @@ class Agent {
   // Approver sets from the Watch stream go to `trust` (not owned; opened by the caller); without
   // one they are ignored. Call before Run().
   void set_approver_trust(ApproverTrust* trust) { trust_ = trust; }
+  // With compression_sampling enabled, each report's shares named there get a
+  // Share.compressibility from `sampler`, at most once per compression_sampling.interval per
+  // share (and again when its path changes). Call before Run().
+  void set_share_sampler(ShareSamplerFn sampler) { sampler_ = std::move(sampler); }
 
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
@@ -78,6 +93,7 @@ class Agent {
  private:
   absl::Status CollectAndSpool(const std::string& reason);
   void RefreshBenchmark();
+  void SampleShares(smbfleet::v1::Posture* posture);
   void WatchLoop(uint64_t seed);
   // Waits until the deadline, a nudge or Stop(). False when stopped; else *nudge is the nudge
   // reason, empty when the deadline passed.
@@ -94,8 +110,15 @@ class Agent {
   ChangeExecutor* changes_ = nullptr;
   ApproverTrust* trust_ = nullptr;
   // Used by the Run() thread only (the watch thread gets its own seed).
-  std::vector<smbfleet::v1::Benchmark> last_benchmark_;
+  BenchmarkRun last_benchmark_;
   Clock::TimePoint next_benchmark_{};
+  struct ShareSample {
+    std::string path;
+    smbfleet::v1::CompressibilitySample sample;
+    Clock::TimePoint next{};
+  };
+  ShareSamplerFn sampler_;
+  std::map<std::string, ShareSample> share_samples_;  // by lower-case share name
   std::mt19937_64 rng_;
 
   std::mutex mu_;

@@ -60,6 +60,65 @@ void ReadEnrollment(const YAML::Node& root, const std::string& file, AgentConfig
   }
 }
 
+// Limits of `compression_sampling:`: 0 would sample nothing, and more than these would no
+// longer be a sample.
+constexpr uint64_t kMaxSampledFiles = 1000;
+constexpr uint64_t kMaxSampledBytesPerFile = 64ull << 20;
+constexpr uint64_t kMaxSampledBytes = 1ull << 30;
+
+void ReadCompressionSampling(const YAML::Node& root, CompressionSamplingConfig* c,
+                             ConfigProblems* problems) {
+  YAML::Node node = root["compression_sampling"];
+  if (!node.IsDefined()) return;
+  if (!node.IsMap()) {
+    problems->Add(node, "compression_sampling",
+                  "expected a mapping with enabled, shares and the limits");
+    return;
+  }
+  const char* prefix = "compression_sampling";
+  CheckKeys(node, {"enabled", "shares", "max_files", "max_bytes_per_file", "max_bytes", "interval"},
+            prefix, problems);
+  ReadBool(node, "enabled", prefix, &c->enabled, problems);
+  std::vector<std::string> shares;
+  if (ReadStringList(node, "shares", prefix, &shares, problems)) {
+    for (const std::string& share : shares) {
+      if (share.empty() || share.size() > 80) {
+        problems->Add(node["shares"], "compression_sampling.shares",
+                      absl::StrCat("'", share, "': a share name has 1 to 80 characters"));
+        continue;
+      }
+      c->shares.insert(absl::AsciiStrToLower(share));
+    }
+  }
+  if (c->enabled && shares.empty()) {
+    problems->Add(node, "compression_sampling.shares",
+                  "required when enabled: the names of the shares to sample");
+  }
+  uint64_t files = c->max_files;
+  if (ReadUint(node, "max_files", prefix, 1, kMaxSampledFiles, &files, problems)) {
+    c->max_files = static_cast<uint32_t>(files);
+  }
+  const std::pair<const char*, std::pair<uint64_t*, uint64_t>> sizes[] = {
+      {"max_bytes_per_file", {&c->max_bytes_per_file, kMaxSampledBytesPerFile}},
+      {"max_bytes", {&c->max_bytes, kMaxSampledBytes}}};
+  for (const auto& [key, target] : sizes) {
+    uint64_t value = *target.first;
+    if (!ReadByteSize(node, key, prefix, &value, problems)) continue;
+    if (value == 0 || value > target.second) {
+      problems->Add(node[key], JoinPath(prefix, key),
+                    absl::StrCat(value, " bytes; want 1 to ", target.second,
+                                 " (0 samples nothing; more is no longer a sample)"));
+      continue;
+    }
+    *target.first = value;
+  }
+  if (ReadDuration(node, "interval", prefix, &c->interval, problems) &&
+      c->interval < std::chrono::hours(1)) {
+    problems->Add(node["interval"], "compression_sampling.interval",
+                  "must be at least 1h: sampling reads the share's files");
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text) {
@@ -70,7 +129,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   AgentConfig c;
   CheckKeys(root,
             {"collector", "tls", "source", "labels", "schedule", "spool", "limits", "log_level",
-             "tool_env", "changes", "trust", "enroll"},
+             "tool_env", "changes", "trust", "enroll", "compression_sampling"},
             "", &problems);
 
   YAML::Node collector = root["collector"];
@@ -209,6 +268,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     }
   }
 
+  ReadCompressionSampling(root, &c.compression_sampling, &problems);
   ReadLogLevel(root, &c.log_level, &problems);
 
   if (!problems.empty()) return problems.ToStatus();

@@ -37,6 +37,18 @@ struct EnrollConfig {
   std::string host;        // the host name to ask a certificate for (lower case)
 };
 
+// Optional share sampling (`compression_sampling:` in the YAML; off by default): how well the
+// named shares' data compresses, from the first bytes of a few of their files, read at idle
+// priority. Reports carry only the ratio and how much was sampled (Share.compressibility).
+struct CompressionSamplingConfig {
+  bool enabled = false;
+  std::set<std::string> shares;  // share names, lower case (SMB share names ignore case)
+  uint32_t max_files = 16;
+  uint64_t max_bytes_per_file = 1 << 20;
+  uint64_t max_bytes = 16 << 20;
+  std::chrono::milliseconds interval{86'400'000};  // a share is sampled again after this
+};
+
 struct AgentConfig {
   std::string collector_address;      // host:port
   std::string collector_server_name;  // TLS name to verify; empty = host part of the address
@@ -60,6 +72,7 @@ struct AgentConfig {
   ChangesConfig changes;
   TrustConfig trust;
   EnrollConfig enroll;
+  CompressionSamplingConfig compression_sampling;
 };
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text);

@@ -140,5 +140,49 @@ TEST_F(AgentConfigTest, MissingSections) {
   EXPECT_THAT(m, HasSubstr("tls: required"));
 }
 
+TEST_F(AgentConfigTest, CompressionSamplingIsOffByDefaultAndValidated) {
+  const std::string base =
+      "collector: {address: 'collector.example:7443'}\n"
+      "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  auto defaults = ParseAgentConfig(dir_ + "/agent.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_FALSE(defaults->compression_sampling.enabled);
+  EXPECT_TRUE(defaults->compression_sampling.shares.empty());
+
+  auto set = ParseAgentConfig(dir_ + "/agent.yaml", base +
+                                                        "compression_sampling:\n"
+                                                        "  enabled: true\n"
+                                                        "  shares: [Projects, backup]\n"
+                                                        "  max_files: 8\n"
+                                                        "  max_bytes_per_file: 512KiB\n"
+                                                        "  max_bytes: 4MiB\n"
+                                                        "  interval: 12h\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const CompressionSamplingConfig& s = set->compression_sampling;
+  EXPECT_TRUE(s.enabled);
+  EXPECT_THAT(s.shares, ::testing::UnorderedElementsAre("projects", "backup"));
+  EXPECT_EQ(s.max_files, 8u);
+  EXPECT_EQ(s.max_bytes_per_file, 512u << 10);
+  EXPECT_EQ(s.max_bytes, 4u << 20);
+  EXPECT_EQ(s.interval, std::chrono::hours(12));
+
+  auto bad = ParseAgentConfig(dir_ + "/agent.yaml", base +
+                                                        "compression_sampling:\n"
+                                                        "  enabled: true\n"
+                                                        "  max_files: 0\n"
+                                                        "  max_bytes_per_file: 0\n"
+                                                        "  max_bytes: 64GiB\n"
+                                                        "  interval: 5m\n"
+                                                        "  depth: 3\n");
+  ASSERT_FALSE(bad.ok());
+  std::string m(bad.status().message());
+  EXPECT_THAT(m, HasSubstr("compression_sampling.shares: required when enabled"));
+  EXPECT_THAT(m, HasSubstr("compression_sampling.max_files"));
+  EXPECT_THAT(m, HasSubstr("compression_sampling.max_bytes_per_file: 0 bytes; want 1 to 67108864"));
+  EXPECT_THAT(m, HasSubstr("compression_sampling.max_bytes: 68719476736 bytes; want 1 to"));
+  EXPECT_THAT(m, HasSubstr("compression_sampling.interval: must be at least 1h"));
+  EXPECT_THAT(m, HasSubstr("compression_sampling.depth: unknown setting"));
+}
+
 }  // namespace
 }  // namespace smbfleet::agent

@@ -2,9 +2,11 @@
 // test here sleeps or waits for real time to pass.
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent/core/agent.h"
@@ -384,6 +386,105 @@ TEST_F(AgentLoopsTest, ApproverSetOnTheStreamIsTrustedForTheOrdersThatFollow) {
   agent->Stop();
   run.join();
   EXPECT_EQ(applier.applies, 1);
+}
+
+// A source whose posture has shares; paths as the platform reports them.
+class SharesSource : public PostureSource {
+ public:
+  absl::StatusOr<smbfleet::v1::Posture> Collect() override {
+    smbfleet::v1::Posture p;
+    p.mutable_host()->set_hostname("fs01");
+    for (const auto& [name, path] : shares) {
+      smbfleet::v1::Share* share = p.add_shares();
+      share->set_name(name);
+      share->set_path(path);
+    }
+    return p;
+  }
+  std::string Describe() const override { return "shares"; }
+  std::vector<std::pair<std::string, std::string>> shares;
+};
+
+TEST_F(AgentLoopsTest, BothBenchmarksReachTheReportAndSurviveARestart) {
+  config_.benchmark_interval = std::chrono::hours(24);
+  int runs = 0;
+  BenchmarkFn benchmark = [&runs]() -> absl::StatusOr<BenchmarkRun> {
+    ++runs;
+    BenchmarkRun run;
+    smbfleet::v1::Benchmark& crypto = run.crypto.emplace_back();
+    crypto.set_algorithm(smbfleet::v1::AES_128_GCM);
+    crypto.mutable_measured_at()->set_seconds(::time(nullptr));
+    smbfleet::v1::CompressionBenchmark& compression = run.compression.emplace_back();
+    compression.set_algorithm(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN);
+    compression.set_corpus("vm-disk");
+    compression.set_ratio(1.9);
+    compression.mutable_measured_at()->set_seconds(::time(nullptr));
+    return run;
+  };
+  Agent first(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 1);
+  ASSERT_TRUE(first.RunOnce("startup").ok());
+  ASSERT_TRUE(first.RunOnce("schedule").ok());
+  EXPECT_EQ(runs, 1);  // once per benchmark_interval
+  // A restarted agent takes the kept run instead of benchmarking again.
+  Agent restarted(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 2);
+  ASSERT_TRUE(restarted.RunOnce("startup").ok());
+  EXPECT_EQ(runs, 1);
+  ASSERT_EQ(client_.reports().size(), 3u);
+  for (const auto& report : client_.reports()) {
+    ASSERT_EQ(report.posture().benchmarks_size(), 1);
+    ASSERT_EQ(report.posture().compression_benchmarks_size(), 1);
+    EXPECT_EQ(report.posture().compression_benchmarks(0).corpus(), "vm-disk");
+    EXPECT_EQ(report.posture().compression_benchmarks(0).ratio(), 1.9);
+  }
+}
+
+TEST_F(AgentLoopsTest, NamedSharesAreSampledOncePerIntervalAndOthersNever) {
+  SharesSource source;
+  source.shares = {{"Projects", "/srv/projects"}, {"home", "/srv/home"}, {"nopath", ""}};
+  config_.compression_sampling.enabled = true;
+  config_.compression_sampling.shares = {"projects", "nopath"};
+  config_.compression_sampling.interval = std::chrono::hours(24);
+  std::vector<std::string> sampled;
+  Agent agent(config_, &source, &client_, spool_.get(), nullptr, nullptr, &clock_, 1);
+  agent.set_share_sampler([&sampled](const std::string& path) {
+    sampled.push_back(path);
+    smbfleet::v1::CompressibilitySample sample;
+    sample.set_ratio(2.5);
+    sample.set_files_sampled(16);
+    return sample;
+  });
+  ASSERT_TRUE(agent.RunOnce("startup").ok());
+  clock_.Advance(std::chrono::hours(23));
+  ASSERT_TRUE(agent.RunOnce("schedule").ok());
+  EXPECT_THAT(sampled, ElementsAre("/srv/projects"));  // case of the name ignored
+  clock_.Advance(std::chrono::hours(1));
+  ASSERT_TRUE(agent.RunOnce("schedule").ok());
+  EXPECT_THAT(sampled, ElementsAre("/srv/projects", "/srv/projects"));
+
+  ASSERT_EQ(client_.reports().size(), 3u);
+  for (const auto& report : client_.reports()) {
+    const auto& shares = report.posture().shares();
+    ASSERT_EQ(shares.size(), 3);
+    EXPECT_EQ(shares[0].compressibility().ratio(), 2.5);
+    EXPECT_EQ(shares[0].compressibility().files_sampled(), 16u);
+    EXPECT_FALSE(shares[1].has_compressibility());  // not named: never read
+    EXPECT_EQ(shares[2].compressibility().not_sampled_reason(), "path not known");
+  }
+}
+
+TEST_F(AgentLoopsTest, SamplingOffByDefaultReadsNothing) {
+  SharesSource source;
+  source.shares = {{"projects", "/srv/projects"}};
+  config_.compression_sampling.shares = {"projects"};  // named, but not enabled
+  bool called = false;
+  Agent agent(config_, &source, &client_, spool_.get(), nullptr, nullptr, &clock_, 1);
+  agent.set_share_sampler([&called](const std::string&) {
+    called = true;
+    return smbfleet::v1::CompressibilitySample();
+  });
+  ASSERT_TRUE(agent.RunOnce("startup").ok());
+  EXPECT_FALSE(called);
+  EXPECT_FALSE(client_.reports()[0].posture().shares(0).has_compressibility());
 }
 
 }  // namespace

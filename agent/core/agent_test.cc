@@ -38,10 +38,15 @@ TEST(BuildReportTest, FillsIdentityLabelsAndBenchmark) {
   FakeSource source(p);
   AgentConfig config;
   config.labels = {{"site", "ams"}};
-  smbfleet::v1::Benchmark b;
+  BenchmarkRun run;
+  smbfleet::v1::Benchmark& b = run.crypto.emplace_back();
   b.set_algorithm(smbfleet::v1::AES_128_GCM);
   b.set_bytes_per_second(1e9);
-  auto report = BuildReport(source, config, "schedule", {b},
+  smbfleet::v1::CompressionBenchmark& c = run.compression.emplace_back();
+  c.set_algorithm(smbfleet::v1::COMPRESSION_LZ4);
+  c.set_corpus("text");
+  c.set_ratio(4.5);
+  auto report = BuildReport(source, config, "schedule", run,
                             [](smbfleet::v1::HostInfo* h) { h->mutable_cpu()->set_aes_ni(true); });
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->reason(), "schedule");
@@ -52,6 +57,9 @@ TEST(BuildReportTest, FillsIdentityLabelsAndBenchmark) {
   EXPECT_TRUE(report->posture().has_collected_at());
   ASSERT_EQ(report->posture().benchmarks_size(), 1);
   EXPECT_EQ(report->posture().benchmarks(0).algorithm(), smbfleet::v1::AES_128_GCM);
+  ASSERT_EQ(report->posture().compression_benchmarks_size(), 1);
+  EXPECT_EQ(report->posture().compression_benchmarks(0).algorithm(), smbfleet::v1::COMPRESSION_LZ4);
+  EXPECT_EQ(report->posture().compression_benchmarks(0).ratio(), 4.5);
 }
 
 TEST(FitReportTest, DropsOldestEventsAndCountsThem) {

@@ -15,6 +15,10 @@
     Get-SmbServerConfiguration.json     Get-SmbClientConfiguration.json
     Get-SmbShare.json                   Get-SmbSession.json           Get-SmbConnection.json
     Get-SmbMultichannelConnection.json  Get-SmbOpenFile.json          Get-SmbServerNetworkInterface.json
+    Registry-LanmanServer.json          values of HKLM\SYSTEM\CurrentControlSet\Services\LanmanServer\Parameters
+    Registry-LanmanWorkstation.json     values of HKLM\SYSTEM\CurrentControlSet\Services\LanmanWorkstation\Parameters
+    Registry-HardenedPaths.json         values of HKLM\SOFTWARE\Policies\Microsoft\Windows\NetworkProvider\HardenedPaths
+                                        (registry files: [] when the key does not exist)
     events.json                         newest events of the SMB server/client channels
     capture.json                        when, by which script version, and which cmdlets failed
 
@@ -41,7 +45,7 @@ param(
 Set-StrictMode -Version 2.0
 $ErrorActionPreference = 'Stop'
 $ProgressPreference = 'SilentlyContinue'
-$ScriptVersion = '1'
+$ScriptVersion = '2'
 
 if ($OutputDirectory -eq '') {
   $stamp = (Get-Date).ToString('yyyyMMdd-HHmmss', [Globalization.CultureInfo]::InvariantCulture)
@@ -56,9 +60,11 @@ function Write-CaptureFile([string]$Name, [string]$Json) {
   [System.IO.File]::WriteAllText((Join-Path -Path $OutputDirectory -ChildPath $Name), $Json, $Utf8NoBom)
 }
 
-function Add-CaptureError([string]$Probe, $ErrorRecord) {
-  $null = $Errors.Add([ordered]@{ Probe = $Probe; Message = $ErrorRecord.Exception.Message })
-  Write-Warning ($Probe + ': ' + $ErrorRecord.Exception.Message)
+function Add-CaptureError([string]$Probe, $ErrorRecord, [string]$Context = '') {
+  $message = $ErrorRecord.Exception.Message
+  if ($Context -ne '') { $message = $Context + ': ' + $message }
+  $null = $Errors.Add([ordered]@{ Probe = $Probe; Message = $message })
+  Write-Warning ($Probe + ': ' + $message)
 }
 
 # One cmdlet -> one file. Select-Object turns CIM instances into plain objects (no CimClass /
@@ -76,6 +82,29 @@ function Save-Cmdlet([string]$Cmdlet, [string[]]$Exclude = @(), [switch]$Single)
     Write-CaptureFile ($Cmdlet + '.json') $json
   } catch {
     Add-CaptureError $Cmdlet $_
+  }
+}
+
+# One registry key -> one file, for settings no cmdlet reports: the key's values as
+# Get-ItemProperty shows them without the provider's PS* properties, in an array; [] when the key
+# does not exist (the Windows defaults apply). A read error is recorded naming the key.
+$RegistryExclude = @('PSPath', 'PSParentPath', 'PSChildName', 'PSDrive', 'PSProvider')
+function Save-Registry([string]$Probe, [string]$Key) {
+  try {
+    $item = $null
+    try {
+      $item = Get-Item -LiteralPath $Key -ErrorAction Stop
+    } catch {
+      if ($_.FullyQualifiedErrorId -notlike 'PathNotFound*') { throw }
+    }
+    $values = @()
+    if ($null -ne $item) {
+      $values = @(Get-ItemProperty -LiteralPath $Key -ErrorAction Stop |
+          Select-Object -Property * -ExcludeProperty $RegistryExclude)
+    }
+    Write-CaptureFile ($Probe + '.json') (ConvertTo-Json -Depth 3 -InputObject $values)
+  } catch {
+    Add-CaptureError $Probe $_ $Key
   }
 }
 
@@ -114,6 +143,11 @@ Save-Cmdlet 'Get-SmbConnection'
 Save-Cmdlet 'Get-SmbMultichannelConnection'
 Save-Cmdlet 'Get-SmbOpenFile'
 Save-Cmdlet 'Get-SmbServerNetworkInterface'
+
+# ---------------------------------------------------------------- registry (no cmdlet reports these)
+Save-Registry 'Registry-LanmanServer' 'HKLM:\SYSTEM\CurrentControlSet\Services\LanmanServer\Parameters'
+Save-Registry 'Registry-LanmanWorkstation' 'HKLM:\SYSTEM\CurrentControlSet\Services\LanmanWorkstation\Parameters'
+Save-Registry 'Registry-HardenedPaths' 'HKLM:\SOFTWARE\Policies\Microsoft\Windows\NetworkProvider\HardenedPaths'
 
 # ---------------------------------------------------------------- events
 $channels = @(

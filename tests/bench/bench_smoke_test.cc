@@ -42,6 +42,19 @@ TEST(BenchSmokeTest, CryptoBenchCompareQuick) {
   EXPECT_GT(doc["benchWallSecondsMax"].get<double>(), 0);
 }
 
+TEST(BenchSmokeTest, CompressionBenchQuick) {
+  nlohmann::json doc = RunJson({COMPRESSION_BENCH, "--quick"});
+  ASSERT_TRUE(doc.is_object());
+  ASSERT_EQ(doc["rows"].size(), 6u);  // 2 algorithms x 3 corpora
+  for (const auto& row : doc["rows"]) {
+    EXPECT_GT(row["compressMBps"].get<double>(), 0);
+    EXPECT_GT(row["decompressMBps"].get<double>(), 0);
+    EXPECT_GE(row["ratio"].get<double>(), 1.0);
+  }
+  EXPECT_EQ(doc["agentRun"]["rows"].size(), 6u);
+  EXPECT_GT(doc["agentRun"]["wallSeconds"].get<double>(), 0);
+}
+
 }  // namespace
 
 namespace {

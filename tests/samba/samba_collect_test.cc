@@ -187,6 +187,29 @@ TEST(CollectConfigTest, ConfigurationAndSharesFromTestparm) {
   EXPECT_TRUE(posture->sessions().empty());
 }
 
+TEST(CollectConfigTest, CisEquivalentsFromTheRunningLab) {
+  SambaLab::Setup setup;
+  setup.global =
+      "restrict anonymous = 2\ndeadtime = 15\nclient min protocol = SMB3_11\n"
+      "client signing = required\nclient smb encrypt = required\n";
+  auto lab = SambaLab::Start(setup);
+  ASSERT_TRUE(lab.ok()) << lab.status();
+  auto posture = agent::NewSambaSource((*lab)->Options(), (*lab)->runner())->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  EXPECT_EQ(posture->probe_errors_size(), 0);
+  EXPECT_TRUE(posture->server().restrict_null_session_access());
+  EXPECT_EQ(posture->server().auto_disconnect_timeout_minutes(), 15u);
+  EXPECT_FALSE(posture->server().has_enable_forced_logoff()) << "no Samba equivalent";
+  const v1::ClientConfig& client = posture->client();
+  ASSERT_TRUE(client.has_enable_plain_text_password());
+  EXPECT_FALSE(client.enable_plain_text_password());
+  EXPECT_TRUE(client.require_signing());
+  EXPECT_TRUE(client.require_encryption());
+  EXPECT_EQ(client.min_dialect(), v1::DIALECT_SMB_3_1_1);
+  EXPECT_FALSE(client.has_hardened_paths_known());
+  EXPECT_FALSE(client.has_compression_disabled()) << "Samba has no SMB compression";
+}
+
 TEST(CollectConfigTest, SeveralSessionsAndSharesAtOnce) {
   auto lab = SambaLab::Start({"server min protocol = NT1\n", {}});
   ASSERT_TRUE(lab.ok()) << lab.status();

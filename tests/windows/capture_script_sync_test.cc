@@ -66,6 +66,7 @@ TEST(CaptureScriptSyncTest, EveryProbeIsCapturedToItsFileWithTheSameShape) {
       EXPECT_THAT(ps1, HasSubstr("Write-CaptureFile 'host.json'"));
       continue;
     }
+    if (!RegistryKeyOf(name).empty()) continue;  // RegistryProbesReadTheSameKeys
     // Save-Cmdlet writes <cmdlet>.json; -Single and -Exclude must match the live script.
     std::smatch m;
     std::regex line("\\nSave-Cmdlet '" + name + "'([^\\n]*)\\n");
@@ -85,6 +86,26 @@ TEST(CaptureScriptSyncTest, EveryProbeIsCapturedToItsFileWithTheSameShape) {
     std::vector<std::string> live_excluded = absl::StrSplit(live_extra, ',', absl::SkipEmpty());
     EXPECT_THAT(live_excluded, ElementsAreArray(excluded)) << name;
   }
+}
+
+TEST(CaptureScriptSyncTest, RegistryProbesReadTheSameKeysWithoutTheSameProperties) {
+  const std::string ps1 = CaptureScript();
+  int registry_probes = 0;
+  for (const ProbeSpec& probe : WindowsProbes()) {
+    std::string name(probe.probe);
+    std::string key(RegistryKeyOf(name));
+    if (key.empty()) continue;
+    ++registry_probes;
+    EXPECT_THAT(ps1, HasSubstr(absl::StrCat("\nSave-Registry '", name, "' '", key, "'\n")))
+        << name << " is not captured from " << key;
+    const std::string& live = ProbeScript(name);
+    EXPECT_THAT(live, HasSubstr(absl::StrCat("$key = '", key, "'\n"))) << name;
+    std::vector<std::string> live_excluded =
+        absl::StrSplit(Between(live, "-ExcludeProperty ", ")"), ',', absl::SkipEmpty());
+    EXPECT_THAT(Quoted(Between(ps1, "$RegistryExclude = @(", ")")), ElementsAreArray(live_excluded))
+        << name;
+  }
+  EXPECT_EQ(registry_probes, 3);
 }
 
 TEST(CaptureScriptSyncTest, HostInfoHasTheSameFields) {

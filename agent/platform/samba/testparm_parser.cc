@@ -1,9 +1,11 @@
 #include "agent/platform/samba/testparm_parser.h"
 
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/platform/samba/probe_errors.h"
@@ -30,6 +32,7 @@ constexpr absl::string_view kServerRawParams[] = {
     "map to guest",
     "guest account",
     "restrict anonymous",
+    "deadtime",
     "ntlm auth",
     "lanman auth",
     "security",
@@ -46,6 +49,7 @@ constexpr absl::string_view kClientRawParams[] = {
     "client smb3 encryption algorithms",
     "client smb3 signing algorithms",
     "client use kerberos",
+    "client plaintext auth",
 };
 constexpr absl::string_view kShareRawParams[] = {
     "server smb encrypt", "guest ok",    "guest only", "read only",  "valid users",
@@ -88,6 +92,19 @@ std::optional<v1::Dialect> MapProtocol(const std::optional<std::string>& value,
     return std::nullopt;
   }
   return d;
+}
+
+// A non-negative decimal parameter ("deadtime = 15"); other text is reported, not guessed.
+std::optional<uint64_t> Count(const TestparmConfig& config, absl::string_view param,
+                              Posture* posture) {
+  auto value = config.Global(param);
+  if (!value.has_value()) return std::nullopt;
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(*value, &n)) {
+    AddUnknown(posture, param, *value, "not a non-negative number");
+    return std::nullopt;
+  }
+  return n;
 }
 
 bool IsDomainController(const TestparmConfig& config) {
@@ -207,6 +224,18 @@ void FillConfig(const TestparmConfig& config, Posture* posture) {
   if (auto mc = config.Global("server multi channel support")) {
     if (auto b = ParseSambaBool(*mc)) server->set_multichannel_enabled(*b);
   }
+  // "restrict anonymous = 2" refuses anonymous access to everything but IPC$ listings, the
+  // closest to Windows' RestrictNullSessAccess; 0 and 1 leave anonymous sessions in.
+  if (auto level = Count(config, "restrict anonymous", posture)) {
+    server->set_restrict_null_session_access(*level >= 2);
+  }
+  // "deadtime": idle minutes before smbd drops a connection that has no open files, the
+  // equivalent of Windows' AutoDisconnectTimeout. 0 = never, reported as the largest value so
+  // that "at most N minutes" fails as it should.
+  if (auto minutes = Count(config, "deadtime", posture)) {
+    server->set_auto_disconnect_timeout_minutes(
+        *minutes == 0 || *minutes > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(*minutes));
+  }
 
   // Guest sessions: "map to guest" other than Never lets failed logons become guest, and a
   // share with "guest ok" admits them.
@@ -264,6 +293,14 @@ void FillConfig(const TestparmConfig& config, Posture* posture) {
   if (auto encrypt = config.Global("client smb encrypt")) {
     std::string e = Lower(*encrypt);
     client->set_require_encryption(e == "required" || e == "mandatory");
+  }
+  // testparm prints the effective value: No while "client NTLMv2 auth" is Yes.
+  if (auto plaintext = config.Global("client plaintext auth")) {
+    if (auto b = ParseSambaBool(*plaintext)) {
+      client->set_enable_plain_text_password(*b);
+    } else {
+      AddUnknown(posture, "client plaintext auth", *plaintext, "not a yes/no value");
+    }
   }
   auto cmin = MapProtocol(config.Global("client min protocol"), "client min protocol",
                           v1::DIALECT_SMB_2_0_2, posture);

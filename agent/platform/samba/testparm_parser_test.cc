@@ -107,6 +107,77 @@ TEST(TestparmParserTest, ShareSettingsOverrideGlobal) {
   EXPECT_FALSE(ShareNamed(mixed, "demo")->guest_ok());
 }
 
+TEST(TestparmParserTest, CisEquivalentsFromCapturedScenarios) {
+  struct Case {
+    const char* fixture;
+    bool restrict_anonymous;
+    uint32_t deadtime_minutes;
+    bool plaintext;
+    bool client_require_signing;
+    bool client_enable_signing;
+    bool client_require_encryption;
+    v1::Dialect client_min;
+  };
+  const Case cases[] = {
+      // Samba 4.17's defaults: restrict anonymous = 0, deadtime = 10080 (a week).
+      {"idle", false, 10080, false, false, true, false, v1::DIALECT_SMB_2_0_2},
+      {"cis-hardened", true, 15, false, true, true, true, v1::DIALECT_SMB_3_1_1},  // "SMB3"
+      // deadtime = 0 (never) as the largest value; restrict anonymous = 1 is not enough.
+      {"cis-legacy", false, UINT32_MAX, true, false, false, false, v1::DIALECT_SMB1},
+  };
+  for (const Case& c : cases) {
+    v1::Posture p = FillFrom(c.fixture);
+    const v1::ServerConfig& s = p.server();
+    ASSERT_TRUE(s.has_restrict_null_session_access()) << c.fixture;
+    EXPECT_EQ(s.restrict_null_session_access(), c.restrict_anonymous) << c.fixture;
+    EXPECT_EQ(s.auto_disconnect_timeout_minutes(), c.deadtime_minutes) << c.fixture;
+    const v1::ClientConfig& cl = p.client();
+    ASSERT_TRUE(cl.has_enable_plain_text_password()) << c.fixture;
+    EXPECT_EQ(cl.enable_plain_text_password(), c.plaintext) << c.fixture;
+    EXPECT_EQ(cl.require_signing(), c.client_require_signing) << c.fixture;
+    EXPECT_EQ(cl.enable_signing(), c.client_enable_signing) << c.fixture;
+    EXPECT_EQ(cl.require_encryption(), c.client_require_encryption) << c.fixture;
+    EXPECT_EQ(cl.min_dialect(), c.client_min) << c.fixture;
+    // Samba has none of these: unknown, never false.
+    EXPECT_FALSE(s.has_enable_forced_logoff()) << c.fixture;
+    EXPECT_FALSE(s.has_null_session_pipes_known()) << c.fixture;
+    EXPECT_FALSE(cl.has_hardened_paths_known()) << c.fixture;
+    EXPECT_FALSE(cl.has_compression_disabled()) << c.fixture;
+    EXPECT_FALSE(cl.has_request_compression()) << c.fixture;
+    EXPECT_FALSE(cl.has_enable_compressibility_sampling()) << c.fixture;
+    EXPECT_FALSE(s.has_request_compression()) << c.fixture;
+    for (const auto& share : p.shares()) EXPECT_FALSE(share.has_compress_data()) << c.fixture;
+    EXPECT_EQ(p.probe_errors_size(), 0) << c.fixture;
+  }
+  EXPECT_EQ(FillFrom("cis-legacy").server().raw().at("deadtime"), "0");
+  EXPECT_EQ(FillFrom("cis-legacy").client().raw().at("client plaintext auth"), "Yes");
+}
+
+TEST(TestparmParserTest, CisEquivalentsWithUnexpectedWordsAreUnknown) {
+  auto config = TestparmConfig::Parse(
+      "[global]\n\trestrict anonymous = some\n\tdeadtime = -5\n\tclient plaintext auth = maybe\n");
+  ASSERT_TRUE(config.ok());
+  v1::Posture p;
+  FillConfig(*config, &p);
+  EXPECT_FALSE(p.server().has_restrict_null_session_access());
+  EXPECT_FALSE(p.server().has_auto_disconnect_timeout_minutes());
+  EXPECT_FALSE(p.client().has_enable_plain_text_password());
+  ASSERT_EQ(p.probe_errors_size(), 3);
+  EXPECT_EQ(p.probe_errors(0).code(), "UNKNOWN_VALUE");
+  EXPECT_THAT(p.probe_errors(0).message(), HasSubstr("restrict anonymous = 'some'"));
+  EXPECT_THAT(p.probe_errors(1).message(), HasSubstr("deadtime = '-5'"));
+  EXPECT_THAT(p.probe_errors(2).message(), HasSubstr("client plaintext auth = 'maybe'"));
+  // Not printed at all (an older testparm without -v): unknown, no error.
+  auto bare = TestparmConfig::Parse("[global]\n\tserver signing = required\n");
+  ASSERT_TRUE(bare.ok());
+  v1::Posture q;
+  FillConfig(*bare, &q);
+  EXPECT_FALSE(q.server().has_restrict_null_session_access());
+  EXPECT_FALSE(q.server().has_auto_disconnect_timeout_minutes());
+  EXPECT_FALSE(q.client().has_enable_plain_text_password());
+  EXPECT_EQ(q.probe_errors_size(), 0);
+}
+
 TEST(TestparmParserTest, GuestOkAloneAllowsGuests) {
   auto config = TestparmConfig::Parse(
       "[global]\n\tmap to guest = Never\n\tguest ok = No\n[pub]\n\tguest ok = Yes\n\tpath = /p\n"

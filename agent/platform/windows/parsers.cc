@@ -1,6 +1,7 @@
 #include "agent/platform/windows/parsers.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -263,6 +264,29 @@ absl::StatusOr<nlohmann::json> LoadConfigurationObject(absl::string_view bytes,
   return **std::move(one);
 }
 
+// Idle minutes before the server suspends a session. Windows Server 2025 reports
+// AutoDisconnectTimeoutInMinutesV1 (and the seconds in AutoDisconnectTimeoutInSecondsV2); earlier
+// builds AutoDisconnectTimeout (minutes). The WS2025 documentation's sample still prints
+// AutoDisconnectTimeout, so V1 wins when both appear. Only the seconds given: rounded up to whole
+// minutes, so that "at most N minutes" never passes on a longer timeout.
+std::optional<uint32_t> AutoDisconnectMinutes(const PsObject& o) {
+  for (absl::string_view name : {"AutoDisconnectTimeoutInMinutesV1", "AutoDisconnectTimeout"}) {
+    if (!o.Has(name)) continue;
+    auto n = o.Uint64(name);
+    if (!n.has_value()) return std::nullopt;  // the wrong shape: a problem, not a fallback
+    if (*n > UINT32_MAX) {
+      o.Problem(name, absl::StrCat("beyond a 32-bit count of minutes: ", *n));
+      return std::nullopt;
+    }
+    return static_cast<uint32_t>(*n);
+  }
+  if (auto seconds = o.Uint64("AutoDisconnectTimeoutInSecondsV2")) {
+    uint64_t minutes = *seconds / 60 + (*seconds % 60 != 0 ? 1 : 0);
+    if (minutes <= UINT32_MAX) return static_cast<uint32_t>(minutes);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view what,
@@ -305,6 +329,13 @@ absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view
   SMBFLEET_SET_OPT(o, Bool("DisableSmbEncryptionOnSecureConnection"), s,
                    set_disable_smb_encryption_on_secure_connection);
   SMBFLEET_SET_OPT(o, Bool("EnableMailslots"), s, set_enable_mailslots);
+  if (auto minutes = AutoDisconnectMinutes(o)) s->set_auto_disconnect_timeout_minutes(*minutes);
+  SMBFLEET_SET_OPT(o, Bool("EnableForcedLogoff"), s, set_enable_forced_logoff);
+  // A comma-joined string ("" = none) or, from the registry's REG_MULTI_SZ, an array.
+  if (auto list = o.StringList("NullSessionPipes")) {
+    for (const auto& pipe : *list) s->add_null_session_pipes(pipe);
+    s->set_null_session_pipes_known(true);
+  }
   static const std::set<std::string>* kTyped =
       new std::set<std::string>{"EnableSMB1Protocol",
                                 "EnableSMB2Protocol",
@@ -325,7 +356,10 @@ absl::Status ParseServerConfiguration(absl::string_view bytes, absl::string_view
                                 "EnableAuthRateLimiter",
                                 "InvalidAuthenticationDelayTimeInMs",
                                 "DisableSmbEncryptionOnSecureConnection",
-                                "EnableMailslots"};
+                                "EnableMailslots",
+                                "AutoDisconnectTimeout",
+                                "AutoDisconnectTimeoutInMinutesV1",
+                                "EnableForcedLogoff"};
   CopyRaw(o.json(), *kTyped, s->mutable_raw());
   return absl::OkStatus();
 }
@@ -353,6 +387,10 @@ absl::Status ParseClientConfiguration(absl::string_view bytes, absl::string_view
                    set_audit_server_does_not_support_signing);
   SMBFLEET_SET_OPT(o, Bool("BlockNTLM"), c, set_block_ntlm);
   SMBFLEET_SET_OPT(o, Bool("EnableSMBQUIC"), c, set_quic_enabled);
+  SMBFLEET_SET_OPT(o, Bool("EnableCompressibilitySampling"), c,
+                   set_enable_compressibility_sampling);
+  SMBFLEET_SET_OPT(o, Uint64("CompressibilitySamplingSize"), c, set_compressibility_sampling_size);
+  SMBFLEET_SET_OPT(o, Uint64("CompressibleThreshold"), c, set_compressible_threshold);
   static const std::set<std::string>* kTyped =
       new std::set<std::string>{"RequireSecuritySignature",
                                 "EnableSecuritySignature",
@@ -365,7 +403,10 @@ absl::Status ParseClientConfiguration(absl::string_view bytes, absl::string_view
                                 "AuditServerDoesNotSupportEncryption",
                                 "AuditServerDoesNotSupportSigning",
                                 "BlockNTLM",
-                                "EnableSMBQUIC"};
+                                "EnableSMBQUIC",
+                                "EnableCompressibilitySampling",
+                                "CompressibilitySamplingSize",
+                                "CompressibleThreshold"};
   CopyRaw(o.json(), *kTyped, c->mutable_raw());
   return absl::OkStatus();
 }
@@ -586,6 +627,18 @@ const std::vector<ProbeSpec>& WindowsProbes() {
        "Get-SmbServerNetworkInterface.json",
        &ParseNetworkInterfaces,
        {POSTURE_SECTION_NETWORK}},
+      {"Registry-LanmanServer",
+       "Registry-LanmanServer.json",
+       &ParseLanmanServerRegistry,
+       {POSTURE_SECTION_SERVER}},
+      {"Registry-LanmanWorkstation",
+       "Registry-LanmanWorkstation.json",
+       &ParseLanmanWorkstationRegistry,
+       {POSTURE_SECTION_CLIENT}},
+      {"Registry-HardenedPaths",
+       "Registry-HardenedPaths.json",
+       &ParseHardenedPaths,
+       {POSTURE_SECTION_CLIENT}},
   };
   return *kProbes;
 }

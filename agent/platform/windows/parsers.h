@@ -46,6 +46,25 @@ absl::Status ParseNetworkInterfaces(absl::string_view bytes, absl::string_view w
                                     smbfleet::v1::Posture* posture,
                                     std::vector<std::string>* problems);
 
+// Registry keys that hold settings no cmdlet reports, as the registry probes print them: the key's
+// values as Get-ItemProperty shows them (an array of one object; [] when the key does not exist).
+// A missing key or value means the Windows default; no output at all leaves the fields unknown.
+//   Registry-LanmanServer:      ...\Services\LanmanServer\Parameters RestrictNullSessAccess
+//   Registry-LanmanWorkstation: ...\Services\LanmanWorkstation\Parameters EnablePlainTextPassword
+//   Registry-HardenedPaths:     SOFTWARE\Policies\Microsoft\Windows\NetworkProvider\HardenedPaths
+absl::Status ParseLanmanServerRegistry(absl::string_view bytes, absl::string_view what,
+                                       smbfleet::v1::Posture* posture,
+                                       std::vector<std::string>* problems);
+absl::Status ParseLanmanWorkstationRegistry(absl::string_view bytes, absl::string_view what,
+                                            smbfleet::v1::Posture* posture,
+                                            std::vector<std::string>* problems);
+absl::Status ParseHardenedPaths(absl::string_view bytes, absl::string_view what,
+                                smbfleet::v1::Posture* posture, std::vector<std::string>* problems);
+
+// The registry key each registry probe reads ("HKLM:\SYSTEM\...", as PowerShell's registry
+// provider names it); empty for other probes.
+absl::string_view RegistryKeyOf(absl::string_view probe);
+
 // One probe: its name in probe_errors, its capture file, its parser, the sections it fills.
 struct ProbeSpec {
   absl::string_view probe;  // "Get-SmbShare"

@@ -71,7 +71,219 @@ TEST(ParseServerConfigurationTest, MissingPropertiesStayUnknown) {
   EXPECT_FALSE(s.has_audit_client_does_not_support_signing());
   EXPECT_FALSE(s.has_null_session_shares_known());
   EXPECT_THAT(s.encryption_ciphers(), IsEmpty());
-  EXPECT_EQ(s.raw().at("AutoDisconnectTimeout"), "15");
+  EXPECT_EQ(s.auto_disconnect_timeout_minutes(), 15u);
+  EXPECT_FALSE(s.has_enable_forced_logoff());
+  EXPECT_FALSE(s.has_null_session_pipes_known());
+  EXPECT_EQ(s.raw().count("AutoDisconnectTimeout"), 0u) << "typed, not raw";
+}
+
+TEST(ParseServerConfigurationTest, IdleTimeoutOfEveryBuild) {
+  struct Case {
+    const char* json;
+    bool known;
+    uint32_t minutes;
+  };
+  std::vector<Case> cases = {
+      {R"({"AutoDisconnectTimeout": 15})", true, 15},  // WS2016-2022
+      {R"({"AutoDisconnectTimeoutInMinutesV1": 10,
+           "AutoDisconnectTimeoutInSecondsV2": 600})",
+       true, 10},  // WS2025
+      {R"({"AutoDisconnectTimeout": 15, "AutoDisconnectTimeoutInMinutesV1": 5})", true, 5},
+      {R"({"AutoDisconnectTimeoutInSecondsV2": 901})", true, 16},  // rounded up
+      {R"({"AutoDisconnectTimeout": "4294967295"})", true, 4294967295u},
+      {R"({"EnableSMB1Protocol": false})", false, 0},
+  };
+  for (const auto& c : cases) {
+    v1::Posture p;
+    std::vector<std::string> problems;
+    ASSERT_TRUE(ParseServerConfiguration(c.json, "s.json", &p, &problems).ok()) << c.json;
+    EXPECT_THAT(problems, IsEmpty()) << c.json;
+    EXPECT_EQ(p.server().has_auto_disconnect_timeout_minutes(), c.known) << c.json;
+    EXPECT_EQ(p.server().auto_disconnect_timeout_minutes(), c.minutes) << c.json;
+  }
+  // The wrong shape is a problem, not a fallback to another property.
+  v1::Posture p;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(ParseServerConfiguration(
+                  R"({"AutoDisconnectTimeoutInMinutesV1": "soon", "AutoDisconnectTimeout": 15})",
+                  "s.json", &p, &problems)
+                  .ok());
+  EXPECT_FALSE(p.server().has_auto_disconnect_timeout_minutes());
+  ASSERT_THAT(problems, SizeIs(1));
+  EXPECT_THAT(problems[0], HasSubstr("s.json.AutoDisconnectTimeoutInMinutesV1"));
+}
+
+TEST(ParseServerConfigurationTest, NullSessionPipesAsStringArrayOrEmpty) {
+  struct Case {
+    const char* json;
+    std::vector<std::string> pipes;
+  };
+  std::vector<Case> cases = {
+      {R"({"NullSessionPipes": "netlogon, samr, lsarpc"})", {"netlogon", "samr", "lsarpc"}},
+      {R"({"NullSessionPipes": ["HydraLSPipe", "TermServLicensing"]})",
+       {"HydraLSPipe", "TermServLicensing"}},
+      {R"({"NullSessionPipes": ""})", {}},
+      {R"({"NullSessionPipes": []})", {}},
+  };
+  for (const auto& c : cases) {
+    v1::Posture p;
+    std::vector<std::string> problems;
+    ASSERT_TRUE(ParseServerConfiguration(c.json, "s.json", &p, &problems).ok()) << c.json;
+    EXPECT_TRUE(p.server().null_session_pipes_known()) << c.json;
+    EXPECT_EQ(std::vector<std::string>(p.server().null_session_pipes().begin(),
+                                       p.server().null_session_pipes().end()),
+              c.pipes)
+        << c.json;
+  }
+  v1::Posture p;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(
+      ParseServerConfiguration(R"({"NullSessionPipes": null, "EnableForcedLogoff": "True"})",
+                               "s.json", &p, &problems)
+          .ok());
+  EXPECT_FALSE(p.server().has_null_session_pipes_known()) << "null: unknown, not none";
+  EXPECT_TRUE(p.server().enable_forced_logoff());
+}
+
+TEST(ParseClientConfigurationTest, CompressionSwitchesOnlyWhereTheBuildHasThem) {
+  v1::Posture p;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(ParseClientConfiguration(
+                  R"({"DisableCompression": false, "RequestCompression": true,
+                      "EnableCompressibilitySampling": true,
+                      "CompressibilitySamplingSize": 524288000,
+                      "CompressibleThreshold": "104857600"})",
+                  "c.json", &p, &problems)
+                  .ok());
+  EXPECT_THAT(problems, IsEmpty());
+  const v1::ClientConfig& c = p.client();
+  EXPECT_TRUE(c.has_compression_disabled());
+  EXPECT_FALSE(c.compression_disabled());
+  EXPECT_TRUE(c.request_compression());
+  EXPECT_TRUE(c.enable_compressibility_sampling());
+  EXPECT_EQ(c.compressibility_sampling_size(), 524288000u);
+  EXPECT_EQ(c.compressible_threshold(), 104857600u);
+  EXPECT_EQ(c.raw().count("CompressibleThreshold"), 0u);
+  // A WS2016/2019 client: none of them.
+  v1::Posture old;
+  ASSERT_TRUE(
+      ParseClientConfiguration(R"({"RequireSecuritySignature": false})", "c.json", &old, &problems)
+          .ok());
+  EXPECT_FALSE(old.client().has_compression_disabled());
+  EXPECT_FALSE(old.client().has_request_compression());
+  EXPECT_FALSE(old.client().has_enable_compressibility_sampling());
+  EXPECT_FALSE(old.client().has_compressibility_sampling_size());
+  EXPECT_FALSE(old.client().has_compressible_threshold());
+}
+
+// ------------------------------------------------------------------------- registry
+
+TEST(ParseRegistryTest, RestrictNullSessAccessValueOrTheWindowsDefault) {
+  struct Case {
+    const char* bytes;
+    bool known;
+    bool restricted;
+  };
+  std::vector<Case> cases = {
+      {R"([{"restrictnullsessaccess": 1, "NullSessionPipes": []}])", true, true},
+      {R"([{"RestrictNullSessAccess": 0}])", true, false},
+      {R"([{"RestrictNullSessAccess": "2"}])", true, true},
+      {R"([{"AutoDisconnect": 15}])", true, true},  // value absent: the default, restricted
+      {"[]", true, true},                           // key absent: the default
+      {"", false, false},                           // no output: unknown
+      {R"([{"RestrictNullSessAccess": "yes"}])", false, false},
+  };
+  for (const auto& c : cases) {
+    v1::Posture p;
+    std::vector<std::string> problems;
+    ASSERT_TRUE(
+        ParseLanmanServerRegistry(c.bytes, "Registry-LanmanServer.json", &p, &problems).ok())
+        << c.bytes;
+    EXPECT_EQ(p.server().has_restrict_null_session_access(), c.known) << c.bytes;
+    EXPECT_EQ(p.server().restrict_null_session_access(), c.restricted) << c.bytes;
+    EXPECT_EQ(problems.empty(), c.known) << c.bytes;
+  }
+  v1::Posture p;
+  std::vector<std::string> problems;
+  auto st = ParseLanmanServerRegistry("[{}, {}]", "Registry-LanmanServer.json", &p, &problems);
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("Registry-LanmanServer.json"));
+}
+
+TEST(ParseRegistryTest, EnablePlainTextPasswordValueOrTheWindowsDefault) {
+  struct Case {
+    const char* bytes;
+    bool known;
+    bool enabled;
+  };
+  std::vector<Case> cases = {
+      {R"([{"EnablePlainTextPassword": 1}])", true, true},
+      {R"({"enableplaintextpassword": 0})", true, false},  // a bare object
+      {R"([{"ServiceDll": "wkssvc.dll"}])", true, false},  // value absent: disabled
+      {"[]", true, false},
+      {"  \r\n", false, false},
+      {R"([{"EnablePlainTextPassword": -1}])", true, true},  // 0xFFFFFFFF as an Int32
+  };
+  for (const auto& c : cases) {
+    v1::Posture p;
+    std::vector<std::string> problems;
+    ASSERT_TRUE(ParseLanmanWorkstationRegistry(c.bytes, "w.json", &p, &problems).ok()) << c.bytes;
+    EXPECT_EQ(p.client().has_enable_plain_text_password(), c.known) << c.bytes;
+    EXPECT_EQ(p.client().enable_plain_text_password(), c.enabled) << c.bytes;
+  }
+}
+
+TEST(ParseRegistryTest, HardenedPathsToleratesSpacingAndCaseAndKeepsTheValue) {
+  v1::Posture p;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(ParseHardenedPaths(R"json([{
+      "\\\\*\\NETLOGON": "RequireMutualAuthentication=1, RequireIntegrity=1",
+      "\\\\*\\SYSVOL": " requiremutualauthentication = 1 ,REQUIREINTEGRITY=1, RequirePrivacy=1 ",
+      "\\\\fs01\\*": "RequireIntegrity=0, FutureFlag=1",
+      "\\\\fs02\\x": "RequirePrivacy=yes",
+      "\\\\fs03\\y": 1,
+      "(default)": "",
+      "PSPath": "Microsoft.PowerShell.Core\\Registry::HKEY_LOCAL_MACHINE\\SOFTWARE"}])json",
+                                 "h.json", &p, &problems)
+                  .ok());
+  const v1::ClientConfig& c = p.client();
+  EXPECT_TRUE(c.hardened_paths_known());
+  ASSERT_THAT(c.hardened_paths(), SizeIs(4));
+  const v1::HardenedPath& netlogon = c.hardened_paths(0);
+  EXPECT_EQ(netlogon.path(), "\\\\*\\NETLOGON");
+  EXPECT_EQ(netlogon.value(), "RequireMutualAuthentication=1, RequireIntegrity=1");
+  EXPECT_TRUE(netlogon.require_mutual_authentication());
+  EXPECT_TRUE(netlogon.require_integrity());
+  EXPECT_TRUE(netlogon.has_require_privacy());
+  EXPECT_FALSE(netlogon.require_privacy()) << "not named: not required";
+  const v1::HardenedPath& sysvol = c.hardened_paths(1);
+  EXPECT_EQ(sysvol.path(), "\\\\*\\SYSVOL");
+  EXPECT_TRUE(sysvol.require_mutual_authentication());
+  EXPECT_TRUE(sysvol.require_integrity());
+  EXPECT_TRUE(sysvol.require_privacy());
+  EXPECT_EQ(c.hardened_paths(2).path(), "\\\\fs01\\*");
+  EXPECT_FALSE(c.hardened_paths(2).require_integrity());
+  EXPECT_EQ(c.hardened_paths(2).value(), "RequireIntegrity=0, FutureFlag=1");
+  EXPECT_FALSE(c.hardened_paths(3).has_require_privacy()) << "'yes': unknown, not guessed";
+  ASSERT_THAT(problems, SizeIs(3));
+  EXPECT_THAT(problems[0], HasSubstr("h.json.(default): not a UNC path pattern"));
+  EXPECT_THAT(problems[1], HasSubstr("h.json.\\\\fs02\\x: RequirePrivacy = 'yes'"));
+  EXPECT_THAT(problems[2], HasSubstr("h.json.\\\\fs03\\y: expected a REG_SZ string"));
+}
+
+TEST(ParseRegistryTest, HardenedPathsKeyAbsentIsKnownAndEmptyNoOutputIsUnknown) {
+  v1::Posture absent;
+  std::vector<std::string> problems;
+  ASSERT_TRUE(ParseHardenedPaths("[]", "h.json", &absent, &problems).ok());
+  EXPECT_TRUE(absent.client().hardened_paths_known());
+  EXPECT_THAT(absent.client().hardened_paths(), IsEmpty());
+  EXPECT_THAT(problems, IsEmpty());
+  v1::Posture nothing;
+  ASSERT_TRUE(ParseHardenedPaths("", "h.json", &nothing, &problems).ok());
+  EXPECT_FALSE(nothing.client().has_hardened_paths_known());
+  ASSERT_THAT(problems, SizeIs(1));
+  EXPECT_THAT(problems[0], HasSubstr("h.json: no output"));
+  EXPECT_FALSE(ParseHardenedPaths("[{", "h.json", &nothing, &problems).ok());
 }
 
 TEST(ParseServerConfigurationTest, DialectBoundsAsNumbersNamesAndNone) {

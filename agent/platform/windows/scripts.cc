@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "agent/platform/windows/parsers.h"
 #include "agent/platform/windows/windows_source.h"
 
 namespace smbfleet::agent::windows {
@@ -100,6 +101,31 @@ foreach ($c in @($SmbfleetData.channels)) {
 ConvertTo-Json -Depth 5 -Compress -InputObject $out
 )PS";
 
+// One registry key's values as Get-ItemProperty shows them, without the provider's PS*
+// properties; [] when the key does not exist (the Windows defaults apply). A read error names the
+// key. $key is set from a constant of the agent (RegistryKeyOf), never from input.
+const char kRegistryScript[] = R"PS($item = $null
+try {
+  $item = Get-Item -LiteralPath $key -ErrorAction Stop
+} catch {
+  if ($_.FullyQualifiedErrorId -notlike 'PathNotFound*') { throw ($key + ': ' + $_.Exception.Message) }
+}
+$values = @()
+if ($null -ne $item) {
+  try {
+    $values = @(Get-ItemProperty -LiteralPath $key -ErrorAction Stop |
+        Select-Object -Property * -ExcludeProperty PSPath,PSParentPath,PSChildName,PSDrive,PSProvider)
+  } catch {
+    throw ($key + ': ' + $_.Exception.Message)
+  }
+}
+ConvertTo-Json -Depth 3 -Compress -InputObject $values
+)PS";
+
+std::string Registry(const std::string& probe) {
+  return "$key = '" + std::string(RegistryKeyOf(probe)) + "'\n" + kRegistryScript;
+}
+
 }  // namespace
 
 const std::string& ProbeScript(const std::string& probe) {
@@ -114,6 +140,9 @@ const std::string& ProbeScript(const std::string& probe) {
           {"Get-SmbMultichannelConnection", List("Get-SmbMultichannelConnection")},
           {"Get-SmbOpenFile", List("Get-SmbOpenFile")},
           {"Get-SmbServerNetworkInterface", List("Get-SmbServerNetworkInterface")},
+          {"Registry-LanmanServer", Registry("Registry-LanmanServer")},
+          {"Registry-LanmanWorkstation", Registry("Registry-LanmanWorkstation")},
+          {"Registry-HardenedPaths", Registry("Registry-HardenedPaths")},
           {"events", kEventsScript},
       };
   static const std::string* kEmpty = new std::string();

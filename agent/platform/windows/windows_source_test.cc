@@ -12,6 +12,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/platform/windows/parsers.h"
 #include "agent/platform/windows/ps_json.h"
 #include "agent/platform/windows/testing/fake_powershell_runner.h"
 #include "common/files.h"
@@ -73,6 +74,17 @@ TEST(CaptureSourceTest, Ws2016Utf16WithBomAndCimEnvelope) {
   EXPECT_THAT(s.encryption_ciphers(), IsEmpty());
   EXPECT_EQ(s.raw().count("CimClass"), 0u);
   EXPECT_EQ(s.raw().at("Smb2CreditsMax"), "2048");
+  EXPECT_EQ(s.auto_disconnect_timeout_minutes(), 15u);
+  EXPECT_TRUE(s.enable_forced_logoff());
+  EXPECT_TRUE(s.null_session_pipes_known());
+  EXPECT_THAT(s.null_session_pipes(), IsEmpty());
+  // No registry files in this capture: unknown, not the Windows defaults.
+  EXPECT_FALSE(s.has_restrict_null_session_access());
+  EXPECT_FALSE(p.client().has_enable_plain_text_password());
+  EXPECT_FALSE(p.client().has_hardened_paths_known());
+  EXPECT_FALSE(p.client().has_compression_disabled());
+  EXPECT_FALSE(p.client().has_enable_compressibility_sampling());
+  EXPECT_FALSE(p.client().has_compressibility_sampling_size());
   EXPECT_TRUE(p.client().enable_insecure_guest_logons());
   EXPECT_FALSE(p.client().has_require_encryption());
   ASSERT_THAT(p.shares(), SizeIs(1));  // a bare object
@@ -102,6 +114,16 @@ TEST(CaptureSourceTest, Ws2019Utf8BomNumericStringsAndSmb1Session) {
   EXPECT_TRUE(p.server().audit_smb1_access());
   EXPECT_TRUE(p.server().null_session_shares_known());
   EXPECT_THAT(p.server().null_session_shares(), IsEmpty());
+  EXPECT_EQ(p.server().auto_disconnect_timeout_minutes(), 30u);
+  EXPECT_TRUE(p.server().has_enable_forced_logoff());
+  EXPECT_FALSE(p.server().enable_forced_logoff());
+  EXPECT_THAT(p.server().null_session_pipes(), ElementsAre("netlogon", "samr", "lsarpc"));
+  EXPECT_FALSE(p.server().has_compression_disabled()) << "WS2019 has no SMB compression";
+  EXPECT_FALSE(p.server().has_request_compression());
+  EXPECT_FALSE(p.client().has_request_compression());
+  EXPECT_FALSE(p.shares(3).has_compress_data());
+  EXPECT_FALSE(p.server().has_restrict_null_session_access());
+  EXPECT_FALSE(p.client().has_hardened_paths_known());
   ASSERT_THAT(p.shares(), SizeIs(5));
   EXPECT_EQ(p.shares(2).share_type(), "InterprocessCommunication");
   ASSERT_THAT(p.sessions(), SizeIs(4));
@@ -165,7 +187,33 @@ TEST(CaptureSourceTest, Ws2022LargeIdsCiphersAndClientConnections) {
   ASSERT_THAT(p.nics(), SizeIs(1));
   EXPECT_EQ(p.shares(4).name(), "Reports'; Remove-Item C:\\ -Recurse; '");
   EXPECT_TRUE(p.shares(2).compress_data());
+  EXPECT_TRUE(p.shares(3).has_compress_data());
+  EXPECT_FALSE(p.shares(3).compress_data());
   EXPECT_THAT(p.events(), IsEmpty());
+  // CIS fields from the cmdlets.
+  EXPECT_EQ(p.server().auto_disconnect_timeout_minutes(), 15u);
+  EXPECT_TRUE(p.server().enable_forced_logoff());
+  EXPECT_TRUE(p.server().null_session_pipes_known());
+  EXPECT_THAT(p.server().null_session_pipes(), IsEmpty());
+  EXPECT_TRUE(p.client().has_compression_disabled());
+  EXPECT_FALSE(p.client().request_compression());
+  EXPECT_FALSE(p.client().enable_compressibility_sampling());
+  EXPECT_TRUE(p.client().has_enable_compressibility_sampling());
+  EXPECT_EQ(p.client().compressibility_sampling_size(), 524288000u);
+  EXPECT_EQ(p.client().compressible_threshold(), 104857600u);
+  // ... and from the registry files.
+  EXPECT_TRUE(p.server().has_restrict_null_session_access());
+  EXPECT_FALSE(p.server().restrict_null_session_access());  // restrictnullsessaccess = 0
+  EXPECT_TRUE(p.client().enable_plain_text_password());     // EnablePlainTextPassword = 1
+  EXPECT_TRUE(p.client().hardened_paths_known());
+  ASSERT_THAT(p.client().hardened_paths(), SizeIs(2));
+  for (const auto& h : p.client().hardened_paths()) {
+    EXPECT_TRUE(h.require_mutual_authentication()) << h.path();
+    EXPECT_TRUE(h.require_integrity()) << h.path();
+    EXPECT_FALSE(h.require_privacy()) << h.path();
+  }
+  EXPECT_EQ(p.client().hardened_paths(0).path(), "\\\\*\\NETLOGON");
+  EXPECT_EQ(p.client().hardened_paths(1).path(), "\\\\*\\SYSVOL");
 }
 
 TEST(CaptureSourceTest, Ws2025Utf16NoBomDialectNumbersAndAuditEvents) {
@@ -183,6 +231,26 @@ TEST(CaptureSourceTest, Ws2025Utf16NoBomDialectNumbersAndAuditEvents) {
   EXPECT_TRUE(s.encrypt_data());
   EXPECT_EQ(s.raw().at("FutureSmbProperty"), "introduced by a later build");
   EXPECT_EQ(s.raw().at("AutoDisconnectTimeoutInSecondsV2"), "900");
+  EXPECT_EQ(s.auto_disconnect_timeout_minutes(), 15u);  // AutoDisconnectTimeoutInMinutesV1
+  EXPECT_TRUE(s.enable_forced_logoff());
+  EXPECT_TRUE(s.null_session_pipes_known());
+  EXPECT_TRUE(s.restrict_null_session_access()) << "value absent: the Windows default";
+  EXPECT_TRUE(p.client().has_enable_plain_text_password());
+  EXPECT_FALSE(p.client().enable_plain_text_password());
+  EXPECT_FALSE(p.client().enable_compressibility_sampling());
+  EXPECT_EQ(p.client().compressibility_sampling_size(), 524288000u);
+  EXPECT_EQ(p.client().compressible_threshold(), 104857600u);
+  EXPECT_FALSE(p.client().compression_disabled());
+  EXPECT_TRUE(p.client().has_request_compression());
+  EXPECT_TRUE(p.shares(1).has_compress_data());
+  ASSERT_THAT(p.client().hardened_paths(), SizeIs(2));
+  for (const auto& h : p.client().hardened_paths()) {
+    EXPECT_TRUE(h.require_mutual_authentication()) << h.path();
+    EXPECT_TRUE(h.require_integrity()) << h.path();
+    EXPECT_TRUE(h.require_privacy()) << h.path();
+  }
+  EXPECT_EQ(p.client().hardened_paths(1).value(),
+            "requiremutualauthentication=1,RequireIntegrity = 1, RequirePrivacy=1");
   EXPECT_TRUE(p.client().require_signing());
   EXPECT_EQ(p.client().min_dialect(), v1::DIALECT_SMB_3_0);  // "768"
   EXPECT_TRUE(p.client().audit_server_does_not_support_signing());
@@ -276,7 +344,8 @@ TEST_F(TempCapture, HostileBytesNeverCrash) {
   };
   for (const auto& in : inputs) {
     for (const char* f :
-         {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json", "host.json"}) {
+         {"Get-SmbServerConfiguration.json", "Get-SmbSession.json", "events.json", "host.json",
+          "Registry-LanmanServer.json", "Registry-HardenedPaths.json"}) {
       Put(f, in);
     }
     auto p = NewWindowsCaptureSource(dir_)->Collect();
@@ -345,6 +414,63 @@ TEST(LiveSourceTest, ScriptsAreConstantsWithProjectionsArraysAndCaps) {
   EXPECT_THAT(ProbeScript("Get-SmbShare"), HasSubstr("PresetPathAcl"));
   EXPECT_THAT(ScriptPrelude(), HasSubstr("$ErrorActionPreference = 'Stop'"));
   EXPECT_THAT(ScriptPrelude(), HasSubstr("UTF8Encoding $false"));
+}
+
+TEST(LiveSourceTest, RegistryScriptsAreConstantsNamingTheirKey) {
+  for (const char* probe :
+       {"Registry-LanmanServer", "Registry-LanmanWorkstation", "Registry-HardenedPaths"}) {
+    const std::string& script = ProbeScript(probe);
+    std::string key(RegistryKeyOf(probe));
+    ASSERT_FALSE(key.empty()) << probe;
+    EXPECT_THAT(key, ::testing::StartsWith("HKLM:\\")) << probe;
+    EXPECT_THAT(script, HasSubstr("$key = '" + key + "'")) << probe;
+    // A missing key is [] (the defaults), any other failure an error naming the key.
+    EXPECT_THAT(script, HasSubstr("PathNotFound")) << probe;
+    EXPECT_THAT(script, HasSubstr("throw ($key + ': '")) << probe;
+    EXPECT_THAT(script, HasSubstr("-InputObject $values")) << probe;
+    EXPECT_THAT(script, Not(HasSubstr("$SmbfleetData"))) << probe << " takes no input";
+  }
+  EXPECT_EQ(RegistryKeyOf("Get-SmbShare"), "");
+}
+
+TEST(LiveSourceTest, RegistryReadErrorLeavesItsFieldsUnknownNamingTheKey) {
+  FakePowerShellRunner runner(Fixture("ws2025"));
+  runner.SetError("Registry-HardenedPaths",
+                  absl::UnknownError("Registry-HardenedPaths: exit code 1: "
+                                     "HKLM:\\SOFTWARE\\Policies\\Microsoft\\Windows\\"
+                                     "NetworkProvider\\HardenedPaths: Requested registry access "
+                                     "is not allowed."));
+  runner.SetOutput("Registry-LanmanServer", "[]");  // the key does not exist: the default
+  auto p = NewWindowsLiveSource({}, &runner)->Collect();
+  ASSERT_TRUE(p.ok()) << p.status();
+  const v1::ProbeError* e = FindError(*p, "Registry-HardenedPaths");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->code(), "EXIT_STATUS");
+  EXPECT_THAT(e->message(), HasSubstr("NetworkProvider\\HardenedPaths"));
+  EXPECT_THAT(e->sections(), ElementsAre(v1::POSTURE_SECTION_CLIENT));
+  EXPECT_FALSE(p->client().has_hardened_paths_known());
+  EXPECT_THAT(p->client().hardened_paths(), IsEmpty());
+  EXPECT_TRUE(p->server().restrict_null_session_access());
+  EXPECT_FALSE(p->client().enable_plain_text_password());
+  EXPECT_THAT(p->probe_errors(), SizeIs(1));
+}
+
+TEST(CaptureSourceTest, RegistryCaptureErrorKeepsItsSections) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "/capture_registry_error");
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/capture.json",
+                              R"({"CapturedAt": "/Date(1764663000000)/", "Errors": [
+                                   {"Probe": "Registry-LanmanServer",
+                                    "Message": "HKLM:\\SYSTEM\\CurrentControlSet\\Services\\LanmanServer\\Parameters: Requested registry access is not allowed."}]})")
+                  .ok());
+  auto p = NewWindowsCaptureSource(dir)->Collect();
+  ASSERT_TRUE(p.ok()) << p.status();
+  const v1::ProbeError* e = FindError(*p, "Registry-LanmanServer");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->code(), "CAPTURE");
+  EXPECT_THAT(e->message(), HasSubstr("LanmanServer\\Parameters: Requested registry access"));
+  EXPECT_THAT(e->sections(), ElementsAre(v1::POSTURE_SECTION_SERVER));
+  EXPECT_FALSE(p->server().has_restrict_null_session_access());
 }
 
 TEST(LiveSourceTest, FailedAndTimedOutCmdletsAreProbeErrors) {
