@@ -44,10 +44,12 @@ CompressionChange ShareCompressionChange(const smbfleet::v1::Posture& p,
   for (const auto* share : on.empty() ? on : off) out.others.push_back(share->name());
   double sum = 0;
   int known = 0;
+  bool one_corpus = true;  // every known ratio from one benchmark corpus (e.g. label data)
   for (const auto* share : priced) {
     out.shares.push_back(share->name());
     Compressibility c = ShareCompressibility(p, *share, share->classification());
     if (c.ratio > 0) {
+      one_corpus = one_corpus && !c.corpus.empty() && (known == 0 || c.corpus == out.data.corpus);
       if (known == 0) out.data = c;
       sum += c.ratio;
       ++known;
@@ -55,7 +57,7 @@ CompressionChange ShareCompressionChange(const smbfleet::v1::Posture& p,
       out.data.source = absl::StrCat(share->name(), ": ", absl::StripPrefix(c.source, "unknown: "));
     }
   }
-  if (known > 1) {
+  if (known > 1 && !one_corpus) {
     out.data.ratio = sum / known;
     out.data.corpus.clear();
     out.data.source = absl::StrCat("mean of ", known, " shares");
