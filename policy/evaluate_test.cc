@@ -360,14 +360,8 @@ Posture WanWindows() {
   backup->set_name("VMBackup");
   backup->set_path("E:\\Backups\\VM");
   backup->set_compress_data(false);
-  auto* logs = p.add_shares();
-  logs->set_name("Logs");
-  logs->set_compress_data(false);
-  logs->mutable_compressibility()->set_ratio(3.8);
-  auto* video = p.add_shares();
-  video->set_name("Video");
-  video->set_compress_data(true);
-  video->mutable_compressibility()->set_ratio(1.02);
+  cost::AddSampledShare(&p, "Logs", false, 3.8);
+  cost::AddSampledShare(&p, "Video", true, 1.02);
   return p;
 }
 

@@ -371,14 +371,8 @@ TEST(PlanTest, CompressionStepCarriesPredictedGainAndCpu) {
 TEST(PlanTest, CompressionOnAndOffInOnePlanPricesTheGain) {
   Posture p = LegacyWindows();
   p.mutable_server()->set_request_compression(false);
-  auto* logs = p.add_shares();
-  logs->set_name("Logs");
-  logs->set_compress_data(false);
-  logs->mutable_compressibility()->set_ratio(3.8);
-  auto* video = p.add_shares();
-  video->set_name("Video");
-  video->set_compress_data(true);
-  video->mutable_compressibility()->set_ratio(1.02);
+  cost::AddSampledShare(&p, "Logs", false, 3.8);
+  cost::AddSampledShare(&p, "Video", true, 1.02);
   std::vector<smbfleet::v1::PlanStep> steps(2);
   steps[0].set_setting("share.compressData");
   steps[0].set_share("Video");
@@ -427,10 +421,7 @@ TEST(PlanTest, BaselinePlanForAWanHostTurnsCompressionOnForCompressibleShares) {
   Posture p = LegacyWindows();
   (*p.mutable_host()->mutable_labels())["link"] = "wan";
   p.mutable_server()->set_request_compression(false);
-  auto* logs = p.add_shares();
-  logs->set_name("Logs");
-  logs->set_compress_data(false);
-  logs->mutable_compressibility()->set_ratio(3.8);
+  cost::AddSampledShare(&p, "Logs", false, 3.8);
   Policy policy = Baseline();
   smbfleet::v1::HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
   RemediationPlan plan = PlanRemediation(policy, p, e, {}, kNow);

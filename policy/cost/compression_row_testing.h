@@ -1,7 +1,8 @@
 #ifndef SMBFLEET_POLICY_COST_COMPRESSION_ROW_TESTING_H_
 #define SMBFLEET_POLICY_COST_COMPRESSION_ROW_TESTING_H_
 
-// For tests: a compression benchmark row as the agent reports it (Posture.compression_benchmarks).
+// For tests: a compression benchmark row as the agent reports it (Posture.compression_benchmarks),
+// and a share with a sampled compression ratio.
 
 #include <cstdint>
 #include <string>
@@ -23,6 +24,17 @@ inline ::smbfleet::v1::CompressionBenchmark CompressionRow(
   row.set_decompress_bytes_per_second(decompress_bytes_per_second);
   row.set_threads(threads);
   return row;
+}
+
+// A share with CompressData as given and a sampled compression ratio.
+inline ::smbfleet::v1::Share* AddSampledShare(::smbfleet::v1::Posture* posture,
+                                              const std::string& name, bool compress_data,
+                                              double ratio) {
+  ::smbfleet::v1::Share* share = posture->add_shares();
+  share->set_name(name);
+  share->set_compress_data(compress_data);
+  share->mutable_compressibility()->set_ratio(ratio);
+  return share;
 }
 
 }  // namespace smbfleet::policy::cost
