@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "policy/compressibility.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -180,7 +181,7 @@ Applies SelectorApplies(const HostSelector& s, const Posture& p, uint32_t build)
     if (!hit) return Applies::kNo;
   }
   if (!LabelsMatch(s.host_labels, p)) return Applies::kNo;
-  if (!s.not_host_labels.empty() && LabelsMatch(s.not_host_labels, p)) return Applies::kNo;
+  if (!s.except_host_labels.empty() && LabelsMatch(s.except_host_labels, p)) return Applies::kNo;
   if (!s.hostnames.empty() && !HostnameMatches(s.hostnames, p)) return Applies::kNo;
   if (s.windows_build_at_least || s.windows_build_below) {
     if (p.host().platform() != smbfleet::v1::PLATFORM_WINDOWS) return Applies::kNo;
@@ -759,6 +760,11 @@ void EvaluateHostInto(const Policy& policy, const Posture& p,
         if (!hit) continue;
       }
       if (!rule.share_names.empty() && !rule.share_names.Matches(share.name())) continue;
+      if (rule.share_compressibility.active() &&
+          !rule.share_compressibility.Holds(
+              ShareCompressibility(p, share, cls.classes[static_cast<size_t>(ci)]).ratio)) {
+        continue;
+      }
       ++matched;
       Verdict v(p, failed, rule, share.name(), cls.classes[static_cast<size_t>(ci)], &results);
       for (const Expectation& e : rule.expect) {

@@ -7,6 +7,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 
 namespace smbfleet::policy {
 namespace {
@@ -138,7 +139,7 @@ TEST(EvaluateTest, CompliantWindows2025HostHasNoFailuresAndNothingUnknown) {
   EXPECT_EQ(StatusOf(e, "hardened-unc-paths"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
 }
 
-// subsetOf and includes compare names without regard to case; notHostLabels excludes hosts.
+// subsetOf and includes compare names without regard to case; exceptHostLabels excludes hosts.
 TEST(EvaluateTest, ListMatchersAndExcludedLabels) {
   auto policy = ParsePolicy("t.yaml", R"(apiVersion: smbfleet/policy/v1
 name: t
@@ -146,7 +147,7 @@ version: "1"
 rules:
   - id: pipes
     title: Pipes
-    appliesTo: {notHostLabels: {role: "domain-*"}}
+    appliesTo: {exceptHostLabels: {role: "domain-*"}}
     expect:
       server.nullSessionPipes: {subsetOf: [BROWSER]}
   - id: netlogon
@@ -436,6 +437,52 @@ TEST(EvaluateTest, WindowsBuildFromEitherField) {
   EXPECT_EQ(WindowsBuild(h), 26100u);
   h.set_os_build("20348.2113");
   EXPECT_EQ(WindowsBuild(h), 20348u);
+}
+
+// GoodWindows behind a WAN link with a benchmarked CPU: a backup share (vm-disk benchmark,
+// 2.4:1), a sampled share of logs (3.8:1) and a sampled share of video (1.02:1).
+Posture WanWindows() {
+  Posture p = GoodWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.4, 300e6, 1000e6);
+  auto* backup = p.add_shares();
+  backup->set_name("VMBackup");
+  backup->set_path("E:\\Backups\\VM");
+  backup->set_compress_data(false);
+  cost::AddSampledShare(&p, "Logs", false, 3.8);
+  cost::AddSampledShare(&p, "Video", true, 1.02);
+  return p;
+}
+
+TEST(EvaluateTest, CompressionIsAdvisedWhereDataCompressesAndAgainstWhereItDoesNot) {
+  Policy policy = Baseline();
+  HostEvaluation e = EvaluateHost(policy, WanWindows(), {}, kNow);
+  EXPECT_EQ(StatusOf(e, "wan-compression", "VMBackup"),
+            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(StatusOf(e, "wan-compression", "Logs"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  // Unknown ratios (Finance, Public: not sampled, not backup) and incompressible video are not
+  // selected.
+  EXPECT_EQ(Find(e, "wan-compression", "Finance"), nullptr);
+  EXPECT_EQ(Find(e, "wan-compression", "Video"), nullptr);
+  EXPECT_EQ(StatusOf(e, "incompressible-share-compression", "Video"),
+            smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(Find(e, "incompressible-share-compression", "Logs"), nullptr);
+  EXPECT_EQ(StatusOf(e, "busy-cpu-compression"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+
+  // A busy CPU: no advice to compress, and server-wide compression is advised against.
+  Posture busy = WanWindows();
+  (*busy.mutable_host()->mutable_labels())["cpu"] = "busy";
+  busy.mutable_server()->set_request_compression(true);
+  HostEvaluation b = EvaluateHost(policy, busy, {}, kNow);
+  EXPECT_EQ(StatusOf(b, "wan-compression"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  EXPECT_EQ(StatusOf(b, "busy-cpu-compression"), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+
+  // Not behind a WAN link: nothing to advise for compressible data.
+  Posture lan = WanWindows();
+  lan.mutable_host()->mutable_labels()->erase("link");
+  HostEvaluation l = EvaluateHost(policy, lan, {}, kNow);
+  EXPECT_EQ(StatusOf(l, "wan-compression"), smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
 }
 
 // EvaluateHostInto reuses the messages of the evaluation it is given: whatever the previous

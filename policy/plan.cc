@@ -444,6 +444,29 @@ bool SambaShareNeedsRequired(const Posture& p, const SettingInfo& info, const st
   return false;
 }
 
+// The posture as the cost model should see it: a share's data is priced by its classification
+// (a backup share compresses like the vm-disk corpus), which the collector stores with the
+// posture but a posture read from a file lacks. Copies only when a compression step needs it.
+const Posture& WithClassifications(const Posture& p, const smbfleet::v1::HostEvaluation& evaluation,
+                                   const std::vector<PlanStep>& steps, Posture* copy) {
+  bool needed = false;
+  for (const PlanStep& step : steps) {
+    if (step.setting() != "share.compressData") continue;
+    for (const auto& s : p.shares()) {
+      needed = needed || (s.name() == step.share() && s.classification().empty());
+    }
+  }
+  if (!needed) return p;
+  *copy = p;
+  for (auto& s : *copy->mutable_shares()) {
+    if (!s.classification().empty()) continue;
+    for (const auto& c : evaluation.classifications()) {
+      if (c.share() == s.name()) s.set_classification(c.classification());
+    }
+  }
+  return *copy;
+}
+
 }  // namespace
 
 std::vector<PeerConnection> PeerConnectionsTowards(const smbfleet::v1::HostInfo& host,
@@ -585,7 +608,9 @@ smbfleet::v1::RemediationPlan PlanRemediation(const Policy& policy, const Postur
   std::stable_sort(steps.begin(), steps.end(),
                    [](const PlanStep& a, const PlanStep& b) { return a.phase() < b.phase(); });
   for (size_t i = 0; i < steps.size(); ++i) steps[i].set_order(static_cast<uint32_t>(i + 1));
-  *plan.mutable_impact() = PlanImpact(p, steps, peers);
+  Posture classified;
+  *plan.mutable_impact() =
+      PlanImpact(WithClassifications(p, evaluation, steps, &classified), steps, peers);
   for (auto& s : steps) *plan.add_steps() = std::move(s);
   for (const auto& id : planned_rules) plan.add_rule_ids(id);
   for (const auto& id : manual_rules) {

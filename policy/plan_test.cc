@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 #include "policy/evaluate.h"
 
 namespace smbfleet::policy {
@@ -455,6 +456,133 @@ TEST(PlanTest, RequiringClientEncryptionAndRefusingGuestsNameTheirServers) {
   EXPECT_EQ(PlanImpact(p, {Step("client.requireSigning", "false")}, {}).clients_size(), 0);
   EXPECT_EQ(PlanImpact(p, {Step("client.enableInsecureGuestLogons", "true")}, {}).clients_size(),
             0);
+}
+
+TEST(PlanTest, CompressionStepCarriesPredictedGainAndCpu) {
+  Posture p = LegacyWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  (*p.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  p.mutable_host()->set_logical_cores(8);
+  p.mutable_server()->set_request_compression(false);
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.4, 300e6, 1000e6);
+  auto* backup = p.add_shares();
+  backup->set_name("VMBackup");
+  backup->set_compress_data(false);
+  backup->set_classification("backup");
+
+  std::vector<smbfleet::v1::PlanStep> steps(1);
+  steps[0].set_setting("share.compressData");
+  steps[0].set_share("VMBackup");
+  steps[0].set_value("true");
+  smbfleet::v1::Impact impact = PlanImpact(p, steps, {});
+  const smbfleet::v1::PredictedCost& cost = impact.cost();
+  EXPECT_DOUBLE_EQ(cost.compression_ratio(), 2.4);
+  EXPECT_EQ(cost.compression_ratio_source(), "vm-disk benchmark (backup share)");
+  // 100 Mbit, RTT 30 ms (WAN default): latency-bound, so the window carries 2.4x the payload.
+  EXPECT_NEAR(cost.throughput_ratio(), 2.4, 0.05);
+  EXPECT_GT(cost.cpu_ratio(), 1);
+  EXPECT_GT(cost.cpu_change_points(), 0);
+  EXPECT_TRUE(cost.known());
+  EXPECT_NE(cost.summary().find("enabling compression XPRESS Huffman (ratio 2.4, vm-disk "
+                                "benchmark (backup share)) on fs01: ~+140% throughput"),
+            std::string::npos)
+      << cost.summary();
+  EXPECT_NE(cost.summary().find("(compression of traffic on VMBackup only)"), std::string::npos)
+      << cost.summary();
+
+  // Unknown data: the cost says so instead of guessing a ratio.
+  backup->clear_classification();
+  smbfleet::v1::PredictedCost unknown = PlanImpact(p, steps, {}).cost();
+  EXPECT_FALSE(unknown.known());
+  EXPECT_EQ(unknown.throughput_ratio(), 0);
+  EXPECT_EQ(unknown.summary(),
+            "enabling compression: cost unknown, no compression ratio (VMBackup: not sampled)");
+
+  // With a signing step as well, the signing is still priced and the compression named.
+  steps.emplace_back();
+  steps.back().set_setting("server.requireSigning");
+  steps.back().set_value("true");
+  smbfleet::v1::PredictedCost both = PlanImpact(p, steps, {}).cost();
+  EXPECT_FALSE(both.known());
+  EXPECT_NE(both.summary().find("enabling signing AES-128-CMAC on fs01: "), std::string::npos)
+      << both.summary();
+  EXPECT_NE(both.summary().find("; enabling compression: cost unknown, no compression ratio"),
+            std::string::npos)
+      << both.summary();
+}
+
+// One plan that switches compression on for a compressible share and off for an incompressible
+// one prices the one switched on and names the other.
+TEST(PlanTest, CompressionOnAndOffInOnePlanPricesTheGain) {
+  Posture p = LegacyWindows();
+  p.mutable_server()->set_request_compression(false);
+  cost::AddSampledShare(&p, "Logs", false, 3.8);
+  cost::AddSampledShare(&p, "Video", true, 1.02);
+  std::vector<smbfleet::v1::PlanStep> steps(2);
+  steps[0].set_setting("share.compressData");
+  steps[0].set_share("Video");
+  steps[0].set_value("false");
+  steps[1].set_setting("share.compressData");
+  steps[1].set_share("Logs");
+  steps[1].set_value("true");
+  smbfleet::v1::PredictedCost cost = PlanImpact(p, steps, {}).cost();
+  EXPECT_DOUBLE_EQ(cost.compression_ratio(), 3.8);
+  EXPECT_NE(cost.summary().find("enabling compression XPRESS Huffman (ratio 3.8, sampled"),
+            std::string::npos)
+      << cost.summary();
+  EXPECT_NE(cost.summary().find("(compression of traffic on Logs only; off for Video)"),
+            std::string::npos)
+      << cost.summary();
+
+  steps.pop_back();  // only the incompressible share: CPU saved, throughput unchanged
+  smbfleet::v1::PredictedCost off = PlanImpact(p, steps, {}).cost();
+  EXPECT_NE(off.summary().find("disabling compression XPRESS Huffman (ratio 1.02"),
+            std::string::npos)
+      << off.summary();
+  EXPECT_LT(off.cpu_ratio(), 1);
+  EXPECT_NEAR(off.throughput_ratio(), 1, 0.03);
+}
+
+// A posture read from a file has no classifications: the plan prices the backup share by the
+// one the evaluation gave it.
+TEST(PlanTest, CompressionCostUsesTheEvaluationsClassification) {
+  Posture p = LegacyWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  p.mutable_server()->set_request_compression(false);
+  *p.add_compression_benchmarks() =
+      cost::CompressionRow(smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.2, 300e6, 1000e6);
+  auto* backup = p.add_shares();
+  backup->set_name("backup-vms");
+  backup->set_compress_data(false);
+  ASSERT_TRUE(backup->classification().empty());
+  Policy policy = Baseline();
+  smbfleet::v1::HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, p, e, {}, kNow);
+  EXPECT_DOUBLE_EQ(plan.impact().cost().compression_ratio(), 2.2);
+  EXPECT_EQ(plan.impact().cost().compression_ratio_source(), "vm-disk benchmark (backup share)");
+}
+
+TEST(PlanTest, BaselinePlanForAWanHostTurnsCompressionOnForCompressibleShares) {
+  Posture p = LegacyWindows();
+  (*p.mutable_host()->mutable_labels())["link"] = "wan";
+  p.mutable_server()->set_request_compression(false);
+  cost::AddSampledShare(&p, "Logs", false, 3.8);
+  Policy policy = Baseline();
+  smbfleet::v1::HostEvaluation e = EvaluateHost(policy, p, {}, kNow);
+  RemediationPlan plan = PlanRemediation(policy, p, e, {}, kNow);
+  bool found = false;
+  for (const auto& s : plan.steps()) {
+    if (s.setting() == "share.compressData" && s.share() == "Logs") {
+      found = true;
+      EXPECT_EQ(s.value(), "true");
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_DOUBLE_EQ(plan.impact().cost().compression_ratio(), 3.8);
+  EXPECT_NE(plan.impact().cost().summary().find("compression XPRESS Huffman (ratio 3.8, sampled"),
+            std::string::npos)
+      << plan.impact().cost().summary();
 }
 
 }  // namespace

@@ -32,10 +32,21 @@ struct HostSelector {
   std::optional<uint32_t> windows_build_at_least;
   std::optional<uint32_t> windows_build_below;
   std::vector<LabelMatch> host_labels;
-  // The selector does not hold for a host whose labels match all of these (e.g. domain
-  // controllers, which the posture cannot tell apart otherwise).
-  std::vector<LabelMatch> not_host_labels;
+  // exceptHostLabels: the selector does not hold for a host whose labels match all of these
+  // (e.g. role: domain-controller, which the posture cannot tell otherwise, or cpu: busy).
+  std::vector<LabelMatch> except_host_labels;
   GlobList hostnames;
+};
+
+// shares.compressibility: the share's compression ratio (policy/compressibility.h) is at least
+// and/or below these bounds; a share whose ratio is unknown is not selected.
+struct CompressibilityBounds {
+  std::optional<double> at_least;
+  std::optional<double> below;
+  bool active() const { return at_least.has_value() || below.has_value(); }
+  bool Holds(double ratio) const {
+    return ratio > 0 && (!at_least || ratio >= *at_least) && (!below || ratio < *below);
+  }
 };
 
 // kSubsetOf: every entry of a list field is one of `items`; kIncludes: every one of `items` is
@@ -77,6 +88,7 @@ struct Rule {
   std::vector<int> share_classes;  // indexes into Classification::classes; empty = any
   GlobList share_names;            // empty = any name
   bool include_special_shares = false;
+  CompressibilityBounds share_compressibility;
   std::vector<Expectation> expect;
   SessionCheck sessions;
   std::vector<RemediationStep> remediation;

@@ -1,6 +1,7 @@
 // ParsePolicy: the strict reader of policy files. Every problem is collected with file and line
 // so that a person fixes a file in one pass.
 
+#include <cmath>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -221,8 +222,8 @@ bool ParsePlatform(absl::string_view s, smbfleet::v1::Platform* out) {
 }
 
 void ReadHostSelector(const YAML::Node& n, absl::string_view path, HostSelector* sel, Problems* p) {
-  if (!CheckMap(n, {"platforms", "windowsBuild", "hostLabels", "notHostLabels", "hostnames"}, path,
-                p)) {
+  if (!CheckMap(n, {"platforms", "windowsBuild", "hostLabels", "hostnames", "exceptHostLabels"},
+                path, p)) {
     return;
   }
   for (const auto& [name, node] : ReadStrList(n, "platforms", path, p)) {
@@ -252,8 +253,44 @@ void ReadHostSelector(const YAML::Node& n, absl::string_view path, HostSelector*
     }
   }
   ReadLabels(n, "hostLabels", path, &sel->host_labels, p);
-  ReadLabels(n, "notHostLabels", path, &sel->not_host_labels, p);
+  ReadLabels(n, "exceptHostLabels", path, &sel->except_host_labels, p);
   ReadGlobs(n, "hostnames", path, &sel->hostnames, p);
+}
+
+// A compression ratio bound: a number from 1 to 1000 (input bytes per compressed byte).
+bool ReadRatioNode(const YAML::Node& n, absl::string_view path, double* out, Problems* p) {
+  double v = 0;
+  if (!n.IsScalar() || !absl::SimpleAtod(n.Scalar(), &v) || !std::isfinite(v)) {
+    p->Add(n, path, absl::StrCat("expected a compression ratio such as 1.5, got ", Describe(n)));
+    return false;
+  }
+  if (v < 1 || v > 1000) {
+    p->Add(n, path,
+           absl::StrCat("compression ratio ", n.Scalar(),
+                        " is outside 1..1000 (input bytes per compressed byte)"));
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+void ReadCompressibility(const YAML::Node& n, absl::string_view path, CompressibilityBounds* out,
+                         Problems* p) {
+  if (!CheckMap(n, {"atLeast", "below"}, path, p)) return;
+  double v = 0;
+  YAML::Node at_least = Get(n, "atLeast");
+  if (Present(at_least) && ReadRatioNode(at_least, Sub(path, "atLeast"), &v, p)) {
+    out->at_least = v;
+  }
+  YAML::Node below = Get(n, "below");
+  if (Present(below) && ReadRatioNode(below, Sub(path, "below"), &v, p)) out->below = v;
+  if (!Present(at_least) && !Present(below)) {
+    p->Add(n, path, "expected atLeast and/or below");
+  } else if (out->at_least && out->below && *out->at_least >= *out->below) {
+    p->Add(n, path,
+           absl::StrCat("atLeast ", *out->at_least, " is not below ", *out->below,
+                        ": no share can match"));
+  }
 }
 
 void ReadAppliesTo(const YAML::Node& n, absl::string_view path, std::vector<HostSelector>* out,
@@ -617,7 +654,8 @@ void ReadRule(const YAML::Node& n, absl::string_view path, const Classification&
   YAML::Node shares = Get(n, "shares");
   if (Present(shares)) {
     std::string spath = Sub(path, "shares");
-    if (CheckMap(shares, {"classifications", "names", "includeSpecial"}, spath, p)) {
+    if (CheckMap(shares, {"classifications", "names", "includeSpecial", "compressibility"}, spath,
+                 p)) {
       r->share_scoped = true;
       for (const auto& [name, node] : ReadStrList(shares, "classifications", spath, p)) {
         int idx = cls.IndexOf(name);
@@ -631,6 +669,11 @@ void ReadRule(const YAML::Node& n, absl::string_view path, const Classification&
       }
       ReadGlobs(shares, "names", spath, &r->share_names, p);
       ReadBoolKey(shares, "includeSpecial", spath, &r->include_special_shares, p);
+      YAML::Node compressibility = Get(shares, "compressibility");
+      if (Present(compressibility)) {
+        ReadCompressibility(compressibility, Sub(spath, "compressibility"),
+                            &r->share_compressibility, p);
+      }
     }
   }
   YAML::Node expect = Get(n, "expect");

@@ -166,10 +166,34 @@ TEST(PolicyParserTest, ReportsProblemsWithLineAndExpectation) {
        "rules:\n  - id: a\n    title: A\n    expect: {server.nullSessionPipes: [SAMR]}\n",
        "server.nullSessionPipes is a list: expected {empty: true}, {empty: false}, "
        "{subsetOf: [names]} or {includes: [names]}"},
-      {"bad notHostLabels",
-       "rules:\n  - {id: a, title: A, appliesTo: {notHostLabels: [dc]}, "
+      {"bad exceptHostLabels",
+       "rules:\n  - {id: a, title: A, appliesTo: {exceptHostLabels: [dc]}, "
        "expect: {server.requireSigning: true}}\n",
-       "appliesTo.notHostLabels: expected a mapping of label names to value patterns"},
+       "appliesTo.exceptHostLabels: expected a mapping of label names to value patterns"},
+      {"compressibility not a number",
+       "rules:\n  - {id: a, title: A, shares: {compressibility: {atLeast: lots}}, "
+       "expect: {share.compressed: true}}\n",
+       "shares.compressibility.atLeast: expected a compression ratio such as 1.5, got 'lots'"},
+      {"compressibility below 1",
+       "rules:\n  - {id: a, title: A, shares: {compressibility: {below: 0.5}}, "
+       "expect: {share.compressed: false}}\n",
+       "compression ratio 0.5 is outside 1..1000"},
+      {"compressibility empty range",
+       "rules:\n  - {id: a, title: A, shares: {compressibility: {atLeast: 2, below: 1.5}}, "
+       "expect: {share.compressed: true}}\n",
+       "atLeast 2 is not below 1.5: no share can match"},
+      {"compressibility without bound",
+       "rules:\n  - {id: a, title: A, shares: {compressibility: {}}, "
+       "expect: {share.compressed: true}}\n",
+       "shares.compressibility: expected atLeast and/or below"},
+      {"compressibility unknown key",
+       "rules:\n  - {id: a, title: A, shares: {compressibility: {above: 2}}, "
+       "expect: {share.compressed: true}}\n",
+       "shares.compressibility.above: unknown key"},
+      {"bad except label pattern",
+       "rules:\n  - {id: a, title: A, appliesTo: {exceptHostLabels: {cpu: \"[\"}}, "
+       "expect: {server.requireSigning: true}}\n",
+       "appliesTo.exceptHostLabels.cpu: bad pattern"},
   };
   for (const BadCase& c : cases) {
     auto p = ParsePolicy("t.yaml", std::string(kHeader) + c.body);
@@ -228,7 +252,7 @@ TEST(PolicyParserTest, ReadsListMatchersAndExcludedLabels) {
   auto p = ParsePolicy("t.yaml", std::string(kHeader) + R"(rules:
   - id: a
     title: A
-    appliesTo: {platforms: [windows], notHostLabels: {role: domain-controller}}
+    appliesTo: {platforms: [windows], exceptHostLabels: {role: domain-controller}}
     expect:
       server.nullSessionPipes: {subsetOf: [BROWSER, HydraLSPipe]}
       client.hardenedUncNetlogon: {includes: [MutualAuthentication, integrity]}
@@ -237,8 +261,8 @@ TEST(PolicyParserTest, ReadsListMatchersAndExcludedLabels) {
   ASSERT_TRUE(p.ok()) << p.status();
   const Rule& r = p->rules[0];
   ASSERT_EQ(r.applies_to.size(), 1u);
-  ASSERT_EQ(r.applies_to[0].not_host_labels.size(), 1u);
-  EXPECT_EQ(r.applies_to[0].not_host_labels[0].key, "role");
+  ASSERT_EQ(r.applies_to[0].except_host_labels.size(), 1u);
+  EXPECT_EQ(r.applies_to[0].except_host_labels[0].key, "role");
   EXPECT_TRUE(r.applies_to[0].host_labels.empty());
   ASSERT_EQ(r.expect.size(), 3u);
   EXPECT_EQ(r.expect[0].op, Op::kSubsetOf);
@@ -248,6 +272,33 @@ TEST(PolicyParserTest, ReadsListMatchersAndExcludedLabels) {
   EXPECT_EQ(r.expect[1].expected, "includes [MutualAuthentication, integrity]");
   EXPECT_EQ(r.expect[2].op, Op::kSubsetOf);
   EXPECT_TRUE(r.expect[2].items.empty());
+}
+
+TEST(PolicyParserTest, ReadsCompressibilityAndExceptHostLabels) {
+  auto p = ParsePolicy("t.yaml", std::string(kHeader) + R"(rules:
+  - id: a
+    title: A
+    appliesTo: {hostLabels: {link: wan}, exceptHostLabels: {cpu: busy}}
+    shares: {compressibility: {atLeast: 1.5}}
+    expect: {share.compressed: true}
+  - id: b
+    title: B
+    shares: {compressibility: {below: 1.1}}
+    expect: {share.compressData: false}
+)");
+  ASSERT_TRUE(p.ok()) << p.status();
+  const Rule& a = p->rules[0];
+  EXPECT_TRUE(a.share_scoped);
+  EXPECT_DOUBLE_EQ(*a.share_compressibility.at_least, 1.5);
+  EXPECT_FALSE(a.share_compressibility.below.has_value());
+  EXPECT_TRUE(a.share_compressibility.Holds(1.5));
+  EXPECT_FALSE(a.share_compressibility.Holds(1.49));
+  EXPECT_FALSE(a.share_compressibility.Holds(0));  // unknown never matches
+  ASSERT_EQ(a.applies_to[0].except_host_labels.size(), 1u);
+  EXPECT_EQ(a.applies_to[0].except_host_labels[0].key, "cpu");
+  const Rule& b = p->rules[1];
+  EXPECT_TRUE(b.share_compressibility.Holds(1.0));
+  EXPECT_FALSE(b.share_compressibility.Holds(1.1));
 }
 
 }  // namespace

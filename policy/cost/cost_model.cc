@@ -182,6 +182,48 @@ std::string ProtectionLevel::ToString() const {
   return out;
 }
 
+CompressionLevel CompressionLevel::None() { return {}; }
+
+CompressionLevel CompressionLevel::On(double ratio, const CompressionCost& cost,
+                                      std::string ratio_source) {
+  CompressionLevel l;
+  l.enabled = true;
+  l.ratio = ratio;
+  l.cost = cost;
+  l.ratio_source = std::move(ratio_source);
+  return l;
+}
+
+double CompressionLevel::WireShare() const { return enabled && ratio > 1 ? 1 / ratio : 1.0; }
+
+std::string CompressionLevel::ToString() const {
+  if (!enabled) {
+    return "none";
+  }
+  // "ratio 1.93", "ratio 4.5", "ratio 120": three figures at most, never an exponent.
+  return absl::StrCat("compression ", CompressionAlgorithmName(cost.algorithm),
+                      ratio >= 100 ? absl::StrFormat(" (ratio %.0f", ratio)
+                                   : absl::StrFormat(" (ratio %.3g", ratio),
+                      ratio_source.empty() ? "" : absl::StrCat(", ", ratio_source), ")");
+}
+
+std::string CompressionAlgorithmName(CompressionAlgorithm algorithm) {
+  switch (algorithm) {
+    case v1::COMPRESSION_LZNT1:
+      return "LZNT1";
+    case v1::COMPRESSION_LZ77:
+      return "LZ77";
+    case v1::COMPRESSION_LZ77_HUFFMAN:
+      return "XPRESS Huffman";
+    case v1::COMPRESSION_PATTERN_V1:
+      return "Pattern_V1";
+    case v1::COMPRESSION_LZ4:
+      return "LZ4";
+    default:
+      return "unspecified";
+  }
+}
+
 std::vector<ProtectionLevel> StandardLevels() {
   return {ProtectionLevel::None(),
           ProtectionLevel::Signing(v1::HMAC_SHA256),
@@ -377,6 +419,74 @@ std::map<CryptoAlgorithm, CryptoCost> FitCryptoCosts(
   return out;
 }
 
+std::map<std::string, CompressionCost> FitCompressionCosts(
+    const google::protobuf::RepeatedPtrField<v1::CompressionBenchmark>& benchmarks) {
+  // corpus -> algorithm -> the one-thread row with the largest input.
+  std::map<std::string, std::map<int, const v1::CompressionBenchmark*>> best;
+  for (const v1::CompressionBenchmark& b : benchmarks) {
+    if (b.threads() > 1 || b.corpus().empty() || b.input_bytes() == 0 ||
+        !(b.compress_bytes_per_second() > 0) || !std::isfinite(b.compress_bytes_per_second()) ||
+        !(b.ratio() > 0) || !std::isfinite(b.ratio()) ||
+        (b.algorithm() != v1::COMPRESSION_LZ77_HUFFMAN && b.algorithm() != v1::COMPRESSION_LZ4)) {
+      continue;
+    }
+    const v1::CompressionBenchmark*& slot = best[b.corpus()][b.algorithm()];
+    if (slot == nullptr || b.input_bytes() > slot->input_bytes()) {
+      slot = &b;
+    }
+  }
+  std::map<std::string, CompressionCost> out;
+  for (const auto& [corpus, rows] : best) {
+    auto it = rows.find(v1::COMPRESSION_LZ77_HUFFMAN);
+    if (it == rows.end()) {
+      it = rows.begin();  // LZ4 only
+    }
+    const v1::CompressionBenchmark& b = *it->second;
+    CompressionCost cost;
+    cost.algorithm = b.algorithm();
+    cost.corpus = corpus;
+    cost.ratio = b.ratio();
+    cost.compress_seconds_per_byte = 1 / b.compress_bytes_per_second();
+    if (b.decompress_bytes_per_second() > 0 && std::isfinite(b.decompress_bytes_per_second())) {
+      cost.decompress_seconds_per_byte = 1 / b.decompress_bytes_per_second();
+    }
+    cost.measured = true;
+    out[corpus] = cost;
+  }
+  return out;
+}
+
+CompressionCost CompressionCostFor(const HostProfile& host, absl::string_view corpus,
+                                   const ModelParameters& p) {
+  std::string key(corpus);
+  if (auto it = host.compression.find(key); it != host.compression.end()) {
+    return it->second;
+  }
+  if (auto it = p.default_compression.find(key); it != p.default_compression.end()) {
+    return it->second;
+  }
+  return {};
+}
+
+CompressionCost CompressionCostForRatio(const HostProfile& host, double ratio,
+                                        const ModelParameters& p) {
+  const std::map<std::string, CompressionCost>& figures =
+      host.compression.empty() ? p.default_compression : host.compression;
+  const CompressionCost* nearest = nullptr;
+  for (const auto& [corpus, cost] : figures) {
+    if (nearest == nullptr ||
+        std::abs(std::log(cost.ratio / ratio)) < std::abs(std::log(nearest->ratio / ratio))) {
+      nearest = &cost;
+    }
+  }
+  if (nearest == nullptr || !(ratio > 0)) {
+    return {};
+  }
+  CompressionCost out = *nearest;
+  out.ratio = ratio;
+  return out;
+}
+
 HostProfile ProfileFromPosture(const v1::Posture& posture) {
   const ModelParameters& p = DefaultParameters();
   HostProfile host;
@@ -431,6 +541,12 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
   if (auto it = labels.find("wan"); it != labels.end()) {
     host.wan = TruthyLabel(it->second);
   }
+  // The baseline policy's selector for WAN hosts (wan-compression) is the label link=wan.
+  if (auto it = labels.find("link");
+      it != labels.end() &&
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(it->second)) == "wan") {
+    host.wan = true;
+  }
   if (auto it = labels.find("rtt_ms"); it != labels.end()) {
     double ms = 0;
     if (absl::SimpleAtod(absl::StripAsciiWhitespace(it->second), &ms) && std::isfinite(ms) &&
@@ -461,6 +577,16 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
     host.assumptions.push_back(absl::StrCat("no benchmark for ", absl::StrJoin(missing, ", "),
                                             ": reference host figures used"));
   }
+  host.compression = FitCompressionCosts(posture.compression_benchmarks());
+  // No compression benchmark is noted where compression is priced (CompressionCost::measured),
+  // not here: most changes do not touch compression.
+  for (const auto& [corpus, cost] : host.compression) {
+    if (cost.algorithm != v1::COMPRESSION_LZ77_HUFFMAN) {
+      host.assumptions.push_back(absl::StrCat("compression of ", corpus, ": ",
+                                              CompressionAlgorithmName(cost.algorithm),
+                                              " figures (no XPRESS Huffman benchmark)"));
+    }
+  }
   return host;
 }
 
@@ -468,22 +594,42 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
 
 Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const Workload& workload,
                    const ModelParameters& p) {
+  return Predict(host, level, CompressionLevel::None(), workload, p);
+}
+
+Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
+                   const CompressionLevel& compression, const Workload& workload,
+                   const ModelParameters& p) {
   const Resolved r = Resolve(host, p);
   Prediction out;
   const double io = std::max<double>(1, static_cast<double>(workload.io_bytes));
+  // Compression runs first; what it sends (plus its transform header) is what gets signed or
+  // encrypted and what crosses the wire. A message that does not shrink goes as it is.
+  const bool shrinks = compression.enabled && compression.ratio > 1;
+  auto on_wire = [&](double payload) {
+    return shrinks ? payload * compression.WireShare() + p.compression_header_bytes : payload;
+  };
+  // CPU per payload byte of the one that compresses and of the one that decompresses.
+  const bool server_sends = workload.direction == Workload::Direction::kRead;
+  double compress_cpu = compression.enabled ? compression.cost.compress_seconds_per_byte : 0;
+  double decompress_cpu = shrinks ? compression.cost.decompress_seconds_per_byte : 0;
+  const double server_codec = server_sends ? compress_cpu : decompress_cpu;
+  const double client_codec = server_sends ? decompress_cpu : compress_cpu;
   const double wire_overhead =
-      level.is_encrypted() ? (io + p.transform_header_bytes) / io : 1.0;  // per data message
+      (on_wire(io) + (level.is_encrypted() ? p.transform_header_bytes : 0)) / io;
+  double plain_server_cpu_per_byte = 0;  // the same workload with no crypto, no compression
 
   if (workload.kind == Workload::Kind::kLargeSequential) {
     // One data message and one control message per I/O, processed by both ends.
     auto crypto = [&](bool client_side) {
-      return MessageCryptoSeconds(host, level, io, p, client_side) +
+      return MessageCryptoSeconds(host, level, on_wire(io), p, client_side) +
              MessageCryptoSeconds(host, level, kControlMessageBytes, p, client_side);
     };
-    double server_io =
-        p.server_base_cpu_seconds_per_byte * io + p.server_cpu_seconds_per_op + crypto(false);
-    double client_io =
-        p.client_base_cpu_seconds_per_byte * io + p.client_cpu_seconds_per_op + crypto(true);
+    double server_plain = p.server_base_cpu_seconds_per_byte * io + p.server_cpu_seconds_per_op;
+    double server_io = server_plain + server_codec * io + crypto(false);
+    double client_io = p.client_base_cpu_seconds_per_byte * io + p.client_cpu_seconds_per_op +
+                       client_codec * io + crypto(true);
+    plain_server_cpu_per_byte = server_plain / io;
     out.server_cpu_seconds_per_byte = server_io / io;
     out.client_cpu_seconds_per_byte = client_io / io;
 
@@ -498,7 +644,8 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const 
     }
     double cpu_rate = parallel * io / cpu_seconds_per_io;
     double wire_rate = r.wire_bytes_per_second / wire_overhead;
-    double latency_rate = r.channels * p.window_bytes / r.rtt;
+    // The window holds wire bytes: compressed data fits more payload in flight.
+    double latency_rate = r.channels * p.window_bytes / r.rtt / (on_wire(io) / io);
 
     out.throughput_bytes_per_second = cpu_rate;
     out.limit = Prediction::Limit::kCpu;
@@ -519,15 +666,21 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const 
     auto crypto = [&](bool client_side) {
       return control_messages *
                  MessageCryptoSeconds(host, level, kControlMessageBytes, p, client_side) +
-             data_ops * MessageCryptoSeconds(host, level, file / data_ops, p, client_side);
+             data_ops * MessageCryptoSeconds(host, level, on_wire(file / data_ops), p, client_side);
     };
-    double server_file = p.server_base_cpu_seconds_per_byte * file +
-                         p.server_cpu_seconds_per_op * ops + crypto(false);
+    double server_plain =
+        p.server_base_cpu_seconds_per_byte * file + p.server_cpu_seconds_per_op * ops;
+    double server_file = server_plain + server_codec * file + crypto(false);
     double client_file = p.client_base_cpu_seconds_per_byte * file +
-                         p.client_cpu_seconds_per_op * ops + crypto(true);
+                         p.client_cpu_seconds_per_op * ops + client_codec * file + crypto(true);
+    plain_server_cpu_per_byte = server_plain / file;
     out.server_cpu_seconds_per_byte = server_file / file;
     out.client_cpu_seconds_per_byte = client_file / file;
-    double wire = file * wire_overhead / r.wire_bytes_per_second;
+    // Wire bytes per payload byte: the compressed data messages, plus the encryption header
+    // share of wire_overhead.
+    double file_overhead =
+        wire_overhead - on_wire(io) / io + data_ops * on_wire(file / data_ops) / file;
+    double wire = file * file_overhead / r.wire_bytes_per_second;
     double seconds_per_file = ops * r.rtt + server_file + client_file + wire;
     out.files_per_second = 1 / seconds_per_file;
     out.throughput_bytes_per_second = file * out.files_per_second;
@@ -538,6 +691,15 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const 
                     : (rtt_part >= wire ? Prediction::Limit::kLatency : Prediction::Limit::kLink);
   }
 
+  if (host.baseline_cpu_fraction > 0 && host.baseline_throughput_bytes_per_second > 0) {
+    // The host's own CPU at a known rate, scaled with throughput, plus what crypto and
+    // compression add per byte on top of the plain SMB path.
+    double extra = out.server_cpu_seconds_per_byte - plain_server_cpu_per_byte;
+    out.cpu_fraction = std::min(1.0, host.baseline_cpu_fraction * out.throughput_bytes_per_second /
+                                             host.baseline_throughput_bytes_per_second +
+                                         out.throughput_bytes_per_second * extra / r.cores);
+    return out;
+  }
   double host_cpu_per_byte =
       out.server_cpu_seconds_per_byte + (host.client_on_host ? out.client_cpu_seconds_per_byte : 0);
   out.cpu_fraction = std::min(1.0, out.throughput_bytes_per_second * host_cpu_per_byte / r.cores);
@@ -551,15 +713,25 @@ ChangeCost EstimateChangeCost(const v1::Posture& posture, const ProtectionLevel&
 
 ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
                               const ProtectionLevel& after, const ModelParameters& p) {
+  return EstimateChangeCost(host, before, CompressionLevel::None(), after, CompressionLevel::None(),
+                            p);
+}
+
+ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
+                              const CompressionLevel& compression_before,
+                              const ProtectionLevel& after,
+                              const CompressionLevel& compression_after, const ModelParameters& p) {
   ChangeCost cost;
   cost.before = before;
   cost.after = after;
+  cost.compression_before = compression_before;
+  cost.compression_after = compression_after;
   cost.host = host;
   for (const Workload& w : {Workload::LargeSequential(), Workload::SmallFiles()}) {
     WorkloadCost wc;
     wc.workload = w;
-    wc.before = Predict(host, before, w, p);
-    wc.after = Predict(host, after, w, p);
+    wc.before = Predict(host, before, compression_before, w, p);
+    wc.after = Predict(host, after, compression_after, w, p);
     if (wc.before.throughput_bytes_per_second > 0) {
       wc.throughput_change_percent =
           (wc.after.throughput_bytes_per_second / wc.before.throughput_bytes_per_second - 1) * 100;
@@ -568,13 +740,20 @@ ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& be
     cost.workloads.push_back(wc);
   }
 
-  std::string what;
-  if (!before.is_signed() && !before.is_encrypted()) {
-    what = absl::StrCat("enabling ", after.ToString());
-  } else if (!after.is_signed() && !after.is_encrypted()) {
-    what = absl::StrCat("disabling ", before.ToString());
-  } else {
-    what = absl::StrCat("changing ", before.ToString(), " to ", after.ToString());
+  std::vector<std::string> what;
+  if (!(before == after) || compression_before.enabled == compression_after.enabled) {
+    if (!before.is_signed() && !before.is_encrypted()) {
+      what.push_back(absl::StrCat("enabling ", after.ToString()));
+    } else if (!after.is_signed() && !after.is_encrypted()) {
+      what.push_back(absl::StrCat("disabling ", before.ToString()));
+    } else {
+      what.push_back(absl::StrCat("changing ", before.ToString(), " to ", after.ToString()));
+    }
+  }
+  if (compression_before.enabled != compression_after.enabled) {
+    what.push_back(compression_after.enabled
+                       ? absl::StrCat("enabling ", compression_after.ToString())
+                       : absl::StrCat("disabling ", compression_before.ToString()));
   }
   const Resolved r = Resolve(host, p);
   std::string where = FormatLink(r.wire_bytes_per_second * 8 / p.link_efficiency);
@@ -584,7 +763,8 @@ ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& be
   const WorkloadCost& large = cost.workloads[0];
   const WorkloadCost& small = cost.workloads[1];
   cost.summary =
-      absl::StrCat(what, host.hostname.empty() ? "" : absl::StrCat(" on ", host.hostname), ": ",
+      absl::StrCat(absl::StrJoin(what, " and "),
+                   host.hostname.empty() ? "" : absl::StrCat(" on ", host.hostname), ": ",
                    FormatPercent(large.throughput_change_percent), " throughput on large files, ",
                    FormatPercent(large.cpu_change_points), " CPU at ", where, "; small files ",
                    FormatPercent(small.throughput_change_percent));

@@ -1,8 +1,9 @@
 #ifndef SMBFLEET_POLICY_COST_COST_MODEL_H_
 #define SMBFLEET_POLICY_COST_COST_MODEL_H_
 
-// What SMB signing and encryption cost on one host: predicted throughput and CPU for a
-// protection level and a workload, from the host's own crypto benchmark, cores, link and RTT.
+// What SMB signing, encryption and compression cost on one host: predicted throughput and CPU
+// for a protection level (and compression) and a workload, from the host's own crypto and
+// compression benchmarks, cores, link and RTT.
 //
 // Pure: no I/O, no clock, no logging. Every parameter that is not read from the host is in
 // ModelParameters, with the run it was calibrated from (docs/cost-model.md has the table of
@@ -15,6 +16,9 @@
 //   small files add, per file,   ops_per_file x (RTT + per-op CPU + per-message crypto)
 // Throughput is bounded by the slowest of wire, latency and CPU; CPU is the server's CPU at
 // that throughput as a fraction of all its logical cores.
+// Compression (ratio r) happens before encryption: the wire, the window and the crypto carry
+// 1/r of the bytes, and the sender's CPU adds compress(corpus) per byte, the receiver's
+// decompress(corpus) per byte.
 
 #include <cstdint>
 #include <map>
@@ -27,6 +31,7 @@
 
 namespace smbfleet::policy::cost {
 
+using ::smbfleet::v1::CompressionAlgorithm;
 using ::smbfleet::v1::CryptoAlgorithm;
 using ::smbfleet::v1::Dialect;
 
@@ -104,6 +109,48 @@ Dialect TypicalDialect(const ::smbfleet::v1::Posture& posture);
 std::string AlgorithmName(CryptoAlgorithm algorithm);
 
 // ---------------------------------------------------------------------------------------------
+// Compression.
+
+// One algorithm's measured single-thread compression of one corpus
+// (Posture.compression_benchmarks).
+struct CompressionCost {
+  CompressionAlgorithm algorithm = ::smbfleet::v1::COMPRESSION_ALGORITHM_UNSPECIFIED;
+  std::string corpus;                      // "text", "vm-disk", "compressed"
+  double ratio = 0;                        // input bytes / compressed bytes; 0 = unknown
+  double compress_seconds_per_byte = 0;    // per input byte, one thread
+  double decompress_seconds_per_byte = 0;  // per output (uncompressed) byte, one thread
+  bool measured = false;                   // false: a reference default (see ModelParameters)
+};
+
+// SMB compression of the traffic (MS-SMB2 3.1.1 compression transform): off, or on for data
+// that compresses `ratio` to 1 at the speeds of `cost`. A ratio below 1 is sent uncompressed
+// (Windows and Samba send the original when compressing does not shrink it), at the CPU cost of
+// having tried.
+struct CompressionLevel {
+  bool enabled = false;
+  double ratio = 1;
+  CompressionCost cost;
+  // Where the ratio comes from, e.g. "sampled on Backups", "vm-disk benchmark".
+  std::string ratio_source;
+
+  static CompressionLevel None();
+  static CompressionLevel On(double ratio, const CompressionCost& cost, std::string ratio_source);
+  // Wire bytes per payload byte: 1 / max(1, ratio) when enabled, else 1.
+  double WireShare() const;
+  // "none", "compression XPRESS Huffman (ratio 2.41, vm-disk benchmark)".
+  std::string ToString() const;
+};
+
+// "XPRESS Huffman", "LZ4", "LZNT1", ... (the names MS-XCA and Windows docs use).
+std::string CompressionAlgorithmName(CompressionAlgorithm algorithm);
+
+// Fits CompressionCost per corpus from the one-thread benchmark rows of XPRESS Huffman
+// (COMPRESSION_LZ77_HUFFMAN, what Windows negotiates first); a corpus with LZ4 rows only gets
+// the LZ4 figures, named as such by `algorithm`. The largest input per corpus wins.
+std::map<std::string, CompressionCost> FitCompressionCosts(
+    const google::protobuf::RepeatedPtrField<::smbfleet::v1::CompressionBenchmark>& benchmarks);
+
+// ---------------------------------------------------------------------------------------------
 // Host profile.
 
 // One algorithm's measured single-thread cost: seconds = per_call + per_byte x bytes, fitted
@@ -128,6 +175,14 @@ struct HostProfile {
   // the two sets the pace of a large transfer, and the client's CPU adds to the host's.
   bool client_on_host = false;
   std::map<CryptoAlgorithm, CryptoCost> crypto;
+  // Compression figures per benchmark corpus ("text", "vm-disk", "compressed").
+  std::map<std::string, CompressionCost> compression;
+  // The host's measured CPU (fraction of all cores) at a measured throughput without
+  // compression, when an operator knows it (tests: the published case). With both set, CPU is
+  // predicted as that CPU scaled with throughput plus the model's extra CPU per byte; else from
+  // the model's own CPU per byte. 0 = unknown.
+  double baseline_cpu_fraction = 0;
+  double baseline_throughput_bytes_per_second = 0;
   // Everything the profile had to assume, e.g. "link speed unknown: assumed 1 Gbit".
   std::vector<std::string> assumptions;
 };
@@ -178,10 +233,26 @@ struct ModelParameters {
   uint32_t default_logical_cores = 4;
   // Crypto costs for algorithms the host did not benchmark (this project's reference host).
   std::map<CryptoAlgorithm, CryptoCost> default_crypto;
+  // Compression figures per corpus for hosts without a compression benchmark (reference host).
+  std::map<std::string, CompressionCost> default_compression;
+  // Bytes the SMB2 COMPRESSION_TRANSFORM_HEADER adds to a compressed message (MS-SMB2 2.2.42.1,
+  // unchained).
+  double compression_header_bytes = 16;
 };
 
 // The calibrated parameters the product uses.
 const ModelParameters& DefaultParameters();
+
+// The host's compression figures for `corpus`, else the reference host's (measured = false);
+// ratio 0 when neither knows the corpus.
+CompressionCost CompressionCostFor(const HostProfile& host, absl::string_view corpus,
+                                   const ModelParameters& parameters);
+
+// The figures for data that compresses `ratio` to 1: those of the corpus whose ratio is nearest
+// (speed depends on how much repeats), with `ratio` in place of the corpus's own. Ratio 0 when
+// neither the host nor the reference host has a corpus.
+CompressionCost CompressionCostForRatio(const HostProfile& host, double ratio,
+                                        const ModelParameters& parameters);
 
 // ---------------------------------------------------------------------------------------------
 // Predictions.
@@ -201,6 +272,11 @@ struct Prediction {
 
 Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const Workload& workload,
                    const ModelParameters& parameters = DefaultParameters());
+// With compression: the sender (server on reads, client on writes) compresses, the receiver
+// decompresses; protection then runs over the compressed bytes.
+Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
+                   const CompressionLevel& compression, const Workload& workload,
+                   const ModelParameters& parameters = DefaultParameters());
 
 // One workload's change from `before` to `after`.
 struct WorkloadCost {
@@ -214,6 +290,8 @@ struct WorkloadCost {
 struct ChangeCost {
   ProtectionLevel before;
   ProtectionLevel after;
+  CompressionLevel compression_before;
+  CompressionLevel compression_after;
   HostProfile host;
   std::vector<WorkloadCost> workloads;  // large sequential, then small files
   // "enabling encryption AES-128-GCM on fs01: ~-9% throughput on large files, ~+12% CPU at
@@ -225,6 +303,14 @@ ChangeCost EstimateChangeCost(const ::smbfleet::v1::Posture& posture, const Prot
                               const ProtectionLevel& after);
 ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
                               const ProtectionLevel& after,
+                              const ModelParameters& parameters = DefaultParameters());
+// A change of protection and/or compression: "enabling compression XPRESS Huffman (ratio 2.4,
+// vm-disk benchmark) on fs01: ~+45% throughput on large files, ~+9.5% CPU at 1 Gbit; small
+// files ~+3%".
+ChangeCost EstimateChangeCost(const HostProfile& host, const ProtectionLevel& before,
+                              const CompressionLevel& compression_before,
+                              const ProtectionLevel& after,
+                              const CompressionLevel& compression_after,
                               const ModelParameters& parameters = DefaultParameters());
 
 }  // namespace smbfleet::policy::cost

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/cost/compression_row_testing.h"
 
 namespace smbfleet::policy::cost {
 namespace {
@@ -370,6 +371,189 @@ TEST(EstimateChangeCostTest, WanSummaryNamesTheRtt) {
                                        ProtectionLevel::None());
   EXPECT_THAT(cost.summary, HasSubstr("disabling signing AES-128-CMAC on fs01"));
   EXPECT_THAT(cost.summary, HasSubstr("at 1 Gbit, RTT 30 ms"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compression.
+
+void AddCompressionRow(v1::Posture& posture, v1::CompressionAlgorithm algorithm,
+                       const std::string& corpus, double ratio, double compress_bps,
+                       double decompress_bps, uint64_t input_bytes = 1 << 20,
+                       uint32_t threads = 1) {
+  *posture.add_compression_benchmarks() =
+      CompressionRow(algorithm, corpus, ratio, compress_bps, decompress_bps, input_bytes, threads);
+}
+
+// BenchedPosture plus a compression benchmark: XPRESS Huffman at 400 MB/s (2.5:1) on vm-disk,
+// 150 MB/s (5:1) on text, 250 MB/s (1.0:1) on compressed data.
+v1::Posture CompressingPosture() {
+  v1::Posture p = BenchedPosture();
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.5, 400e6, 1200e6);
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "text", 5, 150e6, 900e6);
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "compressed", 1.0, 250e6, 4000e6);
+  AddCompressionRow(p, v1::COMPRESSION_LZ4, "vm-disk", 2.0, 2000e6, 4000e6);
+  return p;
+}
+
+TEST(FitCompressionCostsTest, XpressHuffmanFirstLargestInputAndLz4Fallback) {
+  v1::Posture p;
+  AddCompressionRow(p, v1::COMPRESSION_LZ4, "vm-disk", 2.0, 2000e6, 4000e6);
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.4, 100e6, 500e6, 1 << 16);
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 2.5, 400e6, 1000e6, 1 << 20);
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", 9, 9e9, 9e9, 1 << 24, 4);
+  AddCompressionRow(p, v1::COMPRESSION_LZ4, "text", 3, 1000e6, 3000e6);
+  AddCompressionRow(p, v1::COMPRESSION_LZ77_HUFFMAN, "broken", 2, 0, 1e9);
+  AddCompressionRow(p, v1::COMPRESSION_LZNT1, "other", 2, 1e8, 1e9);
+  auto costs = FitCompressionCosts(p.compression_benchmarks());
+  ASSERT_EQ(costs.size(), 2u);
+  const CompressionCost& vm = costs.at("vm-disk");
+  EXPECT_EQ(vm.algorithm, v1::COMPRESSION_LZ77_HUFFMAN);
+  EXPECT_DOUBLE_EQ(vm.ratio, 2.5);  // the 1 MiB one-thread row, not the 4-thread one
+  EXPECT_DOUBLE_EQ(vm.compress_seconds_per_byte, 1 / 400e6);
+  EXPECT_DOUBLE_EQ(vm.decompress_seconds_per_byte, 1 / 1000e6);
+  EXPECT_TRUE(vm.measured);
+  EXPECT_EQ(costs.at("text").algorithm, v1::COMPRESSION_LZ4);
+
+  HostProfile h = ProfileFromPosture(p);
+  EXPECT_THAT(::testing::PrintToString(h.assumptions),
+              HasSubstr("compression of text: LZ4 figures (no XPRESS Huffman benchmark)"));
+}
+
+TEST(FitCompressionCostsTest, NearestCorpusGivesTheSpeedForASampledRatio) {
+  HostProfile h = ProfileFromPosture(CompressingPosture());
+  CompressionCost c = CompressionCostForRatio(h, 2.2, DefaultParameters());
+  EXPECT_EQ(c.corpus, "vm-disk");
+  EXPECT_DOUBLE_EQ(c.ratio, 2.2);
+  EXPECT_DOUBLE_EQ(c.compress_seconds_per_byte, 1 / 400e6);
+  EXPECT_EQ(CompressionCostForRatio(h, 1.05, DefaultParameters()).corpus, "compressed");
+  EXPECT_EQ(CompressionCostForRatio(h, 7, DefaultParameters()).corpus, "text");
+  EXPECT_EQ(CompressionCostFor(h, "text", DefaultParameters()).ratio, 5);
+  EXPECT_EQ(CompressionCostFor(h, "no-such-corpus", DefaultParameters()).ratio, 0);
+}
+
+CompressionLevel VmDisk(const HostProfile& h) {
+  return CompressionLevel::On(2.5, CompressionCostFor(h, "vm-disk", DefaultParameters()),
+                              "vm-disk benchmark");
+}
+
+TEST(PredictCompressionTest, LinkBoundThroughputGrowsByTheRatioUpToTheCompressor) {
+  v1::Posture posture = CompressingPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  HostProfile h = ProfileFromPosture(posture);
+  Workload large = Workload::LargeSequential();
+  Prediction off = Predict(h, ProtectionLevel::None(), large);
+  Prediction on = Predict(h, ProtectionLevel::None(), VmDisk(h), large);
+  EXPECT_EQ(off.limit, Prediction::Limit::kLink);
+  EXPECT_EQ(on.limit, Prediction::Limit::kLink);
+  // 2.5:1 plus a 16-byte header per 1 MiB message.
+  EXPECT_NEAR(on.throughput_bytes_per_second / off.throughput_bytes_per_second, 2.5, 0.01);
+  // The server compresses every byte it sends: 1 / 400 MB/s more CPU per byte.
+  EXPECT_NEAR(on.server_cpu_seconds_per_byte - off.server_cpu_seconds_per_byte, 1 / 400e6, 1e-12);
+  EXPECT_NEAR(on.client_cpu_seconds_per_byte - off.client_cpu_seconds_per_byte, 1 / 1200e6, 1e-12);
+  EXPECT_GT(on.cpu_fraction, 2.5 * off.cpu_fraction);
+
+  // At 1 Gbit, text (5:1 at 150 MB/s) is bound by the compressor (one core per channel)
+  // before the wire.
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  h = ProfileFromPosture(posture);
+  CompressionLevel text =
+      CompressionLevel::On(5, CompressionCostFor(h, "text", DefaultParameters()), "text");
+  Prediction gbit = Predict(h, ProtectionLevel::None(), text, large);
+  EXPECT_EQ(gbit.limit, Prediction::Limit::kCpu);
+  EXPECT_NEAR(gbit.throughput_bytes_per_second, 1 / gbit.server_cpu_seconds_per_byte, 1);
+}
+
+TEST(PredictCompressionTest, LatencyBoundWindowCarriesCompressedBytes) {
+  v1::Posture posture = CompressingPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  (*posture.mutable_host()->mutable_labels())["rtt_ms"] = "30";
+  HostProfile h = ProfileFromPosture(posture);
+  Workload large = Workload::LargeSequential();
+  Prediction off = Predict(h, ProtectionLevel::None(), large);
+  Prediction on = Predict(h, ProtectionLevel::None(), VmDisk(h), large);
+  EXPECT_EQ(on.limit, Prediction::Limit::kLatency);
+  EXPECT_NEAR(on.throughput_bytes_per_second / off.throughput_bytes_per_second, 2.5, 0.01);
+}
+
+TEST(PredictCompressionTest, IncompressibleDataOnlyCostsCpu) {
+  v1::Posture posture = CompressingPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  HostProfile h = ProfileFromPosture(posture);
+  CompressionLevel random = CompressionLevel::On(
+      1.0, CompressionCostFor(h, "compressed", DefaultParameters()), "compressed benchmark");
+  for (const Workload& w : {Workload::LargeSequential(), Workload::SmallFiles()}) {
+    SCOPED_TRACE(w.Name());
+    Prediction off = Predict(h, ProtectionLevel::None(), w);
+    Prediction on = Predict(h, ProtectionLevel::None(), random, w);
+    EXPECT_LE(on.throughput_bytes_per_second, off.throughput_bytes_per_second);
+    EXPECT_NEAR(on.server_cpu_seconds_per_byte - off.server_cpu_seconds_per_byte, 1 / 250e6, 1e-12);
+    // Sent as it is: the client decompresses nothing.
+    EXPECT_DOUBLE_EQ(on.client_cpu_seconds_per_byte, off.client_cpu_seconds_per_byte);
+  }
+}
+
+TEST(PredictCompressionTest, EncryptionRunsOverTheCompressedBytes) {
+  HostProfile h = FastLinkHost();
+  h.compression = FitCompressionCosts(CompressingPosture().compression_benchmarks());
+  const ProtectionLevel ccm = ProtectionLevel::Encryption(v1::AES_128_CCM);
+  Workload large = Workload::LargeSequential();
+  CompressionLevel on = VmDisk(h);
+  double crypto_plain = Predict(h, ccm, large).server_cpu_seconds_per_byte -
+                        Predict(h, ProtectionLevel::None(), large).server_cpu_seconds_per_byte;
+  double crypto_compressed =
+      Predict(h, ccm, on, large).server_cpu_seconds_per_byte -
+      Predict(h, ProtectionLevel::None(), on, large).server_cpu_seconds_per_byte;
+  // The cipher's per-byte part sees 1/2.5 of the bytes (the per-message part stays).
+  EXPECT_NEAR(crypto_compressed / crypto_plain, 1 / 2.5, 0.02);
+}
+
+TEST(PredictCompressionTest, WritesAreCompressedByTheClient) {
+  v1::Posture posture = CompressingPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  HostProfile h = ProfileFromPosture(posture);
+  Workload write = Workload::LargeSequential();
+  write.direction = Workload::Direction::kWrite;
+  Prediction off = Predict(h, ProtectionLevel::None(), write);
+  Prediction on = Predict(h, ProtectionLevel::None(), VmDisk(h), write);
+  EXPECT_NEAR(on.server_cpu_seconds_per_byte - off.server_cpu_seconds_per_byte, 1 / 1200e6, 1e-12);
+  EXPECT_NEAR(on.client_cpu_seconds_per_byte - off.client_cpu_seconds_per_byte, 1 / 400e6, 1e-12);
+}
+
+TEST(PredictCompressionTest, MeasuredBaselineCpuScalesWithThroughput) {
+  v1::Posture posture = CompressingPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  HostProfile h = ProfileFromPosture(posture);
+  Workload large = Workload::LargeSequential();
+  Prediction off = Predict(h, ProtectionLevel::None(), large);
+  h.baseline_cpu_fraction = 0.10;
+  h.baseline_throughput_bytes_per_second = off.throughput_bytes_per_second;
+  EXPECT_DOUBLE_EQ(Predict(h, ProtectionLevel::None(), large).cpu_fraction, 0.10);
+  Prediction on = Predict(h, ProtectionLevel::None(), VmDisk(h), large);
+  double extra = on.server_cpu_seconds_per_byte - off.server_cpu_seconds_per_byte;
+  EXPECT_NEAR(on.cpu_fraction,
+              0.10 * on.throughput_bytes_per_second / off.throughput_bytes_per_second +
+                  on.throughput_bytes_per_second * extra / 8,
+              1e-12);
+}
+
+TEST(EstimateChangeCostTest, CompressionSummaryNamesAlgorithmRatioAndSource) {
+  v1::Posture posture = CompressingPosture();
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "100Mbit";
+  (*posture.mutable_host()->mutable_labels())["wan"] = "true";
+  HostProfile h = ProfileFromPosture(posture);
+  ChangeCost cost = EstimateChangeCost(h, ProtectionLevel::None(), CompressionLevel::None(),
+                                       ProtectionLevel::None(), VmDisk(h));
+  EXPECT_GT(cost.workloads[0].throughput_change_percent, 100);
+  EXPECT_GT(cost.workloads[0].cpu_change_points, 0);
+  EXPECT_THAT(cost.summary,
+              ::testing::MatchesRegex(
+                  "enabling compression XPRESS Huffman \\(ratio 2.5, vm-disk benchmark\\) on "
+                  "fs01: ~\\+[0-9]+% throughput on large files, ~\\+[0-9.]+% CPU at 100 Mbit, "
+                  "RTT 30 ms; small files ~[-+0-9.]+%"));
+
+  ChangeCost both = EstimateChangeCost(h, ProtectionLevel::None(), CompressionLevel::None(),
+                                       ProtectionLevel::Encryption(v1::AES_128_GCM), VmDisk(h));
+  EXPECT_THAT(both.summary, HasSubstr("enabling encryption AES-128-GCM and enabling compression"));
 }
 
 }  // namespace
