@@ -131,7 +131,8 @@ echo "== agents (each enrolls: its key is made locally, only a CSR is sent)"
   # This demo server applies approved changes to its own lab configuration; the allowlist is
   # what the baseline policy's plan sets on Samba.
   echo "changes: {enforce: true, allow: [server.requireSigning, client.requireSigning,"
-  echo "                                  server.minDialect, share.encryptData]}"
+  echo "                                  server.minDialect, share.encryptData,"
+  echo "                                  client.minDialect, client.requireEncryption]}"
   echo "tool_env:"
   bash "$here/samba-lab.sh" env "$run/samba" | sed -E "s/^([^=]+)=(.*)$/  \1: '\2'/"
 } > "$run/agent-$samba_host.yaml"

@@ -33,7 +33,7 @@ source "$here/../e2e/lib.sh"
 readonly HOST=fs-console
 readonly WIN=fs-win-client
 readonly HOSTILE='<img src=x onerror=alert(1)>'
-readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData]"
+readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData, client.minDialect, client.requireEncryption]"
 
 e2e_init "$@" "$HOST" "$WIN"
 command -v node >/dev/null || fail "node is missing (deploy/setup.sh installs nodejs)"

@@ -27,7 +27,7 @@ shift
 source "$(dirname "$0")/lib.sh"
 
 # What the baseline policy's plan for the lab sets on Samba; the agents allow exactly these.
-readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData]"
+readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData, client.minDialect, client.requireEncryption]"
 readonly ENFORCE="{enforce: true, allow: $ALLOW}"
 
 # --- building blocks ---------------------------------------------------------------------------
@@ -272,7 +272,7 @@ scenario_halt() {
   new_database
   start_collector collector
   # The canary's own configuration does not allow encrypting shares: it refuses the order.
-  local canary_allow="[server.requireSigning, client.requireSigning, server.minDialect]"
+  local canary_allow="[server.requireSigning, client.requireSigning, server.minDialect, client.minDialect, client.requireEncryption]"
   agent_config "$canary" "$canary" collector "{enforce: true, allow: $canary_allow}" \
     >"$work/canary.yaml"
   agent_config "$second" "$second" collector "$ENFORCE" >"$work/second.yaml"
