@@ -2,9 +2,13 @@
 
 # A TCP port on 127.0.0.1 that nothing listens on.
 free_port() {
-  local port
+  # Below the kernel's ephemeral range, so that no outgoing connection of a test running
+  # alongside holds the port between this check and the server's bind.
+  local port low=32768
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  ((low > 11000)) || low=32768
   for _ in $(seq 1 200); do
-    port=$((20000 + RANDOM % 40000))
+    port=$((10000 + RANDOM % (low - 10000)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return 0

@@ -228,7 +228,8 @@ cmd_start() {
   with_lab_env "$dir" smbd -D -s "$dir/smb.conf" </dev/null >"$dir/log/smbd.out" 2>&1 ||
     die "smbd did not start: $(cat "$dir/log/smbd.out")"
   local i
-  for ((i = 0; i < 200; i++)); do
+  # 30 s: a loaded 2-core machine running tests side by side can take more than 10.
+  for ((i = 0; i < 600; i++)); do
     if port_listening "$port" && pid_of "$dir" smbd >/dev/null; then
       echo "$port" >"$dir/port"
       return 0
@@ -236,7 +237,7 @@ cmd_start() {
     sleep 0.05
   done
   cmd_stop "$dir" || true
-  die "smbd did not listen on 127.0.0.1:$port within 10 s (see $dir/log/log.smbd)"
+  die "smbd did not listen on 127.0.0.1:$port within 30 s (see $dir/log/log.smbd)"
 }
 
 # wait_gone PID...: TERM, then KILL after 5 s; returns when every PID has exited.

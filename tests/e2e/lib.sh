@@ -142,10 +142,16 @@ lab() { bash "$e2e_root/deploy/samba-lab.sh" "$@"; }
 # start_lab NAME: a private smbd in $work/NAME (shares demo and finance, the latter classified
 # confidential by the baseline policy's share names).
 start_lab() {
-  local dir=$work/$1 port
-  port=$(free_port)
-  lab start "$dir" "$port" >/dev/null || fail "Samba lab $1 did not start"
-  e2e_labs+=("$dir")
+  local dir=$work/$1 port attempt
+  # Another test's server can take the port between the check and smbd's bind: try another.
+  for attempt in 1 2 3; do
+    port=$(free_port)
+    if lab start "$dir" "$port" >/dev/null; then
+      e2e_labs+=("$dir")
+      return 0
+    fi
+  done
+  fail "Samba lab $1 did not start"
 }
 
 # --- PostgreSQL and collectors ----------------------------------------------------------------

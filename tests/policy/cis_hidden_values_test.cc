@@ -105,10 +105,11 @@ void ReadServer(const std::string& file, Posture* p) {
   props.Uint("SmbServerNameHardeningLevel", [&](uint32_t v) { s->set_name_hardening_level(v); });
   props.Uint("InvalidAuthenticationDelayTimeInMs",
              [&](uint32_t v) { s->set_invalid_authentication_delay_ms(v); });
-  if (props.List("NullSessionPipes", [&](std::string v) { s->add_null_session_pipes(v); })) {
+  if (props.List("NullSessionPipes", [&](const std::string& v) { s->add_null_session_pipes(v); })) {
     s->set_null_session_pipes_known(true);
   }
-  if (props.List("NullSessionShares", [&](std::string v) { s->add_null_session_shares(v); })) {
+  if (props.List("NullSessionShares",
+                 [&](const std::string& v) { s->add_null_session_shares(v); })) {
     s->set_null_session_shares_known(true);
   }
 }
