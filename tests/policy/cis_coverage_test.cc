@@ -2,12 +2,17 @@
 // every CIS item a baseline rule names exists in its benchmark: a new item in a newer excerpt,
 // or a typo in a rule's `cis:`, fails here with the item's number.
 
+#include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "policy/policy.h"
 #include "tests/policy/baseline_for_test.h"
@@ -23,25 +28,57 @@ struct Check {
   std::string name;
 };
 
+bool AllDigits(absl::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), absl::ascii_isdigit);
+}
+
+// "# 2.3.8.1 (L1) Ensure ...": the CIS item, or "" for any other line.
+std::string CisItemOfComment(absl::string_view line) {
+  line = absl::StripAsciiWhitespace(line);
+  if (!absl::ConsumePrefix(&line, "#")) return "";
+  line = absl::StripLeadingAsciiWhitespace(line);
+  const size_t space = line.find(' ');
+  if (space == absl::string_view::npos) return "";
+  const absl::string_view item = line.substr(0, space);
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(line.substr(space));
+  if (!absl::StartsWith(rest, "(L") || rest.size() < 4 || !absl::ascii_isdigit(rest[2]) ||
+      rest[3] != ')') {
+    return "";
+  }
+  int parts = 0;
+  for (absl::string_view part : absl::StrSplit(item, '.')) {
+    if (!AllDigits(part)) return "";
+    ++parts;
+  }
+  return parts >= 2 ? std::string(item) : "";
+}
+
+// "  - id: 27037": the Wazuh id, or "" for any other line.
+std::string WazuhIdOfLine(absl::string_view line) {
+  line = absl::StripAsciiWhitespace(line);
+  if (!absl::ConsumePrefix(&line, "-")) return "";
+  line = absl::StripLeadingAsciiWhitespace(line);
+  if (!absl::ConsumePrefix(&line, "id:")) return "";
+  line = absl::StripLeadingAsciiWhitespace(line);
+  return AllDigits(line) ? std::string(line) : "";
+}
+
 // The SCA files carry the CIS item only in the comment that precedes each check
 // ("  # 2.3.8.1 (L1) Ensure ..."), so the items come from the text; the YAML parse then checks
 // that every check of `checks:` got one, and that the comment and the check agree on the name.
 std::vector<Check> ReadChecks(const std::string& file) {
   std::string text = ReadSourceFile(file);
   EXPECT_FALSE(text.empty()) << file;
-  static const std::regex kComment(R"(^\s*#\s*(\d+(?:\.\d+)+)\s+\(L\d\)\s+(.*)$)");
-  static const std::regex kId(R"(^\s*-\s+id:\s*(\d+)\s*$)");
   std::map<std::string, std::string> cis_of;  // wazuh id -> CIS item
   std::string pending;
   std::istringstream lines(text);
   std::string line;
-  std::smatch m;
   while (std::getline(lines, line)) {
-    if (std::regex_match(line, m, kComment)) {
-      pending = m[1];
-    } else if (std::regex_match(line, m, kId)) {
-      EXPECT_FALSE(pending.empty()) << file << ": check " << m[1] << " has no CIS comment";
-      cis_of[m[1]] = pending;
+    if (std::string item = CisItemOfComment(line); !item.empty()) {
+      pending = item;
+    } else if (std::string id = WazuhIdOfLine(line); !id.empty()) {
+      EXPECT_FALSE(pending.empty()) << file << ": check " << id << " has no CIS comment";
+      cis_of[id] = pending;
       pending.clear();
     }
   }
