@@ -53,6 +53,11 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   incoming.size_bytes = request.ByteSizeLong();
   incoming.received_at = clock_();
   auto outcome = hosts_->SaveReport(incoming);
+  if (absl::IsInvalidArgument(outcome.status())) {
+    // The database refused a value validation let through: a resend would fail the same way.
+    if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
+    return outcome.status();
+  }
   if (!outcome.ok()) {
     Log()->error("{}", LogSafe(outcome.status()));
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kNotStored);

@@ -316,16 +316,39 @@ TEST(TrustedSubjectTest, IdentityAndLabelsAreTheCollectors) {
 
 class BrokenHostStore : public HostStore {
  public:
-  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport&) override {
-    return absl::InternalError("database error: disk full");
-  }
+  explicit BrokenHostStore(absl::Status error = absl::InternalError("database error: disk full"))
+      : error_(std::move(error)) {}
+  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport&) override { return error_; }
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery&) override {
     return absl::InternalError("unused");
   }
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string&) override {
     return absl::InternalError("unused");
   }
+
+ private:
+  absl::Status error_;
 };
+
+// A poison report (a value no resend can store) must not hold up the host's later reports:
+// refused as invalid before the store, and a data error of the store is passed on as such.
+TEST_F(PipelineTest, PoisonReportIsInvalidNotUnavailable) {
+  auto pipeline = Pipeline(&policy_);
+  auto nul = Report("00000000-0000-4000-8000-000000000001");
+  nul.mutable_posture()->mutable_shares(1)->set_name(std::string("pub\0lic", 7));
+  auto result = pipeline.Ingest("fs01", nul);
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("posture.shares[1].name: contains U+0000"));
+  EXPECT_FALSE(hosts_.Exists("fs01"));
+
+  BrokenHostStore refusing(
+      absl::InvalidArgumentError("PostgreSQL refuses a value (SQLSTATE 22P05)"));
+  ReportPipeline second_net(&refusing, &compliance_, &policy_);
+  result = second_net.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("22P05"));
+}
 
 TEST_F(PipelineTest, StoreFailureAsksTheAgentToRetry) {
   BrokenHostStore broken;

@@ -196,6 +196,44 @@ TEST_F(PgStoreTest, HostileStringsAreStoredVerbatim) {
   EXPECT_EQ(QueryValue(dsn_, "SELECT name FROM host_shares"), hostile);
 }
 
+// A value PostgreSQL refuses fails every resend the same way: INVALID_ARGUMENT (the agent sets
+// the report aside), not UNAVAILABLE (which holds up the host's later reports behind it).
+TEST_F(PgStoreTest, ValuesPostgresRefusesAreInvalidArgument) {
+  auto nul = SamplePosture();
+  nul.mutable_shares(0)->set_name(std::string("fin\0ance", 8));  // jsonb refuses \u0000
+  auto s = store_->SaveReport(Incoming(nul, "00000000-0000-4000-8000-000000000101"));
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("SQLSTATE 22"));
+
+  auto far = SamplePosture();
+  far.mutable_collected_at()->set_seconds(10'000'000'000'000);  // past timestamptz's range
+  s = store_->SaveReport(Incoming(far, "00000000-0000-4000-8000-000000000102"));
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("SQLSTATE 22008"));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "0");
+
+  // The connections stay usable.
+  auto ok = store_->SaveReport(Incoming(SamplePosture(), "00000000-0000-4000-8000-000000000103"));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*ok, SaveOutcome::kStored);
+}
+
+// Through the pipeline, validation refuses the same reports first and names the field.
+TEST_F(PgStoreTest, PoisonReportIsRefusedNamingTheFieldAndNothingIsStored) {
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id("00000000-0000-4000-8000-000000000104");
+  *r.mutable_posture() = SamplePosture();
+  r.mutable_posture()->mutable_sessions(0)->mutable_shares(0)->set_name(std::string("x\0", 2));
+  r.mutable_posture()->add_events()->mutable_time()->set_seconds(-62'135'596'801);
+  ReportPipeline pipeline(store_, compliance_, nullptr);
+  auto result = pipeline.Ingest("fs01", r);
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("posture.sessions[0].shares[0].name: contains U+0000"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("posture.events[0].time"));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM hosts"), "0");
+}
+
 TEST(PgStoreDeadDatabaseTest, SaysWhereAndHidesPassword) {
   auto store = NewPgStore("postgresql://smbfleet:s3cret@127.0.0.1:1/smbfleet", 1);
   ASSERT_FALSE(store.ok());

@@ -64,6 +64,15 @@ HostSummary SummaryFromRow(const pqxx::row& r) {
   return s;
 }
 
+// SQLSTATE class 22 (data exception: 22P05 untranslatable character, 22021 invalid byte
+// sequence, 22008 datetime overflow, ...): the report itself is wrong and every resend fails
+// the same way, so it is INVALID_ARGUMENT, not the UNAVAILABLE of a database that is away.
+bool IsDataError(const pqxx::sql_error& e) { return e.sqlstate().rfind("22", 0) == 0; }
+
+std::string FirstLine(absl::string_view text) {
+  return std::string(text.substr(0, text.find('\n')));
+}
+
 class PgHostStore : public HostStore {
  public:
   explicit PgHostStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
@@ -91,13 +100,20 @@ absl::StatusOr<SaveOutcome> PgHostStore::SaveReport(const IncomingReport& report
   return pool_->Run<pqxx::work>(
       absl::StrCat("storing report ", report.report_id, " of ", report.host),
       [&](pqxx::work& tx) -> absl::StatusOr<SaveOutcome> {
-        ASSIGN_OR_RETURN(SaveOutcome outcome, SaveReportIn(tx, report));
-        if (outcome == SaveOutcome::kDuplicate) {
-          tx.abort();
-        } else {
-          tx.commit();
+        try {
+          ASSIGN_OR_RETURN(SaveOutcome outcome, SaveReportIn(tx, report));
+          if (outcome == SaveOutcome::kDuplicate) {
+            tx.abort();
+          } else {
+            tx.commit();
+          }
+          return outcome;
+        } catch (const pqxx::sql_error& e) {
+          if (!IsDataError(e)) throw;
+          return absl::InvalidArgumentError(absl::StrCat(
+              "report ", report.report_id, ": PostgreSQL refuses a value of it (SQLSTATE ",
+              e.sqlstate(), "): ", FirstLine(e.what())));
         }
-        return outcome;
       });
 }
 
