@@ -5,9 +5,11 @@
 #include <functional>
 #include <utility>
 
+#include "collector/ingest/digest.h"
 #include "collector/metrics/prometheus_text.h"
 #include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
+#include "collector/testing/flaky_compliance_store.h"
 #include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
@@ -164,21 +166,85 @@ TEST_F(PipelineTest, WaiverChangesReEvaluateAnUnchangedHost) {
   EXPECT_EQ(compliance_.ListFindings("fs01", "", 10)->size(), 1u);
 }
 
-TEST_F(PipelineTest, EvaluationFailureKeepsTheReportAndRetriesNextTime) {
+// A transient evaluation failure does not acknowledge the report: the agent keeps it and
+// resends, and the resend (a duplicate by then) is evaluated.
+TEST_F(PipelineTest, EvaluationFailureIsNotAcknowledgedAndTheResendEvaluates) {
   auto pipeline = Pipeline(&policy_);
   compliance_.FailEvaluations(absl::UnavailableError("database went away"));
+  const auto report = Report("00000000-0000-4000-8000-000000000001");
+  auto result = pipeline.Ingest("fs01", report);
+  EXPECT_TRUE(absl::IsUnavailable(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("send it again"));
+  EXPECT_TRUE(hosts_.Exists("fs01"));  // stored, whole
+  EXPECT_EQ(compliance_.evaluations_saved(), 0u);
+
+  compliance_.FailEvaluations(absl::OkStatus());
+  auto resent = pipeline.Ingest("fs01", report);
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  EXPECT_EQ(resent->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(resent->evaluated);
+  EXPECT_EQ(resent->transitions, 2u);
+  EXPECT_EQ(compliance_.evaluations_saved(), 1u);
+
+  auto again = pipeline.Ingest("fs01", report);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->evaluated);
+  EXPECT_EQ(compliance_.evaluations_saved(), 1u);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+}
+
+// Stored, then the collector died before evaluating (or the answer was lost): the resend is a
+// duplicate and must still end evaluated.
+TEST_F(PipelineTest, DuplicateOfAReportStoredWithoutItsEvaluationIsEvaluated) {
+  const auto report = Report("00000000-0000-4000-8000-000000000001");
+  IncomingReport stored;
+  stored.host = "fs01";
+  stored.report_id = report.report_id();
+  stored.posture = &report.posture();
+  stored.digest = PostureDigest(report.posture());
+  stored.received_at = now_;
+  ASSERT_EQ(*hosts_.SaveReport(stored), SaveOutcome::kStored);
+
+  auto resent = Pipeline(&policy_).Ingest("fs01", report);
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  EXPECT_EQ(resent->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(resent->evaluated);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+}
+
+// The evaluation was saved but its answer lost (the connection dropped during COMMIT): the
+// resend does not evaluate a second time.
+TEST_F(PipelineTest, InDoubtEvaluationIsNotRecordedTwice) {
+  testing::FlakyComplianceStore flaky(&compliance_);
+  ReportPipeline pipeline(&hosts_, &flaky, &policy_, [this] { return now_; });
+  flaky.FailNextSave(testing::FlakyComplianceStore::When::kAfterSave,
+                     absl::UnavailableError("connection lost during COMMIT"));
+  const auto report = Report("00000000-0000-4000-8000-000000000001");
+  EXPECT_TRUE(absl::IsUnavailable(pipeline.Ingest("fs01", report).status()));
+  auto resent = pipeline.Ingest("fs01", report);
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  EXPECT_EQ(resent->outcome, SaveOutcome::kDuplicate);
+  EXPECT_FALSE(resent->evaluated);
+  EXPECT_EQ(flaky.saves(), 1u);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+}
+
+// An error no resend cures does not hold the report: acknowledged, logged, and the host's
+// next report evaluates (no key was stored).
+TEST_F(PipelineTest, PermanentEvaluationFailureKeepsTheReportAndRetriesNextTime) {
+  auto pipeline = Pipeline(&policy_);
+  compliance_.FailEvaluations(absl::InternalError("constraint violated"));
   auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outcome, SaveOutcome::kStored);
   EXPECT_FALSE(result->evaluated);
-  EXPECT_TRUE(absl::IsUnavailable(result->evaluation));
-  EXPECT_TRUE(hosts_.Exists("fs01"));
+  EXPECT_TRUE(absl::IsInternal(result->evaluation));
 
   compliance_.FailEvaluations(absl::OkStatus());
   auto next = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->outcome, SaveOutcome::kUnchanged);
-  EXPECT_TRUE(next->evaluated);  // no key was stored, so the unchanged host is evaluated now
+  EXPECT_TRUE(next->evaluated);
 }
 
 // Forwards to a memory store; lets another evaluation of the host happen right after the
@@ -318,7 +384,7 @@ class BrokenHostStore : public HostStore {
  public:
   explicit BrokenHostStore(absl::Status error = absl::InternalError("database error: disk full"))
       : error_(std::move(error)) {}
-  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport&) override { return error_; }
+  absl::StatusOr<SavedReport> StoreReport(const IncomingReport&) override { return error_; }
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery&) override {
     return absl::InternalError("unused");
   }
