@@ -247,6 +247,33 @@ TEST_F(PipelineTest, PermanentEvaluationFailureKeepsTheReportAndRetriesNextTime)
   EXPECT_TRUE(next->evaluated);
 }
 
+// A report collected before the host's current state, arriving late, is stored in history but
+// does not replace the current state or its evaluation.
+TEST_F(PipelineTest, OlderReportArrivingLateIsNotEvaluated) {
+  auto pipeline = Pipeline(&policy_);
+  auto current = Report("00000000-0000-4000-8000-000000000002", /*require_signing=*/true);
+  current.mutable_posture()->mutable_collected_at()->set_seconds(600);
+  auto r = pipeline.Ingest("fs01", current);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->evaluated);
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());
+
+  auto late = Report("00000000-0000-4000-8000-000000000001", /*require_signing=*/false);
+  late.mutable_posture()->mutable_collected_at()->set_seconds(0);
+  late.mutable_posture()->mutable_collected_at()->set_nanos(1);
+  r = pipeline.Ingest("fs01", late);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, SaveOutcome::kStored);
+  EXPECT_FALSE(r->current);
+  EXPECT_FALSE(r->evaluated);
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());  // still compliant
+  EXPECT_EQ(hosts_.postures_stored(), 2u);
+  auto host = hosts_.GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_TRUE((**host).posture.server().require_signing());
+  EXPECT_EQ((**host).last_report_id, current.report_id());
+}
+
 // Forwards to a memory store; lets another evaluation of the host happen right after the
 // pipeline has read the host's current results, as a second collector could.
 class RacingComplianceStore : public ComplianceStore {
