@@ -276,41 +276,19 @@ TEST_F(PipelineTest, OlderReportArrivingLateIsNotEvaluated) {
 
 // Forwards to a memory store; lets another evaluation of the host happen right after the
 // pipeline has read the host's current results, as a second collector could.
-class RacingComplianceStore : public ComplianceStore {
+class RacingComplianceStore : public testing::ForwardingComplianceStore {
  public:
   RacingComplianceStore(ComplianceStore* inner, std::function<void()> race)
-      : inner_(inner), race_(std::move(race)) {}
+      : ForwardingComplianceStore(inner), race_(std::move(race)) {}
 
-  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
-                              const std::string& source) override {
-    return inner_->ActivatePolicy(name, version, source);
-  }
-  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
-    return inner_->ActiveWaivers();
-  }
-  absl::StatusOr<std::string> EvaluationKey(const std::string& host) override {
-    return inner_->EvaluationKey(host);
-  }
   absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
                                                            const std::string& policy) override {
-    auto results = inner_->CurrentResults(host, policy);
+    auto results = ForwardingComplianceStore::CurrentResults(host, policy);
     if (race_) std::exchange(race_, nullptr)();
     return results;
   }
-  absl::Status SaveEvaluation(const EvaluationWrite& write) override {
-    return inner_->SaveEvaluation(write);
-  }
-  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
-    return inner_->GetCompliance();
-  }
-  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
-                                                                  const std::string& rule_id,
-                                                                  uint32_t limit) override {
-    return inner_->ListFindings(host, rule_id, limit);
-  }
 
  private:
-  ComplianceStore* inner_;
   std::function<void()> race_;
 };
 

@@ -121,7 +121,7 @@ class Walker {
       if (key_field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
         std::string scratch;
         const std::string& k = er->GetStringReference(entry, key_field, &scratch);
-        entry_path = absl::StrCat(path, "[", EscapeUnsafeText(Utf8Prefix(k, 64)), "]");
+        entry_path = absl::StrCat(path, "[", Utf8Prefix(k, 64), "]");
         CheckString(k, key_field, entry_path, key + ".key");
       }
       if (value_field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
@@ -238,7 +238,7 @@ absl::Status ValidateReport(const smbfleet::v1::ReportRequest& request,
                             const IngestLimits& limits) {
   Problems p;
   if (!IsUuid(request.report_id())) {
-    p.Add(absl::StrCat("reportId: '", EscapeUnsafeText(Utf8Prefix(request.report_id(), 64)),
+    p.Add(absl::StrCat("reportId: '", Utf8Prefix(request.report_id(), 64),
                        "' is not a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"));
   }
   if (!request.has_posture()) {

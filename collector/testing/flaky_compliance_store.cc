@@ -24,7 +24,7 @@ absl::Status FlakyComplianceStore::SaveEvaluation(const EvaluationWrite& write) 
     when = when_;
   }
   if (!error.ok() && when == When::kBeforeSave) return error;
-  absl::Status saved = inner_->SaveEvaluation(write);
+  absl::Status saved = inner()->SaveEvaluation(write);
   if (saved.ok()) {
     absl::MutexLock lock(&mu_);
     ++saves_;

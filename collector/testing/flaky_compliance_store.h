@@ -1,9 +1,9 @@
 #ifndef SMBFLEET_COLLECTOR_TESTING_FLAKY_COMPLIANCE_STORE_H_
 #define SMBFLEET_COLLECTOR_TESTING_FLAKY_COMPLIANCE_STORE_H_
 
-// A ComplianceStore that forwards to another and fails the next SaveEvaluation once: before
-// the save (nothing written) or after it (written, but the caller hears an error, as when the
-// connection drops during COMMIT).
+// ComplianceStores that forward to another, for tests that interfere with a call: one that
+// fails the next SaveEvaluation once, before the save (nothing written) or after it (written,
+// but the caller hears an error, as when the connection drops during COMMIT).
 
 #include <string>
 #include <vector>
@@ -14,15 +14,10 @@
 
 namespace smbfleet::collector::testing {
 
-class FlakyComplianceStore : public ComplianceStore {
+// Forwards every call to another store; tests override what they interfere with.
+class ForwardingComplianceStore : public ComplianceStore {
  public:
-  enum class When { kBeforeSave, kAfterSave };
-
-  explicit FlakyComplianceStore(ComplianceStore* inner) : inner_(inner) {}
-
-  // The next SaveEvaluation fails with `error`, at `when`; the ones after it pass through.
-  void FailNextSave(When when, absl::Status error);
-  size_t saves() const;  // SaveEvaluation calls that reached the inner store and succeeded
+  explicit ForwardingComplianceStore(ComplianceStore* inner) : inner_(inner) {}
 
   absl::Status ActivatePolicy(const std::string& name, const std::string& version,
                               const std::string& source) override {
@@ -38,7 +33,9 @@ class FlakyComplianceStore : public ComplianceStore {
                                                            const std::string& policy) override {
     return inner_->CurrentResults(host, policy);
   }
-  absl::Status SaveEvaluation(const EvaluationWrite& write) override;
+  absl::Status SaveEvaluation(const EvaluationWrite& write) override {
+    return inner_->SaveEvaluation(write);
+  }
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
     return inner_->GetCompliance();
   }
@@ -48,8 +45,26 @@ class FlakyComplianceStore : public ComplianceStore {
     return inner_->ListFindings(host, rule_id, limit);
   }
 
+ protected:
+  ComplianceStore* inner() const { return inner_; }
+
  private:
   ComplianceStore* const inner_;
+};
+
+class FlakyComplianceStore : public ForwardingComplianceStore {
+ public:
+  enum class When { kBeforeSave, kAfterSave };
+
+  using ForwardingComplianceStore::ForwardingComplianceStore;
+
+  // The next SaveEvaluation fails with `error`, at `when`; the ones after it pass through.
+  void FailNextSave(When when, absl::Status error);
+  size_t saves() const;  // SaveEvaluation calls that reached the inner store and succeeded
+
+  absl::Status SaveEvaluation(const EvaluationWrite& write) override;
+
+ private:
   mutable absl::Mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   When when_ ABSL_GUARDED_BY(mu_) = When::kBeforeSave;
