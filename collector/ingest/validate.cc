@@ -1,8 +1,12 @@
 #include "collector/ingest/validate.h"
 
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -29,9 +33,6 @@ class Problems {
     if (problems_.size() < kMax) problems_.push_back(std::move(p));
     ++count_;
   }
-  void CheckBytes(const std::string& path, const std::string& value, size_t limit) {
-    if (value.size() > limit) Add(absl::StrCat(path, ": ", value.size(), " bytes, limit ", limit));
-  }
   absl::Status ToStatus() const {
     if (count_ == 0) return absl::OkStatus();
     std::string more =
@@ -46,119 +47,164 @@ class Problems {
   size_t count_ = 0;
 };
 
-// Walks a message by reflection. `path` names the value in messages ("posture.shares[3]"),
-// `key` the field for the limit tables ("posture.shares").
+// Where a value is: a chain of fields, list indices and map keys, made into text
+// ("posture.sessions[3].shares[0].name") only for a problem.
+struct Where {
+  const Where* parent = nullptr;
+  const FieldDescriptor* field = nullptr;  // set: a field of the parent
+  int index = -1;                          // >= 0: an entry of the parent list
+  const std::string* map_key = nullptr;    // set: the entry of the parent map with this key
+};
+
+std::string Text(const Where& where) {
+  std::vector<const Where*> chain;
+  for (const Where* w = &where; w != nullptr; w = w->parent) chain.push_back(w);
+  std::string out;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Where& w = **it;
+    if (w.field != nullptr) absl::StrAppend(&out, out.empty() ? "" : ".", w.field->json_name());
+    if (w.index >= 0) absl::StrAppend(&out, "[", w.index, "]");
+    if (w.map_key != nullptr) absl::StrAppend(&out, "[", Utf8Prefix(*w.map_key, 64), "]");
+  }
+  return out;
+}
+
+// A field as the limit tables name it, without indices ("posture.sessions.shares"), and its
+// limits.
+struct FieldLimits {
+  std::string key;
+  size_t entries = 0;
+  size_t bytes = 0;
+};
+
+// Walks a message by reflection. Limits are looked up once per field of the schema, not per
+// value: a report with 100,000 sessions builds no text unless something is wrong.
 class Walker {
  public:
   Walker(const IngestLimits& limits, Problems* problems) : limits_(limits), p_(*problems) {}
 
-  void Walk(const Message& msg, const std::string& path, const std::string& key) {
+  void Walk(const Message& msg, const Where& where, const FieldLimits* parent) {
     const Descriptor* d = msg.GetDescriptor();
     if (d->full_name() == "google.protobuf.Timestamp") {
-      CheckTimestamp(msg, path);
+      CheckTimestamp(msg, where);
       return;
     }
     const Reflection* r = msg.GetReflection();
     std::vector<const FieldDescriptor*> fields;
     r->ListFields(msg, &fields);  // set fields and non-empty lists only
     for (const FieldDescriptor* f : fields) {
-      const std::string field_path = Join(path, f->json_name());
-      const std::string field_key = Join(key, f->json_name());
+      const Where here{&where, f};
+      const FieldLimits& limits = Child(parent, f);
       if (f->is_map()) {
-        WalkMap(msg, f, field_path, field_key);
+        WalkMap(msg, f, here, limits);
       } else if (f->is_repeated()) {
-        WalkList(msg, f, field_path, field_key);
+        WalkList(msg, f, here, limits);
       } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-        Walk(r->GetMessage(msg, f), field_path, field_key);
+        Walk(r->GetMessage(msg, f), here, &limits);
       } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
         std::string scratch;
-        CheckString(r->GetStringReference(msg, f, &scratch), f, field_path, field_key);
+        CheckString(r->GetStringReference(msg, f, &scratch), f, here, limits);
       }
     }
   }
 
  private:
-  static std::string Join(const std::string& path, const std::string& name) {
-    return path.empty() ? name : absl::StrCat(path, ".", name);
+  const FieldLimits& Child(const FieldLimits* parent, const FieldDescriptor* f) {
+    auto [it, inserted] = children_.try_emplace({parent, f}, nullptr);
+    if (inserted) {
+      FieldLimits& l = storage_.emplace_back();
+      l.key = parent == nullptr ? f->json_name() : absl::StrCat(parent->key, ".", f->json_name());
+      l.entries = limits_.EntriesOf(l.key);
+      l.bytes = limits_.BytesOf(l.key);
+      it->second = &l;
+    }
+    return *it->second;
   }
 
-  bool Count(const std::string& path, const std::string& key, int size) {
-    const size_t limit = limits_.EntriesOf(key);
-    if (static_cast<size_t>(size) <= limit) return true;
-    p_.Add(absl::StrCat(path, ": ", size, " entries, limit ", limit));
+  bool Count(const Where& where, const FieldLimits& limits, int size) {
+    if (static_cast<size_t>(size) <= limits.entries) return true;
+    p_.Add(absl::StrCat(Text(where), ": ", size, " entries, limit ", limits.entries));
     return false;  // the entries of a list over its limit are not looked at
   }
 
-  void WalkList(const Message& msg, const FieldDescriptor* f, const std::string& path,
-                const std::string& key) {
+  void WalkList(const Message& msg, const FieldDescriptor* f, const Where& where,
+                const FieldLimits& limits) {
     const Reflection* r = msg.GetReflection();
     const int n = r->FieldSize(msg, f);
-    if (!Count(path, key, n)) return;
+    if (!Count(where, limits, n)) return;
     for (int i = 0; i < n; ++i) {
-      const std::string item = absl::StrCat(path, "[", i, "]");
+      const Where item{&where, nullptr, i};
       if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-        Walk(r->GetRepeatedMessage(msg, f, i), item, key);
+        Walk(r->GetRepeatedMessage(msg, f, i), item, &limits);
       } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
         std::string scratch;
-        CheckString(r->GetRepeatedStringReference(msg, f, i, &scratch), f, item, key);
+        CheckString(r->GetRepeatedStringReference(msg, f, i, &scratch), f, item, limits);
       }
     }
   }
 
   // A map is a list of entries with a key (field 1) and a value (field 2); an entry is named
-  // by its key, cut and escaped, as in "posture.host.labels[site]".
-  void WalkMap(const Message& msg, const FieldDescriptor* f, const std::string& path,
-               const std::string& key) {
+  // by its key, cut, as in "posture.host.labels[site]". The tables name the key and the value
+  // "posture.host.labels.key" and "...labels.value".
+  void WalkMap(const Message& msg, const FieldDescriptor* f, const Where& where,
+               const FieldLimits& limits) {
     const Reflection* r = msg.GetReflection();
     const int n = r->FieldSize(msg, f);
-    if (!Count(path, key, n)) return;
+    if (!Count(where, limits, n)) return;
     const FieldDescriptor* key_field = f->message_type()->map_key();
     const FieldDescriptor* value_field = f->message_type()->map_value();
+    const FieldLimits& key_limits = Child(&limits, key_field);
+    const FieldLimits& value_limits = Child(&limits, value_field);
     for (int i = 0; i < n; ++i) {
       const Message& entry = r->GetRepeatedMessage(msg, f, i);
       const Reflection* er = entry.GetReflection();
-      std::string entry_path = absl::StrCat(path, "[", i, "]");
+      Where item{&where, nullptr, i};
+      std::string key_scratch;
       if (key_field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
-        std::string scratch;
-        const std::string& k = er->GetStringReference(entry, key_field, &scratch);
-        entry_path = absl::StrCat(path, "[", Utf8Prefix(k, 64), "]");
-        CheckString(k, key_field, entry_path, key + ".key");
+        const std::string& k = er->GetStringReference(entry, key_field, &key_scratch);
+        item = Where{&where, nullptr, -1, &k};
+        CheckString(k, key_field, item, key_limits);
       }
       if (value_field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
         std::string scratch;
-        CheckString(er->GetStringReference(entry, value_field, &scratch), value_field, entry_path,
-                    key + ".value");
+        CheckString(er->GetStringReference(entry, value_field, &scratch), value_field, item,
+                    value_limits);
       } else if (value_field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-        Walk(er->GetMessage(entry, value_field), entry_path, key + ".value");
+        Walk(er->GetMessage(entry, value_field), item, &value_limits);
       }
     }
   }
 
-  void CheckString(const std::string& value, const FieldDescriptor* f, const std::string& path,
-                   const std::string& key) {
-    p_.CheckBytes(path, value, limits_.BytesOf(key));
+  void CheckString(const std::string& value, const FieldDescriptor* f, const Where& where,
+                   const FieldLimits& limits) {
+    if (value.size() > limits.bytes) {
+      p_.Add(absl::StrCat(Text(where), ": ", value.size(), " bytes, limit ", limits.bytes));
+    }
     if (f->type() == FieldDescriptor::TYPE_BYTES) return;
     if (value.find('\0') != std::string::npos) {
-      p_.Add(absl::StrCat(path, ": contains U+0000"));
+      p_.Add(absl::StrCat(Text(where), ": contains U+0000"));
     } else if (!IsUtf8(value)) {
-      p_.Add(absl::StrCat(path, ": not UTF-8"));
+      p_.Add(absl::StrCat(Text(where), ": not UTF-8"));
     }
   }
 
-  void CheckTimestamp(const Message& ts, const std::string& path) {
+  void CheckTimestamp(const Message& ts, const Where& where) {
     const Descriptor* d = ts.GetDescriptor();
     const Reflection* r = ts.GetReflection();
     const int64_t seconds = r->GetInt64(ts, d->FindFieldByName("seconds"));
     const int32_t nanos = r->GetInt32(ts, d->FindFieldByName("nanos"));
     if (seconds < kMinTimestampSeconds || seconds > kMaxTimestampSeconds) {
-      p_.Add(absl::StrCat(path, ": ", seconds,
+      p_.Add(absl::StrCat(Text(where), ": ", seconds,
                           " seconds is outside 0001-01-01T00:00:00Z..9999-12-31T23:59:59Z"));
     }
     if (nanos < 0 || nanos > 999'999'999) {
-      p_.Add(absl::StrCat(path, ": nanos ", nanos, " is outside 0..999999999"));
+      p_.Add(absl::StrCat(Text(where), ": nanos ", nanos, " is outside 0..999999999"));
     }
   }
 
+  absl::flat_hash_map<std::pair<const FieldLimits*, const FieldDescriptor*>, const FieldLimits*>
+      children_;
+  std::deque<FieldLimits> storage_;  // stable addresses
   const IngestLimits& limits_;
   Problems& p_;
 };
@@ -250,7 +296,7 @@ absl::Status ValidateReport(const smbfleet::v1::ReportRequest& request,
       p.Add(absl::StrCat("posture.shares[", i, "].name: empty"));
     }
   }
-  Walker(limits, &p).Walk(request, "", "");
+  Walker(limits, &p).Walk(request, Where{}, nullptr);
   return p.ToStatus();
 }
 
