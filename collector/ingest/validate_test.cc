@@ -246,6 +246,71 @@ TEST(ValidateReportTest, ListsThatHadNoLimitHaveOne) {
   EXPECT_EQ(limits.BytesOf("posture.somethingNew"), limits.max_string_bytes);
 }
 
+// Every string of the report, found by walking the schema: one over its limit is refused
+// naming it; one at its limit is accepted.
+void CollectStrings(const Descriptor* d, const ListField& parent, std::vector<ListField>* out) {
+  if (parent.chain.size() > 6 || d->full_name() == "google.protobuf.Timestamp") return;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->is_map()) continue;  // keys and values: NamesEveryStringWithUPlus0000, labels tests
+    ListField here = parent;
+    here.key = parent.key.empty() ? f->json_name() : absl::StrCat(parent.key, ".", f->json_name());
+    here.path =
+        parent.path.empty() ? f->json_name() : absl::StrCat(parent.path, ".", f->json_name());
+    if (f->is_repeated()) here.path += "[0]";
+    here.chain.push_back(f);
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING && here.key != "reportId") {
+      out->push_back(here);
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      CollectStrings(f->message_type(), here, out);
+    }
+  }
+}
+
+// Sets the string at the end of `chain` to `value`, creating one parent at each level.
+void SetString(Message* m, const std::vector<const FieldDescriptor*>& chain, size_t level,
+               const std::string& value) {
+  const Reflection* r = m->GetReflection();
+  const FieldDescriptor* f = chain[level];
+  if (level + 1 < chain.size()) {
+    Message* child = f->is_repeated() ? r->AddMessage(m, f) : r->MutableMessage(m, f);
+    if (child->GetDescriptor() == smbfleet::v1::Share::descriptor() &&
+        chain[level + 1]->name() != "name") {
+      static_cast<smbfleet::v1::Share*>(child)->set_name("s");
+    }
+    SetString(child, chain, level + 1, value);
+  } else if (f->is_repeated()) {
+    r->AddString(m, f, value);
+  } else {
+    r->SetString(m, f, value);
+  }
+}
+
+TEST(ValidateReportTest, EveryStringHasALimitThatNamesIt) {
+  std::vector<ListField> strings;
+  CollectStrings(smbfleet::v1::ReportRequest::descriptor(), {}, &strings);
+  ASSERT_GE(strings.size(), 50u);  // the walk found the schema's strings
+  const IngestLimits limits;
+  for (const ListField& field : strings) {
+    SCOPED_TRACE(field.key);
+    const size_t limit = limits.BytesOf(field.key);
+    smbfleet::v1::ReportRequest at_limit;
+    at_limit.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
+    at_limit.mutable_posture();
+    SetString(&at_limit, field.chain, 0, std::string(limit, 'x'));
+    EXPECT_TRUE(ValidateReport(at_limit).ok()) << ValidateReport(at_limit);
+
+    smbfleet::v1::ReportRequest over;
+    over.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
+    over.mutable_posture();
+    SetString(&over, field.chain, 0, std::string(limit + 1, 'x'));
+    auto s = ValidateReport(over);
+    EXPECT_TRUE(absl::IsInvalidArgument(s));
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr(absl::StrCat(field.path, ": ", limit + 1, " bytes, limit ", limit)));
+  }
+}
+
 TEST(ValidateReportTest, EveryStringHasALimit) {
   auto r = Valid();
   r.mutable_posture()->add_probe_errors()->set_code(std::string(4097, 'c'));
