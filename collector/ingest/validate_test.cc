@@ -155,7 +155,10 @@ struct ListField {
   std::vector<const FieldDescriptor*> chain;  // from ReportRequest down to the list
 };
 
-void CollectLists(const Descriptor* d, const ListField& parent, std::vector<ListField>* out) {
+// The lists and maps (`lists`) and the strings (`strings`) of the schema under d. Map keys
+// and values are left to the tests that name them.
+void CollectFields(const Descriptor* d, const ListField& parent, std::vector<ListField>* lists,
+                   std::vector<ListField>* strings) {
   if (parent.chain.size() > 6 || d->full_name() == "google.protobuf.Timestamp") return;
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* f = d->field(i);
@@ -164,10 +167,13 @@ void CollectLists(const Descriptor* d, const ListField& parent, std::vector<List
     here.path =
         parent.path.empty() ? f->json_name() : absl::StrCat(parent.path, ".", f->json_name());
     here.chain.push_back(f);
-    if (f->is_repeated()) out->push_back(here);
-    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !f->is_map()) {
-      if (f->is_repeated()) here.path += "[0]";
-      CollectLists(f->message_type(), here, out);
+    if (f->is_repeated()) lists->push_back(here);
+    if (f->is_map()) continue;
+    if (f->is_repeated()) here.path += "[0]";
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING && here.key != "reportId") {
+      strings->push_back(here);
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      CollectFields(f->message_type(), here, lists, strings);
     }
   }
 }
@@ -208,65 +214,6 @@ void Fill(Message* m, const std::vector<const FieldDescriptor*>& chain, size_t l
   }
 }
 
-TEST(ValidateReportTest, EveryListHasALimitThatNamesIt) {
-  std::vector<ListField> lists;
-  CollectLists(smbfleet::v1::ReportRequest::descriptor(), {}, &lists);
-  ASSERT_GE(lists.size(), 20u);  // the walk found the schema's lists
-  const IngestLimits limits;
-  for (const ListField& list : lists) {
-    SCOPED_TRACE(list.key);
-    const size_t limit = limits.EntriesOf(list.key);
-    ASSERT_GT(limit, 0u);
-    smbfleet::v1::ReportRequest at_limit;
-    at_limit.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
-    Fill(&at_limit, list.chain, 0, limit);
-    EXPECT_TRUE(ValidateReport(at_limit).ok()) << ValidateReport(at_limit);
-
-    smbfleet::v1::ReportRequest over;
-    over.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
-    Fill(&over, list.chain, 0, limit + 1);
-    auto s = ValidateReport(over);
-    EXPECT_TRUE(absl::IsInvalidArgument(s));
-    EXPECT_THAT(std::string(s.message()),
-                HasSubstr(absl::StrCat(list.path, ": ", limit + 1, " entries, limit ", limit)));
-  }
-}
-
-// The lists the collector used to leave unbounded have limits a real host stays under.
-TEST(ValidateReportTest, ListsThatHadNoLimitHaveOne) {
-  const IngestLimits limits;
-  for (const char* key :
-       {"posture.connections", "posture.multichannelConnections", "posture.nics",
-        "posture.openFiles", "posture.benchmarks", "posture.probeErrors", "posture.sessions.shares",
-        "posture.compressionBenchmarks", "posture.events.data"}) {
-    EXPECT_LT(limits.EntriesOf(key), 1'000'000u) << key;
-  }
-  EXPECT_EQ(limits.EntriesOf("posture.shares"), 10'000u);
-  EXPECT_EQ(limits.EntriesOf("posture.somethingNew"), limits.max_entries);
-  EXPECT_EQ(limits.BytesOf("posture.somethingNew"), limits.max_string_bytes);
-}
-
-// Every string of the report, found by walking the schema: one over its limit is refused
-// naming it; one at its limit is accepted.
-void CollectStrings(const Descriptor* d, const ListField& parent, std::vector<ListField>* out) {
-  if (parent.chain.size() > 6 || d->full_name() == "google.protobuf.Timestamp") return;
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
-    if (f->is_map()) continue;  // keys and values: NamesEveryStringWithUPlus0000, labels tests
-    ListField here = parent;
-    here.key = parent.key.empty() ? f->json_name() : absl::StrCat(parent.key, ".", f->json_name());
-    here.path =
-        parent.path.empty() ? f->json_name() : absl::StrCat(parent.path, ".", f->json_name());
-    if (f->is_repeated()) here.path += "[0]";
-    here.chain.push_back(f);
-    if (f->cpp_type() == FieldDescriptor::CPPTYPE_STRING && here.key != "reportId") {
-      out->push_back(here);
-    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      CollectStrings(f->message_type(), here, out);
-    }
-  }
-}
-
 // Sets the string at the end of `chain` to `value`, creating one parent at each level.
 void SetString(Message* m, const std::vector<const FieldDescriptor*>& chain, size_t level,
                const std::string& value) {
@@ -286,29 +233,59 @@ void SetString(Message* m, const std::vector<const FieldDescriptor*>& chain, siz
   }
 }
 
-TEST(ValidateReportTest, EveryStringHasALimitThatNamesIt) {
-  std::vector<ListField> strings;
-  CollectStrings(smbfleet::v1::ReportRequest::descriptor(), {}, &strings);
-  ASSERT_GE(strings.size(), 50u);  // the walk found the schema's strings
-  const IngestLimits limits;
-  for (const ListField& field : strings) {
-    SCOPED_TRACE(field.key);
-    const size_t limit = limits.BytesOf(field.key);
-    smbfleet::v1::ReportRequest at_limit;
-    at_limit.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
-    at_limit.mutable_posture();
-    SetString(&at_limit, field.chain, 0, std::string(limit, 'x'));
-    EXPECT_TRUE(ValidateReport(at_limit).ok()) << ValidateReport(at_limit);
-
-    smbfleet::v1::ReportRequest over;
-    over.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
-    over.mutable_posture();
-    SetString(&over, field.chain, 0, std::string(limit + 1, 'x'));
-    auto s = ValidateReport(over);
-    EXPECT_TRUE(absl::IsInvalidArgument(s));
-    EXPECT_THAT(std::string(s.message()),
-                HasSubstr(absl::StrCat(field.path, ": ", limit + 1, " bytes, limit ", limit)));
+// A report with `fill(n)` applied is accepted at n = limit and refused at limit + 1, the error
+// naming the field's path, the size and the limit in `unit`.
+void ExpectLimit(const ListField& field, size_t limit, const char* unit,
+                 const std::function<void(smbfleet::v1::ReportRequest*, size_t)>& fill) {
+  SCOPED_TRACE(field.key);
+  ASSERT_GT(limit, 0u);
+  for (size_t n : {limit, limit + 1}) {
+    smbfleet::v1::ReportRequest r;
+    r.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
+    r.mutable_posture();
+    fill(&r, n);
+    auto s = ValidateReport(r);
+    if (n == limit) {
+      EXPECT_TRUE(s.ok()) << s;
+    } else {
+      EXPECT_TRUE(absl::IsInvalidArgument(s));
+      EXPECT_THAT(std::string(s.message()),
+                  HasSubstr(absl::StrCat(field.path, ": ", n, " ", unit, ", limit ", limit)));
+    }
   }
+}
+
+// Every list, map and string of the report, found by walking the schema.
+TEST(ValidateReportTest, EveryListAndStringHasALimitThatNamesIt) {
+  std::vector<ListField> lists, strings;
+  CollectFields(smbfleet::v1::ReportRequest::descriptor(), {}, &lists, &strings);
+  ASSERT_GE(lists.size(), 20u);    // the walk found the schema's lists
+  ASSERT_GE(strings.size(), 50u);  // and its strings
+  const IngestLimits limits;
+  for (const ListField& list : lists) {
+    ExpectLimit(list, limits.EntriesOf(list.key), "entries",
+                [&](smbfleet::v1::ReportRequest* r, size_t n) { Fill(r, list.chain, 0, n); });
+  }
+  for (const ListField& field : strings) {
+    ExpectLimit(field, limits.BytesOf(field.key), "bytes",
+                [&](smbfleet::v1::ReportRequest* r, size_t n) {
+                  SetString(r, field.chain, 0, std::string(n, 'x'));
+                });
+  }
+}
+
+// The lists the collector used to leave unbounded have limits a real host stays under.
+TEST(ValidateReportTest, ListsThatHadNoLimitHaveOne) {
+  const IngestLimits limits;
+  for (const char* key :
+       {"posture.connections", "posture.multichannelConnections", "posture.nics",
+        "posture.openFiles", "posture.benchmarks", "posture.probeErrors", "posture.sessions.shares",
+        "posture.compressionBenchmarks", "posture.events.data"}) {
+    EXPECT_LT(limits.EntriesOf(key), 1'000'000u) << key;
+  }
+  EXPECT_EQ(limits.EntriesOf("posture.shares"), 10'000u);
+  EXPECT_EQ(limits.EntriesOf("posture.somethingNew"), limits.max_entries);
+  EXPECT_EQ(limits.BytesOf("posture.somethingNew"), limits.max_string_bytes);
 }
 
 TEST(ValidateReportTest, EveryStringHasALimit) {
