@@ -94,6 +94,52 @@ TEST(MigrationsTest, FailingMigrationLeavesNothingHalfDone) {
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM schema_migrations"), "0");
 }
 
+// 0011 on a database with reports: the host's current collection time is taken from its
+// current posture, and ids another host used become usable.
+TEST(MigrationsTest, ReportOrderMigrationKeepsWhatIsStored) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = CreateTestDatabase();
+  std::vector<Migration> before;
+  for (const Migration& m : BuiltinMigrations()) {
+    if (m.version < "0011") before.push_back(m);
+  }
+  ASSERT_LT(before.size(), BuiltinMigrations().size());
+  ASSERT_TRUE(ApplyMigrations(dsn, before).ok());
+  QueryValue(dsn,
+             "WITH h AS (INSERT INTO hosts (name, first_seen, last_seen) VALUES ('fs01', now(), "
+             "now()) RETURNING id), "
+             "r AS (INSERT INTO reports (report_id, host_id, received_at, collected_at, "
+             "posture_hash, changed, size_bytes) SELECT "
+             "'00000000-0000-4000-8000-000000000501', id, now(), '2026-03-01T10:00:00Z', "
+             "'\\x01', true, 1 FROM h), "
+             "p AS (INSERT INTO postures (host_id, report_id, stored_at, collected_at, "
+             "posture_hash, posture, posture_json) SELECT id, "
+             "'00000000-0000-4000-8000-000000000501', now(), '2026-03-01T10:00:00Z', '\\x01', "
+             "'', '{}' FROM h RETURNING id, host_id) "
+             "INSERT INTO host_state (host_id, posture_id, updated_at) SELECT host_id, id, now() "
+             "FROM p RETURNING host_id");
+  ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  EXPECT_EQ(QueryValue(dsn,
+                       "SELECT to_char(last_collected_at AT TIME ZONE 'UTC', "
+                       "'YYYY-MM-DD HH24:MI') FROM hosts"),
+            "2026-03-01 10:00");
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM reports"), "1");
+
+  auto stores = NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
+  smbfleet::v1::Posture p;
+  p.mutable_host()->set_hostname("fs02");
+  IncomingReport r;
+  r.host = "fs02";
+  r.report_id = "00000000-0000-4000-8000-000000000501";  // fs01's
+  r.posture = &p;
+  r.digest = "02";
+  r.received_at = absl::Now();
+  auto saved = stores->hosts->SaveReport(r);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, SaveOutcome::kStored);
+}
+
 class PgStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
