@@ -80,6 +80,20 @@ std::string EscapeUnsafeText(absl::string_view s) {
   return out;
 }
 
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t len = Utf8Length(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
 absl::string_view Utf8Prefix(absl::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
   size_t keep = max_bytes;

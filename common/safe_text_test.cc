@@ -33,6 +33,17 @@ TEST(SafeTextTest, EscapesWhatCouldDriveATerminalAndKeepsOtherText) {
   for (const Case& c : cases) EXPECT_EQ(EscapeUnsafeText(c.in), c.out) << c.in;
 }
 
+TEST(SafeTextTest, IsUtf8RefusesWhatPostgresRefuses) {
+  EXPECT_TRUE(IsUtf8(""));
+  EXPECT_TRUE(IsUtf8("Z\xc3\xbcrich \xe2\x82\xac \xf0\x9f\x93\x81"));
+  EXPECT_TRUE(IsUtf8(std::string("a\0b", 3)));  // U+0000 is UTF-8; validation refuses it apart
+  EXPECT_FALSE(IsUtf8("\xff"));
+  EXPECT_FALSE(IsUtf8("ab\xc3"));            // truncated
+  EXPECT_FALSE(IsUtf8("\xc0\x8a"));          // overlong
+  EXPECT_FALSE(IsUtf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(IsUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
 TEST(SafeTextTest, Utf8PrefixNeverEndsInsideACharacter) {
   EXPECT_EQ(Utf8Prefix("abc", 5), "abc");
   EXPECT_EQ(Utf8Prefix("ab\xc3\xbc", 3), "ab");

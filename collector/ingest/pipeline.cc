@@ -28,6 +28,12 @@ bool InForce(const smbfleet::v1::Waiver& w, absl::Time now) {
   return !w.has_created_at() || ToTime(w.created_at()) <= now;
 }
 
+// Errors a later attempt may not meet: the database away, busy or racing another writer.
+bool IsTransient(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsAborted(status) ||
+         absl::IsDeadlineExceeded(status) || absl::IsResourceExhausted(status);
+}
+
 }  // namespace
 
 ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
@@ -52,27 +58,46 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   incoming.digest = PostureDigest(request.posture());
   incoming.size_bytes = request.ByteSizeLong();
   incoming.received_at = clock_();
-  auto outcome = hosts_->SaveReport(incoming);
-  if (!outcome.ok()) {
-    Log()->error("{}", LogSafe(outcome.status()));
+  auto saved = hosts_->StoreReport(incoming);
+  if (absl::IsInvalidArgument(saved.status())) {
+    // The database refused a value validation let through: a resend would fail the same way.
+    if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
+    return saved.status();
+  }
+  if (!saved.ok()) {
+    Log()->error("{}", LogSafe(saved.status()));
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kNotStored);
     return absl::UnavailableError("report not stored; keep it and retry later");
   }
-  if (metrics_ != nullptr) metrics_->ReportSaved(*outcome);
+  if (metrics_ != nullptr) metrics_->ReportSaved(saved->outcome);
   IngestResult result;
-  result.outcome = *outcome;
+  result.outcome = saved->outcome;
+  result.current = saved->current;
   result.received_at = incoming.received_at;
+  if (!saved->current && saved->outcome != SaveOutcome::kDuplicate) {
+    // No outcome of ReportResponse says so (OUTCOME_STORED or _UNCHANGED is answered).
+    Log()->info("report {} of {} was collected before the host's current state: kept in history",
+                LogSafe(request.report_id()), LogSafe(host));
+  }
   // A changed posture may carry new refusal events; rollouts watch the hosts they applied to.
-  if (*outcome == SaveOutcome::kStored && refusals_ != nullptr && refusals_->Watching(host)) {
+  if (saved->outcome == SaveOutcome::kStored && refusals_ != nullptr && refusals_->Watching(host)) {
     std::vector<SeenRefusal> seen = RefusalsIn(request.posture());
     if (!seen.empty()) refusals_->RefusalsSeen(host, seen);
   }
-  if (*outcome == SaveOutcome::kDuplicate || policy_ == nullptr) return result;
+  if (policy_ == nullptr || !saved->current) return result;
 
+  // A duplicate that is still the host's current state is evaluated too: the first attempt may
+  // have been stored without its evaluation (the collector died in between, or evaluation
+  // failed and the agent was told to resend). The stored evaluation key makes the evaluation
+  // of one state happen once, whichever attempt gets there.
   auto transitions = Evaluate(host, request.posture(), incoming.digest, incoming.received_at);
   if (!transitions.ok()) {
     result.evaluation = transitions.status();
     Log()->error("not evaluating {}: {}", LogSafe(host), LogSafe(transitions.status()));
+    if (IsTransient(transitions.status())) {
+      // Not acknowledged: the agent resends, the resend is a current duplicate and evaluates.
+      return absl::UnavailableError("report stored but not evaluated; send it again later");
+    }
   } else if (transitions->has_value()) {
     result.evaluated = true;
     result.transitions = **transitions;

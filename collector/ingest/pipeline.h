@@ -3,6 +3,16 @@
 
 // The report pipeline: validate -> digest -> save -> evaluate -> compute transitions -> save
 // results. Plain absl::Status: the gRPC adapter (service/) maps it to the wire.
+//
+// Nothing lost, nothing doubled:
+// - A report that can never be stored (a value the validation or the database refuses) is
+//   INVALID_ARGUMENT naming the field, so the agent sets it aside instead of retrying it.
+// - A report is stored whole in one transaction, once per (host, report_id).
+// - A report is acknowledged only when the host's current state is evaluated: a transient
+//   evaluation failure answers UNAVAILABLE and the resend (a duplicate) evaluates. The
+//   evaluation key stored with the host makes each state's evaluation count once.
+// - A report collected before the host's current state goes to history only: it does not
+//   replace the current state or its evaluation.
 
 #include <functional>
 #include <string>
@@ -23,10 +33,14 @@ namespace smbfleet::collector {
 
 struct IngestResult {
   SaveOutcome outcome = SaveOutcome::kStored;
+  // False: the report was collected before the host's current state (history only), or is a
+  // duplicate the host has moved on from. Neither is evaluated.
+  bool current = true;
   absl::Time received_at;
-  // Evaluation runs after the report is stored; its failure is logged and reported here but
-  // does not fail the report (the agent would only send it again).
-  bool evaluated = false;  // false: no policy, a duplicate, or nothing changed since last time
+  // Evaluation runs after the report is stored. A transient failure fails the report
+  // (UNAVAILABLE: send it again); another is logged and reported here, and the host's next
+  // report evaluates (its key was not stored).
+  bool evaluated = false;  // false: no policy, not current, or nothing changed since last time
   size_t transitions = 0;
   absl::Status evaluation;
 };
@@ -40,7 +54,8 @@ class ReportPipeline {
                  Clock clock = absl::Now, IngestLimits limits = {});
 
   // host is the certificate's name, never the posture's. Errors: INVALID_ARGUMENT naming the
-  // field (do not resend), UNAVAILABLE when the report was not stored (keep it, retry later).
+  // field (do not resend), UNAVAILABLE when the report was not stored or not evaluated (keep
+  // it, retry later).
   absl::StatusOr<IngestResult> Ingest(const std::string& host,
                                       const smbfleet::v1::ReportRequest& request);
 

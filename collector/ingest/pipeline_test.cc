@@ -5,9 +5,11 @@
 #include <functional>
 #include <utility>
 
+#include "collector/ingest/digest.h"
 #include "collector/metrics/prometheus_text.h"
 #include "collector/store/memory/memory_enrollment_store.h"
 #include "collector/store/memory/memory_store.h"
+#include "collector/testing/flaky_compliance_store.h"
 #include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
@@ -164,60 +166,129 @@ TEST_F(PipelineTest, WaiverChangesReEvaluateAnUnchangedHost) {
   EXPECT_EQ(compliance_.ListFindings("fs01", "", 10)->size(), 1u);
 }
 
-TEST_F(PipelineTest, EvaluationFailureKeepsTheReportAndRetriesNextTime) {
+// A transient evaluation failure does not acknowledge the report: the agent keeps it and
+// resends, and the resend (a duplicate by then) is evaluated.
+TEST_F(PipelineTest, EvaluationFailureIsNotAcknowledgedAndTheResendEvaluates) {
   auto pipeline = Pipeline(&policy_);
   compliance_.FailEvaluations(absl::UnavailableError("database went away"));
+  const auto report = Report("00000000-0000-4000-8000-000000000001");
+  auto result = pipeline.Ingest("fs01", report);
+  EXPECT_TRUE(absl::IsUnavailable(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("send it again"));
+  EXPECT_TRUE(hosts_.Exists("fs01"));  // stored, whole
+  EXPECT_EQ(compliance_.evaluations_saved(), 0u);
+
+  compliance_.FailEvaluations(absl::OkStatus());
+  auto resent = pipeline.Ingest("fs01", report);
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  EXPECT_EQ(resent->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(resent->evaluated);
+  EXPECT_EQ(resent->transitions, 2u);
+  EXPECT_EQ(compliance_.evaluations_saved(), 1u);
+
+  auto again = pipeline.Ingest("fs01", report);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->evaluated);
+  EXPECT_EQ(compliance_.evaluations_saved(), 1u);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+}
+
+// Stored, then the collector died before evaluating (or the answer was lost): the resend is a
+// duplicate and must still end evaluated.
+TEST_F(PipelineTest, DuplicateOfAReportStoredWithoutItsEvaluationIsEvaluated) {
+  const auto report = Report("00000000-0000-4000-8000-000000000001");
+  IncomingReport stored;
+  stored.host = "fs01";
+  stored.report_id = report.report_id();
+  stored.posture = &report.posture();
+  stored.digest = PostureDigest(report.posture());
+  stored.received_at = now_;
+  ASSERT_EQ(*hosts_.SaveReport(stored), SaveOutcome::kStored);
+
+  auto resent = Pipeline(&policy_).Ingest("fs01", report);
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  EXPECT_EQ(resent->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(resent->evaluated);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+}
+
+// The evaluation was saved but its answer lost (the connection dropped during COMMIT): the
+// resend does not evaluate a second time.
+TEST_F(PipelineTest, InDoubtEvaluationIsNotRecordedTwice) {
+  testing::FlakyComplianceStore flaky(&compliance_);
+  ReportPipeline pipeline(&hosts_, &flaky, &policy_, [this] { return now_; });
+  flaky.FailNextSave(testing::FlakyComplianceStore::When::kAfterSave,
+                     absl::UnavailableError("connection lost during COMMIT"));
+  const auto report = Report("00000000-0000-4000-8000-000000000001");
+  EXPECT_TRUE(absl::IsUnavailable(pipeline.Ingest("fs01", report).status()));
+  auto resent = pipeline.Ingest("fs01", report);
+  ASSERT_TRUE(resent.ok()) << resent.status();
+  EXPECT_EQ(resent->outcome, SaveOutcome::kDuplicate);
+  EXPECT_FALSE(resent->evaluated);
+  EXPECT_EQ(flaky.saves(), 1u);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 2u);
+}
+
+// An error no resend cures does not hold the report: acknowledged, logged, and the host's
+// next report evaluates (no key was stored).
+TEST_F(PipelineTest, PermanentEvaluationFailureKeepsTheReportAndRetriesNextTime) {
+  auto pipeline = Pipeline(&policy_);
+  compliance_.FailEvaluations(absl::InternalError("constraint violated"));
   auto result = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000001"));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->outcome, SaveOutcome::kStored);
   EXPECT_FALSE(result->evaluated);
-  EXPECT_TRUE(absl::IsUnavailable(result->evaluation));
-  EXPECT_TRUE(hosts_.Exists("fs01"));
+  EXPECT_TRUE(absl::IsInternal(result->evaluation));
 
   compliance_.FailEvaluations(absl::OkStatus());
   auto next = pipeline.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->outcome, SaveOutcome::kUnchanged);
-  EXPECT_TRUE(next->evaluated);  // no key was stored, so the unchanged host is evaluated now
+  EXPECT_TRUE(next->evaluated);
+}
+
+// A report collected before the host's current state, arriving late, is stored in history but
+// does not replace the current state or its evaluation.
+TEST_F(PipelineTest, OlderReportArrivingLateIsNotEvaluated) {
+  auto pipeline = Pipeline(&policy_);
+  auto current = Report("00000000-0000-4000-8000-000000000002", /*require_signing=*/true);
+  current.mutable_posture()->mutable_collected_at()->set_seconds(600);
+  auto r = pipeline.Ingest("fs01", current);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->evaluated);
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());
+
+  auto late = Report("00000000-0000-4000-8000-000000000001", /*require_signing=*/false);
+  late.mutable_posture()->mutable_collected_at()->set_seconds(0);
+  late.mutable_posture()->mutable_collected_at()->set_nanos(1);
+  r = pipeline.Ingest("fs01", late);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, SaveOutcome::kStored);
+  EXPECT_FALSE(r->current);
+  EXPECT_FALSE(r->evaluated);
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());  // still compliant
+  EXPECT_EQ(hosts_.postures_stored(), 2u);
+  auto host = hosts_.GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_TRUE((**host).posture.server().require_signing());
+  EXPECT_EQ((**host).last_report_id, current.report_id());
 }
 
 // Forwards to a memory store; lets another evaluation of the host happen right after the
 // pipeline has read the host's current results, as a second collector could.
-class RacingComplianceStore : public ComplianceStore {
+class RacingComplianceStore : public testing::ForwardingComplianceStore {
  public:
   RacingComplianceStore(ComplianceStore* inner, std::function<void()> race)
-      : inner_(inner), race_(std::move(race)) {}
+      : ForwardingComplianceStore(inner), race_(std::move(race)) {}
 
-  absl::Status ActivatePolicy(const std::string& name, const std::string& version,
-                              const std::string& source) override {
-    return inner_->ActivatePolicy(name, version, source);
-  }
-  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
-    return inner_->ActiveWaivers();
-  }
-  absl::StatusOr<std::string> EvaluationKey(const std::string& host) override {
-    return inner_->EvaluationKey(host);
-  }
   absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
                                                            const std::string& policy) override {
-    auto results = inner_->CurrentResults(host, policy);
+    auto results = ForwardingComplianceStore::CurrentResults(host, policy);
     if (race_) std::exchange(race_, nullptr)();
     return results;
   }
-  absl::Status SaveEvaluation(const EvaluationWrite& write) override {
-    return inner_->SaveEvaluation(write);
-  }
-  absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
-    return inner_->GetCompliance();
-  }
-  absl::StatusOr<std::vector<smbfleet::v1::Finding>> ListFindings(const std::string& host,
-                                                                  const std::string& rule_id,
-                                                                  uint32_t limit) override {
-    return inner_->ListFindings(host, rule_id, limit);
-  }
 
  private:
-  ComplianceStore* inner_;
   std::function<void()> race_;
 };
 
@@ -316,16 +387,39 @@ TEST(TrustedSubjectTest, IdentityAndLabelsAreTheCollectors) {
 
 class BrokenHostStore : public HostStore {
  public:
-  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport&) override {
-    return absl::InternalError("database error: disk full");
-  }
+  explicit BrokenHostStore(absl::Status error = absl::InternalError("database error: disk full"))
+      : error_(std::move(error)) {}
+  absl::StatusOr<SavedReport> StoreReport(const IncomingReport&) override { return error_; }
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery&) override {
     return absl::InternalError("unused");
   }
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string&) override {
     return absl::InternalError("unused");
   }
+
+ private:
+  absl::Status error_;
 };
+
+// A poison report (a value no resend can store) must not hold up the host's later reports:
+// refused as invalid before the store, and a data error of the store is passed on as such.
+TEST_F(PipelineTest, PoisonReportIsInvalidNotUnavailable) {
+  auto pipeline = Pipeline(&policy_);
+  auto nul = Report("00000000-0000-4000-8000-000000000001");
+  nul.mutable_posture()->mutable_shares(1)->set_name(std::string("pub\0lic", 7));
+  auto result = pipeline.Ingest("fs01", nul);
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("posture.shares[1].name: contains U+0000"));
+  EXPECT_FALSE(hosts_.Exists("fs01"));
+
+  BrokenHostStore refusing(
+      absl::InvalidArgumentError("PostgreSQL refuses a value (SQLSTATE 22P05)"));
+  ReportPipeline second_net(&refusing, &compliance_, &policy_);
+  result = second_net.Ingest("fs01", Report("00000000-0000-4000-8000-000000000002"));
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("22P05"));
+}
 
 TEST_F(PipelineTest, StoreFailureAsksTheAgentToRetry) {
   BrokenHostStore broken;

@@ -18,6 +18,15 @@ namespace smbfleet::collector {
 
 enum class SaveOutcome { kStored, kUnchanged, kDuplicate };
 
+struct SavedReport {
+  SaveOutcome outcome = SaveOutcome::kStored;
+  // Whether the host's current posture says what this report says (the same digest) once it
+  // is saved. False for a report collected before the host's current state (kept in history
+  // only: kStored or kUnchanged against the current digest) and for a duplicate the host has
+  // moved on from: evaluating either would evaluate the past.
+  bool current = true;
+};
+
 struct IncomingReport {
   std::string host;       // from the client certificate
   std::string report_id;  // validated UUID
@@ -61,9 +70,19 @@ struct HostPage {
 class HostStore {
  public:
   virtual ~HostStore() = default;
-  // Same report_id again: kDuplicate, nothing written. Same digest as the host's latest
-  // posture: kUnchanged, only last_seen (and benchmarks) move.
-  virtual absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) = 0;
+  // In one transaction. The same report_id again from the same host (a resend, or two
+  // connections at once): kDuplicate, nothing written; another host's ids do not count. Same
+  // digest as the host's latest posture: kUnchanged, only last_seen (and benchmarks) move. A
+  // report collected before the host's current state (posture.collected_at older than that of
+  // the newest report applied) goes to history only: the current state stays (current=false).
+  // INVALID_ARGUMENT when the database refuses a value of the report (no resend can succeed).
+  virtual absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) = 0;
+  // StoreReport's outcome only.
+  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) {
+    absl::StatusOr<SavedReport> saved = StoreReport(report);
+    if (!saved.ok()) return saved.status();
+    return saved->outcome;
+  }
   virtual absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(
       const HostQuery& query) = 0;
   // One page of the hosts matching every filter of `query`, and how many match in all.

@@ -1,6 +1,9 @@
-// The console's reads (fleet_store_conformance.h) on one hand-built fleet of three hosts.
+// The console's reads (fleet_store_conformance.h) on one hand-built fleet of three hosts, and
+// how reports of that fleet are stored: per-host report ids, one row per report under
+// concurrency, and order by collection time.
 #include "tests/integration/fleet_store_conformance.h"
 
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -373,6 +376,123 @@ TEST_P(FleetStoreConformanceTest, OverviewAggregatesTheFleet) {
   EXPECT_EQ(small->stale_count(), 2u);
   EXPECT_EQ(small->failing_longest_size(), 1);
   EXPECT_EQ(small->sessions().top_hosts_size(), 1);
+}
+
+// A report as an agent sends it: the posture's collection time and a digest standing for its
+// content (hex, as PostureDigest).
+struct Sent {
+  v1::Posture posture;
+  IncomingReport report;
+};
+
+Sent Report(const std::string& host, const std::string& id, const std::string& digest,
+            const std::string& share, absl::Time collected) {
+  Sent s;
+  s.posture.mutable_host()->set_hostname(host);
+  *s.posture.mutable_collected_at() = Ts(collected);
+  *s.posture.add_shares() = Share(share, true);
+  s.report.host = host;
+  s.report.report_id = id;
+  s.report.digest = digest;
+  s.report.received_at = kNow;
+  return s;
+}
+
+absl::StatusOr<SavedReport> Store(HostStore& hosts, Sent& sent) {
+  sent.report.posture = &sent.posture;
+  return hosts.StoreReport(sent.report);
+}
+
+// Report ids are the agent's: another host may use the same one.
+TEST_P(FleetStoreConformanceTest, ReportIdsAreKeyedByHost) {
+  HostStore& hosts = *under_test_.hosts;
+  const std::string fs01_id = "6a1b2c3d-0000-4000-8000-000000000001";  // fs01's seed report
+  Sent reuse = Report("fs02", fs01_id, "0bad1d", "reused", kNow);
+  auto saved = Store(hosts, reuse);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->outcome, SaveOutcome::kStored);
+  auto fs02 = hosts.GetHost("fs02");
+  ASSERT_TRUE(fs02.ok() && fs02->has_value());
+  EXPECT_EQ((**fs02).last_report_id, fs01_id);
+  ASSERT_EQ((**fs02).posture.shares_size(), 1);
+  EXPECT_EQ((**fs02).posture.shares(0).name(), "reused");
+
+  Sent resend = Report("fs01", fs01_id, "0bad1d", "other", kNow);
+  saved = Store(hosts, resend);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->outcome, SaveOutcome::kDuplicate);
+  auto fs01 = hosts.GetHost("fs01");
+  ASSERT_TRUE(fs01.ok() && fs01->has_value());
+  EXPECT_EQ((**fs01).posture.shares(0).name(), "finance");  // not overwritten
+}
+
+// The same report on two connections at once (an agent retrying while the first attempt is
+// still being stored): both calls return, one stores it, the other is a duplicate.
+TEST_P(FleetStoreConformanceTest, SameReportSentTwiceAtOnceIsStoredOnce) {
+  HostStore& hosts = *under_test_.hosts;
+  for (int i = 0; i < 10; ++i) {
+    const std::string id = absl::StrCat("7e000000-0000-4000-8000-0000000000", 10 + i);
+    Sent a = Report("fs01", id, absl::StrCat("c0ffee", 10 + i), "s", kNow + absl::Seconds(i));
+    Sent b = a;
+    absl::StatusOr<SavedReport> first, second;
+    std::thread t1([&] { first = Store(hosts, a); });
+    std::thread t2([&] { second = Store(hosts, b); });
+    t1.join();
+    t2.join();
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE(second.ok()) << second.status();
+    EXPECT_EQ(
+        (first->outcome == SaveOutcome::kDuplicate) + (second->outcome == SaveOutcome::kDuplicate),
+        1)
+        << "attempt " << i;
+  }
+}
+
+// An older report that arrives late is kept in history but does not replace the current state.
+TEST_P(FleetStoreConformanceTest, OlderReportArrivingLateDoesNotReplaceTheCurrentState) {
+  HostStore& hosts = *under_test_.hosts;
+  const absl::Time t = kNow - absl::Hours(1);
+  Sent newer = Report("web03", "8f000000-0000-4000-8000-000000000002", "beef02", "new", t);
+  auto saved = Store(hosts, newer);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->outcome, SaveOutcome::kStored);
+  EXPECT_TRUE(saved->current);
+
+  Sent late = Report("web03", "8f000000-0000-4000-8000-000000000001", "beef01", "old",
+                     t - absl::Minutes(5));
+  saved = Store(hosts, late);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->outcome, SaveOutcome::kStored);  // in history
+  EXPECT_FALSE(saved->current);
+  auto host = hosts.GetHost("web03");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).last_report_id, newer.report.report_id);
+  ASSERT_EQ((**host).posture.shares_size(), 1);
+  EXPECT_EQ((**host).posture.shares(0).name(), "new");
+  EXPECT_EQ((**host).summary.shares(), 1u);
+
+  // Its resend is a duplicate the host has moved on from.
+  saved = Store(hosts, late);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(saved->outcome, SaveOutcome::kDuplicate);
+  EXPECT_FALSE(saved->current);
+
+  // A late report of the current state is unchanged and current; a newer one replaces it.
+  Sent same = Report("web03", "8f000000-0000-4000-8000-000000000003", "beef02", "new",
+                     t - absl::Minutes(1));
+  saved = Store(hosts, same);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(saved->outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(saved->current);
+  Sent next = Report("web03", "8f000000-0000-4000-8000-000000000004", "beef04", "next",
+                     t + absl::Minutes(1));
+  saved = Store(hosts, next);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(saved->outcome, SaveOutcome::kStored);
+  EXPECT_TRUE(saved->current);
+  host = hosts.GetHost("web03");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).posture.shares(0).name(), "next");
 }
 
 }  // namespace smbfleet::collector::store_testing

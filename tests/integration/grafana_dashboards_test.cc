@@ -676,7 +676,8 @@ TEST(GrafanaMigrationTest, CopiesEarlierEventsAndKeepsEachOnce) {
   const std::string dsn = CreateTestDatabase();
   std::vector<Migration> before;
   for (const Migration& m : BuiltinMigrations()) {
-    if (m.version < "0009") before.push_back(m);
+    // 0011 is the reports key and order column today's store writes; it touches no table of 0009.
+    if (m.version < "0009" || m.version.rfind("0011", 0) == 0) before.push_back(m);
   }
   ASSERT_LT(before.size(), BuiltinMigrations().size());
   ASSERT_TRUE(ApplyMigrations(dsn, before).ok());

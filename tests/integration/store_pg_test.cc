@@ -7,6 +7,7 @@
 #include "collector/ingest/digest.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/store/postgres/pg_store.h"
+#include "collector/testing/flaky_compliance_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
@@ -91,6 +92,52 @@ TEST(MigrationsTest, FailingMigrationLeavesNothingHalfDone) {
   EXPECT_FALSE(ApplyMigrations(dsn, m).ok());
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM pg_tables WHERE tablename = 'half'"), "0");
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM schema_migrations"), "0");
+}
+
+// 0011 on a database with reports: the host's current collection time is taken from its
+// current posture, and ids another host used become usable.
+TEST(MigrationsTest, ReportOrderMigrationKeepsWhatIsStored) {
+  SMBFLEET_REQUIRE_PG();
+  std::string dsn = CreateTestDatabase();
+  std::vector<Migration> before;
+  for (const Migration& m : BuiltinMigrations()) {
+    if (m.version < "0011") before.push_back(m);
+  }
+  ASSERT_LT(before.size(), BuiltinMigrations().size());
+  ASSERT_TRUE(ApplyMigrations(dsn, before).ok());
+  QueryValue(dsn,
+             "WITH h AS (INSERT INTO hosts (name, first_seen, last_seen) VALUES ('fs01', now(), "
+             "now()) RETURNING id), "
+             "r AS (INSERT INTO reports (report_id, host_id, received_at, collected_at, "
+             "posture_hash, changed, size_bytes) SELECT "
+             "'00000000-0000-4000-8000-000000000501', id, now(), '2026-03-01T10:00:00Z', "
+             "'\\x01', true, 1 FROM h), "
+             "p AS (INSERT INTO postures (host_id, report_id, stored_at, collected_at, "
+             "posture_hash, posture, posture_json) SELECT id, "
+             "'00000000-0000-4000-8000-000000000501', now(), '2026-03-01T10:00:00Z', '\\x01', "
+             "'', '{}' FROM h RETURNING id, host_id) "
+             "INSERT INTO host_state (host_id, posture_id, updated_at) SELECT host_id, id, now() "
+             "FROM p RETURNING host_id");
+  ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  EXPECT_EQ(QueryValue(dsn,
+                       "SELECT to_char(last_collected_at AT TIME ZONE 'UTC', "
+                       "'YYYY-MM-DD HH24:MI') FROM hosts"),
+            "2026-03-01 10:00");
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM reports"), "1");
+
+  auto stores = NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
+  smbfleet::v1::Posture p;
+  p.mutable_host()->set_hostname("fs02");
+  IncomingReport r;
+  r.host = "fs02";
+  r.report_id = "00000000-0000-4000-8000-000000000501";  // fs01's
+  r.posture = &p;
+  r.digest = "02";
+  r.received_at = absl::Now();
+  auto saved = stores->hosts->SaveReport(r);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(*saved, SaveOutcome::kStored);
 }
 
 class PgStoreTest : public ::testing::Test {
@@ -194,6 +241,44 @@ TEST_F(PgStoreTest, HostileStringsAreStoredVerbatim) {
   EXPECT_EQ((**host).posture.shares(0).name(), hostile);
   EXPECT_EQ(QueryValue(dsn_, "SELECT user_name FROM host_sessions"), hostile);
   EXPECT_EQ(QueryValue(dsn_, "SELECT name FROM host_shares"), hostile);
+}
+
+// A value PostgreSQL refuses fails every resend the same way: INVALID_ARGUMENT (the agent sets
+// the report aside), not UNAVAILABLE (which holds up the host's later reports behind it).
+TEST_F(PgStoreTest, ValuesPostgresRefusesAreInvalidArgument) {
+  auto nul = SamplePosture();
+  nul.mutable_shares(0)->set_name(std::string("fin\0ance", 8));  // jsonb refuses \u0000
+  auto s = store_->SaveReport(Incoming(nul, "00000000-0000-4000-8000-000000000101"));
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("SQLSTATE 22"));
+
+  auto far = SamplePosture();
+  far.mutable_collected_at()->set_seconds(10'000'000'000'000);  // past timestamptz's range
+  s = store_->SaveReport(Incoming(far, "00000000-0000-4000-8000-000000000102"));
+  EXPECT_TRUE(absl::IsInvalidArgument(s.status())) << s.status();
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("SQLSTATE 22008"));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "0");
+
+  // The connections stay usable.
+  auto ok = store_->SaveReport(Incoming(SamplePosture(), "00000000-0000-4000-8000-000000000103"));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*ok, SaveOutcome::kStored);
+}
+
+// Through the pipeline, validation refuses the same reports first and names the field.
+TEST_F(PgStoreTest, PoisonReportIsRefusedNamingTheFieldAndNothingIsStored) {
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id("00000000-0000-4000-8000-000000000104");
+  *r.mutable_posture() = SamplePosture();
+  r.mutable_posture()->mutable_sessions(0)->mutable_shares(0)->set_name(std::string("x\0", 2));
+  r.mutable_posture()->add_events()->mutable_time()->set_seconds(-62'135'596'801);
+  ReportPipeline pipeline(store_, compliance_, nullptr);
+  auto result = pipeline.Ingest("fs01", r);
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("posture.sessions[0].shares[0].name: contains U+0000"));
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("posture.events[0].time"));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM hosts"), "0");
 }
 
 TEST(PgStoreDeadDatabaseTest, SaysWhereAndHidesPassword) {
@@ -408,6 +493,153 @@ TEST_F(PgStoreTest, EvaluationOfUnknownHostIsNotFound) {
   smbfleet::v1::HostEvaluation e;
   e.set_policy_name("baseline");
   EXPECT_TRUE(absl::IsNotFound(RecordEvaluation(*compliance_, "ghost", e).status()));
+}
+
+smbfleet::v1::ReportRequest Request(const std::string& id, const smbfleet::v1::Posture& p) {
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id(id);
+  *r.mutable_posture() = p;
+  return r;
+}
+
+// The same report on two connections at once is one row and one evaluation; another host
+// reusing the id is a row of its own.
+TEST_F(PgStoreTest, SameReportOnTwoConnectionsIsOneRowAndOneEvaluation) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto p = SamplePosture();
+  p.mutable_server()->set_smb1_enabled(true);
+  const auto report = Request("00000000-0000-4000-8000-000000000201", p);
+  ReportPipeline pipeline(store_, compliance_, &policy);
+  absl::StatusOr<IngestResult> a, b;
+  std::thread t1([&] { a = pipeline.Ingest("fs01", report); });
+  std::thread t2([&] { b = pipeline.Ingest("fs01", report); });
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ((a->outcome == SaveOutcome::kDuplicate) + (b->outcome == SaveOutcome::kDuplicate), 1);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "1");
+  // Both may evaluate; the one that finds the other's key stored records nothing.
+  const size_t results = a->transitions + b->transitions;
+  EXPECT_EQ(std::min(a->transitions, b->transitions), 0u);
+  EXPECT_GT(results, 0u);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_transitions"),
+            std::to_string(results));
+
+  auto other = pipeline.Ingest("fs02", report);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->outcome, SaveOutcome::kStored);
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT count(*) FROM reports WHERE report_id = "
+                       "'00000000-0000-4000-8000-000000000201'"),
+            "2");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures"), "2");
+}
+
+// Stored whole, evaluated exactly once: after a failed evaluation (not acknowledged), after an
+// evaluation whose COMMIT answer was lost, and after a collector that died between the two.
+TEST_F(PgStoreTest, EvaluationHappensExactlyOnceAcrossFailuresAndResends) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  testing::FlakyComplianceStore flaky(compliance_);
+  ReportPipeline pipeline(store_, &flaky, &policy);
+  auto transitions = [&] {
+    return QueryValue(dsn_, "SELECT count(*) FROM compliance_transitions");
+  };
+
+  // 1. Evaluation fails before saving: UNAVAILABLE, the report is stored, the resend evaluates.
+  auto p = SamplePosture();
+  const auto first = Request("00000000-0000-4000-8000-000000000301", p);
+  flaky.FailNextSave(testing::FlakyComplianceStore::When::kBeforeSave,
+                     absl::UnavailableError("PostgreSQL is not reachable"));
+  auto r = pipeline.Ingest("fs01", first);
+  EXPECT_TRUE(absl::IsUnavailable(r.status())) << r.status();
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "1");
+  EXPECT_EQ(transitions(), "0");
+  r = pipeline.Ingest("fs01", first);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(r->evaluated);
+  const std::string after_first = transitions();
+  EXPECT_NE(after_first, "0");
+
+  // 2. The evaluation commits but its answer is lost: the resend does not record it again.
+  p.mutable_server()->set_smb1_enabled(true);
+  const auto second = Request("00000000-0000-4000-8000-000000000302", p);
+  flaky.FailNextSave(testing::FlakyComplianceStore::When::kAfterSave,
+                     absl::UnavailableError("connection lost during COMMIT"));
+  EXPECT_TRUE(absl::IsUnavailable(pipeline.Ingest("fs01", second).status()));
+  const std::string after_second = transitions();
+  EXPECT_EQ(std::stoi(after_second), std::stoi(after_first) + 1);  // smb1: COMPLIANT -> NON_
+  r = pipeline.Ingest("fs01", second);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, SaveOutcome::kDuplicate);
+  EXPECT_FALSE(r->evaluated);
+  EXPECT_EQ(transitions(), after_second);
+
+  // 3. Stored, then the collector died before evaluating: the agent's resend evaluates.
+  p.mutable_server()->set_smb1_enabled(false);
+  const auto third = Request("00000000-0000-4000-8000-000000000303", p);
+  IncomingReport stored = Incoming(third.posture(), third.report_id());
+  ASSERT_EQ(*store_->SaveReport(stored), SaveOutcome::kStored);
+  r = pipeline.Ingest("fs01", third);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(r->evaluated);
+  EXPECT_EQ(r->transitions, 1u);
+  EXPECT_EQ(std::stoi(transitions()), std::stoi(after_second) + 1);
+  EXPECT_EQ(flaky.saves(), 3u);
+}
+
+// A report collected before the host's current state, arriving late, is history only: its
+// posture row is kept, but host_state, sessions, shares, host columns and the evaluation stay.
+TEST_F(PgStoreTest, OlderReportArrivingLateIsHistoryOnly) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  ReportPipeline pipeline(store_, compliance_, &policy);
+  auto now = SamplePosture();
+  now.mutable_collected_at()->set_seconds(1'800'000'600);
+  auto r = pipeline.Ingest("fs01", Request("00000000-0000-4000-8000-000000000402", now));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->evaluated);
+  const std::string results =
+      QueryValue(dsn_,
+                 "SELECT string_agg(rule_id || status, ',' ORDER BY rule_id, share_name) FROM "
+                 "compliance_results");
+  const std::string transitions = QueryValue(dsn_, "SELECT count(*) FROM compliance_transitions");
+
+  auto before = SamplePosture();  // ten minutes earlier: SMB1 on, another share and user
+  before.mutable_collected_at()->set_seconds(1'800'000'000);
+  before.mutable_server()->set_smb1_enabled(true);
+  before.mutable_shares(0)->set_name("old-share");
+  before.mutable_sessions(0)->set_user("mallory");
+  before.mutable_host()->set_os_name("Old OS");
+  r = pipeline.Ingest("fs01", Request("00000000-0000-4000-8000-000000000401", before));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcome, SaveOutcome::kStored);
+  EXPECT_FALSE(r->current);
+  EXPECT_FALSE(r->evaluated);
+
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "2");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures"), "2");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT name FROM host_shares"), "finance");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT user_name FROM host_sessions"), "alice");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT os_name FROM hosts"), "");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT last_report_id FROM hosts"),
+            "00000000-0000-4000-8000-000000000402");
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT p.report_id FROM host_state s JOIN postures p ON p.id = "
+                       "s.posture_id"),
+            "00000000-0000-4000-8000-000000000402");
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT string_agg(rule_id || status, ',' ORDER BY rule_id, "
+                       "share_name) FROM compliance_results"),
+            results);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_transitions"), transitions);
+  auto host = store_->GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).posture.collected_at().seconds(), 1'800'000'600);
 }
 
 }  // namespace

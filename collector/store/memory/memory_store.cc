@@ -79,26 +79,42 @@ void SetPct(smbfleet::v1::ComplianceSlice* s) {
 
 }  // namespace
 
-absl::StatusOr<SaveOutcome> MemoryHostStore::SaveReport(const IncomingReport& report) {
+absl::StatusOr<SavedReport> MemoryHostStore::StoreReport(const IncomingReport& report) {
   absl::MutexLock lock(&mu_);
-  if (!report_ids_.insert(report.report_id).second) return SaveOutcome::kDuplicate;
   auto [it, created] = hosts_.try_emplace(report.host);
   Host& h = it->second;
+  const bool changed = created || h.digest != report.digest;
+  SavedReport saved;
+  saved.current = !changed;
+  if (!report_ids_.emplace(report.host, report.report_id).second) {
+    saved.outcome = SaveOutcome::kDuplicate;
+    return saved;
+  }
   const auto received = ToProto(report.received_at);
   if (created) {
     h.summary.set_name(report.host);
     *h.summary.mutable_first_seen() = received;
   }
   *h.summary.mutable_last_seen() = std::max(h.summary.last_seen(), received);
+  saved.outcome = changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
+  std::optional<absl::Time> collected;
+  if (report.posture->has_collected_at()) collected = FromProto(report.posture->collected_at());
+  if (collected.has_value() && h.last_collected_at.has_value() &&
+      *collected < *h.last_collected_at) {
+    if (changed) ++postures_stored_;  // history only
+    return saved;
+  }
+  saved.current = true;
+  if (collected.has_value()) h.last_collected_at = collected;
   h.last_report_id = report.report_id;
-  if (!created && h.digest == report.digest) return SaveOutcome::kUnchanged;
+  if (!changed) return saved;
   h.digest = report.digest;
   h.posture = *report.posture;
   h.classifications.clear();  // as host_shares is rewritten
   *h.summary.mutable_last_changed() = received;
   SetFromPosture(h.posture, &h.summary);
   ++postures_stored_;
-  return SaveOutcome::kStored;
+  return saved;
 }
 
 absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> MemoryHostStore::ListHosts(

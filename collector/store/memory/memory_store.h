@@ -2,12 +2,14 @@
 #define SMBFLEET_COLLECTOR_STORE_MEMORY_MEMORY_STORE_H_
 
 // In-memory stores for unit tests of the services, the pipeline and push. They keep the
-// contracts of the interfaces (dedupe by report id and digest, NotFound for unknown hosts,
+// contracts of the interfaces (dedupe by host and report id and by digest, order by collection
+// time, NotFound for unknown hosts,
 // classifications on GetHost) without SQL; what only SQL views compute (compliance over time)
 // is not modelled.
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,7 +24,7 @@ namespace smbfleet::collector {
 
 class MemoryHostStore : public HostStore {
  public:
-  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
+  absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override;
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
   absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
@@ -49,6 +51,8 @@ class MemoryHostStore : public HostStore {
     smbfleet::v1::Posture posture;
     std::string digest;
     std::string last_report_id;
+    // posture.collected_at of the newest report applied; unset: none carried one.
+    std::optional<absl::Time> last_collected_at;
     std::map<std::string, smbfleet::v1::ShareClassification> classifications;
   };
 
@@ -56,7 +60,7 @@ class MemoryHostStore : public HostStore {
   std::map<std::string, Host> hosts_ ABSL_GUARDED_BY(mu_);
   EnrollmentStore* enrollment_ ABSL_GUARDED_BY(mu_) = nullptr;
   FailingFn failing_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> report_ids_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<std::string, std::string>> report_ids_ ABSL_GUARDED_BY(mu_);  // host, id
   size_t postures_stored_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -64,77 +64,116 @@ HostSummary SummaryFromRow(const pqxx::row& r) {
   return s;
 }
 
+// SQLSTATE class 22 (data exception: 22P05 untranslatable character, 22021 invalid byte
+// sequence, 22008 datetime overflow, ...): the report itself is wrong and every resend fails
+// the same way, so it is INVALID_ARGUMENT, not the UNAVAILABLE of a database that is away.
+bool IsDataError(const pqxx::sql_error& e) { return e.sqlstate().rfind("22", 0) == 0; }
+
+std::string FirstLine(absl::string_view text) {
+  return std::string(text.substr(0, text.find('\n')));
+}
+
 class PgHostStore : public HostStore {
  public:
   explicit PgHostStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
 
-  absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) override;
+  absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override;
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
   absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
 
  private:
-  absl::StatusOr<SaveOutcome> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
-  // The changed posture: history row, latest state, host columns, sessions and shares.
-  absl::Status StoreChangedPosture(pqxx::work& tx, int64_t host_id, const IncomingReport& report);
+  absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
+  // The history row of a changed posture; returns its id.
+  absl::StatusOr<int64_t> InsertPosture(pqxx::work& tx, int64_t host_id,
+                                        const IncomingReport& report);
+  // The changed posture as the host's current state: latest state, host columns, sessions and
+  // shares.
+  void StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t posture_id,
+                           const IncomingReport& report);
   absl::StatusOr<std::optional<HostRecord>> ReadHost(pqxx::transaction_base& tx,
                                                      const std::string& name);
 
   std::shared_ptr<ConnectionPool> pool_;
 };
 
-absl::StatusOr<SaveOutcome> PgHostStore::SaveReport(const IncomingReport& report) {
+absl::StatusOr<SavedReport> PgHostStore::StoreReport(const IncomingReport& report) {
   if (report.digest.empty()) {  // every host would look unchanged
     return absl::InvalidArgumentError(
         absl::StrCat("report ", report.report_id, " of ", report.host, " has no posture digest"));
   }
   return pool_->Run<pqxx::work>(
       absl::StrCat("storing report ", report.report_id, " of ", report.host),
-      [&](pqxx::work& tx) -> absl::StatusOr<SaveOutcome> {
-        ASSIGN_OR_RETURN(SaveOutcome outcome, SaveReportIn(tx, report));
-        if (outcome == SaveOutcome::kDuplicate) {
-          tx.abort();
-        } else {
-          tx.commit();
+      [&](pqxx::work& tx) -> absl::StatusOr<SavedReport> {
+        try {
+          ASSIGN_OR_RETURN(SavedReport saved, SaveReportIn(tx, report));
+          if (saved.outcome == SaveOutcome::kDuplicate) {
+            tx.abort();
+          } else {
+            tx.commit();
+          }
+          return saved;
+        } catch (const pqxx::sql_error& e) {
+          if (!IsDataError(e)) throw;
+          return absl::InvalidArgumentError(absl::StrCat(
+              "report ", report.report_id, ": PostgreSQL refuses a value of it (SQLSTATE ",
+              e.sqlstate(), "): ", FirstLine(e.what())));
         }
-        return outcome;
       });
 }
 
-absl::StatusOr<SaveOutcome> PgHostStore::SaveReportIn(pqxx::work& tx,
+absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
                                                       const IncomingReport& report) {
   const std::string received = pg::Rfc3339(report.received_at);
+  const std::string collected = pg::TimestampText(report.posture->collected_at());
+  // The upsert locks the host's row until commit: the reports of one host are stored one at a
+  // time, so the duplicate and order checks below do not race another connection.
   pqxx::row host = tx.exec_params1(
       "INSERT INTO hosts (name, first_seen, last_seen) VALUES ($1, $2::timestamptz, "
       "$2::timestamptz) ON CONFLICT (name) DO UPDATE SET last_seen = "
       "GREATEST(hosts.last_seen, EXCLUDED.last_seen) RETURNING id, "
-      "COALESCE(encode(posture_hash, 'hex'), '') AS posture_hash",
-      report.host, received);
+      "COALESCE(encode(posture_hash, 'hex'), '') AS posture_hash, "
+      "COALESCE(NULLIF($3, '')::timestamptz < last_collected_at, false) AS older",
+      report.host, received, collected);
   const int64_t host_id = host["id"].as<int64_t>();
   const bool changed = host["posture_hash"].as<std::string>() != report.digest;
+  const bool older = host["older"].as<bool>();
 
   pqxx::result inserted = tx.exec_params(
       "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
       "posture_hash, changed, size_bytes) VALUES ($1::uuid, $2, $3::timestamptz, "
       "NULLIF($4, '')::timestamptz, $5, decode($6, 'hex'), $7, $8) "
-      "ON CONFLICT (report_id) DO NOTHING",
-      report.report_id, host_id, received, pg::TimestampText(report.posture->collected_at()),
-      report.reason, report.digest, changed, static_cast<int64_t>(report.size_bytes));
-  if (inserted.affected_rows() == 0) return SaveOutcome::kDuplicate;
-  if (changed) {
-    RETURN_IF_ERROR(StoreChangedPosture(tx, host_id, report));
-  } else {
-    tx.exec_params("UPDATE hosts SET last_report_id = $2::uuid WHERE id = $1", host_id,
-                   report.report_id);
+      "ON CONFLICT (host_id, report_id) DO NOTHING",
+      report.report_id, host_id, received, collected, report.reason, report.digest, changed,
+      static_cast<int64_t>(report.size_bytes));
+  SavedReport saved;
+  saved.current = !changed;
+  if (inserted.affected_rows() == 0) {
+    saved.outcome = SaveOutcome::kDuplicate;
+    return saved;
   }
+  saved.outcome = changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
   pg::SaveBenchmarks(tx, host_id, *report.posture, received);
-  return changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
+  if (older) {  // history only
+    if (changed) RETURN_IF_ERROR(InsertPosture(tx, host_id, report).status());
+    return saved;
+  }
+  saved.current = true;
+  if (changed) {
+    ASSIGN_OR_RETURN(int64_t posture_id, InsertPosture(tx, host_id, report));
+    StoreCurrentPosture(tx, host_id, posture_id, report);
+  } else {
+    tx.exec_params(
+        "UPDATE hosts SET last_report_id = $2::uuid, last_collected_at = "
+        "COALESCE(NULLIF($3, '')::timestamptz, last_collected_at) WHERE id = $1",
+        host_id, report.report_id, collected);
+  }
+  return saved;
 }
 
-absl::Status PgHostStore::StoreChangedPosture(pqxx::work& tx, int64_t host_id,
-                                              const IncomingReport& report) {
+absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_id,
+                                                   const IncomingReport& report) {
   const Posture& posture = *report.posture;
-  const std::string received = pg::Rfc3339(report.received_at);
   ASSIGN_OR_RETURN(std::string json, ToJson(posture, /*pretty=*/false));
   std::string bytes;
   if (!posture.SerializeToString(&bytes)) {
@@ -146,27 +185,35 @@ absl::Status PgHostStore::StoreChangedPosture(pqxx::work& tx, int64_t host_id,
       "posture, posture_json) VALUES ($1, $2::uuid, $3::timestamptz, "
       "NULLIF($4, '')::timestamptz, decode($5, 'hex'), decode($6, 'hex'), $7::jsonb) "
       "RETURNING id",
-      host_id, report.report_id, received, pg::TimestampText(posture.collected_at()), report.digest,
-      absl::BytesToHexString(bytes), json);
+      host_id, report.report_id, pg::Rfc3339(report.received_at),
+      pg::TimestampText(posture.collected_at()), report.digest, absl::BytesToHexString(bytes),
+      json);
+  return stored["id"].as<int64_t>();
+}
+
+void PgHostStore::StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t posture_id,
+                                      const IncomingReport& report) {
+  const Posture& posture = *report.posture;
+  const std::string received = pg::Rfc3339(report.received_at);
   tx.exec_params(
       "INSERT INTO host_state (host_id, posture_id, updated_at) VALUES ($1, $2, "
       "$3::timestamptz) ON CONFLICT (host_id) DO UPDATE SET posture_id = EXCLUDED.posture_id, "
       "updated_at = EXCLUDED.updated_at",
-      host_id, stored["id"].as<int64_t>(), received);
+      host_id, posture_id, received);
 
   nlohmann::json labels = nlohmann::json::object();
   for (const auto& [k, v] : posture.host().labels()) labels[k] = v;
   tx.exec_params(
       "UPDATE hosts SET platform = $2, os_name = $3, os_version = $4, agent_version = $5, "
       "labels = $6::jsonb, reported_labels = $6::jsonb, last_changed = $7::timestamptz, "
-      "last_report_id = $8::uuid, "
-      "posture_hash = decode($9, 'hex') WHERE id = $1",
+      "last_report_id = $8::uuid, posture_hash = decode($9, 'hex'), "
+      "last_collected_at = COALESCE(NULLIF($10, '')::timestamptz, last_collected_at) "
+      "WHERE id = $1",
       host_id, smbfleet::v1::Platform_Name(posture.host().platform()), posture.host().os_name(),
       posture.host().os_version(), posture.host().agent_version(), labels.dump(), received,
-      report.report_id, report.digest);
+      report.report_id, report.digest, pg::TimestampText(posture.collected_at()));
   pg::ReplaceSessions(tx, host_id, posture);
   pg::ReplaceShares(tx, host_id, posture);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery& query) {
