@@ -246,6 +246,7 @@ absl::Status Agent::CollectAndSpool(const std::string& reason) {
   }
   // The spool logs a failed write itself, once per episode (a full disk fails every cycle).
   RETURN_IF_ERROR(spool_->Put(report));
+  Log()->info("report {} spooled", LogSafe(report.report_id()));
   if (!counts.empty()) carried_counts_[report.report_id()] = counts;
   if (absl::Status s = source_->CommitCollected(); !s.ok()) {
     Log()->warn("report {} spooled, but its source did not record it: {}",

@@ -210,37 +210,48 @@ absl::Status Spool::Put(const smbfleet::v1::ReportRequest& report) {
   });
   const std::string path = absl::StrCat(dir_, "/", sequence_++, "-", report.report_id(), kSuffix);
   absl::Status written = WriteFileAtomic(path, bytes, 0600);
-  if (absl::IsResourceExhausted(written) && !entries.empty()) {
-    // A full disk: older reports give way to this one, as far as their size makes room for it.
-    const uint64_t need = bytes.size();
-    uint64_t freed = 0;
-    DropWhile(&entries, "no space left for a new report", [&](const std::vector<Entry>& e) {
-      if (freed >= need) return false;
-      freed += e.front().bytes;
-      return true;
-    });
-    written = WriteFileAtomic(path, bytes, 0600);
+  const bool first_try = written.ok();
+  if (absl::IsResourceExhausted(written)) {
+    NoteWriteFailure(written);
+    if (!entries.empty()) {
+      // A full disk: older reports give way to this one, as far as their size makes room for it.
+      const uint64_t need = bytes.size();
+      uint64_t freed = 0;
+      DropWhile(&entries, "no space left for a new report", [&](const std::vector<Entry>& e) {
+        if (freed >= need) return false;
+        freed += e.front().bytes;
+        return true;
+      });
+      written = WriteFileAtomic(path, bytes, 0600);
+    }
   }
   if (!written.ok()) {
-    // Once per episode: a full disk fails every cycle until space returns.
-    if (failed_puts_++ == 0) {
-      Log()->error(
-          "spool {}: cannot keep reports: {}; new reports are lost until it can (logged once "
-          "until it recovers)",
-          dir_, LogSafe(written));
-    } else {
-      Log()->debug("spool {}: still cannot keep reports: {}", dir_, LogSafe(written));
-    }
+    NoteWriteFailure(written);
     ++counts_.dropped;
     ++dropped_;
+    ++lost_in_episode_;
     return written;
   }
-  if (failed_puts_ > 0) {
-    Log()->info("spool {}: keeps reports again, after {} that could not be written", dir_,
-                failed_puts_);
-    failed_puts_ = 0;
+  if (first_try && write_failing_) {
+    Log()->info("spool {}: writes work again; {} reports could not be kept meanwhile", dir_,
+                lost_in_episode_);
+    write_failing_ = false;
   }
   return absl::OkStatus();
+}
+
+void Spool::NoteWriteFailure(const absl::Status& status) {
+  // Once per episode: a full disk fails every cycle until space returns.
+  if (write_failing_) {
+    Log()->debug("spool {}: still cannot write: {}", dir_, LogSafe(status));
+    return;
+  }
+  Log()->error(
+      "spool {}: cannot write a report: {}; the oldest reports give way to new ones where that "
+      "makes room, new ones are lost where it does not (logged once, until writes work again)",
+      dir_, LogSafe(status));
+  write_failing_ = true;
+  lost_in_episode_ = 0;
 }
 
 absl::StatusOr<std::vector<std::string>> Spool::List() const {

@@ -65,8 +65,8 @@ class Spool {
   void Forget(const SpoolCounts& reported);
   // Reports dropped since Open (not reset by Forget).
   size_t dropped() const { return dropped_; }
-  // True after a failed Put until the next successful one (a full disk, say).
-  bool write_failing() const { return failed_puts_ > 0; }
+  // True from a failed spool write (a full disk, say) until a Put writes at its first try.
+  bool write_failing() const { return write_failing_; }
 
  private:
   struct Entry {
@@ -83,6 +83,7 @@ class Spool {
                  const std::function<bool(const std::vector<Entry>&)>& over);
   absl::Status MoveAside(const std::string& report_id, absl::string_view suffix);
   void BoundRejected();
+  void NoteWriteFailure(const absl::Status& status);
 
   std::string dir_;
   SpoolLimits limits_;
@@ -90,7 +91,8 @@ class Spool {
   size_t dropped_ = 0;
   SpoolCounts counts_;
   uint64_t sequence_ = 0;
-  size_t failed_puts_ = 0;
+  bool write_failing_ = false;
+  size_t lost_in_episode_ = 0;
 };
 
 // The file format (spool.cc): FrameReport() wraps a serialised report, UnframeReport() checks and
