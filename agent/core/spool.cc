@@ -121,6 +121,7 @@ std::vector<Spool::Entry> Spool::Entries() const {
     struct stat st;
     if (::fstatat(::dirfd(d), name.c_str(), &st, 0) != 0 || !S_ISREG(st.st_mode)) continue;
     entry.bytes = static_cast<uint64_t>(st.st_size);
+    entry.allocated = static_cast<uint64_t>(st.st_blocks) * 512;
     entry.modified = absl::TimeFromTimespec(st.st_mtim);
     entry.file = std::move(name);
     out.push_back(std::move(entry));
@@ -219,7 +220,7 @@ absl::Status Spool::Put(const smbfleet::v1::ReportRequest& report) {
       uint64_t freed = 0;
       DropWhile(&entries, "no space left for a new report", [&](const std::vector<Entry>& e) {
         if (freed >= need) return false;
-        freed += e.front().bytes;
+        freed += e.front().allocated;
         return true;
       });
       written = WriteFileAtomic(path, bytes, 0600);

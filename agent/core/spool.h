@@ -74,6 +74,7 @@ class Spool {
     uint64_t sequence = 0;
     std::string id;
     uint64_t bytes = 0;
+    uint64_t allocated = 0;  // on disk (whole blocks): what removing it frees
     absl::Time modified;
   };
   std::vector<Entry> Entries() const;

@@ -17,7 +17,7 @@ case "${1:---short}" in
 esac
 : "${SMBFLEET_BUILD_DIR:?the build tree with the binaries}"
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../../e2e/lib.sh
+# shellcheck source-path=SCRIPTDIR source=../../e2e/lib.sh
 source "$here/../../e2e/lib.sh"
 
 # A PostgreSQL of its own when none is given (the fault suite runs without one).
