@@ -10,17 +10,10 @@
 #   agent_disk_full.sh [--short|--long]   short: 2 cycles on a full disk; long: 6
 # Needs SMBFLEET_BUILD_DIR and root (mount); uses SMBFLEET_TEST_PG_DSN if set, else starts its
 # own PostgreSQL. Without the right to mount it prints a "skipped" figure and exits 0.
-set -euo pipefail
-mode=short
-case "${1:---short}" in
-  --short) full_cycles=2 ;;
-  --long) mode=long full_cycles=6 ;;
-  *) echo "usage: agent_disk_full.sh [--short|--long]" >&2; exit 2 ;;
-esac
-: "${SMBFLEET_BUILD_DIR:?the build tree with the binaries}"
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source-path=SCRIPTDIR source=../../e2e/lib.sh
-source "$here/../../e2e/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=agent_common.bash
+source "$(dirname "$0")/agent_common.bash"
+agent_fault_mode agent_disk_full 2 6 "$@"
+full_cycles=$rounds
 
 probe=$(mktemp -d /tmp/smbfleet-fault-mnt.XXXXXX)
 if ! mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
@@ -31,39 +24,20 @@ fi
 umount "$probe"
 rmdir "$probe"
 
-own_pg=
-if [[ -z "${SMBFLEET_TEST_PG_DSN:-}" ]]; then
-  own_pg=$(mktemp -d /tmp/smbfleet-fault-pg.XXXXXX)
-  durable=()
-  grep -q -- '--durable' "$e2e_root/deploy/pg.sh" && durable=(--durable)
-  SMBFLEET_TEST_PG_DSN=$(bash "$e2e_root/deploy/pg.sh" start "$own_pg" "$(free_port)" "${durable[@]}")
-  export SMBFLEET_TEST_PG_DSN
-fi
 host=fs2022  # the host name of the capture replayed
-b=$SMBFLEET_BUILD_DIR
-e2e_init "$b/collector/smbfleet-collector" "$b/agent/smbfleet-agent" "$b/cli/smbfleetctl" "$host"
+agent_fault_init "$host"
 disk=$work/disk
-cleanup_all() {
-  local rc=$?
-  set +e
-  # The agent first (it has files open on the tmpfs), then the mount, then the rest.
+# The agent first (it has files open on the tmpfs), then the mount.
+before_cleanup() {
   [[ -z "${e2e_pid[agent]:-}" ]] || stop_proc agent KILL
-  mountpoint -q "$disk" && umount "$disk"
-  (exit "$rc")
-  e2e_cleanup
-  [[ -z "$own_pg" ]] || { bash "$e2e_root/deploy/pg.sh" stop "$own_pg" >/dev/null 2>&1; rm -rf "$own_pg"; }
-  exit "$rc"
+  if mountpoint -q "$disk"; then umount "$disk"; fi
 }
-trap cleanup_all EXIT
 
 log=$work/agent.log
 spooled_lines() { grep -c ' spooled$' "$log" 2>/dev/null || true; }
 spooled_at_least() { (($(spooled_lines) >= $1)); }
 logged() { grep -q "$1" "$log"; }
 spool_empty() { [[ -z "$(find "$disk/spool" -maxdepth 1 -name '*.report' 2>/dev/null)" ]]; }
-dropped_told() {
-  (($(psql "$dsn" -qAt -c "SELECT count(*) FROM postures WHERE posture_json->'probeErrors' @> '[{\"probe\": \"spool\", \"code\": \"DROPPED\"}]'") > 0))
-}
 
 step "database; a collector started once for its port, then stopped"
 new_database
@@ -99,12 +73,12 @@ rm -f "$work/collector.port"
 spawn collector "$collector_bin" --config "$work/collector.yaml" --port_file "$work/collector.port"
 wait_for_file "$work/collector.port" 30 || fail "the collector did not start again on port $port"
 poll 60 "an empty spool" spool_empty
-poll 30 "a stored report with the spool's DROPPED count" dropped_told
+poll 30 "a stored report with the spool's DROPPED count" spool_told DROPPED
 exited agent && fail "the agent exited"
 stop_proc agent TERM
 
 step "counting"
-grep -o 'report [0-9a-f-]\{36\} spooled$' "$log" | awk '{print $2}' | sort -u >"$work/written"
+spooled_ids "$log" >"$work/written"
 grep -o 'dropping the oldest report [0-9a-f-]\{36\}' "$log" | awk '{print $5}' | sort -u >"$work/dropped"
 psql "$dsn" -qAt -c "SELECT report_id FROM reports" | sort >"$work/delivered"
 sort -u "$work/delivered" "$work/dropped" >"$work/accounted"
@@ -113,8 +87,7 @@ dropped_delivered=$(comm -12 "$work/dropped" "$work/delivered" | wc -l)
 full_logged=$(grep -c 'cannot write a report' "$log" || true)
 recovered_logged=$(grep -c 'writes work again;' "$log" || true)
 dropped_for_room=$(grep -c 'no space left for a new report' "$log" || true)
-duplicated=$(psql "$dsn" -qAt -c "SELECT (SELECT count(*) - count(DISTINCT report_id) FROM reports) +
-  (SELECT count(*) FROM (SELECT report_id FROM postures GROUP BY report_id HAVING count(*) > 1) d)")
+duplicated=$(duplicated_reports)
 told=$(psql "$dsn" -qAt -c "SELECT max((regexp_match(e->>'message', '^([0-9]+)'))[1]::int) FROM postures,
   jsonb_array_elements(posture_json->'probeErrors') e WHERE e->>'probe' = 'spool' AND e->>'code' = 'DROPPED'")
 ((lost == 0)) || fail "$lost spooled reports neither delivered nor logged as dropped"

@@ -8,39 +8,12 @@
 #
 #   agent_spool_kill.sh [--short|--long]   short: 30 kills; long: 300
 # Needs SMBFLEET_BUILD_DIR; uses SMBFLEET_TEST_PG_DSN if set, else starts its own PostgreSQL.
-set -euo pipefail
-mode=short
-case "${1:---short}" in
-  --short) kills=30 ;;
-  --long) mode=long kills=300 ;;
-  *) echo "usage: agent_spool_kill.sh [--short|--long]" >&2; exit 2 ;;
-esac
-: "${SMBFLEET_BUILD_DIR:?the build tree with the binaries}"
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source-path=SCRIPTDIR source=../../e2e/lib.sh
-source "$here/../../e2e/lib.sh"
-
-# A PostgreSQL of its own when none is given (the fault suite runs without one).
-own_pg=
-if [[ -z "${SMBFLEET_TEST_PG_DSN:-}" ]]; then
-  own_pg=$(mktemp -d /tmp/smbfleet-fault-pg.XXXXXX)
-  durable=()
-  grep -q -- '--durable' "$e2e_root/deploy/pg.sh" && durable=(--durable)
-  SMBFLEET_TEST_PG_DSN=$(bash "$e2e_root/deploy/pg.sh" start "$own_pg" "$(free_port)" "${durable[@]}")
-  export SMBFLEET_TEST_PG_DSN
-fi
+# shellcheck source-path=SCRIPTDIR source=agent_common.bash
+source "$(dirname "$0")/agent_common.bash"
+agent_fault_mode agent_spool_kill 30 300 "$@"
+kills=$rounds
 host=fs2022  # the host name of the capture replayed
-b=$SMBFLEET_BUILD_DIR
-e2e_init "$b/collector/smbfleet-collector" "$b/agent/smbfleet-agent" "$b/cli/smbfleetctl" "$host"
-cleanup_all() {
-  local rc=$?
-  set +e
-  (exit "$rc")
-  e2e_cleanup
-  [[ -z "$own_pg" ]] || { bash "$e2e_root/deploy/pg.sh" stop "$own_pg" >/dev/null 2>&1; rm -rf "$own_pg"; }
-  exit "$rc"
-}
-trap cleanup_all EXIT
+agent_fault_init "$host"
 
 spool=$work/agent-$host/spool
 log=$work/agent.log
@@ -56,10 +29,6 @@ sed "s/127.0.0.1:${collector_port[collector]}/127.0.0.1:$dead/" "$work/agent-up.
 spooled_lines() { grep -c ' spooled$' "$log" 2>/dev/null || true; }
 spooled_since() { (($(spooled_lines) > $1)); }
 spool_empty() { [[ -z "$(find "$spool" -maxdepth 1 -name '*.report' 2>/dev/null)" ]]; }
-# A stored report says the spool set damaged files aside (probe error spool/CORRUPT).
-corrupt_told() {
-  (($(psql "$dsn" -qAt -c "SELECT count(*) FROM postures WHERE posture_json->'probeErrors' @> '[{\"probe\": \"spool\", \"code\": \"CORRUPT\"}]'") > 0))
-}
 
 step "$kills kills at random points (0-1500 ms after start)"
 up_runs=0
@@ -97,12 +66,12 @@ start_agent agent "$work/agent-up.yaml"
 poll 60 "an empty spool" spool_empty
 # The next report tells the collector about the damaged files.
 poll 30 "a report requested" ctl admin host refresh "$host"
-poll 30 "a stored report with the spool's CORRUPT count" corrupt_told
+poll 30 "a stored report with the spool's CORRUPT count" spool_told CORRUPT
 exited agent && fail "the agent exited"
 stop_proc agent TERM
 
 step "counting"
-grep -o 'report [0-9a-f-]\{36\} spooled$' "$log" | awk '{print $2}' | sort -u >"$work/written"
+spooled_ids "$log" >"$work/written"
 psql "$dsn" -qAt -c "SELECT report_id FROM reports" | sort >"$work/delivered"
 find "$spool" -maxdepth 1 -name '*.report' -printf '%f\n' | sed 's/^[0-9]*-//; s/\.report$//' | sort >"$work/still"
 find "$spool/rejected" -maxdepth 1 -name '*.corrupt' -printf '%f\n' 2>/dev/null | sed 's/\.corrupt$//' | sort >"$work/corrupt"
@@ -110,8 +79,7 @@ printf '%s\n' "${damaged[@]}" | sort >"$work/damaged"
 cmp -s "$work/corrupt" "$work/damaged" || fail "set aside as corrupt: $(tr '\n' ' ' <"$work/corrupt"), damaged: ${damaged[*]}"
 sort -u "$work/delivered" "$work/still" "$work/corrupt" >"$work/accounted"
 lost=$(comm -23 "$work/written" "$work/accounted" | wc -l)
-duplicated=$(psql "$dsn" -qAt -c "SELECT (SELECT count(*) - count(DISTINCT report_id) FROM reports) +
-  (SELECT count(*) FROM (SELECT report_id FROM postures GROUP BY report_id HAVING count(*) > 1) d)")
+duplicated=$(duplicated_reports)
 corrupt_detected=$(grep -c 'spool file \(torn\|corrupt\)' "$log" || true)
 resent=$(grep -c 'delivered as .*: DUPLICATE' "$log" || true)
 leftovers=$(grep -c 'left by an interrupted write' "$log" || true)
