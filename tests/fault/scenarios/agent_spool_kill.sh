@@ -31,12 +31,16 @@ spooled_since() { (($(spooled_lines) > $1)); }
 spool_empty() { [[ -z "$(find "$spool" -maxdepth 1 -name '*.report' 2>/dev/null)" ]]; }
 
 step "$kills kills at random points (0-1500 ms after start)"
+windows=(40 80 160 400 1500)  # ms: a kill falls at random within one of these after the start
 up_runs=0
 for ((i = 0; i < kills; i++)); do
   if ((RANDOM % 2)); then config=up; up_runs=$((up_runs + 1)); else config=down; fi
+  # The agent starts, collects, spools and delivers within tens of milliseconds: most kills land
+  # in that stretch, the rest later (with the Watch stream open, between cycles).
+  window=${windows[RANDOM % ${#windows[@]}]}
+  delay=$((RANDOM % window))
   start_agent agent "$work/agent-$config.yaml"
-  sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
-  ((RANDOM % 2)) && sleep 0.5
+  sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
   exited agent && fail "the agent exited by itself in run $i"
   stop_proc agent KILL
 done
