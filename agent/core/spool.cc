@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/files.h"
 #include "common/logging.h"
@@ -21,6 +23,7 @@ namespace smbfleet::agent {
 namespace {
 
 constexpr char kSuffix[] = ".report";
+constexpr char kCountsFile[] = "counts";
 
 // The frame of a spool file, version 1 (all integers little-endian):
 //   bytes  0..3   magic "SFSP"
@@ -162,6 +165,7 @@ absl::Status Spool::Open() {
     }
     if (!leftovers.empty()) SyncDirectory(dir_).IgnoreError();
   }
+  LoadCounts();
   auto entries = Entries();
   // New files sort after what is already there, even if the clock went backwards.
   sequence_ = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
@@ -173,6 +177,7 @@ absl::Status Spool::Open() {
   }
   DropWhile(&entries, "over spool.max_reports",
             [&](const std::vector<Entry>& e) { return e.size() > limits_.max_reports; });
+  if (dropped_ > 0) SaveCounts();
   return absl::OkStatus();
 }
 
@@ -197,6 +202,7 @@ absl::Status Spool::Put(const smbfleet::v1::ReportRequest& report) {
                                                      limits_.max_bytes));
   }
   auto entries = Entries();
+  const size_t dropped_before = dropped_;
   if (limits_.max_age.count() > 0) {
     const absl::Time cutoff = now_() - absl::FromChrono(limits_.max_age);
     DropWhile(&entries, "older than spool.max_age",
@@ -231,8 +237,11 @@ absl::Status Spool::Put(const smbfleet::v1::ReportRequest& report) {
     ++counts_.dropped;
     ++dropped_;
     ++lost_in_episode_;
+    SaveCounts();
     return written;
   }
+  // After the report: on a full disk the room made was for it.
+  if (dropped_ != dropped_before) SaveCounts();
   if (first_try && write_failing_) {
     Log()->info("spool {}: writes work again; {} reports could not be kept meanwhile", dir_,
                 lost_in_episode_);
@@ -299,7 +308,10 @@ absl::Status Spool::MoveAside(const std::string& report_id, absl::string_view su
 
 absl::Status Spool::Reject(const std::string& report_id) {
   absl::Status s = MoveAside(report_id, kSuffix);
-  if (s.ok()) ++counts_.rejected;
+  if (s.ok()) {
+    ++counts_.rejected;
+    SaveCounts();
+  }
   return s;
 }
 
@@ -309,7 +321,10 @@ absl::Status Spool::MoveCorrupt(const std::string& report_id) {
     // It must not be read again and again: remove it instead.
     s = RemoveFileDurably(PathOf(report_id));
   }
-  if (s.ok()) ++counts_.corrupt;
+  if (s.ok()) {
+    ++counts_.corrupt;
+    SaveCounts();
+  }
   return s;
 }
 
@@ -345,6 +360,36 @@ void Spool::Forget(const SpoolCounts& reported) {
   counts_.dropped -= std::min(counts_.dropped, reported.dropped);
   counts_.corrupt -= std::min(counts_.corrupt, reported.corrupt);
   counts_.rejected -= std::min(counts_.rejected, reported.rejected);
+  SaveCounts();
+}
+
+// "<dropped> <corrupt> <rejected>\n" in <dir>/counts, so that an agent restart does not forget
+// reports the collector has not been told about. Best effort: on a full disk it stays in memory.
+void Spool::SaveCounts() {
+  const std::string path = dir_ + "/" + kCountsFile;
+  absl::Status s = counts_.empty()
+                       ? RemoveFileDurably(path)
+                       : WriteFileAtomic(path,
+                                         absl::StrCat(counts_.dropped, " ", counts_.corrupt, " ",
+                                                      counts_.rejected, "\n"),
+                                         0600);
+  if (!s.ok()) Log()->debug("spool {}: counts not saved: {}", dir_, LogSafe(s));
+}
+
+void Spool::LoadCounts() {
+  const std::string path = dir_ + "/" + kCountsFile;
+  if (!FileExists(path)) return;
+  auto text = ReadFile(path, 256);
+  std::vector<absl::string_view> fields;
+  if (text.ok()) fields = absl::StrSplit(absl::StripAsciiWhitespace(*text), ' ');
+  SpoolCounts loaded;
+  if (!text.ok() || fields.size() != 3 || !absl::SimpleAtoi(fields[0], &loaded.dropped) ||
+      !absl::SimpleAtoi(fields[1], &loaded.corrupt) ||
+      !absl::SimpleAtoi(fields[2], &loaded.rejected)) {
+    Log()->warn("spool {}: {} is not three counts; starting them at zero", dir_, path);
+    return;
+  }
+  counts_ = loaded;
 }
 
 }  // namespace smbfleet::agent

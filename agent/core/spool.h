@@ -8,7 +8,7 @@
 // (spool.cc) so that a torn or damaged file is detected and moved aside, never sent or crashed on.
 // The spool is bounded by count, bytes and age; the oldest report goes first, and every report
 // dropped, found corrupt or refused by the collector is counted until a delivered report has told
-// the collector (counts(), Forget()).
+// the collector (counts(), Forget()); the counts are kept in <dir>/counts across restarts.
 
 #include <chrono>
 #include <cstdint>
@@ -85,6 +85,8 @@ class Spool {
   absl::Status MoveAside(const std::string& report_id, absl::string_view suffix);
   void BoundRejected();
   void NoteWriteFailure(const absl::Status& status);
+  void SaveCounts();
+  void LoadCounts();
 
   std::string dir_;
   SpoolLimits limits_;

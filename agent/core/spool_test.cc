@@ -183,12 +183,38 @@ TEST(SpoolTest, BoundedByBytesAndAgeOldestFirstAndCounted) {
   spool.Forget(told);
   EXPECT_EQ(spool.counts().dropped, 1u);
 
-  // A restart drops what aged while the agent was down.
+  // A restart keeps the pending count and drops what aged while the agent was down.
   now += absl::Hours(25);
   Spool again(dir, limits, [&] { return now; });
   ASSERT_TRUE(again.Open().ok());
   EXPECT_TRUE(again.List()->empty());
+  EXPECT_EQ(again.counts().dropped, 2u);
+  EXPECT_EQ(again.dropped(), 1u);
+}
+
+TEST(SpoolTest, PendingCountsSurviveARestartAndABadCountsFileStartsAtZero) {
+  std::string dir = TempDir();
+  {
+    Spool spool(dir, 1);
+    ASSERT_TRUE(spool.Open().ok());
+    ASSERT_TRUE(spool.Put(Report("a")).ok());
+    ASSERT_TRUE(spool.Put(Report("b")).ok());  // a dropped
+    ASSERT_TRUE(spool.Reject("b").ok());
+  }
+  Spool again(dir, 1);
+  ASSERT_TRUE(again.Open().ok());
   EXPECT_EQ(again.counts().dropped, 1u);
+  EXPECT_EQ(again.counts().rejected, 1u);
+  SpoolCounts told;
+  told.dropped = 1;
+  told.rejected = 1;
+  again.Forget(told);
+  EXPECT_FALSE(FileExists(dir + "/counts"));  // nothing pending: no file
+
+  ASSERT_TRUE(WriteFileAtomic(dir + "/counts", "7 x\n").ok());
+  Spool bad(dir, 1);
+  ASSERT_TRUE(bad.Open().ok());
+  EXPECT_TRUE(bad.counts().empty());
 }
 
 TEST(SpoolTest, RejectedIsBoundedOldestFirst) {
@@ -262,7 +288,10 @@ TEST_F(SpoolFullDiskTest, FullDiskDropsOldestForRoomFailsCleanlyAndRecovers) {
   EXPECT_TRUE(spool.write_failing());
   s = spool.Put(Big("a5"));
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
-  EXPECT_TRUE(FilesIn(dir_ + "/spool").empty());
+  EXPECT_TRUE(spool.List()->empty());
+  for (const std::string& name : FilesIn(dir_ + "/spool")) {
+    EXPECT_FALSE(IsAtomicWriteLeftover(name)) << name;
+  }
   EXPECT_EQ(spool.counts().dropped, 3u);  // the two reports that could not be kept
 
   // Space returns: the spool keeps reports again.
