@@ -265,12 +265,12 @@ absl::Status Agent::Flush() {
   for (const auto& id : ids) {
     auto report = spool_->Get(id);
     if (absl::IsNotFound(report.status())) continue;  // dropped meanwhile
-    if (absl::IsDataLoss(report.status())) {
+    if (!report.ok()) {
+      // Torn, corrupt or unreadable: set aside, so that one bad file does not hold the others.
       Log()->error("{}; moved to {}/rejected", LogSafe(report.status()), config_.spool_dir);
       if (auto s = spool_->MoveCorrupt(id); !s.ok()) Log()->error("{}", LogSafe(s));
       continue;
     }
-    if (!report.ok()) return report.status();
     auto response = client_->Report(*report);
     if (!response.ok()) {
       if (IsPermanentReportError(response.status())) {
