@@ -271,7 +271,7 @@ int RunService(const Flags& flags) {
   context.state_dir = config->spool_dir + "/state";
   auto source = MakeSource(config->source, context);
   if (!source.ok()) return Fail(source.status());
-  Spool spool(config->spool_dir, config->spool_max_reports);
+  Spool spool(config->spool_dir, SpoolLimitsOf(*config));
   if (auto s = spool.Open(); !s.ok()) return Fail(s);
   auto client = GrpcCollectorClient::Create(*config);
   if (!client.ok()) return Fail(client.status());

@@ -16,7 +16,15 @@ absl::Status ErrnoStatus(absl::string_view what, const std::string& path, int er
   std::string message = absl::StrCat(path, ": ", what, ": ", std::strerror(err));
   if (err == ENOENT) return absl::NotFoundError(message);
   if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
   return absl::InternalError(message);
+}
+
+std::string DirOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
 }
 
 }  // namespace
@@ -78,13 +86,47 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view content,
     ::unlink(tmp.c_str());
     return ErrnoStatus("cannot fsync", tmp, err);
   }
-  ::close(fd);
+  // On some file systems (NFS, quotas) a write error shows up only here.
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoStatus("cannot close", tmp, err);
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return ErrnoStatus("cannot rename into place", path, err);
   }
+  return SyncDirectory(DirOf(path));
+}
+
+bool IsAtomicWriteLeftover(absl::string_view file_name) {
+  size_t at = file_name.rfind(".tmp.");
+  if (at == absl::string_view::npos || at == 0) return false;
+  absl::string_view pid = file_name.substr(at + 5);
+  if (pid.empty()) return false;
+  for (char c : pid) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("cannot open directory", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoStatus("cannot fsync directory", dir, err);
   return absl::OkStatus();
+}
+
+absl::Status RemoveFileDurably(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return ErrnoStatus("cannot remove", path, errno);
+  }
+  return SyncDirectory(DirOf(path));
 }
 
 bool FileExists(const std::string& path) {

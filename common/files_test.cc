@@ -1,6 +1,9 @@
 #include "common/files.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -45,6 +48,29 @@ TEST(FilesTest, MakeDirsCreatesParents) {
   ASSERT_TRUE(MakeDirs(dir).ok());
   EXPECT_TRUE(FileExists(dir));
   EXPECT_TRUE(MakeDirs(dir).ok());
+}
+
+TEST(FilesTest, AtomicWriteLeavesNoTempFileAndNamesItsLeftovers) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/a.report", "x").ok());
+  EXPECT_TRUE(FileExists(dir + "/a.report"));
+  EXPECT_FALSE(FileExists(dir + "/a.report.tmp." + std::to_string(::getpid())));
+  EXPECT_TRUE(IsAtomicWriteLeftover("1-a.report.tmp.4242"));
+  EXPECT_TRUE(IsAtomicWriteLeftover("benchmark.pb.tmp.1"));
+  EXPECT_FALSE(IsAtomicWriteLeftover("notes.tmp.txt"));
+  EXPECT_FALSE(IsAtomicWriteLeftover("a.report.tmp."));
+  EXPECT_FALSE(IsAtomicWriteLeftover(".tmp.12"));
+  EXPECT_FALSE(IsAtomicWriteLeftover("a.report"));
+}
+
+TEST(FilesTest, RemoveFileDurably) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/gone", "x").ok());
+  ASSERT_TRUE(RemoveFileDurably(dir + "/gone").ok());
+  EXPECT_FALSE(FileExists(dir + "/gone"));
+  EXPECT_TRUE(RemoveFileDurably(dir + "/gone").ok());  // already gone is fine
+  EXPECT_TRUE(SyncDirectory(dir).ok());
+  EXPECT_TRUE(absl::IsNotFound(SyncDirectory(dir + "/missing")));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -29,6 +30,31 @@ std::string LocalHostname() {
 
 constexpr Probe kReportProbe{
     "report", {smbfleet::v1::POSTURE_SECTION_EVENTS, smbfleet::v1::POSTURE_SECTION_OPEN_FILES}};
+// Reports of this host the collector will never see: no section of this posture is unknown.
+constexpr Probe kSpoolProbe{"spool", {}};
+
+// Tells the collector about reports lost since the last delivered report (probe errors "spool"
+// with code DROPPED, CORRUPT or REJECTED; the count leads the message).
+void AddSpoolCounts(smbfleet::v1::Posture* posture, const SpoolCounts& counts) {
+  if (counts.dropped > 0) {
+    AddProbeError(posture, kSpoolProbe, "DROPPED",
+                  absl::StrCat(counts.dropped,
+                               " reports dropped since the last delivered report (spool bounds "
+                               "or a failed spool write)"));
+  }
+  if (counts.corrupt > 0) {
+    AddProbeError(posture, kSpoolProbe, "CORRUPT",
+                  absl::StrCat(counts.corrupt,
+                               " spooled reports found corrupt since the last delivered report, "
+                               "moved to the spool's rejected/"));
+  }
+  if (counts.rejected > 0) {
+    AddProbeError(posture, kSpoolProbe, "REJECTED",
+                  absl::StrCat(counts.rejected,
+                               " reports refused by the collector since the last delivered "
+                               "report, moved to the spool's rejected/"));
+  }
+}
 
 }  // namespace
 
@@ -43,6 +69,15 @@ std::string NewReportId() {
   return absl::StrFormat("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
                          b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
                          b[12], b[13], b[14], b[15]);
+}
+
+SpoolLimits SpoolLimitsOf(const AgentConfig& config) {
+  SpoolLimits limits;
+  limits.max_reports = config.spool_max_reports;
+  limits.max_bytes = config.spool_max_bytes;
+  limits.max_age = std::chrono::duration_cast<std::chrono::seconds>(config.spool_max_age);
+  limits.max_rejected = config.spool_max_rejected;
+  return limits;
 }
 
 bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
@@ -203,20 +238,37 @@ absl::Status Agent::CollectAndSpool(const std::string& reason) {
   Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
               source_->Describe(), report.posture().shares_size(), report.posture().sessions_size(),
               report.posture().probe_errors_size());
+  const SpoolCounts counts = spool_->counts();
+  AddSpoolCounts(report.mutable_posture(), counts);
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_report_ = clock_->Now();
   }
-  return spool_->Put(report);
+  // The spool logs a failed write itself, once per episode (a full disk fails every cycle).
+  RETURN_IF_ERROR(spool_->Put(report));
+  Log()->info("report {} spooled", LogSafe(report.report_id()));
+  if (!counts.empty()) carried_counts_[report.report_id()] = counts;
+  if (absl::Status s = source_->CommitCollected(); !s.ok()) {
+    Log()->warn("report {} spooled, but its source did not record it: {}",
+                LogSafe(report.report_id()), LogSafe(s));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Agent::Flush() {
   ASSIGN_OR_RETURN(std::vector<std::string> ids, spool_->List());
+  // Reports dropped from the spool take their carried counts with them: those stay pending.
+  for (auto it = carried_counts_.begin(); it != carried_counts_.end();) {
+    it = std::find(ids.begin(), ids.end(), it->first) == ids.end() ? carried_counts_.erase(it)
+                                                                   : std::next(it);
+  }
   for (const auto& id : ids) {
     auto report = spool_->Get(id);
+    if (absl::IsNotFound(report.status())) continue;  // dropped meanwhile
     if (!report.ok()) {
-      Log()->error("{}; moving it aside", LogSafe(report.status()));
-      spool_->Reject(id).IgnoreError();
+      // Torn, corrupt or unreadable: set aside, so that one bad file does not hold the others.
+      Log()->error("{}; moved to {}/rejected", LogSafe(report.status()), config_.spool_dir);
+      if (auto s = spool_->MoveCorrupt(id); !s.ok()) Log()->error("{}", LogSafe(s));
       continue;
     }
     auto response = client_->Report(*report);
@@ -224,13 +276,18 @@ absl::Status Agent::Flush() {
       if (IsPermanentReportError(response.status())) {
         Log()->error("collector refused report {} for good: {}; kept in {}/rejected", LogSafe(id),
                      LogSafe(response.status()), config_.spool_dir);
-        spool_->Reject(id).IgnoreError();
+        if (auto s = spool_->Reject(id); !s.ok()) Log()->error("{}", LogSafe(s));
         continue;
       }
       return response.status();
     }
     Log()->info("report {} delivered as {}: {}", LogSafe(id), LogSafe(response->host()),
                 smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
+    // A DUPLICATE too: the collector has this report, counts included, from an earlier send.
+    if (auto carried = carried_counts_.find(id); carried != carried_counts_.end()) {
+      spool_->Forget(carried->second);
+      carried_counts_.erase(carried);
+    }
     RETURN_IF_ERROR(spool_->Remove(id));
   }
   return absl::OkStatus();
@@ -348,7 +405,7 @@ void Agent::Run() {
     bool scheduled = clock_->Now() >= next;
     if (!nudged.empty() || scheduled) {
       absl::Status s = CollectAndSpool(nudged.empty() ? reason : nudged);
-      if (!s.ok()) Log()->error("collection failed: {}", LogSafe(s));
+      if (!s.ok() && !spool_->write_failing()) Log()->error("collection failed: {}", LogSafe(s));
       if (scheduled) {
         next = clock_->Now() + SplayedInterval(config_.interval, config_.splay, rng_);
         reason = "schedule";

@@ -46,6 +46,9 @@ absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
 
 std::string NewReportId();
 
+// The spool bounds of `spool:` in the agent's config.
+SpoolLimits SpoolLimitsOf(const AgentConfig& config);
+
 // Fits a report into max_bytes; returns false if even a posture without events and open
 // files is too large.
 bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes);
@@ -86,8 +89,9 @@ class Agent {
   bool CollectorNudge(const std::string& reason);
 
   // Delivers everything spooled, oldest first: a report leaves the spool only once the collector
-  // acknowledged it; a permanent refusal (IsPermanentReportError) moves it aside; any other
-  // error stops the flush and is returned, the report kept.
+  // acknowledged it; a permanent refusal (IsPermanentReportError) moves it to rejected/ and a
+  // corrupt file to rejected/ as <id>.corrupt (both counted), and the flush carries on with the
+  // next report; any other error stops the flush and is returned, the report kept.
   absl::Status Flush();
 
  private:
@@ -120,6 +124,9 @@ class Agent {
   ShareSamplerFn sampler_;
   std::map<std::string, ShareSample> share_samples_;  // by lower-case share name
   std::mt19937_64 rng_;
+  // The spool's counts each spooled report carries in its probe errors; taken off the spool's
+  // pending counts once that report is delivered.
+  std::map<std::string, SpoolCounts> carried_counts_;
 
   std::mutex mu_;
   std::condition_variable cv_;  // nudge_reason_ or stopped_ changed

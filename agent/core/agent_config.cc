@@ -202,7 +202,8 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
 
   YAML::Node spool = root["spool"];
   if (spool.IsDefined()) {
-    CheckKeys(spool, {"dir", "max_reports"}, "spool", &problems);
+    CheckKeys(spool, {"dir", "max_reports", "max_bytes", "max_age", "max_rejected"}, "spool",
+              &problems);
     if (ReadString(spool, "dir", "spool", &c.spool_dir, &problems)) {
       c.spool_dir = ResolvePath(file, c.spool_dir);
     }
@@ -210,12 +211,28 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     if (ReadUint(spool, "max_reports", "spool", 1, 100'000, &max, &problems)) {
       c.spool_max_reports = static_cast<uint32_t>(max);
     }
+    ReadByteSize(spool, "max_bytes", "spool", &c.spool_max_bytes, &problems);
+    ReadDuration(spool, "max_age", "spool", &c.spool_max_age, &problems);
+    uint64_t rejected = c.spool_max_rejected;
+    if (ReadUint(spool, "max_rejected", "spool", 0, 100'000, &rejected, &problems)) {
+      c.spool_max_rejected = static_cast<uint32_t>(rejected);
+    }
   }
 
   YAML::Node limits = root["limits"];
   if (limits.IsDefined()) {
     CheckKeys(limits, {"max_report_bytes"}, "limits", &problems);
     ReadByteSize(limits, "max_report_bytes", "limits", &c.max_report_bytes, &problems);
+  }
+  // The spool must hold at least one report of the largest size the agent builds.
+  if (c.spool_max_bytes < c.max_report_bytes + (64 << 10)) {
+    problems.AddNoLine(
+        "spool.max_bytes",
+        absl::StrCat("must be at least limits.max_report_bytes + 64KiB (",
+                     c.max_report_bytes + (64 << 10), " bytes), got ", c.spool_max_bytes));
+  }
+  if (c.spool_max_age.count() != 0 && c.spool_max_age < std::chrono::hours(1)) {
+    problems.AddNoLine("spool.max_age", "must be 0 (no limit) or at least 1h");
   }
 
   YAML::Node changes = root["changes"];

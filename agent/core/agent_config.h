@@ -65,6 +65,9 @@ struct AgentConfig {
   std::chrono::milliseconds max_backoff{300'000};
   std::string spool_dir = "/var/lib/smbfleet/spool";
   uint32_t spool_max_reports = 200;
+  uint64_t spool_max_bytes = uint64_t{256} << 20;           // report files together
+  std::chrono::milliseconds spool_max_age{7 * 86'400'000};  // 0 = no limit
+  uint32_t spool_max_rejected = 50;                         // files kept in <spool>/rejected
   uint64_t max_report_bytes = 4 << 20;
   std::string log_level = "info";
   // Environment for the platform's tools (e.g. NSS_WRAPPER_* for a private Samba).

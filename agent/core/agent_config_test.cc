@@ -37,6 +37,34 @@ TEST_F(AgentConfigTest, DefaultsAndRelativePaths) {
   EXPECT_EQ(c->tls.ca, dir_ + "/ca.pem");
 }
 
+TEST_F(AgentConfigTest, SpoolBoundsHaveDefaultsAndAreValidated) {
+  const std::string head =
+      "collector: {address: 'collector.example:7443'}\n"
+      "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml", head + "spool: {dir: spool}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->spool_max_reports, 200u);
+  EXPECT_EQ(c->spool_max_bytes, uint64_t{256} << 20);
+  EXPECT_EQ(c->spool_max_age, std::chrono::hours(24 * 7));
+  EXPECT_EQ(c->spool_max_rejected, 50u);
+
+  c = ParseAgentConfig(dir_ + "/agent.yaml",
+                       head +
+                           "spool: {dir: spool, max_reports: 20, max_bytes: 64MiB, max_age: 48h, "
+                           "max_rejected: 5}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->spool_max_reports, 20u);
+  EXPECT_EQ(c->spool_max_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(c->spool_max_age, std::chrono::hours(48));
+  EXPECT_EQ(c->spool_max_rejected, 5u);
+
+  auto bad = ParseAgentConfig(dir_ + "/agent.yaml",
+                              head + "spool: {dir: spool, max_bytes: 1MiB, max_age: 5m}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("spool.max_bytes: must be at least"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("spool.max_age: must be 0"));
+}
+
 // With enroll:, the certificate and key are where enrollment will write them: they need not
 // exist; the pinned CA must. The host must be a host name.
 TEST_F(AgentConfigTest, EnrollmentNeedsNoCertificateYet) {

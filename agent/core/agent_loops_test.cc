@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -35,6 +36,12 @@ class FakeSource : public PostureSource {
     return p;
   }
   std::string Describe() const override { return "fake"; }
+  // Counts commits, as the Windows source saves its event bookmark there.
+  absl::Status CommitCollected() override {
+    ++commits;
+    return absl::OkStatus();
+  }
+  int commits = 0;
 };
 
 class AgentLoopsTest : public ::testing::Test {
@@ -239,6 +246,105 @@ TEST_F(AgentLoopsTest, FlushKeepsReportsOnRetryableErrorsAndMovesPermanentOnesAs
       ASSERT_TRUE(spool_->Remove(id).ok());
     }
   }
+}
+
+// The probe errors "spool" of a report, as "CODE: message".
+std::vector<std::string> SpoolErrors(const smbfleet::v1::ReportRequest& r) {
+  std::vector<std::string> out;
+  for (const auto& e : r.posture().probe_errors()) {
+    if (e.probe() == "spool") out.push_back(e.code() + ": " + e.message());
+  }
+  return out;
+}
+
+TEST_F(AgentLoopsTest, PoisonReportInTheMiddleIsSetAsideCountedAndTheRestDeliveredInOrder) {
+  Spooled("r1");
+  Spooled("r2");
+  Spooled("r3");
+  Spooled("r4");
+  client_.ScriptReports({absl::OkStatus(),
+                         absl::InvalidArgumentError("posture.shares[0].name: contains U+0000"),
+                         absl::OkStatus(), absl::OkStatus()});
+  auto agent = NewAgent();
+  absl::Status s = agent->Flush();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_THAT(Ids(client_.reports()), ElementsAre("r1", "r2", "r3", "r4"));
+  EXPECT_THAT(*spool_->List(), IsEmpty());
+  EXPECT_THAT(Rejected(), ElementsAre("r2"));
+  EXPECT_EQ(spool_->counts().rejected, 1u);
+
+  // The next report tells the collector; once it is delivered the count starts over.
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  ASSERT_EQ(client_.reports().size(), 5u);
+  EXPECT_THAT(SpoolErrors(client_.reports()[4]),
+              ElementsAre(::testing::StartsWith("REJECTED: 1 reports refused")));
+  EXPECT_TRUE(spool_->counts().empty());
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  EXPECT_THAT(SpoolErrors(client_.reports()[5]), IsEmpty());
+}
+
+TEST_F(AgentLoopsTest, CorruptSpoolFileIsSetAsideCountedAndDoesNotStopTheFlush) {
+  Spooled("r1");
+  Spooled("r2");
+  Spooled("r3");
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().filename().string().find("-r2.report") == std::string::npos) continue;
+    std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) - 3);  // torn
+  }
+  auto agent = NewAgent();
+  absl::Status s = agent->Flush();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_THAT(Ids(client_.reports()), ElementsAre("r1", "r3"));
+  EXPECT_THAT(*spool_->List(), IsEmpty());
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/rejected/r2.corrupt"));
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  EXPECT_THAT(SpoolErrors(client_.reports().back()),
+              ElementsAre(::testing::StartsWith("CORRUPT: 1 spooled reports")));
+  EXPECT_TRUE(spool_->counts().empty());
+}
+
+TEST_F(AgentLoopsTest, DroppedCountsStayPendingUntilAReportCarryingThemIsDelivered) {
+  spool_ = std::make_unique<Spool>(dir_, 2);
+  ASSERT_TRUE(spool_->Open().ok());
+  Spooled("r1");
+  Spooled("r2");
+  Spooled("r3");  // r1 dropped
+  ASSERT_EQ(spool_->counts().dropped, 1u);
+  client_.ScriptReports({absl::UnavailableError("down")});
+  auto agent = NewAgent();
+  // The new report (carrying the count) drops r2; the collector is down.
+  EXPECT_FALSE(agent->RunOnce("schedule").ok());
+  ASSERT_EQ(client_.reports().size(), 1u);
+  EXPECT_EQ(client_.reports()[0].report_id(), "r3");
+  EXPECT_EQ(spool_->counts().dropped, 2u);
+  // The collector is back: r3, then the report that says one was dropped, are delivered.
+  ASSERT_TRUE(agent->Flush().ok());
+  ASSERT_EQ(client_.reports().size(), 3u);
+  EXPECT_THAT(SpoolErrors(client_.reports()[2]),
+              ElementsAre(::testing::StartsWith("DROPPED: 1 reports dropped")));
+  EXPECT_EQ(spool_->counts().dropped, 1u);  // r2's drop: not told yet
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  EXPECT_THAT(SpoolErrors(client_.reports().back()),
+              ElementsAre(::testing::StartsWith("DROPPED: 1 reports dropped")));
+  EXPECT_TRUE(spool_->counts().empty());
+}
+
+TEST_F(AgentLoopsTest, SourceIsCommittedOnlyOnceItsReportIsInTheSpool) {
+  auto agent = NewAgent();
+  // The spool cannot write (its directory is gone, a file in its place).
+  std::filesystem::remove_all(dir_);
+  { std::ofstream(dir_) << "not a directory"; }
+  absl::Status s = agent->RunOnce("schedule");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(source_.commits, 0);
+  EXPECT_THAT(client_.reports(), IsEmpty());
+  std::filesystem::remove(dir_);
+  ASSERT_TRUE(spool_->Open().ok());
+  // Put succeeds: committed, whether or not the collector takes the report.
+  client_.ScriptReports({absl::UnavailableError("down")});
+  EXPECT_FALSE(agent->RunOnce("schedule").ok());
+  EXPECT_EQ(source_.commits, 1);
+  EXPECT_EQ(spool_->List()->size(), 1u);
 }
 
 TEST_F(AgentLoopsTest, WatchReconnectsWithCappedJitteredBackoffAndStopsPromptly) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/files.h"
 #include "common/status_macros.h"
 
 namespace smbfleet::agent {
@@ -32,15 +33,7 @@ std::string DirName(const std::string& path) {
   return path.substr(0, slash);
 }
 
-absl::Status SyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open directory", dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return Errno("cannot fsync directory", dir, err);
-  return absl::OkStatus();
-}
+absl::Status SyncDir(const std::string& dir) { return SyncDirectory(dir); }
 
 absl::Status StageFile(const std::string& path, absl::string_view content, int mode,
                        std::string* staged_path) {

@@ -20,6 +20,12 @@ class PostureSource {
   // all could be collected (e.g. the smb.conf path does not exist).
   virtual absl::StatusOr<smbfleet::v1::Posture> Collect() = 0;
 
+  // The agent calls this once the report holding the last Collect()'s posture is durable in the
+  // spool. State that marks data as reported (the Windows event bookmark) advances only here, so
+  // that a failed spool write, or a kill between Collect and the spool, reads the same data
+  // again next time instead of losing it.
+  virtual absl::Status CommitCollected() { return absl::OkStatus(); }
+
   // "samba:/etc/samba/smb.conf", "windows-capture:/tmp/cap", ...
   virtual std::string Describe() const = 0;
 };

@@ -4,8 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "agent/core/command_runner.h"
@@ -31,6 +34,44 @@ std::vector<std::string> BuildEnv(const std::map<std::string, std::string>& extr
   }
   for (const auto& [k, v] : extra) env.push_back(absl::StrCat(k, "=", v));
   return env;
+}
+
+// write() to the child's stdin without a SIGPIPE when the child has gone: SIGPIPE is blocked in
+// this thread for the call and the one it raised (thread-directed) is taken back. The process's
+// disposition is never touched, so runs on other threads and the rest of the agent are unaffected.
+ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t n) {
+  sigset_t pipe_only, old_mask, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigemptyset(&pending);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  ::sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  ssize_t w = ::write(fd, data, n);
+  int err = errno;
+  if (w < 0 && err == EPIPE && !was_pending) {
+    const timespec zero{};
+    while (::sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  errno = err;
+  return w;
+}
+
+// Waits for the child until the deadline; false when it is still running then.
+bool ReapBy(pid_t pid, std::chrono::steady_clock::time_point deadline, int* status) {
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0 && errno != EINTR) return true;  // not our child any more: nothing to wait for
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
 }
 
 }  // namespace
@@ -95,17 +136,15 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
   int out_fd = out_pipe[0], err_fd = err_pipe[0];
   auto deadline = std::chrono::steady_clock::now() + command.timeout;
   absl::Status failure;
-  // SIGPIPE from a child that exits without reading stdin must not kill the agent.
-  struct sigaction ignore_pipe {
-  }, old_pipe{};
-  ignore_pipe.sa_handler = SIG_IGN;
-  ::sigaction(SIGPIPE, &ignore_pipe, &old_pipe);
+  auto timed_out = [&] {
+    return absl::DeadlineExceededError(absl::StrCat(DescribeCommand(command), ": timed out after ",
+                                                    command.timeout.count(), " ms"));
+  };
 
   while (out_fd >= 0 || err_fd >= 0) {
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) {
-      failure = absl::DeadlineExceededError(absl::StrCat(
-          DescribeCommand(command), ": timed out after ", command.timeout.count(), " ms"));
+      failure = timed_out();
       break;
     }
     int wait_ms =
@@ -125,8 +164,8 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
     for (int i = 0; i < nfds; ++i) {
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == in_fd) {
-        ssize_t w = ::write(in_fd, command.stdin_data.data() + stdin_off,
-                            command.stdin_data.size() - stdin_off);
+        ssize_t w = WriteWithoutSigpipe(in_fd, command.stdin_data.data() + stdin_off,
+                                        command.stdin_data.size() - stdin_off);
         if (w > 0) stdin_off += static_cast<size_t>(w);
         if (w < 0 && errno != EAGAIN && errno != EINTR) stdin_off = command.stdin_data.size();
         if (stdin_off >= command.stdin_data.size()) {
@@ -158,13 +197,16 @@ absl::StatusOr<CommandResult> PosixCommandRunner::Run(const Command& command) {
   if (in_fd >= 0) ::close(in_fd);
   if (out_fd >= 0) ::close(out_fd);
   if (err_fd >= 0) ::close(err_fd);
-  if (!failure.ok()) ::kill(-pid, SIGKILL);
 
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // A child that closed its stdout and stderr may still hang: it gets the rest of the timeout.
+  if (failure.ok() && !ReapBy(pid, deadline, &status)) failure = timed_out();
+  if (!failure.ok()) {
+    ::kill(-pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return failure;
   }
-  ::sigaction(SIGPIPE, &old_pipe, nullptr);
-  if (!failure.ok()) return failure;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }

@@ -80,6 +80,7 @@ class DefaultLiveSource : public PostureSource {
         source_(NewWindowsLiveSource(std::move(options), events_.get())) {}
 
   absl::StatusOr<smbfleet::v1::Posture> Collect() override { return source_->Collect(); }
+  absl::Status CommitCollected() override { return source_->CommitCollected(); }
   std::string Describe() const override { return "windows"; }
 
  private:

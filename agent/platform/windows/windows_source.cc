@@ -1,6 +1,7 @@
 #include "agent/platform/windows/windows_source.h"
 
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -63,9 +64,13 @@ std::string BookmarkPath(const WindowsOptions& options) {
   return options.state_dir.empty() ? "" : options.state_dir + "/events-bookmark.json";
 }
 
-// Applies the per-report bound and the bookmark, and records the outcome in the posture.
-absl::Status SelectEvents(const WindowsOptions& options, std::vector<v1::Event> events,
-                          const std::map<std::string, uint64_t>& latest, v1::Posture* posture) {
+// Applies the per-report bound and the bookmark, and records the outcome in the posture. Returns
+// the bookmark advanced past these events, for CommitBookmark once the report holding them is
+// durable (nothing without a state directory).
+std::optional<EventBookmark> SelectEvents(const WindowsOptions& options,
+                                          std::vector<v1::Event> events,
+                                          const std::map<std::string, uint64_t>& latest,
+                                          v1::Posture* posture) {
   std::string path = BookmarkPath(options);
   EventBookmark bookmark;
   if (!path.empty()) {
@@ -81,12 +86,18 @@ absl::Status SelectEvents(const WindowsOptions& options, std::vector<v1::Event> 
       bookmark.Take(std::move(events), options.max_events_per_report, latest);
   for (auto& e : sel.events) *posture->add_events() = std::move(e);
   posture->set_events_dropped(posture->events_dropped() + sel.dropped);
-  if (!path.empty()) {
-    absl::Status saved = MakeDirs(options.state_dir, 0700);
-    if (saved.ok()) saved = bookmark.Save(path);
-    if (!saved.ok()) AddProbeError(posture, kEventsProbe, "BOOKMARK", saved.ToString());
-  }
-  return absl::OkStatus();
+  if (path.empty()) return std::nullopt;
+  return bookmark;
+}
+
+// Saves the bookmark the last Collect advanced, once; a Collect that is never committed (a failed
+// spool write, a kill) leaves the saved one, so the next Collect reads the same events again.
+absl::Status CommitBookmark(const WindowsOptions& options, std::optional<EventBookmark>* pending) {
+  if (!pending->has_value()) return absl::OkStatus();
+  absl::Status saved = MakeDirs(options.state_dir, 0700);
+  if (saved.ok()) saved = (*pending)->Save(BookmarkPath(options));
+  pending->reset();
+  return saved;
 }
 
 class CaptureSource : public PostureSource {
@@ -97,6 +108,7 @@ class CaptureSource : public PostureSource {
   }
 
   absl::StatusOr<v1::Posture> Collect() override {
+    pending_bookmark_.reset();
     std::error_code ec;
     if (!std::filesystem::is_directory(dir_, ec)) {
       return absl::NotFoundError(absl::StrCat("windows-capture:", dir_, ": not a directory"));
@@ -124,6 +136,8 @@ class CaptureSource : public PostureSource {
   }
 
   std::string Describe() const override { return absl::StrCat("windows-capture:", dir_); }
+
+  absl::Status CommitCollected() override { return CommitBookmark(options_, &pending_bookmark_); }
 
  private:
   // capture.json (written by Capture-SmbPosture.ps1): when, and which cmdlets failed there.
@@ -173,11 +187,12 @@ class CaptureSource : public PostureSource {
       AddProbeError(posture, kEventsProbe, "PARSE", events.status().message());
       return;
     }
-    SelectEvents(options_, std::move(*events), latest, posture).IgnoreError();
+    pending_bookmark_ = SelectEvents(options_, std::move(*events), latest, posture);
   }
 
   std::string dir_;
   WindowsOptions options_;
+  std::optional<EventBookmark> pending_bookmark_;
 };
 
 class LiveSource : public PostureSource {
@@ -186,6 +201,7 @@ class LiveSource : public PostureSource {
       : options_(std::move(options)), runner_(runner) {}
 
   absl::StatusOr<v1::Posture> Collect() override {
+    pending_bookmark_.reset();
     v1::Posture posture;
     posture.mutable_host()->set_platform(v1::PLATFORM_WINDOWS);
     posture.mutable_host()->set_agent_version(kVersion);
@@ -213,6 +229,8 @@ class LiveSource : public PostureSource {
   }
 
   std::string Describe() const override { return "windows"; }
+
+  absl::Status CommitCollected() override { return CommitBookmark(options_, &pending_bookmark_); }
 
  private:
   absl::StatusOr<std::string> Run(const std::string& probe, std::string data) {
@@ -250,10 +268,11 @@ class LiveSource : public PostureSource {
       AddProbeError(posture, kEventsProbe, "PARSE", events.status().message());
       return;
     }
-    SelectEvents(options_, std::move(*events), latest, posture).IgnoreError();
+    pending_bookmark_ = SelectEvents(options_, std::move(*events), latest, posture);
   }
 
   WindowsOptions options_;
+  std::optional<EventBookmark> pending_bookmark_;
   PowerShellRunner* runner_;
 };
 

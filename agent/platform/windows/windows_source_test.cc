@@ -547,8 +547,10 @@ TEST(LiveSourceTest, EventBookmarkAcrossRestarts) {
   FakePowerShellRunner runner;
   runner.SetOutput("events", LiveEvents(1, 3, 3));
   {
-    auto p = NewWindowsLiveSource(options, &runner)->Collect();
+    auto source = NewWindowsLiveSource(options, &runner);
+    auto p = source->Collect();
     ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(source->CommitCollected().ok());  // the report holding them is spooled
     ASSERT_THAT(p->events(), SizeIs(3));
     EXPECT_EQ(p->events(0).client_address(), "10.0.0.1");
   }
@@ -557,8 +559,10 @@ TEST(LiveSourceTest, EventBookmarkAcrossRestarts) {
   runner.SetOutput("events", LiveEvents(2, 5, 5));
   runner.ClearCalls();
   {
-    auto p = NewWindowsLiveSource(options, &runner)->Collect();
+    auto source = NewWindowsLiveSource(options, &runner);
+    auto p = source->Collect();
     ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(source->CommitCollected().ok());  // the report holding them is spooled
     ASSERT_THAT(p->events(), SizeIs(2));
     EXPECT_EQ(p->events(0).record_id(), 4u);
     EXPECT_EQ(p->events(1).record_id(), 5u);
@@ -582,18 +586,62 @@ TEST(LiveSourceTest, EventBookmarkAcrossRestarts) {
   // The events call fails: nothing reported, the bookmark stays, nothing is lost.
   runner.SetError("events", absl::DeadlineExceededError("events: timed out"));
   {
-    auto p = NewWindowsLiveSource(options, &runner)->Collect();
+    auto source = NewWindowsLiveSource(options, &runner);
+    auto p = source->Collect();
     ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(source->CommitCollected().ok());  // the report holding them is spooled
     EXPECT_THAT(p->events(), IsEmpty());
   }
   runner.ClearError("events");
   runner.SetOutput("events", LiveEvents(6, 7, 40));  // 35 new, the newest fetched are 6..7
   {
-    auto p = NewWindowsLiveSource(options, &runner)->Collect();
+    auto source = NewWindowsLiveSource(options, &runner);
+    auto p = source->Collect();
     ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(source->CommitCollected().ok());  // the report holding them is spooled
     EXPECT_THAT(p->events(), SizeIs(2));
     EXPECT_EQ(p->events_dropped(), 33u);
   }
+}
+
+TEST(LiveSourceTest, EventBookmarkAdvancesOnlyWhenTheReportIsCommitted) {
+  std::string state = absl::StrCat(::testing::TempDir(), "/live_bookmark_commit");
+  std::remove((state + "/events-bookmark.json").c_str());
+  WindowsOptions options;
+  options.state_dir = state;
+  FakePowerShellRunner runner;
+  runner.SetOutput("events", LiveEvents(1, 3, 3));
+  {
+    // Collected, then the agent is killed (or the spool write fails) before the commit.
+    auto p = NewWindowsLiveSource(options, &runner)->Collect();
+    ASSERT_TRUE(p.ok());
+    EXPECT_THAT(p->events(), SizeIs(3));
+  }
+  EXPECT_FALSE(FileExists(state + "/events-bookmark.json"));
+  auto source = NewWindowsLiveSource(options, &runner);
+  // The same events again, in a collect that is not committed either, then in one that is.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto p = source->Collect();
+    ASSERT_TRUE(p.ok());
+    ASSERT_THAT(p->events(), SizeIs(3)) << attempt;
+    EXPECT_EQ(p->events(0).record_id(), 1u) << attempt;
+  }
+  ASSERT_TRUE(source->CommitCollected().ok());
+  ASSERT_TRUE(source->CommitCollected().ok());  // a second commit changes nothing
+  runner.SetOutput("events", LiveEvents(1, 5, 5));
+  auto p = source->Collect();
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(p->events(), SizeIs(2));
+  EXPECT_EQ(p->events(0).record_id(), 4u);
+  // The events call fails: the commit of that collect keeps the bookmark where it was.
+  runner.SetError("events", absl::DeadlineExceededError("events: timed out"));
+  ASSERT_TRUE(source->Collect().ok());
+  ASSERT_TRUE(source->CommitCollected().ok());
+  runner.ClearError("events");
+  p = source->Collect();
+  ASSERT_TRUE(p.ok());
+  ASSERT_THAT(p->events(), SizeIs(2));
+  EXPECT_EQ(p->events(0).record_id(), 4u);
 }
 
 // ------------------------------------------------------------------------- runner
