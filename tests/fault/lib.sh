@@ -71,16 +71,26 @@ collector_cpu_seconds() {
 
 stored_reports() { psql "$dsn" -qAt -c "SELECT count(*) FROM reports"; }
 
-# wait_stored_at_least SECONDS N: until the database holds N reports; sets $waited_ms.
-wait_stored_at_least() {
+# stored_within SECONDS N: waits until the database holds N reports; sets $waited_ms; returns 1
+# (waited_ms=null) if it does not within SECONDS.
+stored_within() {
   local seconds=$1 want=$2 t0
   t0=$(epoch_ms)
   local deadline=$((t0 + seconds * 1000))
   until (($(stored_reports 2>/dev/null || echo 0) >= want)); do
-    (($(epoch_ms) < deadline)) || fail "waited ${seconds}s for $want stored reports; $(stored_reports 2>/dev/null || echo '?') stored"
+    if (($(epoch_ms) >= deadline)); then
+      waited_ms=null
+      return 1
+    fi
     sleep 0.1
   done
   waited_ms=$(($(epoch_ms) - t0))
+}
+
+# wait_stored_at_least SECONDS N: as stored_within, failing the scenario on the timeout.
+wait_stored_at_least() {
+  stored_within "$@" ||
+    fail "waited $1s for $2 stored reports; $(stored_reports 2>/dev/null || echo '?') stored"
 }
 
 # count_reports ACKED_IDS_FILE: JSON figures of the reports table against the ids the loadgen

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Restart PostgreSQL during ingest, once with a fast shutdown and once with an immediate one
+# (crash recovery on start), without touching the collector. The simulated agents keep their
+# reports and retry; when the database is back the same collector stores them: nothing acked is
+# lost, nothing is stored twice, every report is acked in the end. Figures: the time from each
+# restart to the next stored report, the agents' errors by code.
+#
+#   pg_restart.sh [--short|--long]   short: 2,000 reports from 50 agents; long: 10,000 from 200
+# shellcheck source=../lib.sh
+source "$(dirname "$0")/../lib.sh"
+fault_init pg_restart "$@"
+if [[ $mode == long ]]; then agents=200 reports=10000 rate=250; else agents=50 reports=2000 rate=100; fi
+
+step "database and collector (durable PostgreSQL)"
+new_database
+port=$(free_port)
+start_fixed_collector collector "$port"
+collector_pid=${e2e_pid[collector]}
+
+step "ingest: $reports reports from $agents agents at $rate/s"
+run_loadgen load --collector "127.0.0.1:$port" --agents "$agents" --reports "$reports" \
+  --rate "$rate" --max_seconds 150
+
+recover=()
+restart_ms=()
+k=0
+for how in fast immediate; do
+  k=$((k + 1))
+  wait_stored_at_least 120 $((reports * k / 3))
+  before=$(stored_reports)
+  step "PostgreSQL restart ($how) at $before stored"
+  t0=$(epoch_ms)
+  bash "$e2e_root/deploy/pg.sh" restart "$pg_dir" "$how" >/dev/null
+  restart_ms+=($(($(epoch_ms) - t0)))
+  if stored_within 60 $((before + 1)); then
+    recover+=($(($(epoch_ms) - t0)))
+    echo "   stored again $((recover[-1])) ms after the restart began"
+  else
+    recover+=(null)
+    echo "   nothing stored within 60 s of the database's return"
+  fi
+done
+
+step "waiting for every report to be acked"
+wait_loadgen load 200
+collector_alive=true
+exited collector && collector_alive=false
+[[ ${e2e_pid[collector]} == "$collector_pid" ]] || collector_alive=false
+summary=$work/load.summary.json
+[[ -s $summary ]] || fail "the loadgen wrote no summary"
+counts=$(count_reports "$work/load.acked")
+echo "   loadgen: $(jq -c 'del(.curve)' "$summary")"
+echo "   database: $counts"
+
+figures=$(jq -n --arg mode "$mode" --argjson s "$(jq -c 'del(.curve)' "$summary")" --argjson c "$counts" \
+  --argjson recover "$(printf '%s\n' "${recover[@]}" | jq -s -c .)" \
+  --argjson restart "$(printf '%s\n' "${restart_ms[@]}" | jq -s -c .)" \
+  --argjson alive "$collector_alive" '{
+    scenario: "pg_restart", mode: $mode, agents: $s.agents, restarts: ["fast", "immediate"],
+    collector_restarted: ($alive | not), sent: $s.produced, acked: $s.acked, stored: $c.stored,
+    duplicates: $c.duplicates, lost: $c.lost, unacked: $s.unacked,
+    unacked_stored: $c.unacked_stored, rejected: $s.rejected, retries: $s.retries,
+    pg_restart_ms: $restart, recover_ms: $recover, errors: $s.errors, outcomes: $s.outcomes,
+    agent_recovery_ms: $s.recovery_ms, elapsed_s: $s.elapsed_s }')
+status=0
+check() { if ! jq -e "$1" <<<"$figures" >/dev/null; then echo "FAIL: $2" >&2; status=1; fi; }
+check '.collector_restarted == false' "the collector exited"
+check '.recover_ms | all(. != null)' "ingest did not resume after a database restart"
+check '.lost == 0' "acked reports missing from the database"
+check '.duplicates == 0' "reports stored more than once"
+check '.unacked == 0 and .sent == '"$reports" "reports never acked (loadgen exit $loadgen_rc)"
+check '.rejected == 0' "reports refused as invalid"
+[[ $status -eq 0 ]] || e2e_logs
+emit "$figures"
+exit "$status"
