@@ -100,6 +100,7 @@ struct LoadGen::State {
   std::condition_variable changed;
   std::vector<std::unique_ptr<Agent>> agents;
   Clock::time_point start{};
+  int64_t start_unix_ms = 0;  // the same instant on the wall clock, to line up with other logs
   int outstanding = 0;  // report calls and watch streams not yet done
   int64_t produced = 0, attempts = 0, acked = 0, rejected = 0, retries = 0;
   std::map<std::string, int64_t> outcomes, errors, watch_ends;
@@ -253,6 +254,9 @@ absl::Status LoadGen::Setup() {
 absl::Status LoadGen::Run() {
   State& st = *state_;
   st.start = Clock::now();
+  st.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
   const auto deadline = st.start + options_.max_seconds;
   auto next_curve = st.start;
   auto next_status = st.start;
@@ -384,6 +388,7 @@ nlohmann::json LoadGen::Summary() const {
       {"errors", st.errors},
       {"recovery_ms", Distribution(st.recovery_ms)},
       {"elapsed_s", st.elapsed_s},
+      {"start_unix_ms", st.start_unix_ms},
       {"timed_out", st.timed_out},
   };
   if (options_.watch) {
