@@ -93,6 +93,7 @@ figures=$(jq -n --arg mode "$mode" --argjson s "$(jq -c 'del(.curve)' "$summary"
 status=0
 check() { if ! jq -e "$1" <<<"$figures" >/dev/null; then echo "FAIL: $2" >&2; status=1; fi; }
 check '.all_reconnected' "not every agent reconnected within ${bound}s"
+check '.shutdown_forced == false' "the collector did not exit within 20 s of SIGTERM"
 check '.lost == 0' "acked reports missing from the database"
 check '.duplicates == 0' "reports stored more than once"
 check '.unacked == 0 and .sent == '"$reports" "reports never acked"
