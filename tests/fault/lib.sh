@@ -110,7 +110,11 @@ SELECT json_build_object(
   'lost', (SELECT count(*) FROM (SELECT DISTINCT report_id FROM acked) a
            WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.report_id::text = a.report_id)),
   'unacked_stored', (SELECT count(*) FROM reports r
-           WHERE NOT EXISTS (SELECT 1 FROM acked a WHERE a.report_id = r.report_id::text)));
+           WHERE NOT EXISTS (SELECT 1 FROM acked a WHERE a.report_id = r.report_id::text)),
+  'stale_evaluations', (SELECT count(*) FROM hosts h
+           WHERE (SELECT max(received_at) FROM reports r WHERE r.host_id = h.id AND r.changed)
+               > coalesce((SELECT max(evaluated_at) FROM compliance_results c
+                           WHERE c.host_id = h.id), '-infinity')));
 SQL
   tail -1 "$work/count.out"
 }

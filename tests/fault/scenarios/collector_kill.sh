@@ -44,7 +44,8 @@ figures=$(jq -n --arg mode "$mode" --argjson s "$(jq -c 'del(.curve)' "$summary"
   --argjson recover "$(printf '%s\n' "${recover[@]}" | jq -s -c .)" '{
     scenario: "collector_kill", mode: $mode, agents: $s.agents, kills: 3,
     sent: $s.produced, acked: $s.acked, stored: $c.stored, duplicates: $c.duplicates,
-    lost: $c.lost, unacked: $s.unacked, unacked_stored: $c.unacked_stored, rejected: $s.rejected,
+    lost: $c.lost, stale_evaluations: $c.stale_evaluations, unacked: $s.unacked,
+    unacked_stored: $c.unacked_stored, rejected: $s.rejected,
     retries: $s.retries, recover_ms: $recover, outcomes: $s.outcomes, errors: $s.errors,
     agent_recovery_ms: $s.recovery_ms, elapsed_s: $s.elapsed_s }')
 status=0

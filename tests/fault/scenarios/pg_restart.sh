@@ -49,18 +49,20 @@ exited collector && collector_alive=false
 summary=$work/load.summary.json
 [[ -s $summary ]] || fail "the loadgen wrote no summary"
 counts=$(count_reports "$work/load.acked")
+# The issue asks for one log line per outage, not one per call: the figure shows which it is.
+error_lines=$(grep -cE '^[^ ]+ (warning|error) ' "$work/collector.log" || true)
 echo "   loadgen: $(jq -c 'del(.curve)' "$summary")"
 echo "   database: $counts"
 
 figures=$(jq -n --arg mode "$mode" --argjson s "$(jq -c 'del(.curve)' "$summary")" --argjson c "$counts" \
   --argjson recover "$(printf '%s\n' "${recover[@]}" | jq -s -c .)" \
   --argjson restart "$(printf '%s\n' "${restart_ms[@]}" | jq -s -c .)" \
-  --argjson alive "$collector_alive" '{
+  --argjson alive "$collector_alive" --argjson error_lines "$error_lines" '{
     scenario: "pg_restart", mode: $mode, agents: $s.agents, restarts: ["fast", "immediate"],
     collector_restarted: ($alive | not), sent: $s.produced, acked: $s.acked, stored: $c.stored,
-    duplicates: $c.duplicates, lost: $c.lost, unacked: $s.unacked,
+    duplicates: $c.duplicates, lost: $c.lost, stale_evaluations: $c.stale_evaluations, unacked: $s.unacked,
     unacked_stored: $c.unacked_stored, rejected: $s.rejected, retries: $s.retries,
-    pg_restart_ms: $restart, recover_ms: $recover, errors: $s.errors, outcomes: $s.outcomes,
+    pg_restart_ms: $restart, recover_ms: $recover, collector_warning_error_lines: $error_lines, errors: $s.errors, outcomes: $s.outcomes,
     agent_recovery_ms: $s.recovery_ms, elapsed_s: $s.elapsed_s }')
 status=0
 check() { if ! jq -e "$1" <<<"$figures" >/dev/null; then echo "FAIL: $2" >&2; status=1; fi; }

@@ -88,7 +88,8 @@ figures=$(jq -n --arg mode "$mode" --argjson s "$(jq -c 'del(.curve)' "$summary"
     all_reconnected: $reconnected, reconnect_all_ms: $reconnect, collector_cpu_s: $cpu,
     reconnect_ms: $s.watch.reconnect_ms, stream_ends: $s.watch.stream_ends,
     sent: $s.produced, acked: $s.acked, stored: $c.stored, duplicates: $c.duplicates,
-    lost: $c.lost, unacked: $s.unacked, retries: $s.retries, errors: $s.errors,
+    lost: $c.lost, stale_evaluations: $c.stale_evaluations, unacked: $s.unacked,
+    retries: $s.retries, errors: $s.errors,
     reconnect_curve: $curve }')
 status=0
 check() { if ! jq -e "$1" <<<"$figures" >/dev/null; then echo "FAIL: $2" >&2; status=1; fi; }
