@@ -101,7 +101,7 @@ struct LoadGen::State {
   std::vector<std::unique_ptr<Agent>> agents;
   Clock::time_point start{};
   int64_t start_unix_ms = 0;  // the same instant on the wall clock, to line up with other logs
-  int outstanding = 0;  // report calls and watch streams not yet done
+  int outstanding = 0;        // report calls and watch streams not yet done
   int64_t produced = 0, attempts = 0, acked = 0, rejected = 0, retries = 0;
   std::map<std::string, int64_t> outcomes, errors, watch_ends;
   std::vector<std::string> acked_ids;
@@ -226,7 +226,7 @@ absl::Status LoadGen::Setup() {
   ASSIGN_OR_RETURN(std::string ca_cert, ReadFile(options_.ca_cert));
   ASSIGN_OR_RETURN(std::string ca_key, ReadFile(options_.ca_key));
   ASSIGN_OR_RETURN(std::string trust, ReadFile(options_.trust));
-  ASSIGN_OR_RETURN(auto issuer, AgentIssuer::Create(std::move(ca_cert), ca_key, std::move(trust)));
+  ASSIGN_OR_RETURN(auto issuer, AgentIssuer::Create(ca_cert, ca_key, std::move(trust)));
   for (int i = 0; i < options_.agents; ++i) {
     const int number = options_.first_agent + i;
     std::string name =

@@ -1,14 +1,16 @@
 #ifndef SMBFLEET_LOADGEN_SIM_IDENTITY_H_
 #define SMBFLEET_LOADGEN_SIM_IDENTITY_H_
 
-// Client certificates for simulated agents, minted in process from the agents CA's key exactly
-// as deploy/ca.sh issues a real agent's (CN and DNS SAN = host name, OU=agent, clientAuth).
+// Client certificates for simulated agents, made in process the way an enrolling agent gets one:
+// a fresh key and CSR (common/csr.h) signed by the collector's issuing CA code with the agents
+// CA's key (CN and DNS SAN = host name, OU=agent, clientAuth).
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "collector/enroll/issuing_ca.h"
 #include "common/tls.h"
 
 namespace smbfleet::loadgen {
@@ -17,20 +19,19 @@ class AgentIssuer {
  public:
   // `ca_cert_pem` and `ca_key_pem` are the issuing CA (deploy/ca.sh's agents-ca.pem and .key);
   // `trust_pem` is the root the agents verify the collector with (ca.pem).
-  static absl::StatusOr<std::unique_ptr<AgentIssuer>> Create(std::string ca_cert_pem,
+  static absl::StatusOr<std::unique_ptr<AgentIssuer>> Create(const std::string& ca_cert_pem,
                                                              const std::string& ca_key_pem,
                                                              std::string trust_pem);
-  ~AgentIssuer();
-  AgentIssuer(const AgentIssuer&) = delete;
-  AgentIssuer& operator=(const AgentIssuer&) = delete;
 
   // A fresh EC P-256 key and a 7-day certificate for `host`, chained with the issuing CA.
   absl::StatusOr<TlsMaterial> Issue(absl::string_view host) const;
 
  private:
-  struct Impl;
-  explicit AgentIssuer(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  AgentIssuer(std::unique_ptr<collector::IssuingCa> ca, std::string trust_pem)
+      : ca_(std::move(ca)), trust_pem_(std::move(trust_pem)) {}
+
+  std::unique_ptr<collector::IssuingCa> ca_;
+  std::string trust_pem_;
 };
 
 }  // namespace smbfleet::loadgen
