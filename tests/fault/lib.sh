@@ -146,5 +146,54 @@ wait_loadgen() {
 # loadgen_status NAME FIELD: a field of the loadgen's progress file (0 before it exists).
 loadgen_status() { jq -r ".$2" "$work/$1.status" 2>/dev/null || echo 0; }
 
-# The scenario's figures: one JSON object, the last line of stdout.
-emit() { jq -c . <<<"$1"; }
+# fault_collector: a database on the scenario's server and a collector on a fixed port, $port.
+fault_collector() {
+  new_database
+  port=$(free_port)
+  start_fixed_collector collector "$port"
+}
+
+# loadgen_figures NAME: once loadgen NAME ended, sets $load (its summary without the curve) and
+# $counts (count_reports of the ids it saw acked), and prints both.
+loadgen_figures() {
+  local summary=$work/$1.summary.json
+  [[ -s $summary ]] || fail "the loadgen $1 wrote no summary"
+  load=$(jq -c 'del(.curve)' "$summary")
+  counts=$(count_reports "$work/$1.acked")
+  echo "   loadgen: $load"
+  echo "   database: $counts"
+}
+
+# report_json: the figures every loadgen scenario prints, from $load and $counts.
+report_json() {
+  jq -nc --argjson s "$load" --argjson c "$counts" '{
+    sent: $s.produced, acked: $s.acked, stored: $c.stored, duplicates: $c.duplicates,
+    lost: $c.lost, stale_evaluations: $c.stale_evaluations, unacked: $s.unacked,
+    unacked_stored: $c.unacked_stored, rejected: $s.rejected, retries: $s.retries,
+    errors: $s.errors, outcomes: $s.outcomes, agent_recovery_ms: $s.recovery_ms,
+    elapsed_s: $s.elapsed_s }'
+}
+
+# expect JQ MESSAGE: a check of $figures; a failed one is reported and fails the scenario at
+# fault_finish, after its figures are printed.
+fault_status=0
+expect() {
+  jq -e "$1" <<<"$figures" >/dev/null || { echo "FAIL: $2" >&2; fault_status=1; }
+}
+
+# expect_every_report N: nothing acked is lost, nothing is stored twice, all N were made and
+# acked, none refused as invalid.
+expect_every_report() {
+  expect '.lost == 0' "acked reports missing from the database"
+  expect '.duplicates == 0' "reports stored more than once"
+  expect ".unacked == 0 and .sent == $1" "reports never acked (loadgen exit ${loadgen_rc:-?})"
+  expect '.rejected == 0' "reports refused as invalid"
+}
+
+# fault_finish: prints $figures as the last line of stdout (one JSON object) and exits with the
+# checks' result.
+fault_finish() {
+  ((fault_status == 0)) || e2e_logs
+  jq -c . <<<"$figures"
+  exit "$fault_status"
+}

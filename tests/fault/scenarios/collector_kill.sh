@@ -11,9 +11,7 @@ fault_init collector_kill "$@"
 if [[ $mode == long ]]; then agents=200 reports=10000 rate=500; else agents=50 reports=2000 rate=200; fi
 
 step "database and collector (durable PostgreSQL)"
-new_database
-port=$(free_port)
-start_fixed_collector collector "$port"
+fault_collector
 
 step "burst: $reports reports from $agents agents at $rate/s"
 run_loadgen load --collector "127.0.0.1:$port" --agents "$agents" --reports "$reports" \
@@ -34,26 +32,10 @@ done
 
 step "waiting for every report to be acked"
 wait_loadgen load 240
-summary=$work/load.summary.json
-[[ -s $summary ]] || fail "the loadgen wrote no summary"
-counts=$(count_reports "$work/load.acked")
-echo "   loadgen: $(jq -c 'del(.curve)' "$summary")"
-echo "   database: $counts"
-
-figures=$(jq -n --arg mode "$mode" --argjson s "$(jq -c 'del(.curve)' "$summary")" --argjson c "$counts" \
+loadgen_figures load
+figures=$(jq -n --arg mode "$mode" --argjson r "$(report_json)" \
   --argjson recover "$(printf '%s\n' "${recover[@]}" | jq -s -c .)" '{
-    scenario: "collector_kill", mode: $mode, agents: $s.agents, kills: 3,
-    sent: $s.produced, acked: $s.acked, stored: $c.stored, duplicates: $c.duplicates,
-    lost: $c.lost, stale_evaluations: $c.stale_evaluations, unacked: $s.unacked,
-    unacked_stored: $c.unacked_stored, rejected: $s.rejected,
-    retries: $s.retries, recover_ms: $recover, outcomes: $s.outcomes, errors: $s.errors,
-    agent_recovery_ms: $s.recovery_ms, elapsed_s: $s.elapsed_s }')
-status=0
-check() { if ! jq -e "$1" <<<"$figures" >/dev/null; then echo "FAIL: $2" >&2; status=1; fi; }
-check '.lost == 0' "acked reports missing from the database"
-check '.duplicates == 0' "reports stored more than once"
-check '.unacked == 0 and .sent == '"$reports" "reports never acked (loadgen exit $loadgen_rc)"
-check '.rejected == 0' "reports refused as invalid"
-[[ $status -eq 0 ]] || e2e_logs
-emit "$figures"
-exit "$status"
+    scenario: "collector_kill", mode: $mode, agents: '"$agents"', kills: 3, recover_ms: $recover
+  } + $r')
+expect_every_report "$reports"
+fault_finish

@@ -93,8 +93,7 @@ restore_conf
 
 declare -A landed=()
 results=()
-status=0
-bad() { echo "FAIL: run $run: $*" >&2; status=1; }
+bad() { echo "FAIL: run $run: $*" >&2; fault_status=1; }
 for run in $(seq 1 "$runs"); do
   # Kill points spread from the approval to half the reference's approval-to-APPLIED time
   # (which includes the collector's and this script's polling; the agent's own work is in the
@@ -161,6 +160,4 @@ figures=$(printf '%s\n' "${results[@]}" | jq -sc --arg mode "$mode" --argjson ap
     mixed_at_kill: map(select(.conf_at_kill == "mixed")) | length,
     mixed_after_recovery: map(select(.conf_after == "mixed")) | length,
     runs: . }')
-[[ $status -eq 0 ]] || e2e_logs
-emit "$figures"
-exit "$status"
+fault_finish
