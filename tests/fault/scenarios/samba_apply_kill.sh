@@ -6,7 +6,9 @@
 # journal finishes or rolls back, the collector records exactly one ack, and smb.conf with its
 # include files is byte-identical to the old or the new version, matching the result (APPLIED:
 # new; anything else: old). Between runs the original files are put back. The figures say where
-# each kill landed; a kill between the renames of two include files is possible but rare.
+# each kill landed. A kill between the renames of two include files, rare by timing, is made
+# once per run exactly there: a test tool preloaded into the agent (tests/fault/
+# kill_at_rename.cc, not part of the product) sends SIGKILL on entering the second rename.
 #
 #   samba_apply_kill.sh [--short|--long]   short: 8 kills; long: 30
 # shellcheck source=../lib.sh
@@ -18,6 +20,7 @@ if [[ $mode == long ]]; then runs=30; else runs=8; fi
 readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData, client.minDialect, client.requireEncryption]"
 lab_dir=$work/$host
 journal_dir=$work/agent-$host/spool-changes
+kill_at_rename=$SMBFLEET_BUILD_DIR/tests/fault/libsmbfleet_fault_kill_at_rename.so
 
 # The bytes smbd's configuration is made of: smb.conf and the agent-managed include files.
 conf_sum() {
@@ -37,12 +40,12 @@ restore_conf() {
 host_reports() {
   psql "$dsn" -qAt -c "SELECT count(*) FROM reports r JOIN hosts h ON h.id = r.host_id WHERE h.name = '$host'"
 }
-# Starts the agent and waits for its startup report, so that a proposal plans on the files as
-# they are now.
+# start_and_report [WRAPPER...]: starts the agent (under WRAPPER) and waits for its startup
+# report, so that a proposal plans on the files as they are now.
 start_and_report() {
   local before
   before=$(host_reports)
-  start_agent agent "$work/agent.yaml"
+  spawn agent "$@" "$agent_bin" run --config "$work/agent.yaml"
   local deadline=$(($(epoch_ms) + 30000))
   until (($(host_reports) > before)); do
     (($(epoch_ms) < deadline)) || fail "no startup report of $host"
@@ -86,6 +89,8 @@ propose_and_approve "reference"
 wait_host_state 30 "$id" "$host" APPLIED
 apply_ms=$(($(epoch_ms) - t_approved))
 new_sum=$(conf_sum)
+mkdir -p "$work/new"
+cp -a "$lab_dir/smb.conf" "$lab_dir/conf.d" "$work/new/"
 [[ $new_sum != "$old_sum" ]] || fail "the reference change did not change smb.conf"
 echo "   approval to APPLIED: $apply_ms ms"
 stop_proc agent TERM
@@ -94,39 +99,53 @@ restore_conf
 declare -A landed=()
 results=()
 bad() { echo "FAIL: run $run: $*" >&2; fault_status=1; }
-for run in $(seq 1 "$runs"); do
-  # Kill points spread from the approval to half the reference's approval-to-APPLIED time
-  # (which includes the collector's and this script's polling; the agent's own work is in the
-  # first part of it); long: at random over the same span.
-  span=$((apply_ms / 2))
-  if [[ $mode == long ]]; then
-    delay=$((RANDOM % (span + 1)))
+
+# The managed files the reference change rewrote, in the order the agent renames them into place
+# (path order).
+changed_files=()
+for f in $(cd "$work/new" && find conf.d -maxdepth 1 -type f -name '*.conf' | sort); do
+  cmp -s "$work/new/$f" "$work/orig/$f" || changed_files+=("$f")
+done
+
+# kill_run RUN DELAY|rename: one change, the agent killed DELAY ms after its approval (or,
+# with `rename`, at the instant it renames the second changed file into place: the first is
+# new, the rest old), then restarted; checks and records where the kill landed and
+# what recovery made of it.
+kill_run() {
+  local delay=$2
+  run=$1
+  if [[ $delay == rename ]]; then
+    # The test's preloaded tool: SIGKILL on entering rename() onto that path, before it happens.
+    start_and_report env LD_PRELOAD="$kill_at_rename" \
+      SMBFLEET_FAULT_KILL_AT_RENAME_TO="$lab_dir/${changed_files[1]}"
+    propose_and_approve "kill run $run"
+    poll 30 "the agent to be killed at its second rename" exited agent
   else
-    delay=$((span * (run - 1) / (runs - 1)))
+    start_and_report
+    propose_and_approve "kill run $run"
+    while (($(epoch_ms) < t_approved + delay)); do sleep 0.01; done
   fi
-  start_and_report
-  propose_and_approve "kill run $run"
-  while (($(epoch_ms) < t_approved + delay)); do sleep 0.01; done
   stop_proc agent KILL
-  killed_after=$(($(epoch_ms) - t_approved))
+  local killed_after=$(($(epoch_ms) - t_approved))
 
   # Where the kill landed: the journal entry's state, smb.conf, the collector's view.
-  journal_state=none
+  local journal_state=none f at_kill point acked_before=false
   for f in "$journal_dir/$id"@*.json; do
     [[ -f $f ]] && journal_state=$(jq -r .state "$f")
   done
   at_kill=$(conf_class)
-  acked_before=false
   terminal && acked_before=true
   if [[ $acked_before == true || $journal_state == acked ]]; then point=after_ack
   elif [[ $journal_state == finished ]]; then point=finished_not_acked
   elif [[ $journal_state == started ]]; then point=started_conf_$at_kill
   else point=before_journal; fi
+  [[ $delay != rename || $at_kill != mixed ]] || point=started_conf_torn
   landed[$point]=$((${landed[$point]:-0} + 1))
 
   start_agent agent "$work/agent.yaml"
   poll 30 "$host to ack change $id after the restart" terminal
   sleep 2  # a second ack would arrive within this time
+  local result acks after
   result=$(host_state "$id" "$host")
   acks=$(audit_count "$id" acked "$host")
   after=$(conf_class)
@@ -135,7 +154,7 @@ for run in $(seq 1 "$runs"); do
   case "$after" in
     new) [[ $result == HOST_CHANGE_STATE_APPLIED ]] || bad "smb.conf is the new version but the result is $result" ;;
     old) [[ $result != HOST_CHANGE_STATE_APPLIED ]] || bad "APPLIED but smb.conf is the old version" ;;
-    *) bad "smb.conf is neither the old nor the new version after recovery" ;;
+    *) bad "smb.conf is neither the old nor the new version after recovery ($(cd "$lab_dir" && head -50 "${changed_files[@]}"))" ;;
   esac
   results+=("$(jq -nc --argjson run "$run" --argjson ms "$killed_after" --arg point "$point" \
     --arg at_kill "$at_kill" --arg result "${result#HOST_CHANGE_STATE_}" --arg after "$after" \
@@ -144,7 +163,28 @@ for run in $(seq 1 "$runs"); do
       conf_after: $after, acks: $acks}')")
   stop_proc agent TERM
   restore_conf
+}
+
+# Kill points spread from the approval to half the reference's approval-to-APPLIED time (which
+# includes the collector's and this script's polling; the agent's own work is in the first part
+# of it); long: at random over the same span.
+span=$((apply_ms / 2))
+for n in $(seq 1 "$runs"); do
+  if [[ $mode == long ]]; then delay=$((RANDOM % (span + 1))); else delay=$((span * (n - 1) / (runs - 1))); fi
+  kill_run "$n" "$delay"
 done
+
+# A kill between the renames of two include files, which timing alone rarely hits.
+torn=false
+if ((${#changed_files[@]} < 2)); then
+  echo "   the change rewrites one file: no kill between two renames to make"
+elif [[ ! -f $kill_at_rename ]]; then
+  bad "$kill_at_rename is not built: the kill between two renames was not run"
+else
+  kill_run "$((runs + 1))" rename
+  torn=true
+  [[ ${landed[started_conf_torn]:-0} == 1 ]] || bad "the strace kill did not leave the files torn"
+fi
 
 landed_json=$(for k in "${!landed[@]}"; do echo "{\"$k\": ${landed[$k]}}"; done | jq -sc 'add // {}')
 figures=$(printf '%s\n' "${results[@]}" | jq -sc --arg mode "$mode" --argjson apply "$apply_ms" \
@@ -159,5 +199,6 @@ figures=$(printf '%s\n' "${results[@]}" | jq -sc --arg mode "$mode" --argjson ap
     other_results: map(select(.result != "APPLIED" and .result != "ROLLED_BACK")) | length,
     mixed_at_kill: map(select(.conf_at_kill == "mixed")) | length,
     mixed_after_recovery: map(select(.conf_after == "mixed")) | length,
+    torn_case_run: '"$torn"',
     runs: . }')
 fault_finish
