@@ -335,7 +335,7 @@ absl::Status LoadGen::Run() {
       State* state = &st;
       a->stub->async()->Report(
           &call->context, &call->request, &call->response,
-          [state, a, call](grpc::Status status) { OnReportDone(state, a, *call, status); });
+          [state, a, call](const grpc::Status& status) { OnReportDone(state, a, *call, status); });
     }
     for (WatchStream* s : streams) s->Start();
     if (all_acked && !options_.watch) break;
