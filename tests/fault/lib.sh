@@ -50,7 +50,7 @@ fault_cleanup() {
   local rc=$?
   set +e
   # e2e_cleanup reads the exit status as $? (KEEP_E2E=onfail).
-  if [[ -n "${work:-}" ]]; then (exit "$rc"); e2e_cleanup; fi
+  if [[ -n "${work:-}" ]]; then (exit "$rc"); e2e_cleanup >&2; fi  # stdout ends with the figures
   bash "$fault_root/deploy/pg.sh" stop "$pg_dir" >/dev/null 2>&1 || true
   rm -rf "$pg_dir"
   exit "$rc"
