@@ -42,10 +42,10 @@ t_stop=$(epoch_ms)
 kill -TERM "$pid"
 shutdown_forced=false
 until exited collector; do
-  if (($(epoch_ms) - t_stop > 20000)); then
+  if [[ $shutdown_forced == false ]] && (($(epoch_ms) - t_stop > 20000)); then
     echo "   the collector did not exit within 20 s of SIGTERM: kill -9"
     shutdown_forced=true
-    kill -KILL "$pid"
+    kill -KILL "$pid" 2>/dev/null || true
   fi
   sleep 0.1
 done
