@@ -182,12 +182,15 @@ expect() {
 }
 
 # expect_every_report N: nothing acked is lost, nothing is stored twice, all N were made and
-# acked, none refused as invalid.
+# acked, none refused as invalid, every host's last report evaluated.
 expect_every_report() {
   expect '.lost == 0' "acked reports missing from the database"
   expect '.duplicates == 0' "reports stored more than once"
   expect ".unacked == 0 and .sent == $1" "reports never acked (loadgen exit ${loadgen_rc:-?})"
   expect '.rejected == 0' "reports refused as invalid"
+  # A report stored whose evaluation never ran (e.g. stored, collector killed, the resend answered
+  # DUPLICATE and not evaluated): the host's findings lag its posture.
+  expect '.stale_evaluations == 0' "hosts whose last report was stored but never evaluated"
 }
 
 # fault_finish: prints $figures as the last line of stdout (one JSON object) and exits with the
