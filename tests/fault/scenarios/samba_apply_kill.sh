@@ -6,9 +6,10 @@
 # journal finishes or rolls back, the collector records exactly one ack, and smb.conf with its
 # include files is byte-identical to the old or the new version, matching the result (APPLIED:
 # new; anything else: old). Between runs the original files are put back. The figures say where
-# each kill landed. A kill between the renames of two include files, rare by timing, is made
-# once per run exactly there: a test tool preloaded into the agent (tests/fault/
-# kill_at_rename.cc, not part of the product) sends SIGKILL on entering the second rename.
+# each kill landed. Three instants rare by timing get one kill each, exactly there: between
+# the renames of two include files, after the journal's 'finished' before the ack, after the
+# ack before the journal's 'acked'; a test tool preloaded into the agent (tests/fault/
+# kill_at_rename.cc, not part of the product) sends SIGKILL at that rename.
 #
 #   samba_apply_kill.sh [--short|--long]   short: 8 kills; long: 30
 # shellcheck source=../lib.sh
@@ -107,22 +108,32 @@ for f in $(cd "$work/new" && find conf.d -maxdepth 1 -type f -name '*.conf' | so
   cmp -s "$work/new/$f" "$work/orig/$f" || changed_files+=("$f")
 done
 
-# kill_run RUN DELAY|rename: one change, the agent killed DELAY ms after its approval (or,
-# with `rename`, at the instant it renames the second changed file into place: the first is
-# new, the rest old), then restarted; checks and records where the kill landed and
-# what recovery made of it.
+# kill_run RUN DELAY|AT: one change, the agent killed DELAY ms after its approval, or at the
+# instant AT names, by the test tool preloaded into it (tests/fault/kill_at_rename.cc):
+#   torn      on entering the rename of the second changed include file (the first is new)
+#   finished  once the journal's 'finished' entry is written, before the ack is sent
+#   acked     on entering the journal's 'acked' write: the collector has the ack, the journal
+#             does not know
+# then restarted; checks and records where the kill landed and what recovery made of it.
 kill_run() {
   local delay=$2
   run=$1
-  if [[ $delay == rename ]]; then
-    # The test's preloaded tool: SIGKILL on entering rename() onto that path, before it happens.
-    start_and_report env LD_PRELOAD="$kill_at_rename" \
-      SMBFLEET_FAULT_KILL_AT_RENAME_TO="$lab_dir/${changed_files[1]}"
-    propose_and_approve "kill run $run"
-    poll 30 "the agent to be killed at its second rename" exited agent
+  local -a at=(env LD_PRELOAD="$kill_at_rename")
+  # The journal's entry of the change: <journal>/<id>@1.order.json, renamed into place at 'started',
+  # 'finished' and 'acked'.
+  local -a entry=(SMBFLEET_FAULT_KILL_AT_RENAME_PREFIX="$journal_dir/"
+    SMBFLEET_FAULT_KILL_AT_RENAME_SUFFIX=@1.order.json)
+  case $delay in
+    torn) at+=(SMBFLEET_FAULT_KILL_AT_RENAME_TO="$lab_dir/${changed_files[1]}") ;;
+    finished) at+=("${entry[@]}" SMBFLEET_FAULT_KILL_AT_RENAME_NTH=2 SMBFLEET_FAULT_KILL_AT_RENAME_AFTER=1) ;;
+    acked) at+=("${entry[@]}" SMBFLEET_FAULT_KILL_AT_RENAME_NTH=3) ;;
+    *) at=() ;;
+  esac
+  start_and_report "${at[@]}"
+  propose_and_approve "kill run $run"
+  if ((${#at[@]} > 0)); then
+    poll 30 "the agent to be killed at '$delay'" exited agent
   else
-    start_and_report
-    propose_and_approve "kill run $run"
     while (($(epoch_ms) < t_approved + delay)); do sleep 0.01; done
   fi
   stop_proc agent KILL
@@ -135,11 +146,12 @@ kill_run() {
   done
   at_kill=$(conf_class)
   terminal && acked_before=true
-  if [[ $acked_before == true || $journal_state == acked ]]; then point=after_ack
+  if [[ $acked_before == true && $journal_state == finished ]]; then point=ack_delivered_not_recorded
+  elif [[ $acked_before == true || $journal_state == acked ]]; then point=after_ack
   elif [[ $journal_state == finished ]]; then point=finished_not_acked
   elif [[ $journal_state == started ]]; then point=started_conf_$at_kill
   else point=before_journal; fi
-  [[ $delay != rename || $at_kill != mixed ]] || point=started_conf_torn
+  [[ $delay != torn || $at_kill != mixed ]] || point=started_conf_torn
   landed[$point]=$((${landed[$point]:-0} + 1))
 
   start_agent agent "$work/agent.yaml"
@@ -174,16 +186,24 @@ for n in $(seq 1 "$runs"); do
   kill_run "$n" "$delay"
 done
 
-# A kill between the renames of two include files, which timing alone rarely hits.
-torn=false
-if ((${#changed_files[@]} < 2)); then
-  echo "   the change rewrites one file: no kill between two renames to make"
-elif [[ ! -f $kill_at_rename ]]; then
-  bad "$kill_at_rename is not built: the kill between two renames was not run"
+# The instants timing alone rarely hits: between two renames of include files, between the
+# journal's 'finished' and the ack, between the ack and the journal's 'acked'.
+if [[ ! -f $kill_at_rename ]]; then
+  bad "$kill_at_rename is not built: the kills at exact instants were not run"
 else
-  kill_run "$((runs + 1))" rename
-  torn=true
-  [[ ${landed[started_conf_torn]:-0} == 1 ]] || bad "the strace kill did not leave the files torn"
+  n=$runs
+  for at in torn finished acked; do
+    n=$((n + 1))
+    if [[ $at == torn ]] && ((${#changed_files[@]} < 2)); then
+      echo "   the change rewrites one file: no kill between two renames to make"
+      continue
+    fi
+    kill_run "$n" "$at"
+  done
+  ((${#changed_files[@]} < 2)) || [[ ${landed[started_conf_torn]:-0} == 1 ]] ||
+    bad "the kill at the second rename did not leave the files torn"
+  [[ ${landed[finished_not_acked]:-0} -ge 1 ]] || bad "the kill after 'finished' did not land before the ack"
+  [[ ${landed[ack_delivered_not_recorded]:-0} -ge 1 ]] || bad "the kill before 'acked' did not land after the ack"
 fi
 
 landed_json=$(for k in "${!landed[@]}"; do echo "{\"$k\": ${landed[$k]}}"; done | jq -sc 'add // {}')
@@ -199,6 +219,5 @@ figures=$(printf '%s\n' "${results[@]}" | jq -sc --arg mode "$mode" --argjson ap
     other_results: map(select(.result != "APPLIED" and .result != "ROLLED_BACK")) | length,
     mixed_at_kill: map(select(.conf_at_kill == "mixed")) | length,
     mixed_after_recovery: map(select(.conf_after == "mixed")) | length,
-    torn_case_run: '"$torn"',
     runs: . }')
 fault_finish
