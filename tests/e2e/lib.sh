@@ -171,7 +171,7 @@ start_collector() {
   local name=$1
   shift
   {
-    echo "listen: 127.0.0.1:0"
+    echo "listen: ${collector_listen:-127.0.0.1:0}"  # a fixed port for restarts (tests/fault)
     echo "tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}"
     echo "database: {dsn: '$dsn'}"
     echo "watch: {keepalive_interval: 5s}"

@@ -85,6 +85,11 @@ absl::Status RemoveFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status ClearPending(const std::string& managed_dir) {
+  RETURN_IF_ERROR(RemoveFile(PendingWritePath(managed_dir)));
+  return SyncDir(managed_dir);
+}
+
 }  // namespace
 
 std::string RedirectIncludes(const std::string& conf,
@@ -176,6 +181,41 @@ void RemoveStagingLeftovers(const std::string& managed_dir) {
       ::unlink(path.c_str());  // a temp file of WriteFileDurably (".NAME.XXXXXX")
     }
   }
+}
+
+// One line "<0|1> <path>" per file being renamed into place, 1 when the file existed (its
+// previous content is then in <path>.prev).
+std::string PendingWritePath(const std::string& managed_dir) {
+  return managed_dir + "/.smbfleet-apply.pending";
+}
+
+absl::StatusOr<bool> RestoreInterruptedWrite(const std::string& managed_dir) {
+  const std::string pending = PendingWritePath(managed_dir);
+  absl::StatusOr<std::string> text = ReadFile(pending, 1 << 20);
+  if (absl::IsNotFound(text.status())) return false;
+  if (!text.ok()) return text.status();
+  for (absl::string_view line : absl::StrSplit(*text, '\n', absl::SkipEmpty())) {
+    const bool existed = absl::StartsWith(line, "1 ");
+    if (!existed && !absl::StartsWith(line, "0 ")) {
+      return absl::DataLossError(
+          absl::StrCat(pending, ": line '", absl::CHexEscape(line), "' is not '<0|1> <path>'"));
+    }
+    const std::string path(line.substr(2));
+    // Only the managed files themselves: the record cannot point a restore anywhere else.
+    if (!absl::StartsWith(path, managed_dir + "/") ||
+        path.find('/', managed_dir.size() + 1) != std::string::npos) {
+      return absl::DataLossError(
+          absl::StrCat(pending, ": '", absl::CHexEscape(path), "' is not in ", managed_dir));
+    }
+    if (existed) {
+      ASSIGN_OR_RETURN(std::string previous, ReadFile(path + ".prev", 1 << 20));
+      RETURN_IF_ERROR(WriteFileDurably(path, previous));
+    } else {
+      RETURN_IF_ERROR(RemoveFile(path));
+    }
+  }
+  RETURN_IF_ERROR(ClearPending(managed_dir));
+  return true;
 }
 
 ApplyLock::~ApplyLock() {
@@ -339,13 +379,25 @@ absl::StatusOr<WriteResult> SambaConfigWriter::Write(const std::vector<Parameter
       return absl::InternalError(absl::StrCat(s.message(), "; live files untouched"));
     }
   }
+  //    The set is recorded first, so that a kill between two renames is undone at the next
+  //    read or apply (RestoreInterruptedWrite), byte for byte.
+  std::string pending;
+  for (const auto& [path, state] : files)
+    absl::StrAppend(&pending, state.existed ? 1 : 0, " ", path, "\n");
+  if (absl::Status s = WriteFileDurably(PendingWritePath(managed_dir_), pending); !s.ok()) {
+    return absl::InternalError(absl::StrCat(s.message(), "; live files untouched"));
+  }
   for (const auto& [path, state] : files) {
     if (absl::Status s = RenameDurably(staged[path], path); !s.ok()) {
-      return restored(absl::StatusCode::kInternal, std::string(s.message()));
+      absl::Status r = restored(absl::StatusCode::kInternal, std::string(s.message()));
+      // Put back whole: the record is done with. If not, it stays for the next read to finish.
+      if (absl::StrContains(r.message(), "; restored ")) ClearPending(managed_dir_).IgnoreError();
+      return r;
     }
     result.files_changed.push_back(path);
     result.actions.push_back(absl::StrCat("wrote ", path));
   }
+  RETURN_IF_ERROR(ClearPending(managed_dir_));
 
   Command reload;
   reload.argv = {options_.smbcontrol, "-s", options_.smb_conf, "--", "smbd", "reload-config"};

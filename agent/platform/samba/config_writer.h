@@ -78,6 +78,14 @@ class ApplyLock {
 // ApplyLock held, so that no apply is staging at the time.
 void RemoveStagingLeftovers(const std::string& managed_dir);
 
+// A write renames its files into place one by one; while it does, managed_dir holds
+// .smbfleet-apply.pending naming them. A kill -9 between two renames leaves some files new and
+// some old: this puts every file of that set back byte for byte (from its .prev, or removes a
+// file that did not exist) and returns true; false when no write was interrupted. Call with the
+// ApplyLock held, before reading the current values.
+absl::StatusOr<bool> RestoreInterruptedWrite(const std::string& managed_dir);
+std::string PendingWritePath(const std::string& managed_dir);
+
 struct WriteResult {
   std::vector<std::string> files_changed;  // paths written
   std::vector<std::string> actions;        // human-readable steps taken, for the change ack

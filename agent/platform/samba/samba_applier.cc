@@ -16,6 +16,8 @@
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/samba_names.h"
 #include "agent/platform/samba/smbstatus_parser.h"
+#include "common/files.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "policy/settings.h"
 
@@ -263,6 +265,23 @@ SettingChange MakeValue(const Requested& r, const Posture& p) {
   return c;
 }
 
+// RestoreInterruptedWrite, logged: an operator should know the files were put back.
+absl::Status UndoInterruptedWrite(const std::string& managed_dir) {
+  absl::StatusOr<bool> undone = RestoreInterruptedWrite(managed_dir);
+  if (!undone.ok()) {
+    return absl::InternalError(absl::StrCat("an apply interrupted between two renames in ",
+                                            managed_dir,
+                                            " cannot be undone: ", undone.status().message()));
+  }
+  if (*undone) {
+    Logger("agent")->warn(
+        "an apply interrupted between two renames in {} was undone: its files are back as they "
+        "were",
+        LogSafe(managed_dir));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 SambaApplier::SambaApplier(SambaApplierOptions options, CommandRunner* runner)
@@ -272,6 +291,12 @@ SambaApplier::SambaApplier(SambaApplierOptions options, CommandRunner* runner)
 
 absl::StatusOr<std::vector<SettingChange>> SambaApplier::Read(
     const std::vector<SettingChange>& settings) {
+  // What the host has is only meaningful once a write killed between two renames is undone
+  // (the agent's crash recovery reads first). The lock only when there is one to undo.
+  if (FileExists(PendingWritePath(writer_.managed_dir()))) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ApplyLock> lock, ApplyLock::Acquire(writer_.managed_dir()));
+    RETURN_IF_ERROR(UndoInterruptedWrite(writer_.managed_dir()));
+  }
   // Values are irrelevant for a read; validate names and shares only.
   std::vector<SettingChange> probe = settings;
   for (auto& s : probe) {
@@ -307,6 +332,10 @@ ApplyResult SambaApplier::DoApply(const std::vector<SettingChange>& changes,
     return result;
   }
   RemoveStagingLeftovers(writer_.managed_dir());
+  if (absl::Status s = UndoInterruptedWrite(writer_.managed_dir()); !s.ok()) {
+    result.set_status(s);
+    return result;
+  }
   result.set_status(ApplyInto(changes, options, &result));
   return result;
 }

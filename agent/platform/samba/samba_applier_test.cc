@@ -553,6 +553,44 @@ TEST_F(SambaApplierTest, MultiFileChangeLandsWholeOrNotAtAll) {
   EXPECT_EQ(samba_->reloads, 1);
 }
 
+TEST_F(SambaApplierTest, AKillBetweenTwoRenamesIsUndoneByteForByteBeforeTheNextRead) {
+  ASSERT_TRUE(WriteFileAtomic(Share("demo"), "    comment = demo\n").ok());
+  auto ok = applier_->Apply({Change("server.requireSigning", "true"),
+                             Change("share.encryptData", "true", "demo"),
+                             Change("share.encryptData", "true", "finance")});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  const std::string pending = PendingWritePath(dir_ + "/conf.d");
+  EXPECT_FALSE(std::filesystem::exists(pending));  // a finished write leaves no record
+  // What a kill -9 after the first of three renames leaves: the global file new, the demo file
+  // old, finance (which did not exist) not yet there, and the record of the set.
+  ASSERT_TRUE(WriteFileAtomic(Share("demo"), "    comment = demo\n").ok());
+  ::unlink(Share("finance").c_str());
+  ASSERT_TRUE(WriteFileAtomic(pending, absl::StrCat("1 ", Global(), "\n1 ", Share("demo"), "\n0 ",
+                                                    Share("finance"), "\n"))
+                  .ok());
+  auto read = applier_->Read({Change("server.requireSigning", "")});
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ((*read)[0].value(), "false");
+  EXPECT_EQ(Read(Global()), "# agent-managed global settings\n");
+  EXPECT_EQ(Read(Share("demo")), "    comment = demo\n");
+  EXPECT_EQ(Read(Share("finance")), "<missing>");
+  EXPECT_FALSE(std::filesystem::exists(pending));
+}
+
+TEST_F(SambaApplierTest, AnInterruptedWriteRecordNamingAnotherFileIsRefused) {
+  const std::string pending = PendingWritePath(dir_ + "/conf.d");
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/elsewhere.conf", "kept\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(pending, absl::StrCat("0 ", dir_, "/elsewhere.conf\n")).ok());
+  auto read = applier_->Read({Change("server.requireSigning", "")});
+  ASSERT_FALSE(read.ok());
+  EXPECT_THAT(read.status().message(), HasSubstr("is not in"));
+  EXPECT_EQ(Read(dir_ + "/elsewhere.conf"), "kept\n");
+  auto apply = applier_->Apply({Change("server.requireSigning", "true")});
+  EXPECT_FALSE(apply.ok());
+  EXPECT_EQ(Read(Global()), "# agent-managed global settings\n");
+  ::unlink(pending.c_str());
+}
+
 TEST_F(SambaApplierTest, ConcurrentAppliesDoNotInterleave) {
   // An apply is inside its critical section from the testparm of its staged candidate to its
   // reload; two applies inside at once would be an interleaving.

@@ -1,0 +1,108 @@
+#include "loadgen/sim_identity.h"
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "collector/ingest/validate.h"
+#include "common/files.h"
+#include "common/tls.h"
+#include "gtest/gtest.h"
+#include "loadgen/sim_posture.h"
+
+namespace smbfleet::loadgen {
+namespace {
+
+// The development CA of deploy/ca.sh, made once for these tests.
+std::string DevCa() {
+  static const std::string dir = [] {
+    std::string d = absl::StrCat(::testing::TempDir(), "/loadgen-pki-", getpid());
+    const std::string cmd =
+        absl::StrCat("bash ", SMBFLEET_SOURCE_DIR, "/deploy/ca.sh init ", d, " >/dev/null");
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    return d;
+  }();
+  return dir;
+}
+
+std::unique_ptr<AgentIssuer> Issuer() {
+  const std::string dir = DevCa();
+  auto issuer = AgentIssuer::Create(*ReadFile(dir + "/agents-ca.pem"),
+                                    *ReadFile(dir + "/agents-ca.key"), *ReadFile(dir + "/ca.pem"));
+  EXPECT_TRUE(issuer.ok()) << issuer.status();
+  return std::move(issuer).value();
+}
+
+// Whether the root alone verifies `chain_pem` (leaf, then intermediates) for client auth.
+bool VerifiesAgainst(const std::string& chain_pem, const std::string& root_pem) {
+  BIO* bio = BIO_new_mem_buf(chain_pem.data(), static_cast<int>(chain_pem.size()));
+  X509* leaf = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  STACK_OF(X509)* rest = sk_X509_new_null();
+  while (X509* c = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) sk_X509_push(rest, c);
+  BIO_free(bio);
+  BIO* root_bio = BIO_new_mem_buf(root_pem.data(), static_cast<int>(root_pem.size()));
+  X509* root = PEM_read_bio_X509(root_bio, nullptr, nullptr, nullptr);
+  BIO_free(root_bio);
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_add_cert(store, root);
+  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+  X509_STORE_CTX_init(ctx, store, leaf, rest);
+  X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_CLIENT);
+  const bool ok = X509_verify_cert(ctx) == 1;
+  X509_STORE_CTX_free(ctx);
+  X509_STORE_free(store);
+  X509_free(root);
+  X509_free(leaf);
+  sk_X509_pop_free(rest, X509_free);
+  return ok;
+}
+
+TEST(AgentIssuerTest, IssuesAnAgentCertificateTheRootVerifies) {
+  auto issuer = Issuer();
+  auto tls = issuer->Issue("sim-00042");
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  auto id = IdentityFromPem(tls->cert_pem);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->kind, "agent");
+  EXPECT_EQ(id->common_name, "sim-00042");
+  EXPECT_EQ(id->name, "sim-00042");
+  EXPECT_TRUE(VerifiesAgainst(tls->cert_pem, *ReadFile(DevCa() + "/ca.pem")));
+  // Each agent has its own key.
+  auto other = issuer->Issue("sim-00043");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->key_pem, tls->key_pem);
+}
+
+TEST(AgentIssuerTest, RefusesANameThatIsNotAHostName) {
+  auto tls = Issuer()->Issue("Sim 42");
+  EXPECT_EQ(tls.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AgentIssuerTest, RefusesAKeyOfAnotherCertificate) {
+  const std::string dir = DevCa();
+  auto issuer = AgentIssuer::Create(*ReadFile(dir + "/agents-ca.pem"),
+                                    *ReadFile(dir + "/people-ca.key"), *ReadFile(dir + "/ca.pem"));
+  EXPECT_EQ(issuer.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SimulatedPostureTest, PassesIngestValidationAndChangesEachTime) {
+  std::mt19937_64 rng(7);
+  smbfleet::v1::ReportRequest request;
+  request.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
+  *request.mutable_posture() = SimulatedPosture("sim-00001", 0, rng);
+  EXPECT_TRUE(collector::ValidateReport(request, collector::IngestLimits{}).ok());
+  EXPECT_EQ(request.posture().host().hostname(), "sim-00001");
+  const std::string first = request.posture().sessions(0).SerializeAsString();
+  const std::string second = SimulatedPosture("sim-00001", 1, rng).sessions(0).SerializeAsString();
+  EXPECT_NE(first, second);
+}
+
+}  // namespace
+}  // namespace smbfleet::loadgen
