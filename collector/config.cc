@@ -24,11 +24,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   const YAML::Node& root = *root_or;
   ConfigProblems problems(file);
   CollectorConfig c;
-  CheckKeys(
-      root,
-      {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy", "changes",
-       "approver_sets", "identity", "tls_reload", "enrollment", "console", "stale_after"},
-      "", &problems);
+  CheckKeys(root,
+            {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
+             "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console",
+             "stale_after", "shutdown_timeout"},
+            "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
     problems.Add(root["listen"], "listen",
@@ -54,13 +54,47 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     }
   }
 
+  if (ReadDuration(root, "shutdown_timeout", "", &c.shutdown_timeout, &problems) &&
+      (c.shutdown_timeout < std::chrono::seconds(1) ||
+       c.shutdown_timeout > std::chrono::minutes(10))) {
+    problems.Add(root["shutdown_timeout"], "shutdown_timeout", "must be between 1s and 10m");
+  }
+
   YAML::Node db = root["database"];
   if (!db.IsDefined()) {
     problems.AddNoLine("database", "required: database.dsn");
   } else if (!db.IsMap()) {
     problems.Add(db, "database", "expected a mapping with dsn");
   } else {
-    CheckKeys(db, {"dsn", "pool_size"}, "database", &problems);
+    CheckKeys(db,
+              {"dsn", "pool_size", "acquire_timeout", "connect_timeout", "statement_timeout",
+               "keepalives_idle", "startup_timeout"},
+              "database", &problems);
+    struct Bounded {
+      const char* key;
+      std::chrono::milliseconds* out;
+      std::chrono::milliseconds min, max;
+      const char* range;
+    };
+    DatabaseConfig& d = c.database;
+    for (const Bounded& b : {
+             Bounded{"acquire_timeout", &d.acquire_timeout, std::chrono::milliseconds(10),
+                     std::chrono::minutes(5), "between 10ms and 5m"},
+             Bounded{"connect_timeout", &d.connect_timeout, std::chrono::seconds(2),
+                     std::chrono::minutes(5), "between 2s and 5m"},
+             Bounded{"statement_timeout", &d.statement_timeout, std::chrono::milliseconds(100),
+                     std::chrono::hours(1), "between 100ms and 1h"},
+             Bounded{"keepalives_idle", &d.keepalives_idle, std::chrono::seconds(1),
+                     std::chrono::hours(2), "between 1s and 2h"},
+             Bounded{"startup_timeout", &d.startup_timeout, std::chrono::seconds(0),
+                     std::chrono::hours(1), "between 0s and 1h"},
+         }) {
+      if (ReadDuration(db, b.key, "database", b.out, &problems) &&
+          (*b.out < b.min || *b.out > b.max)) {
+        problems.Add(db[b.key], absl::StrCat("database.", b.key),
+                     absl::StrCat("must be ", b.range));
+      }
+    }
     if (!ReadString(db, "dsn", "database", &c.database_dsn, &problems) && !db["dsn"].IsDefined()) {
       problems.Add(db, "database.dsn", "required");
     }
@@ -72,8 +106,46 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node limits = root["limits"];
   if (limits.IsDefined()) {
-    CheckKeys(limits, {"max_report_bytes", "nudge_interval", "nudges_per_minute"}, "limits",
-              &problems);
+    CheckKeys(
+        limits,
+        {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
+         "max_queued_bytes", "max_queued_calls", "transport_memory", "max_streams_per_connection"},
+        "limits", &problems);
+    uint64_t message = c.max_message_bytes;
+    if (ReadByteSize(limits, "max_message_bytes", "limits", &message, &problems)) {
+      if (message < 1024 || message > (16u << 20)) {
+        problems.Add(limits["max_message_bytes"], "limits.max_message_bytes",
+                     absl::StrCat(message, " bytes is out of range [1KiB, 16MiB]"));
+      } else {
+        c.max_message_bytes = message;
+      }
+    }
+    uint64_t queued = c.max_queued_bytes;
+    if (ReadByteSize(limits, "max_queued_bytes", "limits", &queued, &problems)) {
+      if (queued < (1u << 20) || queued > (64ull << 30)) {
+        problems.Add(limits["max_queued_bytes"], "limits.max_queued_bytes",
+                     absl::StrCat(queued, " bytes is out of range [1MiB, 64GiB]"));
+      } else {
+        c.max_queued_bytes = queued;
+      }
+    }
+    uint64_t calls = c.max_queued_calls;
+    if (ReadUint(limits, "max_queued_calls", "limits", 1, 1'000'000, &calls, &problems)) {
+      c.max_queued_calls = static_cast<uint32_t>(calls);
+    }
+    uint64_t memory = c.transport_memory;
+    if (ReadByteSize(limits, "transport_memory", "limits", &memory, &problems)) {
+      if (memory < (16u << 20) || memory > (64ull << 30)) {
+        problems.Add(limits["transport_memory"], "limits.transport_memory",
+                     absl::StrCat(memory, " bytes is out of range [16MiB, 64GiB]"));
+      } else {
+        c.transport_memory = memory;
+      }
+    }
+    uint64_t streams = c.max_streams_per_connection;
+    if (ReadUint(limits, "max_streams_per_connection", "limits", 1, 1000, &streams, &problems)) {
+      c.max_streams_per_connection = static_cast<uint32_t>(streams);
+    }
     ReadDuration(limits, "nudge_interval", "limits", &c.nudge_interval, &problems);
     uint64_t per_minute = c.nudges_per_minute;
     if (ReadUint(limits, "nudges_per_minute", "limits", 1, 100'000, &per_minute, &problems)) {
@@ -87,6 +159,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
       } else {
         c.max_report_bytes = max;
       }
+    }
+    if (c.max_queued_bytes < c.max_report_bytes) {
+      problems.Add(limits, "limits.max_queued_bytes",
+                   absl::StrCat(c.max_queued_bytes, " bytes is below limits.max_report_bytes (",
+                                c.max_report_bytes, "): no report of the largest size could wait"));
     }
   }
 

@@ -63,6 +63,8 @@ class Collector {
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
   EnrollmentApi* enrollment() { return enrollment_api_.get(); }
+  // Stops accepting, closes the Watch streams (UNAVAILABLE), finishes the queued calls for up to
+  // config.shutdown_timeout and answers those not started UNAVAILABLE.
   void Shutdown();
   void Wait();
 
@@ -96,6 +98,7 @@ class Collector {
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<WebServer> web_;  // null: no console
   int port_ = 0;
+  absl::Duration shutdown_timeout_ = absl::Seconds(20);
   bool shut_down_ = false;
 };
 

@@ -65,11 +65,16 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
         if (metrics == nullptr) return;
         metrics->ReportRefused(why == NotRun::kBusy ? ReportRefusal::kBusy
                                                     : ReportRefusal::kUnauthenticated);
-      });
+      },
+      request->ByteSizeLong());
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
     grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
+  if (size_t bytes = request->ByteSizeLong();
+      max_message_bytes_ > 0 && bytes > max_message_bytes_) {
+    return RejectWatch(TooLarge("Watch", bytes, max_message_bytes_));
+  }
   auto agent = authenticator_->Authenticate(*context);
   absl::Status allowed = agent.ok() ? Authorize(*agent, Permission::kWatch) : agent.status();
   if (!allowed.ok()) return RejectWatch(ToGrpcStatus(allowed));
@@ -104,6 +109,12 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
 grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
                                                       const v1::AckChangeRequest* request,
                                                       v1::AckChangeResponse* response) {
+  if (size_t bytes = request->ByteSizeLong();
+      max_message_bytes_ > 0 && bytes > max_message_bytes_) {
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(TooLarge("AckChange", bytes, max_message_bytes_));
+    return reactor;
+  }
   return SubmitUnary(
       context, *authenticator_, work_, response,
       [this, request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {

@@ -35,6 +35,9 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   void set_approver_sets(ApproverSets* sets) { approver_sets_ = sets; }
   // Counts reports received and those refused before the pipeline (not owned; may stay null).
   void set_metrics(Metrics* metrics) { metrics_ = metrics; }
+  // Watch and AckChange requests larger than this are refused RESOURCE_EXHAUSTED (0: no limit
+  // but the server's).
+  void set_max_message_bytes(uint64_t bytes) { max_message_bytes_ = bytes; }
 
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const smbfleet::v1::ReportRequest* request,
@@ -57,6 +60,7 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   changes::OrderDispatcher* dispatcher_;
   ApproverSets* approver_sets_ = nullptr;
   Metrics* metrics_ = nullptr;
+  uint64_t max_message_bytes_ = 0;
 };
 
 }  // namespace smbfleet::collector
