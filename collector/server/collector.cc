@@ -251,12 +251,14 @@ void Collector::Shutdown() {
   std::thread drain([this, deadline] {
     size_t running = 0;
     const size_t dropped = work_->Drain(deadline, &running);
+    size_t cut = 0;
+    if (running > 0 && on_shutdown_deadline_) cut = on_shutdown_deadline_();
     if (dropped > 0 || running > 0) {
       Logger("collector")
           ->warn(
-              "shutdown: {} queued call(s) answered UNAVAILABLE, {} still running at the "
-              "deadline",
-              dropped, running);
+              "shutdown: {} queued call(s) answered UNAVAILABLE; {} still running at the "
+              "deadline, {} database connection(s) cut",
+              dropped, running, cut);
     }
   });
   server_->Shutdown(absl::ToChronoTime(deadline));

@@ -67,6 +67,9 @@ class Collector {
   // config.shutdown_timeout and answers those not started UNAVAILABLE.
   void Shutdown();
   void Wait();
+  // Called by Shutdown when calls are still running at its deadline (a stuck database); it
+  // should make them fail now, e.g. by cutting the database connections they hold.
+  void set_on_shutdown_deadline(std::function<size_t()> f) { on_shutdown_deadline_ = std::move(f); }
 
  private:
   Collector() = default;
@@ -99,6 +102,7 @@ class Collector {
   std::unique_ptr<WebServer> web_;  // null: no console
   int port_ = 0;
   absl::Duration shutdown_timeout_ = absl::Seconds(20);
+  std::function<size_t()> on_shutdown_deadline_;
   bool shut_down_ = false;
 };
 

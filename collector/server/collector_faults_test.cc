@@ -447,8 +447,8 @@ std::string Yaml(const std::string& pki, const std::string& dsn, const std::stri
                       "\n  pool_size: 2\n  acquire_timeout: 1s\n  connect_timeout: 2s\n", extra);
 }
 
-// Before: no drain bound (every queued task was waited for). Now: in-flight reports finish,
-// later ones are answered UNAVAILABLE, exit 0; every acked report is in the database.
+// SIGTERM during a burst: the reports in flight finish, later ones are answered UNAVAILABLE
+// (the agent keeps them), the process exits 0 and every acked report is in the database.
 TEST_F(CollectorFaultsTest, SigtermDuringABurstExitsZeroWithEveryAckedReportStored) {
   const std::string pki = smbfleet::testing::MakeCertificates("fs01 fs02 fs03 fs04");
   const std::string dir = smbfleet::testing::MakeTempDir("smbfleet-faults");
@@ -511,7 +511,8 @@ TEST_F(CollectorFaultsTest, SigtermDuringABurstExitsZeroWithEveryAckedReportStor
 }
 
 // Before: SIGTERM with the database frozen never exited (shutdown waited for every task, each
-// parked on the database). Now the queue is dropped at the deadline and the process exits.
+// parked on the database). Now the queue is dropped at the deadline, the connections of the
+// calls still running are cut, and the process exits 0; no call was acked.
 TEST_F(CollectorFaultsTest, SigtermExitsWithinTheBoundWhenTheDatabaseIsStuck) {
   const std::string pki = smbfleet::testing::MakeCertificates("fs01");
   const std::string dir = smbfleet::testing::MakeTempDir("smbfleet-faults");
@@ -537,6 +538,9 @@ TEST_F(CollectorFaultsTest, SigtermExitsWithinTheBoundWhenTheDatabaseIsStuck) {
   int ok = 0;
   for (auto& call : calls) ok += call.get().ok();
   EXPECT_NE(code, -1) << "still running 40 s after SIGTERM\n" << process.Log();
+  EXPECT_EQ(code, 0) << process.Log();
+  EXPECT_EQ(ok, 0);
+  EXPECT_THAT(process.Log(), HasSubstr("database connection(s) cut"));
   std::printf(
       "{\"test\":\"sigterm_database_stuck\",\"exit_code\":%d,\"exit_seconds\":%.2f,"
       "\"calls\":8,\"acked\":%d}\n",

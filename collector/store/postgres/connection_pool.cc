@@ -106,9 +106,9 @@ absl::Status ConnectionPool::Failed(DatabaseOperation operation, absl::string_vi
   absl::Status status = MapPgException(dsn_, what);
   const absl::Duration cut = std::exchange(t_cut_after, absl::ZeroDuration());
   if (cut > absl::ZeroDuration()) {
-    status = absl::UnavailableError(absl::StrCat(what, ": PostgreSQL at ", RedactDsn(dsn_),
-                                                 " did not answer within ",
-                                                 absl::FormatDuration(cut), "; connection closed"));
+    status = absl::UnavailableError(absl::StrCat(
+        what, ": PostgreSQL at ", RedactDsn(dsn_), " did not answer within ",
+        absl::FormatDuration(absl::Trunc(cut, absl::Milliseconds(1))), "; connection closed"));
   }
   if (unreachable || cut > absl::ZeroDuration()) MarkUnreachable(std::string(status.message()));
   return status;
@@ -151,7 +151,7 @@ void ConnectionPool::MarkReachable() {
   }
   Logger("collector")
       ->info("database reachable again at {} after {} ({} call(s) failed meanwhile)",
-             RedactDsn(dsn_), absl::FormatDuration(absl::Trunc(down, absl::Milliseconds(100))),
+             RedactDsn(dsn_), absl::FormatDuration(absl::Trunc(down, absl::Milliseconds(1))),
              failed);
 }
 
@@ -161,9 +161,9 @@ void ConnectionPool::Release(std::unique_ptr<pqxx::connection> c) {
   bool cut = false;
   if (auto it = leased_.find(c.get()); it != leased_.end()) {
     cut = it->second.cut;
+    if (cut) t_cut_after = std::max(it->second.cut_after, absl::Nanoseconds(1));
     leased_.erase(it);
   }
-  if (cut) t_cut_after = options_.lease_limit;
   if (!cut && !unreachable_ && c->is_open()) {
     idle_.push_back(std::move(c));
   } else {
@@ -179,12 +179,27 @@ void ConnectionPool::WatchdogLoop() {
   while (!mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick)) {
     const absl::Time now = absl::Now();
     for (auto& [conn, leased] : leased_) {
-      if (leased.cut || now - leased.since < options_.lease_limit) continue;
-      leased.cut = true;
-      // Not close(): the leasing thread still owns the descriptor. Its blocked read returns.
-      if (int fd = conn->sock(); fd >= 0) shutdown(fd, SHUT_RDWR);
+      if (now - leased.since >= options_.lease_limit) CutLocked(conn, &leased);
     }
   }
+}
+
+void ConnectionPool::CutLocked(pqxx::connection* conn, Leased* leased) {
+  if (leased->cut) return;
+  leased->cut = true;
+  leased->cut_after = absl::Now() - leased->since;
+  // Not close(): the leasing thread still owns the descriptor. Its blocked read returns.
+  if (int fd = conn->sock(); fd >= 0) shutdown(fd, SHUT_RDWR);
+}
+
+size_t ConnectionPool::CutLeases() {
+  absl::MutexLock lock(&mu_);
+  size_t cut = 0;
+  for (auto& [conn, leased] : leased_) {
+    cut += !leased.cut;
+    CutLocked(conn, &leased);
+  }
+  return cut;
 }
 
 }  // namespace smbfleet::collector

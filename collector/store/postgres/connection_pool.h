@@ -80,14 +80,18 @@ class ConnectionPool {
                     what);
     }
   }
+  // Shuts down the socket of every leased connection: the calls on them fail UNAVAILABLE now
+  // (at shutdown's deadline, when the database is stuck). Returns how many.
+  size_t CutLeases();
   const std::string& dsn() const { return dsn_; }
   // Whether the last attempt found the server unreachable (for tests and readiness).
   bool unreachable() const;
 
  private:
   struct Leased {
-    absl::Time since;
+    absl::Time since = absl::InfinitePast();
     bool cut = false;
+    absl::Duration cut_after = absl::ZeroDuration();  // how long it had been held when cut
   };
 
   void Release(std::unique_ptr<pqxx::connection> c);
@@ -95,6 +99,7 @@ class ConnectionPool {
   void MarkReachable();
   void MarkUnreachable(const std::string& why);
   void WatchdogLoop();
+  void CutLocked(pqxx::connection* conn, Leased* leased) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CanLease() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !idle_.empty() || open_ < capacity_;
   }

@@ -39,7 +39,7 @@ absl::Status WaitForDatabase(const std::string& dsn, absl::Duration bound) {
       reason = what.substr(0, what.find('\n'));
     }
     const absl::Duration waited = absl::Now() - start;
-    if (waited + wait > bound) {
+    if (waited >= bound) {
       return absl::UnavailableError(absl::StrCat(
           "PostgreSQL at ", RedactDsn(dsn), " not reachable after ",
           absl::FormatDuration(absl::Trunc(waited, absl::Seconds(1))), " (", attempt,
@@ -51,12 +51,13 @@ absl::Status WaitForDatabase(const std::string& dsn, absl::Duration bound) {
                  absl::FormatDuration(bound), LogSafe(reason));
       last_reason = reason;
     }
-    absl::SleepFor(wait);
+    absl::SleepFor(std::min(wait, bound - waited));  // the last try at the bound
     wait = std::min(wait * 2, absl::Seconds(5));
   }
 }
 
-absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOptions options) {
+absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOptions options,
+                                  std::function<size_t()>* cut_leases) {
   try {
     pqxx::connection probe(dsn);
     if (!probe.is_open()) {
@@ -76,6 +77,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOpt
   stores.identity = NewPgIdentityStore(pool);
   stores.enrollment = NewPgEnrollmentStore(pool);
   stores.set_metrics = [pool](Metrics* metrics) { pool->SetMetrics(metrics); };
+  if (cut_leases != nullptr) *cut_leases = [pool] { return pool->CutLeases(); };
   return stores;
 }
 
