@@ -111,36 +111,9 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
         {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
          "max_queued_bytes", "max_queued_calls", "transport_memory", "max_streams_per_connection"},
         "limits", &problems);
-    uint64_t message = c.max_message_bytes;
-    if (ReadByteSize(limits, "max_message_bytes", "limits", &message, &problems)) {
-      if (message < 1024 || message > (16u << 20)) {
-        problems.Add(limits["max_message_bytes"], "limits.max_message_bytes",
-                     absl::StrCat(message, " bytes is out of range [1KiB, 16MiB]"));
-      } else {
-        c.max_message_bytes = message;
-      }
-    }
-    uint64_t queued = c.max_queued_bytes;
-    if (ReadByteSize(limits, "max_queued_bytes", "limits", &queued, &problems)) {
-      if (queued < (1u << 20) || queued > (64ull << 30)) {
-        problems.Add(limits["max_queued_bytes"], "limits.max_queued_bytes",
-                     absl::StrCat(queued, " bytes is out of range [1MiB, 64GiB]"));
-      } else {
-        c.max_queued_bytes = queued;
-      }
-    }
     uint64_t calls = c.max_queued_calls;
     if (ReadUint(limits, "max_queued_calls", "limits", 1, 1'000'000, &calls, &problems)) {
       c.max_queued_calls = static_cast<uint32_t>(calls);
-    }
-    uint64_t memory = c.transport_memory;
-    if (ReadByteSize(limits, "transport_memory", "limits", &memory, &problems)) {
-      if (memory < (16u << 20) || memory > (64ull << 30)) {
-        problems.Add(limits["transport_memory"], "limits.transport_memory",
-                     absl::StrCat(memory, " bytes is out of range [16MiB, 64GiB]"));
-      } else {
-        c.transport_memory = memory;
-      }
     }
     uint64_t streams = c.max_streams_per_connection;
     if (ReadUint(limits, "max_streams_per_connection", "limits", 1, 1000, &streams, &problems)) {
@@ -151,15 +124,22 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     if (ReadUint(limits, "nudges_per_minute", "limits", 1, 100'000, &per_minute, &problems)) {
       c.nudges_per_minute = static_cast<uint32_t>(per_minute);
     }
-    uint64_t max = c.max_report_bytes;
-    if (ReadByteSize(limits, "max_report_bytes", "limits", &max, &problems)) {
-      if (max < 4096 || max > (256u << 20)) {
-        problems.Add(limits["max_report_bytes"], "limits.max_report_bytes",
-                     absl::StrCat(max, " bytes is out of range [4KiB, 256MiB]"));
+    // A size in [min, max]; `range` says so in the problem.
+    auto read_bytes = [&](const char* key, uint64_t min, uint64_t max, const char* range,
+                          uint64_t* out) {
+      uint64_t bytes = *out;
+      if (!ReadByteSize(limits, key, "limits", &bytes, &problems)) return;
+      if (bytes < min || bytes > max) {
+        problems.Add(limits[key], absl::StrCat("limits.", key),
+                     absl::StrCat(bytes, " bytes is out of range ", range));
       } else {
-        c.max_report_bytes = max;
+        *out = bytes;
       }
-    }
+    };
+    read_bytes("max_report_bytes", 4096, 256u << 20, "[4KiB, 256MiB]", &c.max_report_bytes);
+    read_bytes("max_message_bytes", 1024, 16u << 20, "[1KiB, 16MiB]", &c.max_message_bytes);
+    read_bytes("max_queued_bytes", 1u << 20, 64ull << 30, "[1MiB, 64GiB]", &c.max_queued_bytes);
+    read_bytes("transport_memory", 16u << 20, 64ull << 30, "[16MiB, 64GiB]", &c.transport_memory);
     if (c.max_queued_bytes < c.max_report_bytes) {
       problems.Add(limits, "limits.max_queued_bytes",
                    absl::StrCat(c.max_queued_bytes, " bytes is below limits.max_report_bytes (",

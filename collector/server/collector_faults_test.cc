@@ -373,11 +373,46 @@ TEST_F(CollectorFaultsTest, OversizedSmallRpcIsRefusedNamingTheLimit) {
   grpc::Status s = stub->AckChange(&ctx, ack, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr("limits.max_message_bytes (4096)"));
+  v1::WatchRequest watch;
+  watch.set_agent_version(std::string(8192, 'w'));
+  grpc::ClientContext watch_ctx;
+  auto reader = stub->Watch(&watch_ctx, watch);
+  v1::WatchResponse message;
+  EXPECT_FALSE(reader->Read(&message));
+  grpc::Status watch_status = reader->Finish();
+  EXPECT_EQ(watch_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << watch_status.error_message();
+  EXPECT_THAT(watch_status.error_message(), HasSubstr("Watch request of"));
   // A report of the same size is fine: reports have their own, larger limit.
   v1::ReportRequest big = Report("fs01", 1);
   big.mutable_posture()->mutable_host()->set_os_version(std::string(8192, 'v'));
   grpc::Status report = Send(Channel(pki, "agent-fs01", (*started)->port()), big);
   EXPECT_NE(report.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << report.error_message();
+  started->reset();
+}
+
+// limits.max_streams_per_connection: with 1, an open Watch stream holds the connection's only
+// stream and a Report on the same connection waits until the stream ends.
+TEST_F(CollectorFaultsTest, StreamsPerConnectionAreCapped) {
+  const std::string pki = smbfleet::testing::MakeCertificates("fs01");
+  CollectorConfig config = Config(pki);
+  config.max_streams_per_connection = 1;
+  auto started = StartFromConfig(config);
+  ASSERT_TRUE(started.ok()) << started.status();
+  auto channel = Channel(pki, "agent-fs01", (*started)->port());
+  ASSERT_TRUE(Send(channel, Report("fs01", 1)).ok());  // connected, settings exchanged
+
+  auto stub = v1::AgentService::NewStub(channel);
+  grpc::ClientContext watch_ctx;
+  auto reader = stub->Watch(&watch_ctx, v1::WatchRequest());
+  v1::WatchResponse hello;
+  ASSERT_TRUE(reader->Read(&hello));  // the stream is open
+  grpc::Status waiting = Send(channel, Report("fs01", 2), absl::Seconds(2));
+  EXPECT_EQ(waiting.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << waiting.error_message();
+  watch_ctx.TryCancel();
+  reader->Finish();
+  grpc::Status after = Send(channel, Report("fs01", 3));
+  EXPECT_TRUE(after.ok()) << after.error_message();
   started->reset();
 }
 
