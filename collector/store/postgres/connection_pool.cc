@@ -16,13 +16,14 @@ namespace {
 // on the same thread, then says so instead of "server closed the connection").
 thread_local absl::Duration t_cut_after = absl::ZeroDuration();
 
-// An idle connection has nothing to say: if its socket is readable the server closed it (EOF,
-// or a FATAL message such as "terminating connection due to administrator command").
+// An idle connection whose server hung up (a restart, an administrator's terminate: the FIN
+// follows the FATAL message) is not leased. Only the hang-up counts: a readable socket alone
+// may be a TLS message the library has not read yet.
 bool IdleLooksBroken(const pqxx::connection& c) {
   if (!c.is_open()) return true;
-  pollfd p{c.sock(), POLLIN, 0};
+  pollfd p{c.sock(), POLLRDHUP, 0};
   if (p.fd < 0) return true;
-  return poll(&p, 1, 0) != 0;
+  return poll(&p, 1, 0) < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
 }
 
 }  // namespace
