@@ -107,25 +107,44 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
-                                                      const v1::AckChangeRequest* request,
-                                                      v1::AckChangeResponse* response) {
-  if (size_t bytes = request->ByteSizeLong();
-      max_message_bytes_ > 0 && bytes > max_message_bytes_) {
+                                                      const grpc::ByteBuffer* raw,
+                                                      grpc::ByteBuffer* response) {
+  const size_t bytes = raw->Length();
+  v1::AckChangeRequest request;
+  grpc::Status refused;
+  if (max_message_bytes_ > 0 && bytes > max_message_bytes_) {
+    refused = TooLarge("AckChange", bytes, max_message_bytes_);
+  } else {
+    grpc::ByteBuffer copy(*raw);  // Deserialize consumes its buffer; the slices are shared
+    if (!grpc::SerializationTraits<v1::AckChangeRequest>::Deserialize(&copy, &request).ok()) {
+      refused = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "AckChange request is not a valid AckChangeRequest message");
+    }
+  }
+  if (!refused.ok()) {
     auto* reactor = context->DefaultReactor();
-    reactor->Finish(TooLarge("AckChange", bytes, max_message_bytes_));
+    reactor->Finish(refused);
     return reactor;
   }
   return SubmitUnary(
       context, *authenticator_, work_, response,
-      [this, request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {
+      [this,
+       request = std::move(request)](const Principal& agent) -> absl::StatusOr<grpc::ByteBuffer> {
         RETURN_IF_ERROR(Authorize(agent, Permission::kAckChange));
         if (workflow_ == nullptr) {
           return absl::NotFoundError(absl::StrCat("no change order '",
-                                                  request->change_id().substr(0, 64),
+                                                  request.change_id().substr(0, 64),
                                                   "' was sent to ", agent.name));
         }
-        return workflow_->Ack(agent.name, *request);
-      });
+        ASSIGN_OR_RETURN(v1::AckChangeResponse acked, workflow_->Ack(agent.name, request));
+        grpc::ByteBuffer out;
+        bool own_buffer = false;
+        grpc::Status serialized =
+            grpc::SerializationTraits<v1::AckChangeResponse>::Serialize(acked, &out, &own_buffer);
+        if (!serialized.ok()) return absl::InternalError(serialized.error_message());
+        return out;
+      },
+      nullptr, bytes);
 }
 
 }  // namespace smbfleet::collector

@@ -17,7 +17,11 @@ namespace smbfleet::collector {
 // AgentService over gRPC: reports go through the pipeline on the work queue, Watch streams
 // into the registry (and get their pending change orders), acks into the change workflow. The
 // host is always the certificate's.
-class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackService {
+//
+// AckChange takes its request as bytes, so that one over max_message_bytes is refused before it
+// is parsed (gRPC's receive limit is the report's, the largest of all).
+class AgentServiceImpl final : public smbfleet::v1::AgentService::WithRawCallbackMethod_AckChange<
+                                   smbfleet::v1::AgentService::CallbackService> {
  public:
   // `workflow` and `dispatcher` may be null: then no orders are sent and acks are NOT_FOUND.
   AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry,
@@ -45,8 +49,8 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   grpc::ServerWriteReactor<smbfleet::v1::WatchResponse>* Watch(
       grpc::CallbackServerContext* context, const smbfleet::v1::WatchRequest* request) override;
   grpc::ServerUnaryReactor* AckChange(grpc::CallbackServerContext* context,
-                                      const smbfleet::v1::AckChangeRequest* request,
-                                      smbfleet::v1::AckChangeResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
 
  private:
   absl::StatusOr<smbfleet::v1::ReportResponse> HandleReport(
