@@ -69,8 +69,8 @@ struct CollectorConfig {
   uint32_t database_pool_size = 4;
   DatabaseConfig database;
   uint64_t max_report_bytes = 4 << 20;
-  // Every agent RPC but Report (Watch, AckChange) and enrollment: a request larger is refused
-  // RESOURCE_EXHAUSTED (`limits.max_message_bytes`).
+  // Every agent RPC but Report (Watch, AckChange, Enroll, RenewCertificate): a request larger
+  // is refused RESOURCE_EXHAUSTED (`limits.max_message_bytes`).
   uint64_t max_message_bytes = 64 << 10;
   // Reports and calls waiting for a store thread: at most this many bytes of requests
   // (`limits.max_queued_bytes`) besides the count; over it a call is answered UNAVAILABLE busy.

@@ -169,6 +169,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_service_->set_approver_sets(c->approver_sets_.get());
   c->enrollment_service_ = std::make_unique<EnrollmentServiceImpl>(
       c->enrollment_api_.get(), c->authenticator_.get(), c->work_.get());
+  c->enrollment_service_->set_max_message_bytes(config.max_message_bytes);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -383,6 +383,16 @@ TEST_F(CollectorFaultsTest, OversizedSmallRpcIsRefusedNamingTheLimit) {
   EXPECT_EQ(watch_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << watch_status.error_message();
   EXPECT_THAT(watch_status.error_message(), HasSubstr("Watch request of"));
+  // Enroll (the call a caller without a certificate may make) is held to the same limit.
+  auto enrollment = v1::EnrollmentService::NewStub(Channel(pki, "agent-fs01", (*started)->port()));
+  v1::EnrollRequest enroll;
+  enroll.set_token(std::string(8192, 't'));
+  grpc::ClientContext enroll_ctx;
+  v1::EnrollResponse enrolled;
+  grpc::Status enroll_status = enrollment->Enroll(&enroll_ctx, enroll, &enrolled);
+  EXPECT_EQ(enroll_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << enroll_status.error_message();
+  EXPECT_THAT(enroll_status.error_message(), HasSubstr("Enroll request of"));
   // A report of the same size is fine: reports have their own, larger limit.
   v1::ReportRequest big = Report("fs01", 1);
   big.mutable_posture()->mutable_host()->set_os_version(std::string(8192, 'v'));

@@ -109,22 +109,9 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
 grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* raw,
                                                       grpc::ByteBuffer* response) {
-  const size_t bytes = raw->Length();
   v1::AckChangeRequest request;
-  grpc::Status refused;
-  if (max_message_bytes_ > 0 && bytes > max_message_bytes_) {
-    refused = TooLarge("AckChange", bytes, max_message_bytes_);
-  } else {
-    grpc::ByteBuffer copy(*raw);  // Deserialize consumes its buffer; the slices are shared
-    if (!grpc::SerializationTraits<v1::AckChangeRequest>::Deserialize(&copy, &request).ok()) {
-      refused = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                             "AckChange request is not a valid AckChangeRequest message");
-    }
-  }
-  if (!refused.ok()) {
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(refused);
-    return reactor;
+  if (grpc::Status s = ParseLimited("AckChange", *raw, max_message_bytes_, &request); !s.ok()) {
+    return FinishNow(context, std::move(s));
   }
   return SubmitUnary(
       context, *authenticator_, work_, response,
@@ -136,15 +123,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContex
                                                   request.change_id().substr(0, 64),
                                                   "' was sent to ", agent.name));
         }
-        ASSIGN_OR_RETURN(v1::AckChangeResponse acked, workflow_->Ack(agent.name, request));
-        grpc::ByteBuffer out;
-        bool own_buffer = false;
-        grpc::Status serialized =
-            grpc::SerializationTraits<v1::AckChangeResponse>::Serialize(acked, &out, &own_buffer);
-        if (!serialized.ok()) return absl::InternalError(serialized.error_message());
-        return out;
+        return ToByteBuffer(workflow_->Ack(agent.name, request));
       },
-      nullptr, bytes);
+      nullptr, raw->Length());
 }
 
 }  // namespace smbfleet::collector

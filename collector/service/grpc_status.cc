@@ -15,6 +15,12 @@ grpc::Status Busy() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "collector is busy; retry with backoff");
 }
 
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, grpc::Status status) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(std::move(status));
+  return reactor;
+}
+
 grpc::Status ShuttingDown() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "collector shutting down; retry with backoff");
 }

@@ -28,6 +28,36 @@ grpc::Status ShuttingDown();
 // A request over its RPC's size limit (limits.max_message_bytes), before any work is queued.
 grpc::Status TooLarge(const char* rpc, size_t bytes, uint64_t limit);
 
+// A unary call answered at once, without queueing (e.g. refused before any work).
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, grpc::Status status);
+
+// A request taken as bytes (a method marked raw, so that its size is checked before it is
+// parsed): RESOURCE_EXHAUSTED over `limit` (0: no limit), INVALID_ARGUMENT when it does not parse.
+template <typename Request>
+grpc::Status ParseLimited(const char* rpc, const grpc::ByteBuffer& raw, uint64_t limit,
+                          Request* out) {
+  const size_t bytes = raw.Length();
+  if (limit > 0 && bytes > limit) return TooLarge(rpc, bytes, limit);
+  grpc::ByteBuffer copy(raw);  // Deserialize consumes its buffer; the slices are shared
+  if (!grpc::SerializationTraits<Request>::Deserialize(&copy, out).ok()) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        std::string(rpc) + " request is not a valid " + Request::descriptor()->name() + " message");
+  }
+  return grpc::Status::OK;
+}
+
+// The response of a raw method, as bytes.
+template <typename Response>
+absl::StatusOr<grpc::ByteBuffer> ToByteBuffer(const absl::StatusOr<Response>& response) {
+  if (!response.ok()) return response.status();
+  grpc::ByteBuffer out;
+  bool own_buffer = false;
+  grpc::Status s = grpc::SerializationTraits<Response>::Serialize(*response, &out, &own_buffer);
+  if (!s.ok()) return absl::InternalError(s.error_message());
+  return out;
+}
+
 // Why a queued call never reached its handler (for the caller's metrics).
 enum class NotRun { kBusy, kUnauthenticated };
 
