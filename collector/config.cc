@@ -24,11 +24,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   const YAML::Node& root = *root_or;
   ConfigProblems problems(file);
   CollectorConfig c;
-  CheckKeys(
-      root,
-      {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy", "changes",
-       "approver_sets", "identity", "tls_reload", "enrollment", "console", "stale_after"},
-      "", &problems);
+  CheckKeys(root,
+            {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
+             "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console",
+             "stale_after", "shutdown_timeout"},
+            "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
     problems.Add(root["listen"], "listen",
@@ -54,13 +54,47 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     }
   }
 
+  if (ReadDuration(root, "shutdown_timeout", "", &c.shutdown_timeout, &problems) &&
+      (c.shutdown_timeout < std::chrono::seconds(1) ||
+       c.shutdown_timeout > std::chrono::minutes(10))) {
+    problems.Add(root["shutdown_timeout"], "shutdown_timeout", "must be between 1s and 10m");
+  }
+
   YAML::Node db = root["database"];
   if (!db.IsDefined()) {
     problems.AddNoLine("database", "required: database.dsn");
   } else if (!db.IsMap()) {
     problems.Add(db, "database", "expected a mapping with dsn");
   } else {
-    CheckKeys(db, {"dsn", "pool_size"}, "database", &problems);
+    CheckKeys(db,
+              {"dsn", "pool_size", "acquire_timeout", "connect_timeout", "statement_timeout",
+               "keepalives_idle", "startup_timeout"},
+              "database", &problems);
+    struct Bounded {
+      const char* key;
+      std::chrono::milliseconds* out;
+      std::chrono::milliseconds min, max;
+      const char* range;
+    };
+    DatabaseConfig& d = c.database;
+    for (const Bounded& b : {
+             Bounded{"acquire_timeout", &d.acquire_timeout, std::chrono::milliseconds(10),
+                     std::chrono::minutes(5), "between 10ms and 5m"},
+             Bounded{"connect_timeout", &d.connect_timeout, std::chrono::seconds(2),
+                     std::chrono::minutes(5), "between 2s and 5m"},
+             Bounded{"statement_timeout", &d.statement_timeout, std::chrono::milliseconds(100),
+                     std::chrono::hours(1), "between 100ms and 1h"},
+             Bounded{"keepalives_idle", &d.keepalives_idle, std::chrono::seconds(1),
+                     std::chrono::hours(2), "between 1s and 2h"},
+             Bounded{"startup_timeout", &d.startup_timeout, std::chrono::seconds(0),
+                     std::chrono::hours(1), "between 0s and 1h"},
+         }) {
+      if (ReadDuration(db, b.key, "database", b.out, &problems) &&
+          (*b.out < b.min || *b.out > b.max)) {
+        problems.Add(db[b.key], absl::StrCat("database.", b.key),
+                     absl::StrCat("must be ", b.range));
+      }
+    }
     if (!ReadString(db, "dsn", "database", &c.database_dsn, &problems) && !db["dsn"].IsDefined()) {
       problems.Add(db, "database.dsn", "required");
     }
@@ -72,21 +106,44 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node limits = root["limits"];
   if (limits.IsDefined()) {
-    CheckKeys(limits, {"max_report_bytes", "nudge_interval", "nudges_per_minute"}, "limits",
-              &problems);
+    CheckKeys(
+        limits,
+        {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
+         "max_queued_bytes", "max_queued_calls", "transport_memory", "max_streams_per_connection"},
+        "limits", &problems);
+    uint64_t calls = c.max_queued_calls;
+    if (ReadUint(limits, "max_queued_calls", "limits", 1, 1'000'000, &calls, &problems)) {
+      c.max_queued_calls = static_cast<uint32_t>(calls);
+    }
+    uint64_t streams = c.max_streams_per_connection;
+    if (ReadUint(limits, "max_streams_per_connection", "limits", 1, 1000, &streams, &problems)) {
+      c.max_streams_per_connection = static_cast<uint32_t>(streams);
+    }
     ReadDuration(limits, "nudge_interval", "limits", &c.nudge_interval, &problems);
     uint64_t per_minute = c.nudges_per_minute;
     if (ReadUint(limits, "nudges_per_minute", "limits", 1, 100'000, &per_minute, &problems)) {
       c.nudges_per_minute = static_cast<uint32_t>(per_minute);
     }
-    uint64_t max = c.max_report_bytes;
-    if (ReadByteSize(limits, "max_report_bytes", "limits", &max, &problems)) {
-      if (max < 4096 || max > (256u << 20)) {
-        problems.Add(limits["max_report_bytes"], "limits.max_report_bytes",
-                     absl::StrCat(max, " bytes is out of range [4KiB, 256MiB]"));
+    // A size in [min, max]; `range` says so in the problem.
+    auto read_bytes = [&](const char* key, uint64_t min, uint64_t max, const char* range,
+                          uint64_t* out) {
+      uint64_t bytes = *out;
+      if (!ReadByteSize(limits, key, "limits", &bytes, &problems)) return;
+      if (bytes < min || bytes > max) {
+        problems.Add(limits[key], absl::StrCat("limits.", key),
+                     absl::StrCat(bytes, " bytes is out of range ", range));
       } else {
-        c.max_report_bytes = max;
+        *out = bytes;
       }
+    };
+    read_bytes("max_report_bytes", 4096, 256u << 20, "[4KiB, 256MiB]", &c.max_report_bytes);
+    read_bytes("max_message_bytes", 1024, 16u << 20, "[1KiB, 16MiB]", &c.max_message_bytes);
+    read_bytes("max_queued_bytes", 1u << 20, 64ull << 30, "[1MiB, 64GiB]", &c.max_queued_bytes);
+    read_bytes("transport_memory", 16u << 20, 64ull << 30, "[16MiB, 64GiB]", &c.transport_memory);
+    if (c.max_queued_bytes < c.max_report_bytes) {
+      problems.Add(limits, "limits.max_queued_bytes",
+                   absl::StrCat(c.max_queued_bytes, " bytes is below limits.max_report_bytes (",
+                                c.max_report_bytes, "): no report of the largest size could wait"));
     }
   }
 

@@ -48,6 +48,17 @@ struct ConsoleConfig {
   std::chrono::milliseconds session_max{12 * 3'600'000};
 };
 
+// How the collector bounds its use of PostgreSQL (docs/collector.md "Faults and bounds").
+struct DatabaseConfig {
+  // A call waits this long for a free pooled connection, then fails UNAVAILABLE "database busy".
+  std::chrono::milliseconds acquire_timeout{5'000};
+  std::chrono::milliseconds connect_timeout{5'000};     // libpq connect_timeout (whole seconds)
+  std::chrono::milliseconds statement_timeout{30'000};  // set on every connection
+  std::chrono::milliseconds keepalives_idle{30'000};    // TCP keepalives on every connection
+  // At start the collector retries an unreachable database this long, then exits.
+  std::chrono::milliseconds startup_timeout{60'000};
+};
+
 struct CollectorConfig {
   std::string listen = "127.0.0.1:7443";
   TlsFiles tls;
@@ -56,7 +67,21 @@ struct CollectorConfig {
   std::chrono::seconds tls_reload{60};
   std::string database_dsn;  // libpq connection string or URI
   uint32_t database_pool_size = 4;
+  DatabaseConfig database;
   uint64_t max_report_bytes = 4 << 20;
+  // Every agent RPC but Report (Watch, AckChange, Enroll, RenewCertificate): a request larger
+  // is refused RESOURCE_EXHAUSTED (`limits.max_message_bytes`).
+  uint64_t max_message_bytes = 64 << 10;
+  // Reports and calls waiting for a store thread: at most this many bytes of requests
+  // (`limits.max_queued_bytes`) besides the count; over it a call is answered UNAVAILABLE busy.
+  uint64_t max_queued_bytes = 256ull << 20;
+  uint32_t max_queued_calls = 10'000;
+  // gRPC's memory for the transport (`limits.transport_memory`), and HTTP/2 streams one
+  // connection may have open at once (`limits.max_streams_per_connection`).
+  uint64_t transport_memory = 512ull << 20;
+  uint32_t max_streams_per_connection = 16;
+  // SIGTERM/SIGINT: in-flight reports are finished for up to this long (`shutdown_timeout`).
+  std::chrono::milliseconds shutdown_timeout{20'000};
   // RequestReport: one nudge per host per interval, and at most nudges_per_minute from one
   // person across the fleet (each costs a host a collection).
   std::chrono::milliseconds nudge_interval{60'000};

@@ -104,6 +104,56 @@ TEST_F(CollectorConfigTest, NudgeLimitsHaveDefaultsAndCanBeSet) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("limits.nudges_per_minute"));
 }
 
+TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
+  const std::string base = "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml",
+                                       base + "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->database.acquire_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(defaults->database.statement_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(defaults->database.startup_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(defaults->shutdown_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(defaults->max_message_bytes, 64u << 10);
+
+  auto set = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base +
+          "database: {dsn: 'postgresql://u@127.0.0.1/db', acquire_timeout: 2s, "
+          "connect_timeout: 3s, statement_timeout: 10s, keepalives_idle: 1m, "
+          "startup_timeout: 2m}\n"
+          "shutdown_timeout: 30s\n"
+          "limits: {max_message_bytes: 16KiB, max_queued_bytes: 64MiB, max_queued_calls: 500, "
+          "transport_memory: 1GiB, max_streams_per_connection: 8}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->database.acquire_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(set->database.connect_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(set->database.statement_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(set->database.keepalives_idle, std::chrono::minutes(1));
+  EXPECT_EQ(set->database.startup_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(set->shutdown_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(set->max_message_bytes, 16u << 10);
+  EXPECT_EQ(set->max_queued_bytes, 64u << 20);
+  EXPECT_EQ(set->max_queued_calls, 500u);
+  EXPECT_EQ(set->transport_memory, 1u << 30);
+  EXPECT_EQ(set->max_streams_per_connection, 8u);
+
+  auto bad = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base +
+          "database: {dsn: 'postgresql://u@127.0.0.1/db', connect_timeout: 1s, "
+          "statement_timeout: 2h}\n"
+          "shutdown_timeout: 0s\n"
+          "limits: {max_report_bytes: 16MiB, max_queued_bytes: 8MiB, "
+          "max_streams_per_connection: 0}\n");
+  ASSERT_FALSE(bad.ok());
+  std::string m(bad.status().message());
+  EXPECT_THAT(m, HasSubstr("database.connect_timeout: must be between 2s and 5m"));
+  EXPECT_THAT(m, HasSubstr("database.statement_timeout: must be between 100ms and 1h"));
+  EXPECT_THAT(m, HasSubstr("shutdown_timeout: must be between 1s and 10m"));
+  EXPECT_THAT(m, HasSubstr("limits.max_queued_bytes: 8388608 bytes is below"));
+  EXPECT_THAT(m, HasSubstr("limits.max_streams_per_connection"));
+}
+
 TEST_F(CollectorConfigTest, ListsAllProblems) {
   auto c = ParseCollectorConfig(dir_ + "/collector.yaml",
                                 "listen: nowhere\n"

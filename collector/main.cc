@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -63,7 +64,17 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  log->info("stopping");
+  const auto bound = config->shutdown_timeout;
+  log->info("stopping: finishing the calls in flight for up to {} ms", bound.count());
+  // Bounded even when the database is stuck: a call blocked in it past the deadline (the pool
+  // cuts it only after database.statement_timeout) must not keep the process alive. Its report
+  // was not acked, so the agent sends it again.
+  std::thread([bound, log] {
+    std::this_thread::sleep_for(bound + std::chrono::seconds(5));
+    log->error("shutdown did not finish within shutdown_timeout + 5 s; exiting with calls running");
+    log->flush();
+    std::_Exit(1);
+  }).detach();
   (*collector)->Shutdown();
   collector->reset();
   log->info("stopped");

@@ -16,9 +16,14 @@ class FakeStream : public AgentStream {
  public:
   void Send(const smbfleet::v1::WatchResponse& message) override { sent.push_back(message); }
   void Close(const std::string& why) override { closed_because = why; }
+  void CloseRetryLater(const std::string& why) override {
+    closed_because = why;
+    retry_later = true;
+  }
 
   std::vector<smbfleet::v1::WatchResponse> sent;
   std::string closed_because;
+  bool retry_later = false;
 };
 
 smbfleet::v1::WatchResponse Nudge(const std::string& reason) {
@@ -42,6 +47,23 @@ TEST_F(PushTest, RegisteredStreamReceivesWhatIsSentToItsHost) {
   ASSERT_TRUE(router.Send("fs01", Nudge("now")));
   ASSERT_EQ(fs01.sent.size(), 1u);
   EXPECT_EQ(fs01.sent[0].report_now().reason(), "now");
+}
+
+// At shutdown every stream ends "retry later" (UNAVAILABLE on the wire), and so does one that
+// opens while the server is still stopping.
+TEST_F(PushTest, CloseAllEndsEveryStreamRetryLaterAndRefusesNewOnes) {
+  FakeStream fs01, fs02, late;
+  registry_.Register("fs01", &fs01);
+  registry_.Register("fs02", &fs02);
+  registry_.CloseAll();
+  EXPECT_TRUE(fs01.retry_later);
+  EXPECT_TRUE(fs02.retry_later);
+  EXPECT_EQ(fs01.closed_because, "collector shutting down");
+  registry_.Register("fs03", &late);
+  EXPECT_TRUE(late.retry_later);
+  EXPECT_FALSE(registry_.Connected("fs03"));
+  registry_.Unregister("fs01", &fs01);
+  registry_.Unregister("fs02", &fs02);
 }
 
 TEST_F(PushTest, SendToUnknownHostIsNotDelivered) {

@@ -21,6 +21,10 @@ StreamRegistry::~StreamRegistry() {
 void StreamRegistry::Register(const std::string& host, AgentStream* stream,
                               StreamCredential credential) {
   absl::MutexLock lock(&mu_);
+  if (closing_) {
+    stream->CloseRetryLater("collector shutting down");
+    return;
+  }
   auto it = streams_.find(host);
   if (it != streams_.end() && it->second != stream) {
     it->second->Close("replaced by a newer stream from the same host");
@@ -82,7 +86,8 @@ size_t StreamRegistry::size() const {
 
 void StreamRegistry::CloseAll() {
   absl::MutexLock lock(&mu_);
-  for (auto& [host, stream] : streams_) stream->Close("collector shutting down");
+  closing_ = true;
+  for (auto& [host, stream] : streams_) stream->CloseRetryLater("collector shutting down");
 }
 
 void StreamRegistry::KeepaliveLoop() {

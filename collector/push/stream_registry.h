@@ -24,6 +24,9 @@ class AgentStream {
   virtual void Send(const smbfleet::v1::WatchResponse& message) = 0;
   // Ends the stream, e.g. because the same host opened a newer one.
   virtual void Close(const std::string& why) = 0;
+  // Ends the stream so that the agent reconnects after its backoff (the collector is stopping):
+  // UNAVAILABLE rather than Close's ABORTED.
+  virtual void CloseRetryLater(const std::string& why) { Close(why); }
 };
 
 // The certificate a stream was opened with (lower-case hex), so that revoking it closes the
@@ -40,7 +43,10 @@ class StreamRegistry : public PushRouter {
   explicit StreamRegistry(std::chrono::milliseconds keepalive_interval, Metrics* metrics = nullptr);
   ~StreamRegistry() override;
 
-  // A newer stream of the same host replaces (and closes) the older one.
+  // A newer stream of the same host replaces (and closes) the older one: the agent only opens
+  // one, so a second means the first is dead on its side (e.g. a NAT dropped it) and refusing it
+  // would keep that host without orders until keepalives noticed. After CloseAll a new stream
+  // is closed at once (retry later).
   void Register(const std::string& host, AgentStream* stream, StreamCredential credential = {});
   // Only removes the entry when it is still this stream.
   void Unregister(const std::string& host, AgentStream* stream);
@@ -50,7 +56,7 @@ class StreamRegistry : public PushRouter {
   // Sends to every open stream; returns how many.
   size_t SendAll(const smbfleet::v1::WatchResponse& message);
   size_t size() const;
-  // Closes every stream (at shutdown).
+  // Closes every stream, and every one registered after, with CloseRetryLater (at shutdown).
   void CloseAll();
   // Closes the streams whose host or certificate `revoked(host, serial, fingerprint)` says is
   // revoked; returns how many.
@@ -67,6 +73,7 @@ class StreamRegistry : public PushRouter {
   Metrics* const metrics_;
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;  // CloseAll was called
   // A hash map: a change order for one host costs one lookup, however many streams are open.
   absl::flat_hash_map<std::string, AgentStream*> streams_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<AgentStream*, StreamCredential> credentials_ ABSL_GUARDED_BY(mu_);

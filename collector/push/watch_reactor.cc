@@ -38,6 +38,11 @@ void WatchReactor::Close(const std::string& why) {
   FinishLocked(grpc::Status(grpc::StatusCode::ABORTED, why));
 }
 
+void WatchReactor::CloseRetryLater(const std::string& why) {
+  absl::MutexLock lock(&mu_);
+  FinishLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+}
+
 void WatchReactor::OnWriteDone(bool ok) {
   absl::MutexLock lock(&mu_);
   writing_ = false;

@@ -23,6 +23,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<smbfleet::v1::WatchRe
 
   void Send(const smbfleet::v1::WatchResponse& message) override;
   void Close(const std::string& why) override;
+  void CloseRetryLater(const std::string& why) override;
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;

@@ -1,5 +1,7 @@
 #include "collector/server/collector.h"
 
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
@@ -12,11 +14,11 @@
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 
 namespace smbfleet::collector {
 namespace {
 
-constexpr size_t kMaxQueuedCalls = 10'000;
 constexpr size_t kMaxCaFileBytes = 4 << 20;
 
 // The CAs of identity.agent_issuers and identity.operator_issuers, read once at start.
@@ -153,17 +155,21 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_api_->SetIdentity(c->stores_.identity.get(), c->api_tokens_.get(),
                              c->revocations_.get());
   c->admin_api_->SetEnrollment(c->stores_.enrollment.get());
-  c->work_ = std::make_unique<WorkQueue>(config.store_threads, kMaxQueuedCalls, c->metrics_.get());
+  c->shutdown_timeout_ = absl::FromChrono(config.shutdown_timeout);
+  c->work_ = std::make_unique<WorkQueue>(config.store_threads, config.max_queued_calls,
+                                         c->metrics_.get(), config.max_queued_bytes);
   c->agent_service_ = std::make_unique<AgentServiceImpl>(c->pipeline_.get(), c->registry_.get(),
                                                          c->authenticator_.get(), c->work_.get(),
                                                          c->workflow_.get(), c->dispatcher_.get());
   c->agent_service_->set_approver_sets(c->approver_sets_.get());
   c->agent_service_->set_metrics(c->metrics_.get());
+  c->agent_service_->set_max_message_bytes(config.max_message_bytes);
   c->admin_service_ = std::make_unique<AdminServiceImpl>(c->admin_api_.get(),
                                                          c->authenticator_.get(), c->work_.get());
   c->admin_service_->set_approver_sets(c->approver_sets_.get());
   c->enrollment_service_ = std::make_unique<EnrollmentServiceImpl>(
       c->enrollment_api_.get(), c->authenticator_.get(), c->work_.get());
+  c->enrollment_service_->set_max_message_bytes(config.max_message_bytes);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -175,7 +181,15 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
                                ? MutualTlsServerCredentials(tls)
                                : ReloadingMutualTlsServerCredentials(config.tls, config.tls_reload),
                            &c->port_);
+  // The largest message any RPC takes (a report); Watch and AckChange are held to
+  // max_message_bytes by the service. Memory for the transport is bounded as a whole, and so are
+  // the streams one connection may have open at once.
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_report_bytes));
+  grpc::ResourceQuota quota("smbfleet-collector");
+  quota.Resize(config.transport_memory);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(config.max_streams_per_connection));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                              static_cast<int>(config.max_connection_age.count()));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30'000);
@@ -227,10 +241,29 @@ absl::Status Collector::StartConsole(const CollectorConfig& config, const TlsMat
 void Collector::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
+  const absl::Time deadline = absl::Now() + shutdown_timeout_;
   if (web_) web_->Stop();
   scheduler_->Stop();
+  // Agents reconnect after their jittered backoff, to this collector once it is back or to
+  // another one.
   registry_->CloseAll();
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  // While gRPC stops accepting and waits for the calls in flight, the queue finishes what it
+  // holds until the deadline and answers the rest UNAVAILABLE (not acked: the agents resend).
+  std::thread drain([this, deadline] {
+    size_t running = 0;
+    const size_t dropped = work_->Drain(deadline, &running);
+    size_t cut = 0;
+    if (running > 0 && on_shutdown_deadline_) cut = on_shutdown_deadline_();
+    if (dropped > 0 || running > 0) {
+      Logger("collector")
+          ->warn(
+              "shutdown: {} queued call(s) answered UNAVAILABLE; {} still running at the "
+              "deadline, {} database connection(s) cut",
+              dropped, running, cut);
+    }
+  });
+  server_->Shutdown(absl::ToChronoTime(deadline));
+  drain.join();
 }
 
 void Collector::Wait() { server_->Wait(); }

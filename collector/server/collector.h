@@ -63,8 +63,13 @@ class Collector {
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
   EnrollmentApi* enrollment() { return enrollment_api_.get(); }
+  // Stops accepting, closes the Watch streams (UNAVAILABLE), finishes the queued calls for up to
+  // config.shutdown_timeout and answers those not started UNAVAILABLE.
   void Shutdown();
   void Wait();
+  // Called by Shutdown when calls are still running at its deadline (a stuck database); it
+  // should make them fail now, e.g. by cutting the database connections they hold.
+  void set_on_shutdown_deadline(std::function<size_t()> f) { on_shutdown_deadline_ = std::move(f); }
 
  private:
   Collector() = default;
@@ -96,6 +101,8 @@ class Collector {
   std::unique_ptr<SessionStore> sessions_;
   std::unique_ptr<WebServer> web_;  // null: no console
   int port_ = 0;
+  absl::Duration shutdown_timeout_ = absl::Seconds(20);
+  std::function<size_t()> on_shutdown_deadline_;
   bool shut_down_ = false;
 };
 

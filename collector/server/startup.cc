@@ -51,13 +51,37 @@ absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig
   Logger("collector")
       ->info("smbfleet-collector {} starting; database {}", kVersion,
              RedactDsn(config.database_dsn));
-  RETURN_IF_ERROR(ApplyMigrations(config.database_dsn, BuiltinMigrations()));
+  // Every connection carries a connect timeout, TCP keepalives and a statement_timeout; the
+  // migrations' have no statement_timeout (one may rewrite a large table).
+  SessionLimits limits;
+  limits.connect_timeout = absl::FromChrono(config.database.connect_timeout);
+  limits.statement_timeout = absl::FromChrono(config.database.statement_timeout);
+  limits.keepalives_idle = absl::FromChrono(config.database.keepalives_idle);
+  ASSIGN_OR_RETURN(std::string dsn, WithSessionLimits(config.database_dsn, limits));
+  SessionLimits migration_limits = limits;
+  migration_limits.statement_timeout = absl::ZeroDuration();  // 0: none
+  ASSIGN_OR_RETURN(std::string migration_dsn,
+                   WithSessionLimits(config.database_dsn, migration_limits));
+  RETURN_IF_ERROR(WaitForDatabase(dsn, absl::FromChrono(config.database.startup_timeout)));
+  RETURN_IF_ERROR(ApplyMigrations(migration_dsn, BuiltinMigrations()));
+  PoolOptions pool;
+  pool.acquire_timeout = absl::FromChrono(config.database.acquire_timeout);
+  // Past statement_timeout the server cancels the statement itself; a lease held 5 s longer
+  // means the server stopped answering.
+  pool.lease_limit = limits.statement_timeout + absl::Seconds(5);
+  std::function<size_t()> cut_leases;
   ASSIGN_OR_RETURN(Stores stores,
-                   NewPgStore(config.database_dsn, static_cast<int>(config.database_pool_size)));
+                   NewPgStore(dsn, static_cast<int>(config.database_pool_size), pool, &cut_leases));
   ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
                    LoadPolicy(config.policy_file, *stores.compliance));
-  return Collector::Start(config, tls, std::move(stores), std::move(policy),
-                          PgOrderSignalFactory(config.database_dsn));
+  CollectorConfig effective = config;
+  effective.database_dsn = dsn;
+  ASSIGN_OR_RETURN(std::unique_ptr<Collector> collector,
+                   Collector::Start(effective, tls, std::move(stores), std::move(policy),
+                                    PgOrderSignalFactory(dsn)));
+  // Shutdown does not wait on a stuck database past its deadline.
+  collector->set_on_shutdown_deadline(std::move(cut_leases));
+  return collector;
 }
 
 }  // namespace smbfleet::collector

@@ -65,11 +65,16 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
         if (metrics == nullptr) return;
         metrics->ReportRefused(why == NotRun::kBusy ? ReportRefusal::kBusy
                                                     : ReportRefusal::kUnauthenticated);
-      });
+      },
+      request->ByteSizeLong());
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
     grpc::CallbackServerContext* context, const v1::WatchRequest* request) {
+  if (size_t bytes = request->ByteSizeLong();
+      max_message_bytes_ > 0 && bytes > max_message_bytes_) {
+    return RejectWatch(TooLarge("Watch", bytes, max_message_bytes_));
+  }
   auto agent = authenticator_->Authenticate(*context);
   absl::Status allowed = agent.ok() ? Authorize(*agent, Permission::kWatch) : agent.status();
   if (!allowed.ok()) return RejectWatch(ToGrpcStatus(allowed));
@@ -102,19 +107,25 @@ grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContext* context,
-                                                      const v1::AckChangeRequest* request,
-                                                      v1::AckChangeResponse* response) {
+                                                      const grpc::ByteBuffer* raw,
+                                                      grpc::ByteBuffer* response) {
+  v1::AckChangeRequest request;
+  if (grpc::Status s = ParseLimited("AckChange", *raw, max_message_bytes_, &request); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return SubmitUnary(
       context, *authenticator_, work_, response,
-      [this, request](const Principal& agent) -> absl::StatusOr<v1::AckChangeResponse> {
+      [this,
+       request = std::move(request)](const Principal& agent) -> absl::StatusOr<grpc::ByteBuffer> {
         RETURN_IF_ERROR(Authorize(agent, Permission::kAckChange));
         if (workflow_ == nullptr) {
           return absl::NotFoundError(absl::StrCat("no change order '",
-                                                  request->change_id().substr(0, 64),
+                                                  request.change_id().substr(0, 64),
                                                   "' was sent to ", agent.name));
         }
-        return workflow_->Ack(agent.name, *request);
-      });
+        return ToByteBuffer(workflow_->Ack(agent.name, request));
+      },
+      nullptr, raw->Length());
 }
 
 }  // namespace smbfleet::collector

@@ -17,7 +17,11 @@ namespace smbfleet::collector {
 // AgentService over gRPC: reports go through the pipeline on the work queue, Watch streams
 // into the registry (and get their pending change orders), acks into the change workflow. The
 // host is always the certificate's.
-class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackService {
+//
+// AckChange takes its request as bytes, so that one over max_message_bytes is refused before it
+// is parsed (gRPC's receive limit is the report's, the largest of all).
+class AgentServiceImpl final : public smbfleet::v1::AgentService::WithRawCallbackMethod_AckChange<
+                                   smbfleet::v1::AgentService::CallbackService> {
  public:
   // `workflow` and `dispatcher` may be null: then no orders are sent and acks are NOT_FOUND.
   AgentServiceImpl(ReportPipeline* pipeline, StreamRegistry* registry,
@@ -35,6 +39,9 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   void set_approver_sets(ApproverSets* sets) { approver_sets_ = sets; }
   // Counts reports received and those refused before the pipeline (not owned; may stay null).
   void set_metrics(Metrics* metrics) { metrics_ = metrics; }
+  // Watch and AckChange requests larger than this are refused RESOURCE_EXHAUSTED (0: no limit
+  // but the server's).
+  void set_max_message_bytes(uint64_t bytes) { max_message_bytes_ = bytes; }
 
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const smbfleet::v1::ReportRequest* request,
@@ -42,8 +49,8 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   grpc::ServerWriteReactor<smbfleet::v1::WatchResponse>* Watch(
       grpc::CallbackServerContext* context, const smbfleet::v1::WatchRequest* request) override;
   grpc::ServerUnaryReactor* AckChange(grpc::CallbackServerContext* context,
-                                      const smbfleet::v1::AckChangeRequest* request,
-                                      smbfleet::v1::AckChangeResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
 
  private:
   absl::StatusOr<smbfleet::v1::ReportResponse> HandleReport(
@@ -57,6 +64,7 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::CallbackServic
   changes::OrderDispatcher* dispatcher_;
   ApproverSets* approver_sets_ = nullptr;
   Metrics* metrics_ = nullptr;
+  uint64_t max_message_bytes_ = 0;
 };
 
 }  // namespace smbfleet::collector

@@ -21,20 +21,59 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // retry" by the code alone (RESOURCE_EXHAUSTED only means a message was too large).
 grpc::Status Busy();
 
+// The collector is stopping: UNAVAILABLE, so that the agent keeps the report and sends it to
+// this collector once it is back (or to another one).
+grpc::Status ShuttingDown();
+
+// A request over its RPC's size limit (limits.max_message_bytes), before any work is queued.
+grpc::Status TooLarge(const char* rpc, size_t bytes, uint64_t limit);
+
+// A unary call answered at once, without queueing (e.g. refused before any work).
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, grpc::Status status);
+
+// A request taken as bytes (a method marked raw, so that its size is checked before it is
+// parsed): RESOURCE_EXHAUSTED over `limit` (0: no limit), INVALID_ARGUMENT when it does not parse.
+template <typename Request>
+grpc::Status ParseLimited(const char* rpc, const grpc::ByteBuffer& raw, uint64_t limit,
+                          Request* out) {
+  const size_t bytes = raw.Length();
+  if (limit > 0 && bytes > limit) return TooLarge(rpc, bytes, limit);
+  grpc::ByteBuffer copy(raw);  // Deserialize consumes its buffer; the slices are shared
+  if (!grpc::SerializationTraits<Request>::Deserialize(&copy, out).ok()) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        std::string(rpc) + " request is not a valid " + Request::descriptor()->name() + " message");
+  }
+  return grpc::Status::OK;
+}
+
+// The response of a raw method, as bytes.
+template <typename Response>
+absl::StatusOr<grpc::ByteBuffer> ToByteBuffer(const absl::StatusOr<Response>& response) {
+  if (!response.ok()) return response.status();
+  grpc::ByteBuffer out;
+  bool own_buffer = false;
+  grpc::Status s = grpc::SerializationTraits<Response>::Serialize(*response, &out, &own_buffer);
+  if (!s.ok()) return absl::InternalError(s.error_message());
+  return out;
+}
+
 // Why a queued call never reached its handler (for the caller's metrics).
 enum class NotRun { kBusy, kUnauthenticated };
 
 // Takes the caller from its credentials (`auth`), runs `call(principal)` on the work queue
 // (database work stays off gRPC's threads) and finishes with its result, moved into *response.
-// `not_run` (may be empty) hears of calls refused before `call`.
+// `not_run` (may be empty) hears of calls refused before `call`. `bytes`, the request's size,
+// counts against the queue's byte bound while the call waits.
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
                                       const Authenticator& auth, WorkQueue* work,
                                       Response* response, Call call,
-                                      std::function<void(NotRun)> not_run = nullptr) {
+                                      std::function<void(NotRun)> not_run = nullptr,
+                                      uint64_t bytes = 0) {
   auto* reactor = context->DefaultReactor();
   // Authentication runs on the work queue too: a bearer token is looked up in the store.
-  bool queued = work->TrySubmit(
+  WorkQueue::Submitted queued = work->Submit(
       [reactor, context, &auth, response, call = std::move(call), not_run]() mutable {
         absl::StatusOr<Principal> caller = auth.Authenticate(*context);
         if (!caller.ok()) {
@@ -49,10 +88,15 @@ grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
         }
         *response = *std::move(result);
         reactor->Finish(grpc::Status::OK);
+      },
+      bytes,
+      [reactor, not_run] {
+        if (not_run) not_run(NotRun::kBusy);
+        reactor->Finish(ShuttingDown());
       });
-  if (!queued) {
+  if (queued != WorkQueue::Submitted::kQueued) {
     if (not_run) not_run(NotRun::kBusy);
-    reactor->Finish(Busy());
+    reactor->Finish(queued == WorkQueue::Submitted::kFull ? Busy() : ShuttingDown());
   }
   return reactor;
 }

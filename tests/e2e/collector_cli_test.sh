@@ -25,10 +25,11 @@ done
 cat > "$work/deaddb.yaml" <<'YAML'
 listen: 127.0.0.1:0
 tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}
-database: {dsn: 'postgresql://smbfleet:hunter2@127.0.0.1:1/smbfleet'}
+database: {dsn: 'postgresql://smbfleet:hunter2@127.0.0.1:1/smbfleet', startup_timeout: 2s}
 YAML
+# It retries for database.startup_timeout, then exits naming the database and the reason.
 if timeout 60 "$collector_bin" --config "$work/deaddb.yaml" >"$work/out" 2>&1; then fail "started without a database"; fi
-grep -q "not reachable" "$work/out" || { cat "$work/out"; fail "no clear database error"; }
+grep -q "not reachable after" "$work/out" || { cat "$work/out"; fail "no clear database error"; }
 grep -q "host=127.0.0.1" "$work/out" || { cat "$work/out"; fail "database address not named"; }
 if grep -q hunter2 "$work/out"; then fail "password printed"; fi
 

@@ -6,22 +6,38 @@
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "collector/metrics/metrics.h"
 #include "collector/store/postgres/dsn.h"
 
 namespace smbfleet::collector {
 
+// How long a call may wait for the pool and hold a connection (docs/collector.md "database").
+struct PoolOptions {
+  // Every connection is leased: the call fails UNAVAILABLE "database busy" after this wait.
+  absl::Duration acquire_timeout = absl::Seconds(5);
+  // A lease held longer has its socket shut down, so that a server that stopped answering
+  // (where statement_timeout cannot fire) fails the call instead of parking its thread. Set it
+  // above the server's statement_timeout.
+  absl::Duration lease_limit = absl::Seconds(35);
+};
+
 // A few connections, handed out one at a time (libpqxx allows one transaction per connection
-// at a time); a broken connection is dropped and replaced on the next lease.
+// at a time). A broken connection is dropped and replaced on the next lease; when the server is
+// found unreachable every idle connection is dropped, one line is logged, and until a new
+// connection opens again one call at a time tries while the others fail at once.
 class ConnectionPool {
  public:
-  ConnectionPool(std::string dsn, int size) : dsn_(std::move(dsn)), capacity_(size) {}
+  ConnectionPool(std::string dsn, int size, PoolOptions options = {});
+  ~ConnectionPool();
 
   class Lease {
    public:
@@ -41,12 +57,12 @@ class ConnectionPool {
   // Where the wait for a connection and failed calls are counted (not owned; null: nowhere).
   void SetMetrics(Metrics* metrics) { metrics_.store(metrics); }
 
-  // Blocks while every connection is leased. Throws what pqxx throws when a new connection
-  // cannot be opened.
+  // Waits up to acquire_timeout while every connection is leased (then throws DatabaseBusy).
+  // Throws what pqxx throws when a new connection cannot be opened, or DatabaseUnreachable.
   Lease Acquire();
 
   // In a catch block: counts the database error (as `operation`, or as a connection's when the
-  // connection broke) and returns MapPgException's status for it.
+  // connection broke), notes an outage, and returns MapPgException's status for it.
   absl::Status Failed(DatabaseOperation operation, absl::string_view what);
 
   // Runs fn(tx) in a new Tx (pqxx::work, pqxx::read_transaction) on a leased connection and
@@ -64,20 +80,47 @@ class ConnectionPool {
                     what);
     }
   }
+  // Shuts down the socket of every leased connection: the calls on them fail UNAVAILABLE now
+  // (at shutdown's deadline, when the database is stuck). Returns how many.
+  size_t CutLeases();
   const std::string& dsn() const { return dsn_; }
+  // Whether the last attempt found the server unreachable (for tests and readiness).
+  bool unreachable() const;
 
  private:
+  struct Leased {
+    absl::Time since = absl::InfinitePast();
+    bool cut = false;
+    absl::Duration cut_after = absl::ZeroDuration();  // how long it had been held when cut
+  };
+
   void Release(std::unique_ptr<pqxx::connection> c);
+  std::unique_ptr<pqxx::connection> Open();
+  void MarkReachable();
+  void MarkUnreachable(const std::string& why);
+  void WatchdogLoop();
+  void CutLocked(pqxx::connection* conn, Leased* leased) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CanLease() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !idle_.empty() || open_ < capacity_;
   }
 
   const std::string dsn_;
   const int capacity_;
+  const PoolOptions options_;
   std::atomic<Metrics*> metrics_{nullptr};
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::deque<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int open_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<pqxx::connection*, Leased> leased_ ABSL_GUARDED_BY(mu_);
+  // The outage: since when, why, how many calls failed, and whether a call is trying a new
+  // connection right now.
+  bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time unreachable_since_ ABSL_GUARDED_BY(mu_);
+  std::string unreachable_why_ ABSL_GUARDED_BY(mu_);
+  int64_t failed_in_outage_ ABSL_GUARDED_BY(mu_) = 0;
+  bool probing_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread watchdog_;
 };
 
 }  // namespace smbfleet::collector

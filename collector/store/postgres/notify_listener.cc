@@ -61,6 +61,9 @@ void PgNotifyListener::Listen() {
       backoff = kFirstBackoff;
       on_notify_();  // what was sent while not listening
       while (!stop_.HasBeenNotified()) conn.await_notification(0, kWaitMicros);
+      // Stopping: the receiver's UNLISTEN would wait forever on a server that stopped answering
+      // (shutdown with the database stuck); closing the session ends the LISTEN as well.
+      conn.disconnect();
     } catch (...) {
       {
         absl::MutexLock lock(&mu_);

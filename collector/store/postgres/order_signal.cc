@@ -111,6 +111,9 @@ void PgOrderSignal::ListenOn(pqxx::connection& conn) {
     listening_ = true;
   }
   while (!stop_.HasBeenNotified()) conn.await_notification(0, kWaitMicros);
+  // Stopping: the receiver's UNLISTEN would wait forever on a server that stopped answering
+  // (shutdown with the database stuck); closing the session ends the LISTEN as well.
+  conn.disconnect();
 }
 
 void PgOrderSignal::Listen() {
