@@ -28,6 +28,9 @@ patches=$here/patches
 toolchain=$here/mingw-deps.cmake
 jobs=${SMBFLEET_JOBS:-2}
 target=x86_64-w64-mingw32
+# PE/COFF objects hold at most 32767 sections; the large generated and templated files of protobuf and
+# gRPC need more ("file too big" from the assembler) unless built as big objects.
+cxxflags="-Wa,-mbig-obj"
 
 die() {
   echo "$me: $*" >&2
@@ -197,6 +200,7 @@ cmake_build() {  # cmake_build SRC BUILD [cmake args...]: configure, build, inst
     -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_INSTALL_LIBDIR=lib \
     -DCMAKE_CXX_STANDARD=17 \
+    -DCMAKE_CXX_FLAGS="$cxxflags" \
     -DBUILD_SHARED_LIBS=OFF \
     -DBUILD_TESTING=OFF \
     "$@" &&
@@ -305,10 +309,16 @@ for pkg in "${packages[@]}"; do
   seconds=$(($(date +%s) - start))
   echo "$pkg $used ${seconds}s" | tee -a "$timings" >&2
   echo "$used ${seconds}s" >"$stamp"
-  echo "$pkg $used" >>"$prefix/VERSIONS"
   rm -rf "$work/src/$pkg" "$work/build/$pkg"
 done
-echo "total (this run) $(($(date +%s) - total_start))s" | tee -a "$timings" >&2
+sum=0
+: >"$prefix/VERSIONS"
+for pkg in "${packages[@]}"; do
+  read -r used seconds <"$prefix/.stamps/$pkg"
+  echo "$pkg $used" >>"$prefix/VERSIONS"
+  sum=$((sum + ${seconds%s}))
+done
+echo "total: ${sum}s for all packages, $(($(date +%s) - total_start))s in this run" | tee -a "$timings" >&2
 rm -rf "$work"
 echo "$key" >"$prefix/.smbfleet-mingw-deps"
 say "built $prefix"
