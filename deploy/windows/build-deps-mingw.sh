@@ -8,7 +8,8 @@
 # a second run does nothing. With PREFIX the cached tree is also copied there. The last line of
 # stdout is the prefix. Per-package build logs and timings are in PREFIX/logs/.
 # Host tools (protoc, grpc_cpp_plugin) are the Linux packages'; nothing is built for them.
-# Needs: g++-mingw-w64-x86-64, cmake, ninja-build, dpkg-dev, perl, make; root the first time when
+# Needs: g++-mingw-w64-x86-64, cmake, ninja-build, dpkg-dev, perl, make, python3, python3-six,
+# unicode-data (RE2's tables are generated, as in Debian's build); root the first time when
 # the deb-src entries are missing (they are added to /etc/apt/sources.list.d/).
 # SMBFLEET_JOBS (default 2) sets the build parallelism. Everything runs under nice -n 19/ionice -c3.
 set -euo pipefail
@@ -57,10 +58,14 @@ dev_package() {
 }
 
 for tool in "$target-gcc-posix" "$target-g++-posix" "$target-ar" "$target-ranlib" "$target-windres" \
-  cmake ninja make perl dpkg-source dpkg-query apt-get sha256sum flock; do
+  cmake ninja make perl python3 dpkg-source dpkg-query apt-get sha256sum flock patch; do
   command -v "$tool" >/dev/null 2>&1 ||
-    die "$tool not found (apt-get install -y g++-mingw-w64-x86-64 cmake ninja-build make perl dpkg-dev)"
+    die "$tool not found (apt-get install -y g++-mingw-w64-x86-64 cmake ninja-build make perl python3 dpkg-dev patch)"
 done
+# RE2's tables are generated from these (Debian's build does the same).
+if [[ ! -f /usr/share/unicode/UnicodeData.txt ]] || ! python3 -c 'import six' 2>/dev/null; then
+  die "re2 needs the Unicode data and python3-six: apt-get install -y --no-install-recommends unicode-data python3-six"
+fi
 
 # The source version of each installed -dev package: what the Linux build compiles against.
 declare -A version
@@ -251,7 +256,14 @@ build_protobuf() {
 }
 
 build_re2() {
-  cmake_build "$1" "$2" -DRE2_BUILD_TESTING=OFF
+  local t=$1
+  # Debian's dfsg tarball drops the generated Unicode and Perl tables; generate them as Debian's
+  # build does (from the unicode-data package).
+  (cd "$t" &&
+    perl re2/make_perl_groups.pl >re2/perl_groups.cc &&
+    python3 re2/make_unicode_casefold.py >re2/unicode_casefold.cc &&
+    python3 re2/make_unicode_groups.py >re2/unicode_groups.cc) &&
+    cmake_build "$1" "$2" -DRE2_BUILD_TESTING=OFF
 }
 
 build_grpc() {
