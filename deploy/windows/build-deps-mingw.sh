@@ -267,8 +267,10 @@ build_re2() {
 }
 
 build_grpc() {
-  # Against the libraries above (package providers), no code generator plugins, tests or examples.
+  # Against the libraries above (package providers), no code generator plugins, tests or examples,
+  # and without the *_unsecure libraries (patches/grpc/0001).
   cmake_build "$1" "$2" -DgRPC_INSTALL=ON -DgRPC_BUILD_TESTS=OFF -DgRPC_BUILD_CODEGEN=OFF \
+    -DgRPC_BUILD_UNSECURE=OFF \
     -DgRPC_BUILD_CSHARP_EXT=OFF -DgRPC_BUILD_GRPC_CPP_PLUGIN=OFF -DgRPC_BUILD_GRPC_CSHARP_PLUGIN=OFF \
     -DgRPC_BUILD_GRPC_NODE_PLUGIN=OFF -DgRPC_BUILD_GRPC_OBJECTIVE_C_PLUGIN=OFF \
     -DgRPC_BUILD_GRPC_PHP_PLUGIN=OFF -DgRPC_BUILD_GRPC_PYTHON_PLUGIN=OFF \
