@@ -8,3 +8,6 @@ if(DEFINED ENV{SMBFLEET_MINGW_DEPS_PREFIX})
 endif()
 # Never the Linux packages' CMake configs (/usr/lib/x86_64-linux-gnu/cmake/absl, ...).
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+# The prefix's OpenSSL is static: FindOpenSSL then adds ws2_32 and crypt32 (the CryptoAPI engine and
+# the socket BIO need them). gRPC's installed config calls find_package(OpenSSL) in every consumer.
+set(OPENSSL_USE_STATIC_LIBS TRUE)
