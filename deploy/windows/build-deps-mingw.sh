@@ -305,23 +305,34 @@ for pkg in "${packages[@]}"; do
     continue
   fi
   log=$prefix/logs/$pkg.log
-  : >"$log"
   start=$(date +%s)
-  say "$pkg ${version[$pkg]}: fetching"
-  used=$(fetch_source "$pkg" "${version[$pkg]}" "$log") ||
-    die "$pkg ${version[$pkg]}: fetching or unpacking the Debian source failed; see $log"
   tree=$work/src/$pkg/tree
-  apply_patches "$pkg" "$tree" "$log" ||
-    die "$pkg $used: a patch from deploy/windows/patches/$pkg did not apply; see $log"
-  say "$pkg $used: building (log: $log)"
-  rm -rf "$work/build/$pkg"
+  ready=$work/src/$pkg/ready
+  resumed=""
+  if [[ -f "$ready" ]]; then
+    # An interrupted or failed build of the same tree: continue it (gRPC takes the longest).
+    used=$(cat "$ready")
+    resumed=" (resumed: this attempt only)"
+    echo "== resumed $(date -u +%FT%TZ)" >>"$log"
+    say "$pkg $used: resuming the build (log: $log)"
+  else
+    : >"$log"
+    say "$pkg ${version[$pkg]}: fetching"
+    used=$(fetch_source "$pkg" "${version[$pkg]}" "$log") ||
+      die "$pkg ${version[$pkg]}: fetching or unpacking the Debian source failed; see $log"
+    apply_patches "$pkg" "$tree" "$log" ||
+      die "$pkg $used: a patch from deploy/windows/patches/$pkg did not apply; see $log"
+    echo "$used" >"$ready"
+    rm -rf "$work/build/$pkg"
+    say "$pkg $used: building (log: $log)"
+  fi
   mkdir -p "$work/build/$pkg"
   if ! "build_$pkg" "$tree" "$work/build/$pkg" >>"$log" 2>&1; then
     tail -n 25 "$log" >&2
-    die "$pkg $used: the build failed; see $log"
+    die "$pkg $used: the build failed; see $log (a new run resumes it)"
   fi
   seconds=$(($(date +%s) - start))
-  echo "$pkg $used ${seconds}s" | tee -a "$timings" >&2
+  echo "$pkg $used ${seconds}s$resumed" | tee -a "$timings" >&2
   echo "$used ${seconds}s" >"$stamp"
   rm -rf "$work/src/$pkg" "$work/build/$pkg"
 done
