@@ -226,17 +226,18 @@ build_zlib() {
 }
 
 build_openssl() {
-  local t=$1
-  # In the source tree: OpenSSL's Configure builds there. Libraries and headers only. OPENSSLDIR
-  # (where libcrypto looks for openssl.cnf at start-up) is a folder only Administrators can write on
-  # the Windows host, never a path of the build machine (C:\root\... could be created by any user).
+  local t=$1 win="C:/Program Files/smbfleet"
+  # In the source tree: OpenSSL's Configure builds there. Libraries and headers only. The folders
+  # compiled into libcrypto (openssl.cnf, engines, provider modules) are folders of the Windows host
+  # that only Administrators can write, never a path of the build machine. They are make variables:
+  # Configure running on Linux would take "C:/..." for a relative path and prepend the prefix.
+  local dirs=(OPENSSLDIR="$win/ssl" ENGINESDIR="$win/engines-3" MODULESDIR="$win/ossl-modules")
   (cd "$t" &&
-    ./Configure mingw64 no-shared no-module no-tests \
-      --prefix="$prefix" --libdir=lib --openssldir="C:/Program Files/smbfleet/ssl" \
+    ./Configure mingw64 no-shared no-module no-tests --prefix="$prefix" --libdir=lib \
       CC="$target-gcc-posix" CXX="$target-g++-posix" AR="$target-ar" \
       RANLIB="$target-ranlib" RC="$target-windres" &&
-    make -j "$jobs" build_libs &&
-    make install_dev)
+    make -j "$jobs" build_libs "${dirs[@]}" &&
+    make install_dev "${dirs[@]}")
 }
 
 build_c-ares() {
