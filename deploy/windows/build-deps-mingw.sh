@@ -299,6 +299,7 @@ build_spdlog() {
 }
 
 total_start=$(date +%s)
+ensure_deb_src
 for pkg in "${packages[@]}"; do
   stamp=$prefix/.stamps/$pkg
   if [[ -f "$stamp" ]]; then
