@@ -1,14 +1,19 @@
-// Dependency check for the Windows build, without gRPC: each foundation library does one real thing
-// (protobuf round trip, SHA-256 and a TLS client context from OpenSSL, Abseil string formatting,
-// an RE2 match, c-ares initialisation, a zlib round trip) and its version is printed.
+// Dependency check for the Windows build, without gRPC: each library does one real thing (protobuf
+// round trip, SHA-256 and a TLS client context from OpenSSL, Abseil string formatting, an RE2
+// match, c-ares initialisation, a zlib round trip, a YAML document, fmt formatting, a spdlog line)
+// and its version is printed.
 //   foundation_check.exe    exit 0 when all of that worked
 #include <absl/strings/str_cat.h>
 #include <ares.h>
+#include <fmt/format.h>
 #include <google/protobuf/stubs/common.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <re2/re2.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
 #include <zlib.h>
 
 #include <array>
@@ -69,6 +74,24 @@ int main() {
       uncompress(unpacked.data(), &unpacked_len, packed.data(), packed_len) == Z_OK &&
       std::string(reinterpret_cast<const char*>(unpacked.data()), unpacked_len) == joined;
   ok &= Report("zlib", zlib_ok, zlibVersion());
+
+  const YAML::Node config = YAML::Load("collector: fleet.example:8443\nshares: [data, home]\n");
+  ok &= Report(
+      "yaml-cpp",
+      config["shares"].size() == 2 && config["collector"].as<std::string>() == "fleet.example:8443",
+      config["collector"].as<std::string>());
+
+  const std::string formatted = fmt::format("{}-{:03d}", "smbfleet", 16);
+  ok &= Report("fmt", formatted == "smbfleet-016", std::to_string(FMT_VERSION));
+
+  std::ostringstream log_text;
+  auto logger = std::make_shared<spdlog::logger>(
+      "check", std::make_shared<spdlog::sinks::ostream_sink_st>(log_text));
+  logger->set_pattern("%l %v");
+  logger->info("posture {}", 16);
+  logger->flush();
+  ok &= Report("spdlog", log_text.str().find("info posture 16") != std::string::npos,
+               fmt::format("{}.{}.{}", SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH));
 
   return ok ? 0 : 1;
 }
