@@ -105,6 +105,8 @@ export_prefix() {
     if [[ "$(cat "$dest/.smbfleet-mingw-deps" 2>/dev/null)" != "$key" ]]; then
       rm -rf "$dest.tmp"
       cp -a "$prefix" "$dest.tmp"
+      # CMake configs are relocatable; pkg-config files name the prefix.
+      find "$dest.tmp/lib/pkgconfig" -name '*.pc' -exec sed -i "s|$prefix|$dest|g" {} +
       rm -rf "$dest"
       mv "$dest.tmp" "$dest"
     fi
