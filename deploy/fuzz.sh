@@ -91,8 +91,12 @@ last = [l for l in log.splitlines() if re.match(r"#\d+\s+(NEW|REDUCE|pulse|DONE|
 last = last[-1] if last else ""
 artifacts = os.path.join(d, "artifacts")
 crashes = sorted(os.path.join(artifacts, f) for f in os.listdir(artifacts))
+m = re.search(r"Done \d+ runs in (\d+) second", log)
+ran = int(m.group(1)) if m else None
+if ran is None and stat("average_exec_per_sec"):  # a crash ends the run early, without "Done"
+    ran = round(stat("number_of_executed_units") / stat("average_exec_per_sec"))
 print(json.dumps({
-    "target": target, "seconds": seconds,
+    "target": target, "seconds": seconds, "ran_seconds": ran,
     "executions": stat("number_of_executed_units"),
     "exec_per_sec": stat("average_exec_per_sec"),
     "corpus_start": field(inited, "corp"), "corpus_end": field(last, "corp"),

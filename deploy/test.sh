@@ -47,7 +47,11 @@ bash "$here/lint.sh" "$build" || status=1
 # on; deploy/sanitizers/lsan.supp lists the third-party exceptions.
 asan=${SMBFLEET_ASAN_BUILD_DIR:-$root/build-asan}
 echo "== ASan+UBSan build ($asan)"
-export ASAN_OPTIONS=detect_leaks=1
+# The Samba suites run the agent itself under the lab's nss_wrapper (LD_PRELOAD): ASan then
+# does not come first in the library list (the check is off), and nss_wrapper must load libc
+# without RTLD_DEEPBIND, which the sanitizer runtime cannot work with.
+export ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0
+export NSS_WRAPPER_DISABLE_DEEPBIND=1
 export LSAN_OPTIONS=suppressions=$root/deploy/sanitizers/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # -O1 and line tables only, as ASan recommends: quicker to build than -O2 with full debug info.
