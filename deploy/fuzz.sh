@@ -3,15 +3,18 @@
 # tree and runs each for a set time. New inputs and crash artefacts go to a scratch directory,
 # never into the committed corpora; a crash becomes a committed corpus file and a fix by hand
 # (docs/fuzzing.md). Prints one JSON object per target as it finishes:
-#   {"target":..,"seconds":..,"executions":..,"exec_per_sec":..,"corpus_start":..,"corpus_end":..,
-#    "new_units":..,"cov_start":..,"cov_end":..,"crashes":[paths],"log":path}
-# Exits non-zero when a target crashed (or did not build).
+#   {"target":..,"seconds":..,"ran_seconds":..,"executions":..,"exec_per_sec":..,"corpus_start":..,
+#    "corpus_end":..,"new_units":..,"cov_start":..,"cov_end":..,"crashes":[paths],"log":path}
+# Exits non-zero when a target crashed or left an artefact (or did not build).
 #
-#   deploy/fuzz.sh [--minutes N] [--parallel N] [--scratch DIR] [--build-only] [TARGET...]
+#   deploy/fuzz.sh [--minutes N] [--parallel N] [--scratch DIR] [--keep-going] [--build-only]
+#                  [TARGET...]
 #
 # --minutes: per target (default 10; a fraction is fine). --parallel: targets at once (default 1;
 # the fuzzers run under nice). --scratch: where corpora grow and artefacts land (default a new
-# /tmp/smbfleet-fuzz.XXXXXX, kept). TARGETs: names of tests/fuzz folders (default all).
+# /tmp/smbfleet-fuzz.XXXXXX, kept). --keep-going: libFuzzer's fork mode, which goes on after a
+# crash (to look past a known finding; every crash still lands in the artefacts). TARGETs: names
+# of tests/fuzz folders (default all).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -22,6 +25,7 @@ minutes=10
 parallel=1
 scratch=
 build_only=0
+keep_going=()
 targets=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -29,7 +33,8 @@ while [[ $# -gt 0 ]]; do
     --parallel) parallel=$2; shift 2 ;;
     --scratch) scratch=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --keep-going) keep_going=(-fork=1 -ignore_crashes=1); shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -72,6 +77,7 @@ run_target() {
   # The scratch corpus comes first: libFuzzer writes new inputs only to the first directory.
   nice -n 10 "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=30 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "${dict[@]}" \
+    "${keep_going[@]}" \
     "$dir/corpus" "$root/tests/fuzz/$t/corpus" >"$dir/fuzz.log" 2>&1 || rc=$?
   python3 - "$t" "$seconds" "$dir" "$rc" <<'PY'
 import json, os, re, sys
@@ -95,10 +101,15 @@ m = re.search(r"Done \d+ runs in (\d+) second", log)
 ran = int(m.group(1)) if m else None
 if ran is None and stat("average_exec_per_sec"):  # a crash ends the run early, without "Done"
     ran = round(stat("number_of_executed_units") / stat("average_exec_per_sec"))
+executions, exec_per_sec = stat("number_of_executed_units"), stat("average_exec_per_sec")
+# Fork mode (--keep-going) prints no stat:: lines: "#N: cov: C ft: F corp: K exec/s: E ... time: Ts".
+forked = re.findall(r"^#(\d+): cov: (\d+) .*?corp: (\d+) exec/s:? (\d+).*?time: (\d+)s", log, re.M)
+if executions is None and forked:
+    executions, exec_per_sec, ran = int(forked[-1][0]), int(forked[-1][3]), int(forked[-1][4])
+    last = "cov: %s corp: %s" % (forked[-1][1], forked[-1][2])
 print(json.dumps({
     "target": target, "seconds": seconds, "ran_seconds": ran,
-    "executions": stat("number_of_executed_units"),
-    "exec_per_sec": stat("average_exec_per_sec"),
+    "executions": executions, "exec_per_sec": exec_per_sec,
     "corpus_start": field(inited, "corp"), "corpus_end": field(last, "corp"),
     "new_units": stat("new_units_added"),
     "cov_start": field(inited, "cov"), "cov_end": field(last, "cov"),
@@ -106,7 +117,7 @@ print(json.dumps({
     "exit_code": rc, "crashes": crashes, "log": os.path.join(d, "fuzz.log"),
 }), flush=True)
 PY
-  [[ $rc -eq 0 ]]
+  [[ $rc -eq 0 && -z "$(ls -A "$dir/artifacts")" ]]
 }
 
 status=0
