@@ -4,7 +4,8 @@
 # never into the committed corpora; a crash becomes a committed corpus file and a fix by hand
 # (docs/fuzzing.md). Prints one JSON object per target as it finishes:
 #   {"target":..,"seconds":..,"ran_seconds":..,"executions":..,"exec_per_sec":..,"corpus_start":..,
-#    "corpus_end":..,"new_units":..,"cov_start":..,"cov_end":..,"crashes":[paths],"log":path}
+#    "corpus_end":..,"new_units":..,"cov_start":..,"cov_end":..,"crash_count":..,"crashes":[paths],
+#    "log":path}
 # Exits non-zero when a target crashed or left an artefact (or did not build).
 #
 #   deploy/fuzz.sh [--minutes N] [--parallel N] [--scratch DIR] [--keep-going] [--build-only]
@@ -34,7 +35,7 @@ while [[ $# -gt 0 ]]; do
     --scratch) scratch=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
     --keep-going) keep_going=(-fork=1 -ignore_crashes=1); shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -105,7 +106,8 @@ executions, exec_per_sec = stat("number_of_executed_units"), stat("average_exec_
 # Fork mode (--keep-going) prints no stat:: lines: "#N: cov: C ft: F corp: K exec/s: E ... time: Ts".
 forked = re.findall(r"^#(\d+): cov: (\d+) .*?corp: (\d+) exec/s:? (\d+).*?time: (\d+)s", log, re.M)
 if executions is None and forked:
-    executions, exec_per_sec, ran = int(forked[-1][0]), int(forked[-1][3]), int(forked[-1][4])
+    executions, ran = int(forked[-1][0]), int(forked[-1][4])
+    exec_per_sec = executions // ran if ran else None  # its own exec/s column stays 0
     last = "cov: %s corp: %s" % (forked[-1][1], forked[-1][2])
 print(json.dumps({
     "target": target, "seconds": seconds, "ran_seconds": ran,
@@ -114,7 +116,9 @@ print(json.dumps({
     "new_units": stat("new_units_added"),
     "cov_start": field(inited, "cov"), "cov_end": field(last, "cov"),
     "peak_rss_mb": stat("peak_rss_mb"),
-    "exit_code": rc, "crashes": crashes, "log": os.path.join(d, "fuzz.log"),
+    # Fork mode can keep many artefacts of one finding: the first 20 are listed.
+    "exit_code": rc, "crash_count": len(crashes), "crashes": crashes[:20],
+    "log": os.path.join(d, "fuzz.log"),
 }), flush=True)
 PY
   [[ $rc -eq 0 && -z "$(ls -A "$dir/artifacts")" ]]
