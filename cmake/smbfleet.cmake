@@ -17,6 +17,15 @@ if(SMBFLEET_SANITIZE)
   add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
 endif()
 
+option(SMBFLEET_FUZZ "Build the fuzz targets as libFuzzer binaries (clang only)" OFF)
+if(SMBFLEET_FUZZ)
+  # libFuzzer builds (deploy/fuzz.sh, clang only): coverage instrumentation and ASan+UBSan
+  # everywhere; tests/fuzz links its targets with -fsanitize=fuzzer (libFuzzer's main).
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined -fno-sanitize-recover=all)
+endif()
+
 # smbfleet_cc_library(NAME foo SRCS a.cc b.cc [HDRS ...] DEPS lib1 lib2 [PRIVATE_DEPS ...])
 function(smbfleet_cc_library)
   cmake_parse_arguments(L "" "NAME" "SRCS;HDRS;DEPS;PRIVATE_DEPS" ${ARGN})

@@ -15,6 +15,15 @@ bool ValidHostPort(const std::string& s) {
   return absl::SimpleAtoi(s.substr(colon + 1), &port) && port <= 65535;
 }
 
+// A section such as `limits:`: true when it is a mapping to read. An empty value counts as
+// absent; anything else is a problem (reading keys of a scalar throws in yaml-cpp).
+bool IsSection(const YAML::Node& node, absl::string_view name, ConfigProblems* problems) {
+  if (!node.IsDefined() || node.IsNull()) return false;
+  if (node.IsMap()) return true;
+  problems->Add(node, name, "expected a mapping");
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
@@ -105,7 +114,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node limits = root["limits"];
-  if (limits.IsDefined()) {
+  if (IsSection(limits, "limits", &problems)) {
     CheckKeys(
         limits,
         {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
@@ -148,7 +157,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node watch = root["watch"];
-  if (watch.IsDefined()) {
+  if (IsSection(watch, "watch", &problems)) {
     CheckKeys(watch, {"keepalive_interval", "max_connection_age"}, "watch", &problems);
     ReadDuration(watch, "keepalive_interval", "watch", &c.keepalive_interval, &problems);
     ReadDuration(watch, "max_connection_age", "watch", &c.max_connection_age, &problems);
@@ -158,7 +167,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node store = root["store"];
-  if (store.IsDefined()) {
+  if (IsSection(store, "store", &problems)) {
     CheckKeys(store, {"threads"}, "store", &problems);
     uint64_t threads = c.store_threads;
     if (ReadUint(store, "threads", "store", 1, 256, &threads, &problems)) {
@@ -167,7 +176,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node policy = root["policy"];
-  if (policy.IsDefined()) {
+  if (IsSection(policy, "policy", &problems)) {
     CheckKeys(policy, {"file"}, "policy", &problems);
     if (ReadString(policy, "file", "policy", &c.policy_file, &problems)) {
       c.policy_file = ResolvePath(file, c.policy_file);
@@ -179,13 +188,13 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node approver_sets = root["approver_sets"];
-  if (approver_sets.IsDefined()) {
+  if (IsSection(approver_sets, "approver_sets", &problems)) {
     CheckKeys(approver_sets, {"poll"}, "approver_sets", &problems);
     ReadDuration(approver_sets, "poll", "approver_sets", &c.approver_set_poll, &problems);
   }
 
   YAML::Node identity = root["identity"];
-  if (identity.IsDefined()) {
+  if (IsSection(identity, "identity", &problems)) {
     CheckKeys(identity, {"agent_issuers", "operator_issuers", "revocation_poll"}, "identity",
               &problems);
     ReadDuration(identity, "revocation_poll", "identity", &c.identity.revocation_poll, &problems);
@@ -208,7 +217,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node changes = root["changes"];
-  if (changes.IsDefined()) {
+  if (IsSection(changes, "changes", &problems)) {
     CheckKeys(changes, {"two_approvers_above_hosts", "lifetime", "ack_timeout", "tick"}, "changes",
               &problems);
     uint64_t above = c.changes.two_approvers_above_hosts;
@@ -234,7 +243,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node enrollment = root["enrollment"];
-  if (enrollment.IsDefined()) {
+  if (IsSection(enrollment, "enrollment", &problems)) {
     CheckKeys(enrollment, {"ca_cert", "ca_key", "certificate_lifetime"}, "enrollment", &problems);
     ReadString(enrollment, "ca_cert", "enrollment", &c.enrollment.ca_cert, &problems);
     ReadString(enrollment, "ca_key", "enrollment", &c.enrollment.ca_key, &problems);
@@ -254,7 +263,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   }
 
   YAML::Node console = root["console"];
-  if (console.IsDefined()) {
+  if (IsSection(console, "console", &problems)) {
     c.console.enabled = true;
     CheckKeys(console, {"listen", "cert", "key", "session_idle", "session_max"}, "console",
               &problems);

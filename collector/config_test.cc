@@ -246,5 +246,24 @@ TEST_F(CollectorConfigTest, StaleAfterDefaultsToTwoReportIntervals) {
   EXPECT_THAT(bad.status().message(), HasSubstr("stale_after: must be between 1m and 365d"));
 }
 
+TEST_F(CollectorConfigTest, SectionThatIsNotAMappingIsAProblemNotAnException) {
+  // Found by the collector_config fuzzer: `approver_sets: x` made ReadDuration index a scalar,
+  // and yaml-cpp's BadSubscript ended the collector instead of naming the key.
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  for (const char* section : {"limits", "watch", "store", "policy", "approver_sets", "identity",
+                              "changes", "enrollment", "console"}) {
+    for (const char* value : {"5s", "[a, b]"}) {
+      auto bad =
+          ParseCollectorConfig(dir_ + "/collector.yaml", base + section + ": " + value + "\n");
+      ASSERT_FALSE(bad.ok()) << section << ": " << value;
+      EXPECT_THAT(bad.status().message(), HasSubstr(std::string(section) + ": expected a mapping"));
+    }
+    auto empty = ParseCollectorConfig(dir_ + "/collector.yaml", base + section + ":\n");
+    EXPECT_TRUE(empty.ok()) << section << ": " << empty.status();
+  }
+}
+
 }  // namespace
 }  // namespace smbfleet::collector

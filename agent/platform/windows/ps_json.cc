@@ -248,6 +248,14 @@ std::optional<std::vector<std::string>> PsObject::StringList(absl::string_view n
   return std::nullopt;
 }
 
+namespace {
+
+// What a google.protobuf.Timestamp may hold: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z.
+constexpr int64_t kMinTimestampSeconds = -62135596800;
+constexpr int64_t kMaxTimestampSeconds = 253402300799;
+
+}  // namespace
+
 std::optional<google::protobuf::Timestamp> ParsePsTime(absl::string_view text) {
   text = absl::StripAsciiWhitespace(text);
   google::protobuf::Timestamp ts;
@@ -267,6 +275,7 @@ std::optional<google::protobuf::Timestamp> ParsePsTime(absl::string_view text) {
       rem += 1000;
       secs -= 1;
     }
+    if (secs < kMinTimestampSeconds || secs > kMaxTimestampSeconds) return std::nullopt;
     ts.set_seconds(secs);
     ts.set_nanos(static_cast<int32_t>(rem * 1000000));
     return ts;
@@ -274,6 +283,11 @@ std::optional<google::protobuf::Timestamp> ParsePsTime(absl::string_view text) {
   absl::Time t;
   std::string err;
   if (!absl::ParseTime(absl::RFC3339_full, text, &t, &err)) return std::nullopt;
+  // absl also reads "infinite-past"/"infinite-future"; neither is a time a host reports.
+  if (t < absl::FromUnixSeconds(kMinTimestampSeconds) ||
+      t >= absl::FromUnixSeconds(kMaxTimestampSeconds + 1)) {
+    return std::nullopt;
+  }
   absl::Duration since = t - absl::UnixEpoch();
   int64_t secs = absl::ToInt64Seconds(since);
   since -= absl::Seconds(secs);

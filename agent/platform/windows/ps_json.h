@@ -66,7 +66,8 @@ class PsObject {
 // Scalars rendered the way PowerShell shows them ("True", "15", "AES_128_GCM"). For raw maps.
 std::string ScalarText(const nlohmann::json& value);
 
-// "/Date(ms)/", "/Date(ms+0100)/", ISO 8601 ("2024-05-01T10:00:00.123Z", "...+02:00").
+// "/Date(ms)/", "/Date(ms+0100)/", ISO 8601 ("2024-05-01T10:00:00.123Z", "...+02:00"). nullopt
+// for anything else and for times a Timestamp cannot hold (before year 1, after year 9999).
 std::optional<google::protobuf::Timestamp> ParsePsTime(absl::string_view text);
 
 // Appends one Unicode code point as UTF-8; code points past U+10FFFF are dropped.

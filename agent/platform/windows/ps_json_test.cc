@@ -164,6 +164,27 @@ TEST(PsObjectTest, TypedReadsAcceptPowerShellShapes) {
   EXPECT_THAT(problems[2], HasSubstr("f.json[0].T4"));
 }
 
+TEST(ParsePsTimeTest, RefusesTimesATimestampCannotHold) {
+  // Found by the ps_json fuzzer: absl::ParseTime reads "infinite-past", whose seconds are
+  // INT64_MIN, and the nanosecond carry then overflowed (UBSan: signed integer overflow).
+  for (const char* text :
+       {"infinite-past", "infinite-future", "/Date(-62135596801000)/", "/Date(253402300800000)/",
+        "/Date(-9223372036854775808)/", "0000-12-31T23:59:59Z", "10000-01-01T00:00:00Z"}) {
+    EXPECT_EQ(ParsePsTime(text), std::nullopt) << text;
+  }
+  auto first = ParsePsTime("0001-01-01T00:00:00Z");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->seconds(), -62135596800);
+  auto last = ParsePsTime("/Date(253402300799999)/");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->seconds(), 253402300799);
+  EXPECT_EQ(last->nanos(), 999000000);
+  auto before_epoch = ParsePsTime("1969-12-31T23:59:59.5Z");
+  ASSERT_TRUE(before_epoch.has_value());
+  EXPECT_EQ(before_epoch->seconds(), -1);
+  EXPECT_EQ(before_epoch->nanos(), 500000000);
+}
+
 TEST(PsObjectTest, LargeIdsNeverGoThroughDouble) {
   // 2^53 + 1 is not representable as a double: a double round trip would print ...992.
   auto objects = ParsePsObjects(R"([{"SessionId": 9007199254740993}])", "t");
