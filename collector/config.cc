@@ -15,15 +15,6 @@ bool ValidHostPort(const std::string& s) {
   return absl::SimpleAtoi(s.substr(colon + 1), &port) && port <= 65535;
 }
 
-// A section such as `limits:`: true when it is a mapping to read. An empty value counts as
-// absent; anything else is a problem (reading keys of a scalar throws in yaml-cpp).
-bool IsSection(const YAML::Node& node, absl::string_view name, ConfigProblems* problems) {
-  if (!node.IsDefined() || node.IsNull()) return false;
-  if (node.IsMap()) return true;
-  problems->Add(node, name, "expected a mapping");
-  return false;
-}
-
 }  // namespace
 
 absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,

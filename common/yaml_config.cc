@@ -80,6 +80,13 @@ void CheckKeys(const YAML::Node& map, std::initializer_list<absl::string_view> a
   }
 }
 
+bool IsSection(const YAML::Node& node, absl::string_view name, ConfigProblems* problems) {
+  if (!node.IsDefined() || node.IsNull()) return false;
+  if (node.IsMap()) return true;
+  problems->Add(node, name, absl::StrCat("expected a mapping, got ", Quoted(node)));
+  return false;
+}
+
 bool ReadString(const YAML::Node& map, absl::string_view key, absl::string_view prefix,
                 std::string* out, ConfigProblems* problems) {
   YAML::Node n = map[std::string(key)];

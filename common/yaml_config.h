@@ -48,6 +48,11 @@ void CheckKeys(const YAML::Node& map, std::initializer_list<absl::string_view> a
 
 std::string JoinPath(absl::string_view prefix, absl::string_view key);
 
+// A section such as `limits:`: true when it is a mapping to read. Absent or empty counts as
+// absent (false, no problem); anything else is a problem naming the section (yaml-cpp throws
+// when a scalar's keys are read, so callers read keys only after this says true).
+bool IsSection(const YAML::Node& node, absl::string_view name, ConfigProblems* problems);
+
 // Each reader leaves *out alone when the key is absent and records a problem when the value
 // is of the wrong type. They return true when a value was read.
 bool ReadString(const YAML::Node& map, absl::string_view key, absl::string_view prefix,

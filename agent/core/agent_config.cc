@@ -41,7 +41,7 @@ void ReadEnrollment(const YAML::Node& root, const std::string& file, AgentConfig
     }
   }
   YAML::Node tls = root["tls"];
-  if (!tls.IsMap()) {
+  if (!tls.IsDefined() || !tls.IsMap()) {
     problems->AddNoLine("tls", "required: cert and key (where enrollment writes them) and ca");
     return;
   }
@@ -181,7 +181,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   }
 
   YAML::Node schedule = root["schedule"];
-  if (schedule.IsDefined()) {
+  if (IsSection(schedule, "schedule", &problems)) {
     CheckKeys(schedule, {"interval", "splay", "benchmark_interval", "min_nudge_interval"},
               "schedule", &problems);
     ReadDuration(schedule, "min_nudge_interval", "schedule", &c.min_nudge_interval, &problems);
@@ -201,7 +201,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   }
 
   YAML::Node spool = root["spool"];
-  if (spool.IsDefined()) {
+  if (IsSection(spool, "spool", &problems)) {
     CheckKeys(spool, {"dir", "max_reports", "max_bytes", "max_age", "max_rejected"}, "spool",
               &problems);
     if (ReadString(spool, "dir", "spool", &c.spool_dir, &problems)) {
@@ -220,7 +220,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   }
 
   YAML::Node limits = root["limits"];
-  if (limits.IsDefined()) {
+  if (IsSection(limits, "limits", &problems)) {
     CheckKeys(limits, {"max_report_bytes"}, "limits", &problems);
     ReadByteSize(limits, "max_report_bytes", "limits", &c.max_report_bytes, &problems);
   }
@@ -236,7 +236,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   }
 
   YAML::Node changes = root["changes"];
-  if (changes.IsDefined()) {
+  if (IsSection(changes, "changes", &problems)) {
     CheckKeys(changes, {"enforce", "allow", "journal"}, "changes", &problems);
     ReadBool(changes, "enforce", "changes", &c.changes.enforce, &problems);
     std::vector<std::string> allow;
@@ -256,7 +256,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   }
 
   YAML::Node trust = root["trust"];
-  if (trust.IsDefined()) {
+  if (IsSection(trust, "trust", &problems)) {
     CheckKeys(trust, {"approvers", "root", "min_approvals"}, "trust", &problems);
     std::vector<std::pair<std::string, std::string>> approvers;
     if (ReadStringMap(trust, "approvers", "trust", &approvers, &problems)) {

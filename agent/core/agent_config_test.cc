@@ -87,6 +87,26 @@ TEST_F(AgentConfigTest, EnrollmentNeedsNoCertificateYet) {
   EXPECT_THAT(bad.status().message(), HasSubstr("tls.ca: file not found"));
 }
 
+// Found by the agent_config fuzzer: both threw yaml-cpp exceptions out of ParseAgentConfig.
+TEST_F(AgentConfigTest, EnrollmentWithoutTlsIsAProblemNotAnException) {
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n"
+                            "enroll: {token_file: enroll.token, host: fs01.example.org}\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("tls: required"));
+}
+
+TEST_F(AgentConfigTest, SectionThatIsNotAMappingIsAProblemNotAnException) {
+  const std::string head =
+      "collector: {address: 'collector.example:7443'}\n"
+      "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  for (const char* section : {"schedule", "spool", "limits", "changes", "trust"}) {
+    auto c = ParseAgentConfig(dir_ + "/agent.yaml", head + section + ": 5s\n");
+    ASSERT_FALSE(c.ok()) << section;
+    EXPECT_THAT(c.status().message(), HasSubstr(std::string(section) + ": expected a mapping"));
+  }
+}
+
 TEST_F(AgentConfigTest, MinNudgeIntervalDefaultsToThirtySeconds) {
   const std::string base =
       "collector: {address: 'collector.example:7443'}\n"

@@ -65,7 +65,13 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
     return saved.status();
   }
   if (!saved.ok()) {
-    Log()->error("{}", LogSafe(saved.status()));
+    // An unreachable or busy database is logged once per outage by the connection pool; only
+    // other failures are worth a line per report.
+    if (absl::IsUnavailable(saved.status())) {
+      Log()->debug("report not stored: {}", LogSafe(saved.status()));
+    } else {
+      Log()->error("report not stored: {}", LogSafe(saved.status()));
+    }
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kNotStored);
     return absl::UnavailableError("report not stored; keep it and retry later");
   }
@@ -93,7 +99,11 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   auto transitions = Evaluate(host, request.posture(), incoming.digest, incoming.received_at);
   if (!transitions.ok()) {
     result.evaluation = transitions.status();
-    Log()->error("not evaluating {}: {}", LogSafe(host), LogSafe(transitions.status()));
+    if (absl::IsUnavailable(transitions.status())) {
+      Log()->debug("not evaluating {}: {}", LogSafe(host), LogSafe(transitions.status()));
+    } else {
+      Log()->error("not evaluating {}: {}", LogSafe(host), LogSafe(transitions.status()));
+    }
     if (IsTransient(transitions.status())) {
       // Not acknowledged: the agent resends, the resend is a current duplicate and evaluates.
       return absl::UnavailableError("report stored but not evaluated; send it again later");
