@@ -311,14 +311,18 @@ TEST_F(CollectorFaultsTest, OutageFailsFastAndRecoversWithoutRestart) {
     seconds.push_back(absl::StrFormat("%.3f", Seconds(absl::Now() - start)));
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
   }
-  EXPECT_EQ(log.Count("database unreachable"), 1) << log.Text();
+  // One line per outage, not one per call. A connection attempt that got through while the
+  // server was still stopping makes a second, real, outage: at most two for the five calls.
+  EXPECT_GE(log.Count("database unreachable"), 1) << log.Text();
+  EXPECT_LE(log.Count("database unreachable"), 2) << log.Text();
 
   ASSERT_TRUE(pg_->Start());
   // The first report after the database returns is stored: no broken connection is reused.
   grpc::Status back = Send(agent, Report("fs01", 8));
   EXPECT_TRUE(back.ok()) << back.error_message();
   EXPECT_TRUE(Send(agent, Report("fs01", 9)).ok());
-  EXPECT_EQ(log.Count("database reachable again"), 1) << log.Text();
+  EXPECT_GE(log.Count("database reachable again"), 1) << log.Text();
+  EXPECT_LE(log.Count("database reachable again"), 2) << log.Text();
   EXPECT_EQ(smbfleet::testing::QueryValue(pg_->dsn(), "SELECT count(*) FROM reports"), "4");
   collector.reset();
   std::printf("{\"test\":\"database_restart\",\"failed_call_seconds\":[%s]}\n",
