@@ -49,6 +49,8 @@ fault_init() {  # fault_init SCENARIO [--short|--long] [HOST...]
 fault_cleanup() {
   local rc=$?
   set +e
+  # A scenario's own teardown that must come first (e.g. stopping an agent before unmounting).
+  if declare -F before_cleanup >/dev/null; then before_cleanup; fi
   # e2e_cleanup reads the exit status as $? (KEEP_E2E=onfail).
   if [[ -n "${work:-}" ]]; then (exit "$rc"); e2e_cleanup >&2; fi  # stdout ends with the figures
   bash "$fault_root/deploy/pg.sh" stop "$pg_dir" >/dev/null 2>&1 || true

@@ -8,12 +8,10 @@
 # other than those the log names as dropped.
 #
 #   agent_disk_full.sh [--short|--long]   short: 2 cycles on a full disk; long: 6
-# Needs SMBFLEET_BUILD_DIR and root (mount); uses SMBFLEET_TEST_PG_DSN if set, else starts its
-# own PostgreSQL. Without the right to mount it prints a "skipped" figure and exits 0.
+# Needs SMBFLEET_BUILD_DIR and root (mount); starts its own durable PostgreSQL. Without the right
+# to mount it prints a "skipped" figure and exits 0.
 # shellcheck source-path=SCRIPTDIR source=agent_common.bash
 source "$(dirname "$0")/agent_common.bash"
-agent_fault_mode agent_disk_full 2 6 "$@"
-full_cycles=$rounds
 
 probe=$(mktemp -d /tmp/smbfleet-fault-mnt.XXXXXX)
 if ! mount -t tmpfs -o size=64k tmpfs "$probe" 2>/dev/null; then
@@ -25,7 +23,8 @@ umount "$probe"
 rmdir "$probe"
 
 host=fs2022  # the host name of the capture replayed
-agent_fault_init "$host"
+fault_init agent_disk_full "$@" "$host"
+if [[ $mode == long ]]; then full_cycles=6; else full_cycles=2; fi
 disk=$work/disk
 # The agent first (it has files open on the tmpfs), then the mount.
 before_cleanup() {

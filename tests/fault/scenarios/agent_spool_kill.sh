@@ -7,13 +7,12 @@
 # damaged file crashes the agent, and the agent tells the collector how many it set aside.
 #
 #   agent_spool_kill.sh [--short|--long]   short: 30 kills; long: 300
-# Needs SMBFLEET_BUILD_DIR; uses SMBFLEET_TEST_PG_DSN if set, else starts its own PostgreSQL.
+# Needs SMBFLEET_BUILD_DIR; starts its own durable PostgreSQL.
 # shellcheck source-path=SCRIPTDIR source=agent_common.bash
 source "$(dirname "$0")/agent_common.bash"
-agent_fault_mode agent_spool_kill 30 300 "$@"
-kills=$rounds
 host=fs2022  # the host name of the capture replayed
-agent_fault_init "$host"
+fault_init agent_spool_kill "$@" "$host"
+if [[ $mode == long ]]; then kills=300; else kills=30; fi
 
 spool=$work/agent-$host/spool
 log=$work/agent.log
