@@ -32,15 +32,33 @@ pg_port=$(free_port)
 export SMBFLEET_TEST_PG_DSN
 SMBFLEET_TEST_PG_DSN=$(bash "$here/pg.sh" start "$work/pg" "$pg_port")
 
+# One line per stage for the summary at the end: CI shows only the tail of this output.
+summary=()
+# The names of the tests that failed in the last ctest run of a tree.
+failed_tests() {
+  local log=$1/Testing/Temporary/LastTestsFailed.log
+  [[ -f "$log" ]] && cut -d: -f2- "$log" | paste -sd' ' -
+}
+
 echo "== tests"
 status=0
 ctest --test-dir "$build" --output-on-failure --timeout 300 -j2 "$@" || status=$?
+if [[ $status -eq 0 ]]; then
+  summary+=("tests: ok")
+else
+  summary+=("tests: FAILED (ctest exit $status): $(failed_tests "$build")")
+fi
 
 if [[ $# -gt 0 ]]; then
   exit $status
 fi
 
-bash "$here/lint.sh" "$build" || status=1
+if bash "$here/lint.sh" "$build"; then
+  summary+=("lint: ok")
+else
+  status=1
+  summary+=("lint: FAILED (format or clang-tidy, above)")
+fi
 
 # The sanitizer pass: its own tree, only the executables of the unit, postgres and samba labels
 # (the unit label replays every fuzz corpus, tests/fuzz), the same private PostgreSQL. Leaks are
@@ -59,19 +77,29 @@ configure_tree "$root" "$asan" -DSMBFLEET_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1"
 if cmake --build "$asan" -j2 --target tests_unit tests_postgres tests_samba; then
   echo "== ASan+UBSan tests (unit, postgres, samba)"
-  ctest --test-dir "$asan" --output-on-failure --timeout 300 -j2 -L 'unit|postgres|samba' || status=1
+  if ctest --test-dir "$asan" --output-on-failure --timeout 300 -j2 -L 'unit|postgres|samba'; then
+    summary+=("asan+ubsan tests: ok")
+  else
+    status=1
+    summary+=("asan+ubsan tests: FAILED: $(failed_tests "$asan")")
+  fi
 else
   echo "ASan+UBSan build: FAILED"
   status=1
+  summary+=("asan+ubsan build: FAILED")
 fi
 
 if [[ -f "$root/deploy/windows/build-mingw.sh" ]]; then
   echo "== Windows cross build (mingw-w64)"
   if bash "$root/deploy/windows/build-mingw.sh" "$build/mingw"; then
     echo "windows cross build: ok"
+    summary+=("windows cross build: ok")
   else
     echo "windows cross build: FAILED"
     status=1
+    summary+=("windows cross build: FAILED")
   fi
 fi
+echo "== summary"
+printf '%s\n' "${summary[@]}"
 exit $status
