@@ -23,6 +23,9 @@ void Scheduler::Stop() {
 }
 
 void Scheduler::Loop() {
+  // A failing tick (the database is away) is logged once, when the failures begin, and the
+  // recovery once: a tick a second must not write a line a second through an outage.
+  int failed_ticks = 0;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -31,7 +34,14 @@ void Scheduler::Loop() {
     }
     auto next = service_->TickDue();
     if (!next.ok()) {
-      Logger("collector")->warn("rollout scheduler: {}", LogSafe(next.status()));
+      if (failed_ticks++ == 0) {
+        Logger("collector")->warn("rollout scheduler: {} (logged once until a tick succeeds)",
+                                  LogSafe(next.status()));
+      }
+    } else if (failed_ticks > 0) {
+      Logger("collector")->info("rollout scheduler: running again after {} failed tick(s)",
+                                failed_ticks);
+      failed_ticks = 0;
     }
     absl::MutexLock lock(&mu_);
     auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || woken_; };

@@ -104,12 +104,21 @@ absl::StatusOr<size_t> ApproverSets::Refresh() {
 }
 
 void ApproverSets::Poll() {
+  // Logged once when reading begins to fail (the database is away) and once when it works again.
+  bool failing = false;
   while (!stop_.WaitForNotificationWithTimeout(poll_interval_)) {
     absl::StatusOr<size_t> sent = Refresh();
     if (!sent.ok()) {
-      Log()->warn("approver sets: cannot read the latest published set: {}",
-                  std::string(sent.status().message()));
-    } else if (*sent > 0) {
+      if (!failing) {
+        Log()->warn("approver sets: cannot read the latest published set: {}",
+                    std::string(sent.status().message()));
+      }
+      failing = true;
+      continue;
+    }
+    if (failing) Log()->info("approver sets: reading the published set again");
+    failing = false;
+    if (*sent > 0) {
       Log()->info("a newer approver set, published on another replica, sent to {} agent(s)", *sent);
     }
   }

@@ -88,7 +88,12 @@ TEST(CostModelCompressionTest, PublishedCaseWithTheReferenceHostSpeed) {
 }
 
 // This host's speed, from the agent's own benchmark of the vm-disk corpus (rates per second of
-// the benchmark thread's CPU time, so other work on the machine barely moves them).
+// the benchmark thread's CPU time). The figure is not held to the published range: that range is
+// for the reference host's speed, and a slower or busier host (a loaded CI machine measured 110
+// MB/s) rightly gets less gain, down to none. What must hold at any speed: the baseline does not
+// move, the gain never exceeds what the ratio allows over the link, compression costs CPU, the
+// prediction moves with the speed in the right direction against the reference host's, and when
+// the compressor is the limit, it is this host's speed that limits.
 TEST(CostModelCompressionTest, PublishedCaseWithThisHostsSpeed) {
   agent::bench::CompressionBenchOptions options;
   options.corpora = {"vm-disk"};
@@ -102,12 +107,34 @@ TEST(CostModelCompressionTest, PublishedCaseWithThisHostsSpeed) {
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 1u);
   google::protobuf::RepeatedPtrField<v1::CompressionBenchmark> field(rows->begin(), rows->end());
-  std::printf("this host: XPRESS Huffman vm-disk %.0f MB/s compress, ratio %.3f\n",
-              field[0].compress_bytes_per_second() / 1e6, field[0].ratio());
-  // A CPU that compresses faster than ~210 MB/s moves the prediction past +80% towards what the
-  // link allows with this ratio, which is then the bound: the model must not promise more than
-  // ratio x link, and must still show a gain of at least +20%.
-  ExpectPublishedSize(PredictPublishedCase(PublishedCase{}, field), field[0].ratio() - 1);
+  const double speed = field[0].compress_bytes_per_second();
+  const double ratio = field[0].ratio();
+  std::printf("this host: XPRESS Huffman vm-disk %.0f MB/s compress, ratio %.3f\n", speed / 1e6,
+              ratio);
+  PublishedPrediction here = PredictPublishedCase(PublishedCase{}, field);
+
+  // The same row with the reference host's compression speed (docs/cost-model.md).
+  constexpr double kReferenceSpeed = 153e6;
+  google::protobuf::RepeatedPtrField<v1::CompressionBenchmark> reference_rows;
+  *reference_rows.Add() =
+      cost::CompressionRow(v1::COMPRESSION_LZ77_HUFFMAN, "vm-disk", ratio, kReferenceSpeed,
+                           field[0].decompress_bytes_per_second(), field[0].input_bytes());
+  PublishedPrediction reference = PredictPublishedCase(PublishedCase{}, reference_rows);
+  std::printf("{\"this_host_gain\": %.3f, \"reference_speed_gain\": %.3f}\n", here.throughput_gain,
+              reference.throughput_gain);
+
+  EXPECT_NEAR(here.throughput_before / 1e6, 110, 110 * 0.05);
+  EXPECT_NEAR(here.cpu_before, 0.15, 0.01);
+  EXPECT_LE(here.throughput_gain, ratio - 1 + 1e-9);
+  EXPECT_GT(here.cpu_after, here.cpu_before);
+  if (speed < kReferenceSpeed) {
+    EXPECT_LE(here.throughput_gain, reference.throughput_gain + 1e-9);
+  } else {
+    EXPECT_GE(here.throughput_gain, reference.throughput_gain - 1e-9);
+  }
+  if (here.limit_after == cost::Prediction::Limit::kCpu) {
+    EXPECT_LE(here.throughput_after, speed * (1 + 1e-9));
+  }
 }
 
 // Writes (the client compresses, the server decompresses) cost the server far less.
