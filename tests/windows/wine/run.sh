@@ -73,10 +73,12 @@ export WINEPREFIX=$work/wineprefix WINEDEBUG=-all
 # No Mono or Gecko installer dialogs: the agent needs neither.
 export WINEDLLOVERRIDES='mscoree,mshtml='
 step "wineboot (a fresh prefix)"
+mkdir -p "$WINEPREFIX"
+# A server that stays until cleanup (wineserver -k), so each run does not start one again.
+"$wineserver" -p || fail "wineserver did not start"
 t0=$(epoch_ms)
 timeout 300 "$wine" wineboot -i >"$work/wineboot.log" 2>&1 || fail "wineboot failed"
 wineboot_ms=$(($(epoch_ms) - t0))
-"$wineserver" -p  # keeps running until cleanup, so each run does not start it again
 echo "   ${wineboot_ms} ms"
 
 step "stand-in powershell.exe (mingw-w64)"
@@ -194,13 +196,16 @@ done
 largest=$(du -sb "$fixtures"/*/ | sort -n | tail -1 | cut -f2)
 largest=$(basename "$largest")
 step "peak working set, collect of $largest"
-(cd "$fixtures" && exec timeout 300 "$wine" "$exe" collect --once \
+# wine64 becomes the Windows process (the same PID): exec, so that $! is that process.
+(cd "$fixtures" && exec "$wine" "$exe" collect --once \
   --source="windows-capture:$largest" --format=json) >"$work/hwm.out" 2>"$work/hwm.err" &
 hwm_pid=$!
 hwm_kib=0
+hwm_deadline=$(($(epoch_ms) + 300000))
 while kill -0 "$hwm_pid" 2>/dev/null; do
   v=$(awk '/^VmHWM:/ {print $2}' "/proc/$hwm_pid/status" 2>/dev/null || true)
-  [[ -n "$v" ]] && ((v > hwm_kib)) && hwm_kib=$v
+  if [[ -n "$v" ]] && ((v > hwm_kib)); then hwm_kib=$v; fi
+  (($(epoch_ms) < hwm_deadline)) || { kill "$hwm_pid"; fail "collect of $largest: over 300 s"; }
   sleep 0.02
 done
 wait "$hwm_pid" || fail "collect of $largest under Wine failed: $(cat "$work/hwm.err")"
@@ -265,9 +270,10 @@ agent_exe timeout collect --once --source=windows --format=json
 timeout_ms=$elapsed_ms
 ((rc == 0)) || fail "timed-out cmdlet: exit $rc: $(cat "$work/timeout.err")"
 probe_errors "$work/timeout.out" | sed 's/^/   | /'
-probe_errors "$work/timeout.out" | grep -q '^Get-SmbSession ' || fail "no probe error for Get-SmbSession"
-jq -e '.sessions | length == 0' "$work/timeout.out" >/dev/null 2>&1 ||
-  jq -e '.sessions == null' "$work/timeout.out" >/dev/null || fail "sessions reported from a hung cmdlet"
+probe_errors "$work/timeout.out" | grep -q '^Get-SmbSession TIMEOUT ' ||
+  fail "no TIMEOUT probe error for Get-SmbSession"
+jq -e '(.sessions // []) | length == 0' "$work/timeout.out" >/dev/null ||
+  fail "sessions reported from a hung cmdlet"
 jq -e '.shares | length > 0' "$work/timeout.out" >/dev/null || fail "the other probes were not collected"
 ((timeout_ms < 150000)) || fail "the hung cmdlet held the collect for ${timeout_ms} ms"
 
@@ -276,7 +282,7 @@ rm -f "$ps_dir/powershell.exe"
 agent_exe nops collect --once --source=windows --format=json
 ((rc == 0)) || fail "no powershell.exe: exit $rc: $(cat "$work/nops.err")"
 probe_errors "$work/nops.out" | head -3 | sed 's/^/   | /'
-missing_named=$(probe_errors "$work/nops.out" | grep -v '^events ' | grep -ci 'powershell.exe' || true)
+missing_named=$(probe_errors "$work/nops.out" | grep -v '^events ' | grep -c ' NOT_FOUND .*powershell\.exe' || true)
 probes_failed=$(probe_errors "$work/nops.out" | grep -vc '^events ' || true)
 ((probes_failed > 0 && missing_named == probes_failed)) ||
   fail "no powershell.exe: $missing_named of $probes_failed probe errors name powershell.exe"
