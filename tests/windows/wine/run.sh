@@ -13,7 +13,8 @@
 #     and sessions reach `smbfleetctl host show`, and the spool is empty after the ack;
 #   - `collect --once --source=windows-capture:DIR --format=json` on every fixture gives the Linux
 #     build's JSON (objects' keys sorted: protobuf prints map entries in a random order, so two
-#     runs of the same Linux binary differ in that order alone);
+#     runs of the same Linux binary differ in that order alone; collectedAt is the time of the
+#     run where the folder has no capture.json);
 #   - bad input: a missing capture folder, no powershell.exe, a cmdlet that times out, a share
 #     name and a capture folder name outside ASCII; the Event Log API as Wine provides it.
 # The last line of stdout is the figures as JSON. KEEP_E2E=1 keeps the work folder.
@@ -47,13 +48,19 @@ linux_agent=$SMBFLEET_BUILD_DIR/agent/smbfleet-agent
 # win_path PATH: the Windows name of an absolute Linux path (Wine maps Z: to /).
 win_path() { local p=${1//\//\\}; echo "Z:$p"; }
 
-# canon FILE: the JSON with every object's keys sorted; numbers keep their text.
+# canon FILE [DIR]: the JSON with every object's keys sorted; numbers keep their text. With the
+# capture folder DIR: without a capture.json there, collectedAt is the time of the run, so it is
+# left out.
 canon() {
+  local now=0
+  [[ -n "${2:-}" && ! -f "$2/capture.json" ]] && now=1
   python3 -c '
 import json, sys
 doc = json.load(open(sys.argv[1], encoding="utf-8"),
                 parse_int=lambda s: "\0num:" + s, parse_float=lambda s: "\0num:" + s)
-print(json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1))' "$1"
+if sys.argv[2] == "1":
+    doc.pop("collectedAt", None)
+print(json.dumps(doc, sort_keys=True, ensure_ascii=False, indent=1))' "$1" "$now"
 }
 
 # agent_exe NAME ARGS...: the .exe under Wine, bounded; stdout in $work/NAME.out, stderr in
@@ -165,14 +172,14 @@ for dir in "$fixtures"/*/; do
   (cd "$fixtures" && "$linux_agent" collect --once --source="windows-capture:$name" --format=json) \
     >"$work/$name.linux2.json"
   # The normalisation hides only what differs between two runs of one binary.
-  cmp -s <(canon "$work/$name.linux.json") <(canon "$work/$name.linux2.json") ||
+  cmp -s <(canon "$work/$name.linux.json" "$dir") <(canon "$work/$name.linux2.json" "$dir") ||
     fail "$name: two Linux runs differ beyond key order"
   rc=0
   (cd "$fixtures" && timeout 300 "$wine" "$exe" collect --once --source="windows-capture:$name" \
     --format=json) >"$work/$name.wine.json" 2>"$work/$name.wine.err" || rc=$?
   ((rc == 0)) || fail "$name: the agent under Wine exited $rc: $(cat "$work/$name.wine.err")"
-  if ! cmp -s <(canon "$work/$name.linux.json") <(canon "$work/$name.wine.json"); then
-    diff <(canon "$work/$name.linux.json") <(canon "$work/$name.wine.json") | head -40 >&2
+  if ! cmp -s <(canon "$work/$name.linux.json" "$dir") <(canon "$work/$name.wine.json" "$dir"); then
+    diff <(canon "$work/$name.linux.json" "$dir") <(canon "$work/$name.wine.json" "$dir") | head -40 >&2
     fail "$name: Wine and Linux JSON differ"
   fi
   echo "   $name: same"
@@ -181,28 +188,34 @@ done
 ((compared >= 5)) || fail "only $compared fixture folders compared"
 
 # --- peak working set ---------------------------------------------------------------------------
-# The largest fixture by bytes. VmHWM of the Wine process that runs the .exe: the agent's own
-# memory plus the parts of Wine mapped into it (ntdll, kernel32 and the other built-in DLLs, the
-# preloader); wineserver is a separate process and not counted.
+# The largest fixture by bytes. The peak resident set of the Wine process that runs the .exe:
+# the agent's own memory plus the parts of Wine mapped into it (ntdll, kernel32 and the other
+# built-in DLLs, the preloader); wineserver is a separate process and not counted. Two readings:
+# ru_maxrss at exit (GNU time's %M) and VmHWM from /proc, sampled every 20 ms while it runs.
 largest=$(du -sb "$fixtures"/*/ | sort -n | tail -1 | cut -f2)
 largest=$(basename "$largest")
 step "peak working set, collect of $largest"
-# wine64 becomes the Windows process (the same PID): exec, so that $! is that process.
-(cd "$fixtures" && exec "$wine" "$exe" collect --once \
+(cd "$fixtures" && exec /usr/bin/time -f %M -o "$work/hwm.maxrss" "$wine" "$exe" collect --once \
   --source="windows-capture:$largest" --format=json) >"$work/hwm.out" 2>"$work/hwm.err" &
-hwm_pid=$!
+time_pid=$!
 hwm_kib=0
 hwm_deadline=$(($(epoch_ms) + 300000))
-while kill -0 "$hwm_pid" 2>/dev/null; do
-  v=$(awk '/^VmHWM:/ {print $2}' "/proc/$hwm_pid/status" 2>/dev/null || true)
-  if [[ -n "$v" ]] && ((v > hwm_kib)); then hwm_kib=$v; fi
-  (($(epoch_ms) < hwm_deadline)) || { kill "$hwm_pid"; fail "collect of $largest: over 300 s"; }
+while kill -0 "$time_pid" 2>/dev/null; do
+  # wine64 becomes the Windows process (the same PID): time's only child.
+  wine_pid=$(cat "/proc/$time_pid/task/$time_pid/children" 2>/dev/null || true)
+  wine_pid=${wine_pid%% *}
+  if [[ -n "$wine_pid" ]]; then
+    v=$(awk '/^VmHWM:/ {print $2}' "/proc/$wine_pid/status" 2>/dev/null || true)
+    if [[ -n "$v" ]] && ((v > hwm_kib)); then hwm_kib=$v; fi
+  fi
+  (($(epoch_ms) < hwm_deadline)) || { kill "$time_pid"; fail "collect of $largest: over 300 s"; }
   sleep 0.02
 done
-wait "$hwm_pid" || fail "collect of $largest under Wine failed: $(cat "$work/hwm.err")"
+wait "$time_pid" || fail "collect of $largest under Wine failed: $(cat "$work/hwm.err")"
+maxrss_kib=$(tail -1 "$work/hwm.maxrss")
 linux_rss_kib=$(cd "$fixtures" && /usr/bin/time -f %M "$linux_agent" collect --once \
   --source="windows-capture:$largest" --format=json 2>&1 >/dev/null | tail -1)
-echo "   ${hwm_kib} KiB under Wine (Linux build: ${linux_rss_kib} KiB)"
+echo "   ${maxrss_kib} KiB under Wine (VmHWM sampled: ${hwm_kib} KiB; Linux build: ${linux_rss_kib} KiB)"
 
 # --- bad input ---------------------------------------------------------------------------------
 step "a missing capture folder"
@@ -235,7 +248,7 @@ agent_exe uni-capture collect --once --source="windows-capture:$(win_path "$uni_
 ((rc == 0)) || fail "non-ASCII capture folder: exit $rc: $(cat "$work/uni-capture.err")"
 jq -e --arg n "$uni_name" '[.shares[].name] | index($n)' "$work/uni-capture.out" >/dev/null ||
   fail "the share $uni_name is not in the JSON: $(jq -c '[.shares[].name]' "$work/uni-capture.out")"
-cmp -s <(canon "$work/uni.linux.json") <(canon "$work/uni-capture.out") ||
+cmp -s <(canon "$work/uni.linux.json" "$uni_dir") <(canon "$work/uni-capture.out" "$uni_dir") ||
   fail "non-ASCII capture: Wine and Linux JSON differ"
 # The same through the live source: the stand-in's stdout, the pipe, the agent's UTF-8 handling.
 install_standin "$uni_dir"
@@ -246,12 +259,12 @@ jq -e --arg n "$uni_name" '[.shares[].name] | index($n)' "$work/uni-live.out" >/
 echo "   $uni_name: same bytes through the capture source and through powershell.exe"
 
 step "events under Wine (the Event Log API)"
-# The live source reads events through wevtapi, not PowerShell. Whatever Wine's API does, the
-# collect above finished and reported; an API failure is a probe error of probe events.
+# The live source reads events through wevtapi, not PowerShell. What Wine's API gives is recorded
+# in the figures; what is asserted is the product's behaviour: the collect above exited 0 with
+# its posture, and whatever the API did shows up under probe events only.
 events_error=$(jq -r '[.probeErrors[]? | select(.probe == "events") | "\(.code): \(.message)"] | join("; ")' "$work/uni-live.out")
 events_count=$(jq '[.events[]?] | length' "$work/uni-live.out")
 echo "   events: $events_count, probe error: ${events_error:-none}"
-[[ -n "$events_error" || "$events_count" -ge 0 ]] || fail "events: neither events nor a probe error"
 other_errors=$(probe_errors "$work/uni-live.out" | grep -v '^events ' || true)
 [[ -z "$other_errors" ]] || fail "live collect: unexpected probe errors: $other_errors"
 
@@ -281,12 +294,13 @@ probes_failed=$(probe_errors "$work/nops.out" | grep -vc '^events ' || true)
 # --- figures -----------------------------------------------------------------------------------
 # shellcheck disable=SC2034 # fault_finish prints it
 figures=$(jq -nc --argjson exe "$(stat -c %s "$exe")" --argjson boot "$wineboot_ms" \
-  --argjson run "$run_ms" --arg largest "$largest" --argjson hwm "$hwm_kib" \
+  --argjson run "$run_ms" --arg largest "$largest" --argjson hwm "$hwm_kib" --argjson maxrss "$maxrss_kib" \
   --argjson lrss "$linux_rss_kib" --argjson tmo "$timeout_ms" --argjson n "$compared" \
   --arg ev "${events_error:-none}" --argjson evn "$events_count" \
   --argjson total "$(($(epoch_ms) - test_t0))" '{
     exe_bytes: $exe, wineboot_ms: $boot, run_once_ms: $run, fixtures_compared: $n,
-    peak_working_set: {fixture: $largest, wine_vmhwm_kib: $hwm, linux_maxrss_kib: $lrss,
+    peak_working_set: {fixture: $largest, wine_maxrss_kib: $maxrss, wine_vmhwm_sampled_kib: $hwm,
+      linux_maxrss_kib: $lrss,
       includes: "the Wine process: agent + Wine built-in DLLs + preloader; not wineserver"},
     timed_out_cmdlet_collect_ms: $tmo, events_under_wine: {events: $evn, probe_error: $ev},
     test_ms: $total }')
