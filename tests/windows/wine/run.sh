@@ -77,6 +77,9 @@ agent_exe() {
 
 # --- Wine prefix and the stand-in ------------------------------------------------------------
 export WINEPREFIX=$work/wineprefix WINEDEBUG=-all
+# Wine turns argv and Unix file names into UTF-16 through the locale's character set: under the C
+# locale a non-ASCII path arrives mangled.
+export LC_ALL=C.UTF-8
 # No Mono or Gecko installer dialogs: the agent needs neither.
 export WINEDLLOVERRIDES='mscoree,mshtml='
 step "wineboot (a fresh prefix)"
