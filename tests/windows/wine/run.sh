@@ -27,7 +27,7 @@ exe=$(realpath "$1")
 wine=${WINE64:-/usr/lib/wine/wine64}
 wineserver=${WINESERVER:-/usr/lib/wine/wineserver}
 cxx=${MINGW_CXX:-x86_64-w64-mingw32-g++-posix}
-for tool in "$wine" "$wineserver" "$cxx" python3; do
+for tool in "$wine" "$wineserver" "$cxx" python3 /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "FAIL: $tool is missing" >&2; exit 1; }
 done
 test_t0=$(date +%s%3N)

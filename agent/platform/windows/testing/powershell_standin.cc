@@ -20,9 +20,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cwchar>
 #include <string>
-#include <vector>
 
 #include "agent/platform/windows/testing/powershell_standin_probes.h"
 
@@ -118,7 +118,9 @@ bool LoadConfig(Config* config, std::string* error) {
       size_t sp = value.find(' ');
       config->sleep_probe = Widen(value.substr(0, sp));
       config->sleep_seconds =
-          sp == std::string::npos ? 600 : static_cast<DWORD>(std::stoul(value.substr(sp + 1)));
+          sp == std::string::npos
+              ? 600
+              : static_cast<DWORD>(std::strtoul(value.c_str() + sp + 1, nullptr, 10));
     } else {
       *error = "powershell stand-in: " + Narrow(path) + ": unknown directive '" + key + "'";
       return false;
