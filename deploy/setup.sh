@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what smbfleet needs on Debian 12 that is not there yet (apt), and nothing else.
 #   setup.sh           build + demo packages
-#   setup.sh --tests   also what the tests need (cross compiler for the Windows shim, the
+#   setup.sh --tests   also what the tests need (cross compiler and Wine for the Windows agent,
+#                      the tools that cross-build its dependencies from Debian's sources, the
 #                      clang-format and clang-tidy gates, jq for the end-to-end scripts)
 set -euo pipefail
 
@@ -23,17 +24,27 @@ if [[ "${1:-}" == "--tests" ]]; then
   # The console's browser test (tests/console/) drives Debian's chromium with playwright-core.
   packages+=(chromium)
 fi
+# Installed without their recommends: Wine's pull in desktop fonts and libraries the agent's
+# console run under Wine does not need.
+lean=()
+if [[ "${1:-}" == "--tests" ]]; then
+  # deploy/windows/build-deps-mingw.sh (RE2's tables come from the Unicode data) and the Wine test.
+  lean+=(dpkg-dev patch make perl python3-six unicode-data wine64)
+fi
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  installed "$p" || missing+=("$p")
 done
-if ((${#missing[@]} == 0)); then
+missing_lean=()
+for p in "${lean[@]}"; do
+  installed "$p" || missing_lean+=("$p")
+done
+if ((${#missing[@]} + ${#missing_lean[@]} == 0)); then
   exit 0
 fi
-echo "setup: installing ${missing[*]}"
+echo "setup: installing ${missing[*]} ${missing_lean[*]}"
 if [[ $(id -u) -ne 0 ]]; then
   SUDO=sudo
 else
@@ -51,5 +62,10 @@ if [[ ! -e $policy_rc ]]; then
 fi
 trap '[[ $created_policy -eq 1 ]] && $SUDO rm -f $policy_rc' EXIT
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+if ((${#missing[@]} > 0)); then
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ((${#missing_lean[@]} > 0)); then
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing_lean[@]}" >/dev/null
+fi
 echo "setup: done"
