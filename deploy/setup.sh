@@ -28,8 +28,9 @@ fi
 # console run under Wine does not need.
 lean=()
 if [[ "${1:-}" == "--tests" ]]; then
-  # deploy/windows/build-deps-mingw.sh (RE2's tables come from the Unicode data) and the Wine test.
-  lean+=(dpkg-dev patch make perl python3-six unicode-data wine64)
+  # deploy/windows/build-deps-mingw.sh (RE2's tables come from the Unicode data) and the Wine
+  # test (GNU time for its peak working set).
+  lean+=(dpkg-dev patch make perl python3-six unicode-data wine64 time)
 fi
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
