@@ -41,7 +41,7 @@ absl::StatusOr<std::string> ReadRegularFilePrefix(const std::string& path, size_
   while (have < max_bytes) {
     DWORD n = 0;
     const DWORD want = static_cast<DWORD>(std::min<size_t>(max_bytes - have, 1u << 20));
-    if (!ReadFile(h, out.data() + have, want, &n, nullptr)) {
+    if (!::ReadFile(h, out.data() + have, want, &n, nullptr)) {
       const DWORD error = GetLastError();
       CloseHandle(h);
       return absl::UnavailableError(absl::StrCat("ReadFile: error ", error));
