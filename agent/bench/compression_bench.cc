@@ -235,11 +235,23 @@ class Codec {
 };
 
 #ifdef _WIN32
+// Wine's ntdll exports wine_get_version. Its cabinet.dll has CreateCompressor as a stub that
+// aborts the process when called (Wine 8), so under Wine the codec is refused before the call.
+bool RunningUnderWine() {
+  HMODULE ntdll = ::GetModuleHandleW(L"ntdll.dll");
+  return ntdll != nullptr && ::GetProcAddress(ntdll, "wine_get_version") != nullptr;
+}
+
 // XPRESS Huffman through the OS's Compression API (cabinet.dll), raw: no header of its own, as
-// SMB sends it. Wine implements no compressor: Create then fails and the benchmark says so.
+// SMB sends it.
 class XpressCodec : public Codec {
  public:
   static absl::StatusOr<std::unique_ptr<Codec>> Create(size_t chunk_bytes) {
+    if (RunningUnderWine()) {
+      return absl::UnavailableError(
+          "COMPRESSION_LZ77_HUFFMAN: the Compression API (cabinet.dll CreateCompressor) is not "
+          "implemented under Wine");
+    }
     auto codec = std::make_unique<XpressCodec>();
     if (!::CreateCompressor(COMPRESS_ALGORITHM_XPRESS_HUFF | COMPRESS_RAW, nullptr,
                             &codec->compressor_)) {
