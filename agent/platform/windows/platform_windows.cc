@@ -36,8 +36,6 @@ std::vector<std::string> Arguments(int argc, char** argv) {
 void UseBinaryStdout() {
   std::fflush(stdout);
   ::_setmode(::_fileno(stdout), _O_BINARY);
-  // A console shows the UTF-8 bytes as text (share names, paths) rather than as ANSI.
-  ::SetConsoleOutputCP(CP_UTF8);
 }
 
 std::unique_ptr<CommandRunner> NewCommandRunner() { return windows::NewWindowsCommandRunner(); }
