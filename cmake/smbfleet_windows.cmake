@@ -30,3 +30,6 @@ set_target_properties(nlohmann_json::nlohmann_json PROPERTIES
 
 # Win32 headers as the shim uses them: wide-character API, no min/max macros, Windows 10 APIs.
 add_compile_definitions(UNICODE _UNICODE WIN32_LEAN_AND_MEAN NOMINMAX _WIN32_WINNT=0x0A00)
+
+# The programs in the build folder's root: BUILD_DIR/smbfleet-agent.exe is what the Wine tests run.
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
