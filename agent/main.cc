@@ -350,9 +350,11 @@ int RunService(const Flags& flags) {
 
 int main(int argc, char** argv) {
   using namespace smbfleet::agent;
-  if (argc < 2) return Usage("no command given");
-  std::string command = argv[1];
-  Flags flags = ParseFlags(std::vector<std::string>(argv + 2, argv + argc));
+  platform::UseBinaryStdout();
+  const std::vector<std::string> args = platform::Arguments(argc, argv);
+  if (args.size() < 2) return Usage("no command given");
+  std::string command = args[1];
+  Flags flags = ParseFlags(std::vector<std::string>(args.begin() + 2, args.end()));
   if (!flags.unknown.empty()) return Usage(absl::StrCat("unknown argument ", flags.unknown[0]));
   if (flags.format != "json" && flags.format != "text") {
     return Usage(absl::StrCat("--format must be json or text, got '", flags.format, "'"));

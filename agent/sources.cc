@@ -3,8 +3,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/platform/platform.h"
+#ifndef _WIN32
 #include "agent/platform/samba/samba_applier.h"
 #include "agent/platform/samba/samba_source.h"
+#endif
 #include "agent/platform/windows/applier.h"
 #include "agent/platform/windows/windows_source.h"
 #include "common/files.h"
@@ -14,6 +16,10 @@ namespace smbfleet::agent {
 absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spec,
                                                           const SourceContext& context) {
   if (spec == "samba" || absl::StartsWith(spec, "samba:")) {
+#ifdef _WIN32
+    return absl::InvalidArgumentError(
+        absl::StrCat("source ", spec, ": Samba is read by the Linux agent, not the Windows one"));
+#else
     SambaOptions options;
     if (spec.size() > 6) options.smb_conf = spec.substr(6);
     if (!FileExists(options.smb_conf)) {
@@ -22,6 +28,7 @@ absl::StatusOr<std::unique_ptr<PostureSource>> MakeSource(const std::string& spe
     }
     options.env = context.tool_env;
     return NewSambaSource(options, context.runner);
+#endif
   }
   if (absl::StartsWith(spec, "windows-capture:")) {
     std::string dir = spec.substr(16);
@@ -65,6 +72,7 @@ class OwningWindowsApplier : public SettingsApplier {
 
 absl::StatusOr<std::unique_ptr<SettingsApplier>> MakeApplier(const std::string& spec,
                                                              const SourceContext& context) {
+#ifndef _WIN32
   if (spec == "samba" || absl::StartsWith(spec, "samba:")) {
     samba::SambaApplierOptions options;
     if (spec.size() > 6) options.samba.smb_conf = spec.substr(6);
@@ -72,6 +80,7 @@ absl::StatusOr<std::unique_ptr<SettingsApplier>> MakeApplier(const std::string& 
     return std::unique_ptr<SettingsApplier>(
         std::make_unique<samba::SambaApplier>(options, context.runner));
   }
+#endif
   if (spec == "windows") {
     return std::unique_ptr<SettingsApplier>(std::make_unique<OwningWindowsApplier>(context.runner));
   }

@@ -45,7 +45,11 @@ endfunction()
 
 # smbfleet_cc_test(NAME foo_test SRCS foo_test.cc DEPS lib LABELS unit [TIMEOUT 60])
 # Labels: unit, postgres, samba, e2e, fuzz.
+# A no-op in WIN32 builds: the tests run on Linux (no GTest in the Windows dependency prefix).
 function(smbfleet_cc_test)
+  if(WIN32)
+    return()
+  endif()
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
   if(NOT T_LABELS)
     set(T_LABELS unit)

@@ -1,9 +1,11 @@
 #include "common/files.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -72,6 +74,63 @@ TEST(FilesTest, RemoveFileDurably) {
   EXPECT_TRUE(SyncDirectory(dir).ok());
   EXPECT_TRUE(absl::IsNotFound(SyncDirectory(dir + "/missing")));
 }
+
+TEST(FilesTest, PrivateFileIsOwnerOnly) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WritePrivateFileAtomic(dir + "/tls.key", "secret").ok());
+  struct stat st;
+  ASSERT_EQ(::stat((dir + "/tls.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(*ReadFile(dir + "/tls.key"), "secret");
+}
+
+TEST(FilesTest, UniqueTempFileThenRenameReplaces) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/target", "old").ok());
+  absl::StatusOr<std::string> a = WriteUniqueTempFile(dir + "/.target.", "new", 0600);
+  absl::StatusOr<std::string> b = WriteUniqueTempFile(dir + "/.target.", "other", 0600);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NE(*a, *b);
+  EXPECT_THAT(*a, ::testing::StartsWith(dir + "/.target."));
+  EXPECT_EQ(*ReadFile(*b), "other");
+  ASSERT_TRUE(RenameFile(*a, dir + "/target").ok());
+  EXPECT_EQ(*ReadFile(dir + "/target"), "new");
+  EXPECT_FALSE(FileExists(*a));
+  absl::Status missing = RenameFile(*a, dir + "/target");
+  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
+  EXPECT_THAT(std::string(missing.message()), ::testing::HasSubstr(dir + "/target"));
+}
+
+TEST(FilesTest, RemoveFileIgnoresMissing) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/x", "x").ok());
+  ASSERT_TRUE(RemoveFile(dir + "/x").ok());
+  EXPECT_FALSE(FileExists(dir + "/x"));
+  EXPECT_TRUE(RemoveFile(dir + "/x").ok());
+}
+
+TEST(FilesTest, ListDirectoryGivesNamesKindsAndSizes) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/five", "12345").ok());
+  ASSERT_TRUE(MakeDirs(dir + "/sub").ok());
+  absl::StatusOr<std::vector<DirEntry>> entries = ListDirectory(dir);
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 2u);  // no "." or ".."
+  for (const DirEntry& e : *entries) {
+    if (e.name == "five") {
+      EXPECT_TRUE(e.regular);
+      EXPECT_EQ(e.bytes, 5u);
+      EXPECT_GT(e.modified, absl::UnixEpoch());
+    } else {
+      EXPECT_EQ(e.name, "sub");
+      EXPECT_FALSE(e.regular);
+    }
+  }
+  EXPECT_TRUE(absl::IsNotFound(ListDirectory(dir + "/missing").status()));
+}
+
+TEST(FilesTest, LocalHostNameIsNotEmpty) { EXPECT_FALSE(LocalHostName().empty()); }
 
 }  // namespace
 }  // namespace smbfleet

@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/auth_context.h"
@@ -96,7 +97,8 @@ std::string Sha256Fingerprint(X509* cert) {
 int64_t UnixTime(const ASN1_TIME* t) {
   struct tm tm = {};
   if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
-  return static_cast<int64_t>(timegm(&tm));
+  // absl rather than timegm, which Windows does not have.
+  return absl::ToUnixSeconds(absl::FromTM(tm, absl::UTCTimeZone()));
 }
 
 }  // namespace

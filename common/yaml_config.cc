@@ -314,7 +314,13 @@ void ReadLogLevel(const YAML::Node& root, std::string* out, ConfigProblems* prob
 
 std::string ResolvePath(const std::string& config_file, const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
+#ifdef _WIN32
+  // Absolute on Windows too: "\\server\share\x", "\x" and "C:\x" or "C:/x".
+  if (path[0] == '\\' || (path.size() >= 2 && path[1] == ':')) return path;
+  size_t slash = config_file.find_last_of("/\\");
+#else
   size_t slash = config_file.rfind('/');
+#endif
   if (slash == std::string::npos) return path;
   return absl::StrCat(config_file.substr(0, slash + 1), path);
 }

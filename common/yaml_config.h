@@ -84,7 +84,8 @@ void ReadTlsSection(const YAML::Node& root, const std::string& config_file,
 // log_level: trace, debug, info, warn, error or off.
 void ReadLogLevel(const YAML::Node& root, std::string* out, ConfigProblems* problems);
 
-// Resolves a path in a config file against the directory of that file.
+// Resolves a path in a config file against the directory of that file (Windows: either
+// separator, and a drive letter makes a path absolute).
 std::string ResolvePath(const std::string& config_file, const std::string& path);
 
 }  // namespace smbfleet

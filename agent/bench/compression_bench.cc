@@ -1,7 +1,13 @@
 #include "agent/bench/compression_bench.h"
 
+#ifdef _WIN32
+#include <windows.h>
+// windows.h first: compressapi.h needs its types.
+#include <compressapi.h>
+#else
 #include <lz4.h>
 #include <wimlib.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -228,6 +234,74 @@ class Codec {
   virtual bool Decompress(const char* in, size_t in_bytes, char* out, size_t out_bytes) = 0;
 };
 
+#ifdef _WIN32
+// Wine's ntdll exports wine_get_version. Its cabinet.dll has CreateCompressor as a stub that
+// aborts the process when called (Wine 8), so under Wine the codec is refused before the call.
+bool RunningUnderWine() {
+  HMODULE ntdll = ::GetModuleHandleW(L"ntdll.dll");
+  return ntdll != nullptr && ::GetProcAddress(ntdll, "wine_get_version") != nullptr;
+}
+
+// XPRESS Huffman through the OS's Compression API (cabinet.dll), raw: no header of its own, as
+// SMB sends it.
+class XpressCodec : public Codec {
+ public:
+  static absl::StatusOr<std::unique_ptr<Codec>> Create(size_t chunk_bytes) {
+    if (RunningUnderWine()) {
+      return absl::UnavailableError(
+          "COMPRESSION_LZ77_HUFFMAN: the Compression API (cabinet.dll CreateCompressor) is not "
+          "implemented under Wine");
+    }
+    auto codec = std::make_unique<XpressCodec>();
+    if (!::CreateCompressor(COMPRESS_ALGORITHM_XPRESS_HUFF | COMPRESS_RAW, nullptr,
+                            &codec->compressor_)) {
+      return absl::UnavailableError(absl::StrCat(
+          "CreateCompressor(COMPRESS_ALGORITHM_XPRESS_HUFF): Windows error ", ::GetLastError()));
+    }
+    if (!::CreateDecompressor(COMPRESS_ALGORITHM_XPRESS_HUFF | COMPRESS_RAW, nullptr,
+                              &codec->decompressor_)) {
+      return absl::UnavailableError(absl::StrCat(
+          "CreateDecompressor(COMPRESS_ALGORITHM_XPRESS_HUFF): Windows error ", ::GetLastError()));
+    }
+    return codec;
+  }
+  ~XpressCodec() override {
+    if (compressor_ != nullptr) ::CloseCompressor(compressor_);
+    if (decompressor_ != nullptr) ::CloseDecompressor(decompressor_);
+  }
+  size_t Compress(const char* in, size_t in_bytes, char* out, size_t out_capacity) override {
+    SIZE_T n = 0;
+    // Fails with ERROR_INSUFFICIENT_BUFFER when the chunk does not get smaller: stored.
+    // const_cast: mingw-w64 declares the input PVOID; the API only reads it (LPCVOID in the SDK).
+    if (!::Compress(compressor_, const_cast<char*>(in), in_bytes, out, out_capacity, &n)) return 0;
+    return n;
+  }
+  bool Decompress(const char* in, size_t in_bytes, char* out, size_t out_bytes) override {
+    SIZE_T n = 0;
+    return ::Decompress(decompressor_, const_cast<char*>(in), in_bytes, out, out_bytes, &n) &&
+           n == out_bytes;
+  }
+
+ private:
+  COMPRESSOR_HANDLE compressor_ = nullptr;
+  DECOMPRESSOR_HANDLE decompressor_ = nullptr;
+};
+
+absl::StatusOr<std::unique_ptr<Codec>> MakeCodec(CompressionAlgorithm algorithm,
+                                                 size_t chunk_bytes) {
+  switch (algorithm) {
+    case smbfleet::v1::COMPRESSION_LZ77_HUFFMAN:
+      return XpressCodec::Create(chunk_bytes);
+    case smbfleet::v1::COMPRESSION_LZ4:
+      return absl::UnimplementedError(
+          "COMPRESSION_LZ4 is not available in this build (the Windows agent has no LZ4 library)");
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("compression algorithm ", smbfleet::v1::CompressionAlgorithm_Name(algorithm),
+                       " is not benchmarked (want COMPRESSION_LZ77_HUFFMAN)"));
+  }
+}
+#else
 class XpressCodec : public Codec {
  public:
   static absl::StatusOr<std::unique_ptr<Codec>> Create(size_t chunk_bytes) {
@@ -289,6 +363,8 @@ absl::StatusOr<std::unique_ptr<Codec>> MakeCodec(CompressionAlgorithm algorithm,
   }
 }
 
+#endif
+
 absl::Status CheckInputBytes(absl::string_view what, size_t bytes) {
   if (bytes == 0 || bytes > kMaxCorpusBytes) {
     return absl::InvalidArgumentError(
@@ -310,7 +386,11 @@ absl::Status CheckChunkBytes(absl::string_view what, size_t bytes) {
 std::vector<std::string> CorpusKinds() { return {"text", "vm-disk", "compressed"}; }
 
 std::vector<CompressionAlgorithm> CompressionAlgorithms() {
+#ifdef _WIN32
+  return {smbfleet::v1::COMPRESSION_LZ77_HUFFMAN};
+#else
   return {smbfleet::v1::COMPRESSION_LZ77_HUFFMAN, smbfleet::v1::COMPRESSION_LZ4};
+#endif
 }
 
 absl::StatusOr<std::string> MakeCorpus(absl::string_view kind, size_t bytes, uint64_t seed) {

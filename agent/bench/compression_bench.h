@@ -8,9 +8,11 @@
 //
 // Algorithms: XPRESS Huffman (COMPRESSION_LZ77_HUFFMAN, MS-XCA LZ77+Huffman) through wimlib's
 // XPRESS compressor at its default level, and LZ4 (COMPRESSION_LZ4) through liblz4 as the fast
-// reference. Data goes through in chunks of at most 64 KiB (wimlib's XPRESS limit, and the
-// size Windows compresses an SMB payload in); a chunk that does not get smaller is counted at
-// its own size, as SMB then sends it uncompressed, and its decompression is timed as a copy.
+// reference. The Windows build takes XPRESS Huffman from the OS's Compression API (cabinet.dll)
+// and has no LZ4 (Unimplemented when asked for). Data goes through in chunks of at most 64 KiB
+// (wimlib's XPRESS limit, and the size Windows compresses an SMB payload in); a chunk that does not
+// get smaller is counted at its own size, as SMB then sends it uncompressed, and its decompression
+// is timed as a copy.
 //
 // Polite like the crypto benchmark (crypto_bench.h): its own thread at the lowest priority,
 // a wall-clock budget, rates per second of that thread's CPU time.
@@ -78,7 +80,7 @@ absl::StatusOr<CompressionResult> MeasureCompression(smbfleet::v1::CompressionAl
                                                      absl::string_view input,
                                                      const CompressionMeasureOptions& options = {});
 
-// COMPRESSION_LZ77_HUFFMAN, COMPRESSION_LZ4.
+// COMPRESSION_LZ77_HUFFMAN, COMPRESSION_LZ4 (Windows builds: COMPRESSION_LZ77_HUFFMAN only).
 std::vector<smbfleet::v1::CompressionAlgorithm> CompressionAlgorithms();
 
 struct CompressionBenchOptions {

@@ -5,14 +5,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "agent/bench/file_prefix.h"
+#include "common/files.h"
 
 namespace smbfleet::agent::bench {
 
 absl::StatusOr<std::string> ReadRegularFilePrefix(const std::string& path, size_t max_bytes) {
   // FILE_FLAG_OPEN_REPARSE_POINT: a symbolic link or junction is opened as itself, then refused.
-  HANDLE h = CreateFileA(
-      path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
-      OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
+  // The W call: path is UTF-8, which CreateFileA would read in the ANSI code page.
+  HANDLE h =
+      CreateFileW(Utf8ToWide(path).c_str(), GENERIC_READ,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                  FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_SEQUENTIAL_SCAN, nullptr);
   if (h == INVALID_HANDLE_VALUE) {
     const DWORD error = GetLastError();
     const std::string message = absl::StrCat("CreateFile: error ", error);
@@ -38,7 +41,7 @@ absl::StatusOr<std::string> ReadRegularFilePrefix(const std::string& path, size_
   while (have < max_bytes) {
     DWORD n = 0;
     const DWORD want = static_cast<DWORD>(std::min<size_t>(max_bytes - have, 1u << 20));
-    if (!ReadFile(h, out.data() + have, want, &n, nullptr)) {
+    if (!::ReadFile(h, out.data() + have, want, &n, nullptr)) {
       const DWORD error = GetLastError();
       CloseHandle(h);
       return absl::UnavailableError(absl::StrCat("ReadFile: error ", error));

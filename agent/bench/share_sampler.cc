@@ -82,7 +82,9 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
     return sample;
   }
   std::error_code ec;
-  const fs::file_status status = fs::status(root, ec);  // the share's own path may be a link
+  // u8path: the path is UTF-8; a plain std::string would be read in Windows' ANSI code page.
+  const fs::path root_path = fs::u8path(root);
+  const fs::file_status status = fs::status(root_path, ec);  // the share's path may be a link
   if (ec || !fs::exists(status)) {
     sample.set_not_sampled_reason(ec == std::errc::permission_denied ? "permission denied"
                                                                      : "path not found");
@@ -92,7 +94,7 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
     sample.set_not_sampled_reason("not a directory");
     return sample;
   }
-  Picked picked = PickFiles(root, limits, deadline);
+  Picked picked = PickFiles(root_path, limits, deadline);
   if (picked.root_denied) {
     sample.set_not_sampled_reason("permission denied");
     return sample;
@@ -116,7 +118,7 @@ smbfleet::v1::CompressibilitySample Sample(const std::string& root, const Sampli
       break;
     }
     absl::StatusOr<std::string> bytes = ReadRegularFilePrefix(
-        file.string(), static_cast<size_t>(std::min(left, limits.max_bytes_per_file)));
+        file.u8string(), static_cast<size_t>(std::min(left, limits.max_bytes_per_file)));
     if (!bytes.ok()) {
       denied += absl::IsPermissionDenied(bytes.status()) ? 1 : 0;
       continue;  // gone, refused or swapped for a link since the walk: the next file

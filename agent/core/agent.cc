@@ -1,7 +1,6 @@
 #include "agent/core/agent.h"
 
 #include <openssl/rand.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <thread>
@@ -21,12 +20,6 @@ namespace smbfleet::agent {
 namespace {
 
 std::shared_ptr<spdlog::logger> Log() { return Logger("agent"); }
-
-std::string LocalHostname() {
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
-}
 
 constexpr Probe kReportProbe{
     "report", {smbfleet::v1::POSTURE_SECTION_EVENTS, smbfleet::v1::POSTURE_SECTION_OPEN_FILES}};
@@ -116,7 +109,7 @@ absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
   *report.mutable_posture() = std::move(posture);
   auto* p = report.mutable_posture();
   auto* host = p->mutable_host();
-  if (host->hostname().empty()) host->set_hostname(LocalHostname());
+  if (host->hostname().empty()) host->set_hostname(LocalHostName());
   host->set_agent_version(kVersion);
   for (const auto& [k, v] : config.labels) (*host->mutable_labels())[k] = v;
   if (!host->has_logical_cores()) {

@@ -63,7 +63,11 @@ struct AgentConfig {
   std::chrono::milliseconds min_nudge_interval{30'000};
   std::chrono::milliseconds report_timeout{30'000};
   std::chrono::milliseconds max_backoff{300'000};
+#ifdef _WIN32
+  std::string spool_dir = "C:\\ProgramData\\smbfleet\\spool";
+#else
   std::string spool_dir = "/var/lib/smbfleet/spool";
+#endif
   uint32_t spool_max_reports = 200;
   uint64_t spool_max_bytes = uint64_t{256} << 20;           // report files together
   std::chrono::milliseconds spool_max_age{7 * 86'400'000};  // 0 = no limit

@@ -1,7 +1,5 @@
 #include "agent/core/change_executor.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <utility>
 
@@ -133,7 +131,7 @@ bool ChangeExecutor::Crash(CrashPoint point) {
   if (options_.crash_after != point) return false;
   if (options_.crash_exits) {
     Log()->warn("SMBFLEET_AGENT_TEST_CRASH_AFTER: exiting at the requested step");
-    ::_exit(kCrashExitCode);
+    std::_Exit(kCrashExitCode);  // no atexit handlers or flushes: a crash
   }
   crashed_ = true;
   return true;

@@ -1,11 +1,7 @@
 #include "agent/core/change_journal.h"
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -122,16 +118,15 @@ std::string ChangeJournal::PathOf(const Key& key) const {
 
 absl::Status ChangeJournal::Open() {
   RETURN_IF_ERROR(MakeDirs(dir_, 0700));
-  DIR* d = ::opendir(dir_.c_str());
-  if (d == nullptr) return absl::InternalError(absl::StrCat(dir_, ": cannot list the journal"));
+  absl::StatusOr<std::vector<DirEntry>> files = ListDirectory(dir_);
+  if (!files.ok()) return absl::InternalError(absl::StrCat(dir_, ": cannot list the journal"));
   std::vector<std::string> names;
-  while (struct dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
-  ::closedir(d);
+  for (DirEntry& file : *files) names.push_back(std::move(file.name));
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     std::string path = absl::StrCat(dir_, "/", name);
-    if (absl::StartsWith(name, ".") && name != "." && name != "..") {
-      ::unlink(path.c_str());  // a temp file from a write that never got renamed
+    if (absl::StartsWith(name, ".")) {
+      RemoveFile(path).IgnoreError();  // a temp file from a write that never got renamed
       continue;
     }
     if (!absl::EndsWith(name, kSuffix)) continue;
@@ -142,7 +137,7 @@ absl::Status ChangeJournal::Open() {
     if (!entry.ok()) {
       Logger("agent")->error("change journal: {}; moved aside to {}.bad", LogSafe(entry.status()),
                              path);
-      std::rename(path.c_str(), (path + ".bad").c_str());
+      RenameFile(path, path + ".bad").IgnoreError();
       continue;
     }
     Key key{entry->order.change_id(), entry->order.version()};
@@ -207,7 +202,7 @@ void ChangeJournal::Prune() {
   if (acked.size() <= keep_done_) return;
   std::sort(acked.begin(), acked.end());
   for (size_t i = 0; i + keep_done_ < acked.size(); ++i) {
-    ::unlink(PathOf(acked[i].second).c_str());
+    RemoveFile(PathOf(acked[i].second)).IgnoreError();
     entries_.erase(acked[i].second);
   }
 }

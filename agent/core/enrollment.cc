@@ -16,7 +16,6 @@ namespace smbfleet::agent {
 namespace {
 
 constexpr size_t kMaxTokenFile = 4096;
-constexpr int kKeyMode = 0600;
 constexpr int kCertMode = 0644;
 
 std::shared_ptr<grpc::Channel> EnrollmentChannel(const AgentConfig& config,
@@ -38,13 +37,17 @@ std::shared_ptr<grpc::Channel> EnrollmentChannel(const AgentConfig& config,
 absl::Status WriteKeyAndCert(const AgentConfig& config, const KeyAndCsr& key,
                              const std::string& cert_pem) {
   for (const std::string* path : {&config.tls.key, &config.tls.cert}) {
+#ifdef _WIN32
+    const size_t slash = path->find_last_of("/\\");
+#else
     const size_t slash = path->rfind('/');
+#endif
     if (slash != std::string::npos && slash > 0) {
       RETURN_IF_ERROR(MakeDirs(path->substr(0, slash), 0700));
     }
   }
   // The key first, so that a certificate on disk always has its key next to it.
-  RETURN_IF_ERROR(WriteFileAtomic(config.tls.key, key.key_pem, kKeyMode));
+  RETURN_IF_ERROR(WritePrivateFileAtomic(config.tls.key, key.key_pem));
   return WriteFileAtomic(config.tls.cert, cert_pem, kCertMode);
 }
 

@@ -1,11 +1,6 @@
 #include "agent/core/spool.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <openssl/sha.h>
-#include <stdio.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -111,25 +106,23 @@ Spool::Spool(std::string dir, SpoolLimits limits, std::function<absl::Time()> no
 
 std::vector<Spool::Entry> Spool::Entries() const {
   std::vector<Entry> out;
-  DIR* d = ::opendir(dir_.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
+  absl::StatusOr<std::vector<DirEntry>> files = ListDirectory(dir_);
+  if (!files.ok()) return out;
+  for (DirEntry& file : *files) {
+    const std::string& name = file.name;
     if (!absl::EndsWith(name, kSuffix)) continue;
     size_t dash = name.find('-');
     if (dash == std::string::npos) continue;
     Entry entry;
     if (!absl::SimpleAtoi(name.substr(0, dash), &entry.sequence)) continue;
     entry.id = name.substr(dash + 1, name.size() - dash - 1 - (sizeof(kSuffix) - 1));
-    struct stat st;
-    if (::fstatat(::dirfd(d), name.c_str(), &st, 0) != 0 || !S_ISREG(st.st_mode)) continue;
-    entry.bytes = static_cast<uint64_t>(st.st_size);
-    entry.allocated = static_cast<uint64_t>(st.st_blocks) * 512;
-    entry.modified = absl::TimeFromTimespec(st.st_mtim);
-    entry.file = std::move(name);
+    if (!file.regular) continue;
+    entry.bytes = file.bytes;
+    entry.allocated = file.allocated;
+    entry.modified = file.modified;
+    entry.file = std::move(file.name);
     out.push_back(std::move(entry));
   }
-  ::closedir(d);
   std::sort(out.begin(), out.end(),
             [](const Entry& a, const Entry& b) { return a.sequence < b.sequence; });
   return out;
@@ -153,15 +146,14 @@ void Spool::DropWhile(std::vector<Entry>* entries, absl::string_view why,
 absl::Status Spool::Open() {
   if (auto s = MakeDirs(dir_, 0700); !s.ok()) return s;
   // A kill -9 during a write leaves its temp file; the report it held was never Put.
-  if (DIR* d = ::opendir(dir_.c_str())) {
+  if (absl::StatusOr<std::vector<DirEntry>> files = ListDirectory(dir_); files.ok()) {
     std::vector<std::string> leftovers;
-    while (dirent* e = ::readdir(d)) {
-      if (IsAtomicWriteLeftover(e->d_name)) leftovers.emplace_back(e->d_name);
+    for (const DirEntry& file : *files) {
+      if (IsAtomicWriteLeftover(file.name)) leftovers.push_back(file.name);
     }
-    ::closedir(d);
     for (const auto& name : leftovers) {
       Log()->info("spool {}: removing {}, left by an interrupted write", dir_, LogSafe(name));
-      ::unlink(absl::StrCat(dir_, "/", name).c_str());
+      RemoveFile(absl::StrCat(dir_, "/", name)).IgnoreError();
     }
     if (!leftovers.empty()) SyncDirectory(dir_).IgnoreError();
   }
@@ -296,9 +288,8 @@ absl::Status Spool::MoveAside(const std::string& report_id, absl::string_view su
   std::string rejected = dir_ + "/rejected";
   if (auto s = MakeDirs(rejected, 0700); !s.ok()) return s;
   std::string target = absl::StrCat(rejected, "/", report_id, suffix);
-  if (::rename(path.c_str(), target.c_str()) != 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot move ", path, " to ", target, ": ", std::strerror(errno)));
+  if (absl::Status s = RenameFile(path, target); !s.ok()) {
+    return absl::InternalError(absl::StrCat("cannot move ", path, " aside: ", s.message()));
   }
   SyncDirectory(rejected).IgnoreError();
   SyncDirectory(dir_).IgnoreError();
@@ -335,15 +326,12 @@ void Spool::BoundRejected() {
     absl::Time modified;
   };
   std::vector<Aside> files;
-  DIR* d = ::opendir(rejected.c_str());
-  if (d == nullptr) return;
-  while (dirent* e = ::readdir(d)) {
-    struct stat st;
-    if (e->d_name[0] == '.') continue;
-    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode)) continue;
-    files.push_back({absl::StrCat(rejected, "/", e->d_name), absl::TimeFromTimespec(st.st_mtim)});
+  absl::StatusOr<std::vector<DirEntry>> entries = ListDirectory(rejected);
+  if (!entries.ok()) return;
+  for (const DirEntry& e : *entries) {
+    if (e.name[0] == '.' || !e.regular) continue;
+    files.push_back({absl::StrCat(rejected, "/", e.name), e.modified});
   }
-  ::closedir(d);
   if (files.size() <= limits_.max_rejected) return;
   std::sort(files.begin(), files.end(), [](const Aside& a, const Aside& b) {
     return a.modified != b.modified ? a.modified < b.modified : a.path < b.path;
@@ -351,7 +339,7 @@ void Spool::BoundRejected() {
   for (size_t i = 0; i + limits_.max_rejected < files.size(); ++i) {
     Log()->info("spool {}: removing {} (over spool.max_rejected {})", dir_, LogSafe(files[i].path),
                 limits_.max_rejected);
-    ::unlink(files[i].path.c_str());
+    RemoveFile(files[i].path).IgnoreError();
   }
   SyncDirectory(rejected).IgnoreError();
 }

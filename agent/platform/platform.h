@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -14,6 +15,14 @@
 #include "agent/core/source.h"
 
 namespace smbfleet::agent::platform {
+
+// The command line as UTF-8 (Windows: from GetCommandLineW, since argv is in the ANSI code
+// page and would mangle a non-ASCII path). argv[0] included.
+std::vector<std::string> Arguments(int argc, char** argv);
+
+// Makes std::cout write bytes as given (Windows: binary mode, so that "\n" stays "\n" and the
+// JSON output is the same bytes as on Linux). Nothing to do on POSIX.
+void UseBinaryStdout();
 
 // How this OS runs programs: fork/exec, or CreateProcess in a job object.
 std::unique_ptr<CommandRunner> NewCommandRunner();

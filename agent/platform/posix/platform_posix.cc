@@ -30,6 +30,12 @@ void OnStopSignal(int) {
 
 }  // namespace
 
+std::vector<std::string> Arguments(int argc, char** argv) {
+  return std::vector<std::string>(argv, argv + argc);
+}
+
+void UseBinaryStdout() {}
+
 std::unique_ptr<CommandRunner> NewCommandRunner() { return NewPosixCommandRunner(); }
 
 absl::Status InstallStopHandler(std::function<void()> on_stop) {

@@ -1,8 +1,16 @@
 // Windows: CreateProcess in a job object, console control events and the service control
 // manager, live collection through PowerShell and the Event Log API.
 
+#include <windows.h>
+// windows.h first: shellapi.h needs its types.
+#include <fcntl.h>
+#include <io.h>
+#include <shellapi.h>
+
+#include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "agent/platform/platform.h"
@@ -10,9 +18,25 @@
 #include "agent/platform/windows/shim/service.h"
 #include "agent/platform/windows/shim/system_paths.h"
 #include "agent/platform/windows/windows_native.h"
+#include "common/files.h"
 #include "common/logging.h"
 
 namespace smbfleet::agent::platform {
+
+std::vector<std::string> Arguments(int argc, char** argv) {
+  int n = 0;
+  wchar_t** wide = ::CommandLineToArgvW(::GetCommandLineW(), &n);
+  if (wide == nullptr) return std::vector<std::string>(argv, argv + argc);
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) out.push_back(WideToUtf8(wide[i]));
+  ::LocalFree(wide);
+  return out;
+}
+
+void UseBinaryStdout() {
+  std::fflush(stdout);
+  ::_setmode(::_fileno(stdout), _O_BINARY);
+}
 
 std::unique_ptr<CommandRunner> NewCommandRunner() { return windows::NewWindowsCommandRunner(); }
 

@@ -110,7 +110,8 @@ class CaptureSource : public PostureSource {
   absl::StatusOr<v1::Posture> Collect() override {
     pending_bookmark_.reset();
     std::error_code ec;
-    if (!std::filesystem::is_directory(dir_, ec)) {
+    // u8path: dir_ is UTF-8, which Windows would otherwise read in the ANSI code page.
+    if (!std::filesystem::is_directory(std::filesystem::u8path(dir_), ec)) {
       return absl::NotFoundError(absl::StrCat("windows-capture:", dir_, ": not a directory"));
     }
     v1::Posture posture;
