@@ -51,6 +51,7 @@ constexpr char kUsage[] =
     "  smbfleet-agent collect --once --source=SOURCE [--format=json|text]\n"
     "      SOURCE: samba, samba:SMB_CONF, windows, windows-capture:DIR\n"
     "  smbfleet-agent bench [--format=json|text]\n"
+    "  smbfleet-agent service install --config FILE | uninstall | start | stop   (Windows)\n"
     "  smbfleet-agent version\n";
 
 struct Flags {
@@ -354,12 +355,28 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args = platform::Arguments(argc, argv);
   if (args.size() < 2) return Usage("no command given");
   std::string command = args[1];
-  Flags flags = ParseFlags(std::vector<std::string>(args.begin() + 2, args.end()));
+  // `service ACTION [flags]`: the action is the one positional argument.
+  std::string action;
+  size_t first_flag = 2;
+  if (command == "service") {
+    if (args.size() < 3 || absl::StartsWith(args[2], "--")) {
+      return Usage("service needs an action: install, uninstall, start or stop");
+    }
+    action = args[2];
+    first_flag = 3;
+  }
+  Flags flags = ParseFlags(std::vector<std::string>(args.begin() + first_flag, args.end()));
   if (!flags.unknown.empty()) return Usage(absl::StrCat("unknown argument ", flags.unknown[0]));
   if (flags.format != "json" && flags.format != "text") {
     return Usage(absl::StrCat("--format must be json or text, got '", flags.format, "'"));
   }
   if (command == "run") return RunService(flags);
+  if (command == "service") {
+    absl::Status s = platform::ServiceCommand(action, flags.config);
+    if (!s.ok()) return Fail(s);
+    std::cout << "service " << action << ": done\n";
+    return 0;
+  }
   if (command == "enroll") return Enroll(flags);
   if (command == "collect") return Collect(flags);
   if (command == "bench") return Bench(flags);

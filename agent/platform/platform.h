@@ -36,6 +36,13 @@ absl::Status InstallStopHandler(std::function<void()> on_stop);
 // the foreground; on POSIX always in the foreground (systemd sends SIGTERM). Returns run's code.
 int RunUntilStopped(const std::function<int()>& run, const std::function<void()>& stop);
 
+// `smbfleet-agent service ACTION [--config FILE]`, the agent as a Windows service. install
+// registers this executable by its own full path to run `run --config FILE` (FILE made absolute)
+// as LocalSystem, delayed automatic start, restarted after a failure; start, stop and uninstall
+// act on that service. Needs an elevated prompt on Windows. Other systems have their own service
+// manager: FailedPrecondition saying so.
+absl::Status ServiceCommand(const std::string& action, const std::string& config);
+
 // Windows PowerShell by its full path in the system directory (GetSystemDirectoryW), so that a
 // powershell.exe planted in the agent's folder or working directory is never the one started.
 // Other builds return the same path under C:\Windows\System32: there it only names the program

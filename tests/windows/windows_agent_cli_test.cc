@@ -1,6 +1,7 @@
 // The product command on every fixture: `smbfleet-agent collect --once
 // --source=windows-capture:DIR --format=json` prints the posture as protobuf JSON.
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "agent/core/command_runner.h"
@@ -51,6 +52,29 @@ TEST(WindowsAgentCliTest, MissingFolderFailsWithAClearMessage) {
   CommandResult r = Collect("windows-capture:no/such/folder");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.stderr_data, HasSubstr("no/such/folder"));
+}
+
+// `service ACTION`: the action is required and named in the usage; on this (non-Windows) build
+// the commands say where the service belongs instead of pretending to install anything.
+TEST(WindowsAgentCliTest, ServiceCommandsNeedAnActionAndWindows) {
+  auto runner = NewPosixCommandRunner();
+  auto run = [&runner](std::vector<std::string> args) {
+    Command c;
+    c.argv = {SMBFLEET_AGENT_BINARY};
+    c.argv.insert(c.argv.end(), args.begin(), args.end());
+    c.timeout = std::chrono::milliseconds(60000);
+    auto r = runner->Run(c);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult{};
+  };
+  CommandResult no_action = run({"service"});
+  EXPECT_EQ(no_action.exit_code, 2);
+  EXPECT_THAT(no_action.stderr_data, HasSubstr("service needs an action"));
+  CommandResult flag_first = run({"service", "--config", "agent.yaml"});
+  EXPECT_EQ(flag_first.exit_code, 2);
+  CommandResult install = run({"service", "install", "--config", "agent.yaml"});
+  EXPECT_EQ(install.exit_code, 1);
+  EXPECT_THAT(install.stderr_data, HasSubstr("service install: service commands are for Windows"));
 }
 
 }  // namespace

@@ -76,6 +76,13 @@ int RunUntilStopped(const std::function<int()>& run, const std::function<void()>
   return run();
 }
 
+absl::Status ServiceCommand(const std::string& action, const std::string& /*config*/) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("service ", action,
+                   ": service commands are for Windows; here let the system's service manager "
+                   "(systemd, for one) run `smbfleet-agent run --config FILE`"));
+}
+
 std::string PowerShellPath() { return windows::shim::PowerShellPathIn("C:\\Windows\\System32"); }
 
 absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext&) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/platform/platform.h"
+#include "agent/platform/windows/shim/cmdline.h"
 #include "agent/platform/windows/shim/console.h"
 #include "agent/platform/windows/shim/service.h"
 #include "agent/platform/windows/shim/system_paths.h"
@@ -60,6 +61,53 @@ int RunUntilStopped(const std::function<int()>& run, const std::function<void()>
     return 1;
   }
   return run();
+}
+
+absl::Status ServiceCommand(const std::string& action, const std::string& config) {
+  const std::string name = windows::shim::ServiceSpec().name;
+  std::string error;
+  if (action == "install") {
+    if (config.empty()) return absl::InvalidArgumentError("service install needs --config FILE");
+    // The service runs from C:\Windows\System32: both paths must be absolute.
+    std::wstring self(32768, L'\0');
+    DWORD n = ::GetModuleFileNameW(nullptr, self.data(), static_cast<DWORD>(self.size()));
+    if (n == 0 || n >= self.size()) {
+      return absl::InternalError(
+          absl::StrCat("service install: the agent's own path: error ", ::GetLastError()));
+    }
+    self.resize(n);
+    std::wstring wide_config = Utf8ToWide(config);
+    std::wstring full(32768, L'\0');
+    DWORD m = ::GetFullPathNameW(wide_config.c_str(), static_cast<DWORD>(full.size()), full.data(),
+                                 nullptr);
+    if (m == 0 || m >= full.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("service install: --config ", config, ": not a valid path"));
+    }
+    full.resize(m);
+    if (!FileExists(WideToUtf8(full))) {
+      return absl::NotFoundError(
+          absl::StrCat("service install: --config ", WideToUtf8(full), " does not exist"));
+    }
+    windows::shim::ServiceSpec spec;
+    spec.command_line =
+        absl::StrCat(windows::shim::QuoteArgument(WideToUtf8(self)), " run --config ",
+                     windows::shim::QuoteArgument(WideToUtf8(full)));
+    error = windows::shim::InstallService(spec);
+  } else if (action == "uninstall") {
+    error = windows::shim::UninstallService(name);
+  } else if (action == "start") {
+    error = windows::shim::StartService(name);
+  } else if (action == "stop") {
+    error = windows::shim::StopService(name, 30000);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "service: unknown action '", action, "' (expected install, uninstall, start or stop)"));
+  }
+  if (!error.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("service ", action, ": ", error));
+  }
+  return absl::OkStatus();
 }
 
 std::string PowerShellPath() { return windows::shim::SystemPowerShellPath(); }
