@@ -12,9 +12,8 @@
 #   - `run --once` with a configuration in a folder whose name has a space: the host's shares
 #     and sessions reach `smbfleetctl host show`, and the spool is empty after the ack;
 #   - `collect --once --source=windows-capture:DIR --format=json` on every fixture gives the Linux
-#     build's JSON (objects' keys sorted: protobuf prints map entries in a random order, so two
-#     runs of the same Linux binary differ in that order alone; collectedAt is the time of the
-#     run where the folder has no capture.json);
+#     build's JSON (objects' keys sorted, which also keeps the check to content should map order
+#     ever vary again; collectedAt is the time of the run where the folder has no capture.json);
 #   - bad input: a missing capture folder, no powershell.exe, a cmdlet that times out, a share
 #     name and a capture folder name outside ASCII; the Event Log API as Wine provides it.
 # The last line of stdout is the figures as JSON. KEEP_E2E=1 keeps the work folder.
