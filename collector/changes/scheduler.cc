@@ -35,12 +35,13 @@ void Scheduler::Loop() {
     auto next = service_->TickDue();
     if (!next.ok()) {
       if (failed_ticks++ == 0) {
-        Logger("collector")->warn("rollout scheduler: {} (logged once until a tick succeeds)",
-                                  LogSafe(next.status()));
+        Logger("collector")
+            ->warn("rollout scheduler: {} (logged once until a tick succeeds)",
+                   LogSafe(next.status()));
       }
     } else if (failed_ticks > 0) {
-      Logger("collector")->info("rollout scheduler: running again after {} failed tick(s)",
-                                failed_ticks);
+      Logger("collector")
+          ->info("rollout scheduler: running again after {} failed tick(s)", failed_ticks);
       failed_ticks = 0;
     }
     absl::MutexLock lock(&mu_);
