@@ -94,6 +94,7 @@ step "stand-in powershell.exe (mingw-w64)"
 mkdir -p "$work/standin"
 "$cxx" -std=c++17 -O2 -static -municode -Wall -Wextra -Werror -I "$repo" \
   "$repo/agent/platform/windows/testing/powershell_standin.cc" \
+  "$repo/agent/platform/windows/shim/process_win.cc" \
   -o "$work/standin/powershell.exe" 2>"$work/standin-build.log" ||
   fail "the stand-in does not build: $(cat "$work/standin-build.log")"
 ps_dir=$WINEPREFIX/drive_c/windows/system32/WindowsPowerShell/v1.0

@@ -24,9 +24,13 @@
 #include <cwchar>
 #include <string>
 
+#include "agent/platform/windows/shim/process.h"
 #include "agent/platform/windows/testing/powershell_standin_probes.h"
 
 namespace {
+
+using ::smbfleet::agent::windows::shim::Narrow;
+using ::smbfleet::agent::windows::shim::Widen;
 
 using smbfleet::agent::windows::testing::kStandInProbes;
 using smbfleet::agent::windows::testing::StandInProbe;
@@ -37,24 +41,6 @@ struct Config {
   DWORD sleep_seconds = 0;
   std::wstring log;
 };
-
-std::wstring Widen(const std::string& s) {
-  if (s.empty()) return std::wstring();
-  int n = MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
-  std::wstring out(static_cast<size_t>(n), L'\0');
-  MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), out.data(), n);
-  return out;
-}
-
-std::string Narrow(const std::wstring& s) {
-  if (s.empty()) return std::string();
-  int n = WideCharToMultiByte(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), nullptr, 0, nullptr,
-                              nullptr);
-  std::string out(static_cast<size_t>(n), '\0');
-  WideCharToMultiByte(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), out.data(), n, nullptr,
-                      nullptr);
-  return out;
-}
 
 void WriteAll(HANDLE h, const std::string& bytes) {
   size_t done = 0;
