@@ -24,6 +24,14 @@ using smbfleet::v1::Posture;
 
 std::string Opt(bool has, bool v) { return has ? (v ? "yes" : "no") : "unknown"; }
 
+// A session's lowest round-trip time in ms: three decimals on a LAN, one beyond 10 ms.
+std::string MinRttText(uint32_t us) {
+  double ms = us / 1000.0;
+  if (us >= 10000) return absl::StrFormat("%.1f ms", ms);
+  if (us >= 1000) return absl::StrFormat("%.2f ms", ms);
+  return absl::StrFormat("%.3f ms", ms);
+}
+
 std::string ChangeRef(const std::string& id, uint64_t version) {
   return absl::StrCat(Clean(id), " v", version);
 }
@@ -291,14 +299,16 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
   }
   Table(shares, out);
   out << "\nSessions (" << p.sessions_size() << ")\n";
-  std::vector<std::vector<std::string>> sessions = {
-      {"  ID", "CLIENT", "USER", "DIALECT", "SHARE", "SIGNING", "ENCRYPTION", "CIPHER"}};
+  std::vector<std::vector<std::string>> sessions = {{"  ID", "CLIENT", "USER", "DIALECT", "SHARE",
+                                                     "SIGNING", "ENCRYPTION", "CIPHER",
+                                                     "RTT (MIN)"}};
   for (const auto& se : p.sessions()) {
+    std::string rtt = se.has_min_rtt_us() ? MinRttText(se.min_rtt_us()) : "-";
     if (se.shares().empty()) {
       sessions.push_back({"  " + Clean(se.session_id()), Clean(se.client_address()),
                           Clean(se.user()), DialectText(se.dialect()), "-",
                           ProtectionText(se.signing()), ProtectionText(se.encryption()),
-                          AlgorithmText(se.cipher())});
+                          AlgorithmText(se.cipher()), rtt});
     }
     for (const auto& sc : se.shares()) {
       sessions.push_back(
@@ -306,7 +316,8 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
            DialectText(se.dialect()), Clean(sc.name()), ProtectionText(sc.signing()),
            ProtectionText(sc.encryption()),
            AlgorithmText(sc.cipher() != smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED ? sc.cipher()
-                                                                                   : se.cipher())});
+                                                                                   : se.cipher()),
+           rtt});
     }
   }
   Table(sessions, out);

@@ -34,6 +34,28 @@ TEST(RenderTest, HostShowsSessionsPerShareWithDialect) {
   EXPECT_THAT(out.str(), HasSubstr("signing required    unknown"));
 }
 
+TEST(RenderTest, HostShowsEachSessionsLowestRoundTripTime) {
+  smbfleet::v1::GetHostResponse h;
+  struct Case {
+    const char* id;
+    int64_t min_rtt_us;  // -1: not measured
+  };
+  for (const Case& c : {Case{"11", 12}, Case{"12", 8900}, Case{"13", 23400}, Case{"14", -1}}) {
+    auto* s = h.mutable_posture()->add_sessions();
+    s->set_session_id(c.id);
+    s->set_client_address("10.0.0.9");
+    s->set_dialect(smbfleet::v1::DIALECT_SMB_3_1_1);
+    if (c.min_rtt_us >= 0) s->set_min_rtt_us(static_cast<uint32_t>(c.min_rtt_us));
+  }
+  std::ostringstream out;
+  RenderHost(h, out);
+  EXPECT_THAT(out.str(), HasSubstr("RTT (MIN)"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("  11 +10.0.0.9 [^\n]* 0.012 ms\n"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("  12 +10.0.0.9 [^\n]* 8.90 ms\n"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("  13 +10.0.0.9 [^\n]* 23.4 ms\n"));
+  EXPECT_THAT(out.str(), ::testing::ContainsRegex("  14 +10.0.0.9 [^\n]* -\n"));
+}
+
 TEST(RenderTest, HostShowsEachSharesClassification) {
   smbfleet::v1::GetHostResponse h;
   auto* hr = h.mutable_posture()->add_shares();

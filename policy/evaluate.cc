@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "policy/compressibility.h"
 
@@ -317,7 +318,7 @@ class Verdict {
       if (Error()) Message("sessions: ", note);
       return;
     }
-    int seen = 0, bad = 0, unknown_dialect = 0;
+    int seen = 0, bad = 0, unknown_dialect = 0, unmeasured = 0;
     thread_local std::string expected_dialect;
     if (check.dialect_at_least) {
       expected_dialect.assign(">= ");
@@ -346,6 +347,12 @@ class Verdict {
           Violation(s, share, "session.dialect", DialectName(s.dialect()), expected_dialect, &bad);
         }
       }
+      if (check.min_rtt_us_at_most && !s.has_min_rtt_us()) ++unmeasured;
+      if (check.min_rtt_us_at_most && s.has_min_rtt_us() &&
+          s.min_rtt_us() > *check.min_rtt_us_at_most) {
+        Violation(s, share, "session.minRttUs", Milliseconds(s.min_rtt_us()),
+                  absl::StrCat("<= ", Milliseconds(*check.min_rtt_us_at_most)), &bad);
+      }
       if (check.no_guest && s.guest()) Violation(s, share, "session.guest", "true", "false", &bad);
       if (check.no_anonymous && s.anonymous()) {
         Violation(s, share, "session.anonymous", "true", "false", &bad);
@@ -360,6 +367,9 @@ class Verdict {
       absl::StrAppend(&note, "evidence lists the first ", kMaxSessionEvidence);
     } else if (bad == 0 && unknown_dialect > 0) {
       absl::StrAppend(&note, unknown_dialect, " sessions with unknown dialect");
+    } else if (unmeasured > 0) {
+      // Not a finding: no round-trip time (another platform, or the read failed: probe_errors).
+      absl::StrAppend(&note, unmeasured, " sessions without a measured round-trip time");
     }
     NewEvidence("sessions", observed, expected, share, note);
     if (bad > 0) {
@@ -432,6 +442,18 @@ class Verdict {
     if (c.dialect_at_least) absl::StrAppend(s, "dialect >= ", DialectName(*c.dialect_at_least));
     if (c.no_guest) absl::StrAppend(s, s->empty() ? "" : ", ", "no guest sessions");
     if (c.no_anonymous) absl::StrAppend(s, s->empty() ? "" : ", ", "no anonymous sessions");
+    if (c.min_rtt_us_at_most) {
+      absl::StrAppend(s, s->empty() ? "" : ", ",
+                      "lowest round-trip time <= ", Milliseconds(*c.min_rtt_us_at_most));
+    }
+  }
+
+  // 23400 -> "23.4 ms", 8900 -> "8.90 ms", 12 -> "0.012 ms".
+  static std::string Milliseconds(uint32_t us) {
+    double ms = us / 1000.0;
+    if (us >= 10000) return absl::StrFormat("%.1f ms", ms);
+    if (us >= 1000) return absl::StrFormat("%.2f ms", ms);
+    return absl::StrFormat("%.3f ms", ms);
   }
 
   void Violation(const Session& s, absl::string_view share, absl::string_view field,

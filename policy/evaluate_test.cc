@@ -280,6 +280,61 @@ TEST(EvaluateTest, DialectRulesFollowThePlatform) {
   EXPECT_EQ(StatusOf(e, "server-signing-required"), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
 }
 
+TEST(EvaluateTest, SessionLatencyJudgesTheLowestRoundTripTime) {
+  Policy policy = Baseline();
+  Posture samba;
+  samba.mutable_host()->set_hostname("nas1");
+  samba.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+  auto* far = samba.add_sessions();
+  far->set_session_id("41");
+  far->set_client_address("198.51.100.7");
+  far->set_client_name("BRANCH-PC");
+  far->set_rtt_us(61000);
+  far->set_min_rtt_us(23400);
+  // Idle on a LAN: the smoothed time holds the client's delayed ACKs, the lowest does not.
+  auto* idle = samba.add_sessions();
+  idle->set_session_id("42");
+  idle->set_rtt_us(8900);
+  idle->set_min_rtt_us(12);
+  auto* unmeasured = samba.add_sessions();  // closed before sock_diag, or the read failed
+  unmeasured->set_session_id("43");
+
+  HostEvaluation e = EvaluateHost(policy, samba, {}, kNow);
+  const RuleResult* r = Find(e, "session-latency");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(r->severity(), smbfleet::v1::SEVERITY_INFO);
+  EXPECT_EQ(r->message(), "1 of 3 sessions violate: lowest round-trip time <= 10.0 ms");
+  int named = 0;
+  for (const auto& ev : r->evidence()) {
+    if (ev.session_id().empty()) continue;
+    ++named;
+    EXPECT_EQ(ev.session_id(), "41");
+    EXPECT_EQ(ev.client_address(), "198.51.100.7");
+    EXPECT_EQ(ev.client_name(), "BRANCH-PC");
+    EXPECT_EQ(ev.field(), "session.minRttUs");
+    EXPECT_EQ(ev.observed(), "23.4 ms");
+    EXPECT_EQ(ev.expected(), "<= 10.0 ms");
+  }
+  EXPECT_EQ(named, 1);
+
+  // Without a measurement there is no finding; the evidence says what was not measured.
+  samba.mutable_sessions()->DeleteSubrange(0, 1);
+  e = EvaluateHost(policy, samba, {}, kNow);
+  r = Find(e, "session-latency");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->status(), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  ASSERT_GT(r->evidence_size(), 0);
+  EXPECT_EQ(r->evidence(0).note(), "1 sessions without a measured round-trip time");
+
+  // Exactly at the bound is fine; Windows sessions carry no round-trip time: not applicable.
+  samba.mutable_sessions(0)->set_min_rtt_us(10000);
+  EXPECT_EQ(StatusOf(EvaluateHost(policy, samba, {}, kNow), "session-latency"),
+            smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  EXPECT_EQ(StatusOf(EvaluateHost(policy, GoodWindows(), {}, kNow), "session-latency"),
+            smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+}
+
 TEST(EvaluateTest, ShareRulesYieldOneResultPerClassifiedShare) {
   Posture p = GoodWindows();
   auto* hr = p.add_shares();

@@ -61,12 +61,18 @@ struct Expectation {
   std::vector<std::string> items;  // the names of kSubsetOf and kIncludes
 };
 
-// Checks on the live sessions (observed, not configured).
+// Checks on the live sessions (observed, not configured). min_rtt_us_at_most: the lowest
+// round-trip time of the session's TCP connection; a session without one (not measured) is
+// left out.
 struct SessionCheck {
   std::optional<smbfleet::v1::Dialect> dialect_at_least;
   bool no_guest = false;
   bool no_anonymous = false;
-  bool active() const { return dialect_at_least.has_value() || no_guest || no_anonymous; }
+  std::optional<uint32_t> min_rtt_us_at_most;
+  bool active() const {
+    return dialect_at_least.has_value() || no_guest || no_anonymous ||
+           min_rtt_us_at_most.has_value();
+  }
 };
 
 struct RemediationStep {

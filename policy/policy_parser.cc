@@ -502,7 +502,7 @@ void ReadExpect(const YAML::Node& n, absl::string_view path, bool share_scoped,
 }
 
 void ReadSessions(const YAML::Node& n, absl::string_view path, SessionCheck* out, Problems* p) {
-  if (!CheckMap(n, {"dialect", "guest", "anonymous"}, path, p)) return;
+  if (!CheckMap(n, {"dialect", "guest", "anonymous", "minRttUs"}, path, p)) return;
   YAML::Node d = Get(n, "dialect");
   if (Present(d)) {
     std::string dpath = Sub(path, "dialect");
@@ -517,13 +517,25 @@ void ReadSessions(const YAML::Node& n, absl::string_view path, SessionCheck* out
       }
     }
   }
+  YAML::Node rtt = Get(n, "minRttUs");
+  if (Present(rtt)) {
+    std::string rpath = Sub(path, "minRttUs");
+    uint32_t v = 0;
+    if (CheckMap(rtt, {"atMost"}, rpath, p)) {
+      if (!Present(Get(rtt, "atMost"))) {
+        p->Add(rtt, rpath, "expected {atMost: MICROSECONDS}");
+      } else if (ReadUintNode(Get(rtt, "atMost"), Sub(rpath, "atMost"), &v, p)) {
+        out->min_rtt_us_at_most = v;
+      }
+    }
+  }
   bool allowed = true;
   if (ReadBoolKey(n, "guest", path, &allowed, p)) out->no_guest = !allowed;
   allowed = true;
   if (ReadBoolKey(n, "anonymous", path, &allowed, p)) out->no_anonymous = !allowed;
   if (!out->active() && Present(Get(n, "guest")) == false &&
-      Present(Get(n, "anonymous")) == false && !Present(d)) {
-    p->Add(n, path, "expected dialect, guest: false or anonymous: false");
+      Present(Get(n, "anonymous")) == false && !Present(d) && !Present(rtt)) {
+    p->Add(n, path, "expected dialect, guest: false, anonymous: false or minRttUs");
   }
 }
 

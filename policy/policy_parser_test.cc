@@ -58,7 +58,8 @@ TEST(PolicyParserTest, BaselineParsesAndCoversTheIssue) {
                          "client-audit-server-no-encryption",
                          "client-audit-server-no-signing",
                          "client-min-dialect-3-1-1",
-                         "client-encryption-required"}) {
+                         "client-encryption-required",
+                         "session-latency"}) {
     EXPECT_TRUE(ids.count(id)) << id;
   }
   for (const Rule& r : p->rules) {
@@ -66,6 +67,10 @@ TEST(PolicyParserTest, BaselineParsesAndCoversTheIssue) {
       EXPECT_EQ(r.cis.ws2022(), "2.3.9.2");
       ASSERT_EQ(r.remediation.size(), 2u);
       EXPECT_EQ(r.remediation[0].phase, smbfleet::v1::PLAN_PHASE_AUDIT);
+    }
+    if (r.id == "session-latency") {
+      EXPECT_EQ(r.severity, smbfleet::v1::SEVERITY_INFO);
+      EXPECT_EQ(r.sessions.min_rtt_us_at_most, 10000u);
     }
     if (r.id == "classified-shares-encrypted") {
       EXPECT_TRUE(r.share_scoped);
@@ -128,6 +133,14 @@ TEST(PolicyParserTest, ReportsProblemsWithLineAndExpectation) {
        "rules:\n  - {id: a, title: A, expect: {server.requireSigning: true}}\n"
        "  - {id: a, title: B, expect: {server.smb1Enabled: false}}\n",
        "duplicate rule id 'a'"},
+      {"round-trip bound not a number",
+       "rules:\n  - {id: a, title: A, sessions: {minRttUs: {atMost: 10ms}}}\n",
+       "rules[0].sessions.minRttUs.atMost: expected a whole number, got"},
+      {"round-trip bound without atMost",
+       "rules:\n  - {id: a, title: A, sessions: {minRttUs: {atLeast: 10}}}\n",
+       "rules[0].sessions.minRttUs.atLeast: unknown key (expected one of: atMost)"},
+      {"round-trip bound a scalar", "rules:\n  - {id: a, title: A, sessions: {minRttUs: 10}}\n",
+       "rules[0].sessions.minRttUs: expected a mapping"},
       {"bad platform",
        "rules:\n  - {id: a, title: A, appliesTo: {platforms: [macos]}, "
        "expect: {server.requireSigning: true}}\n",

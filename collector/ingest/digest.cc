@@ -43,6 +43,12 @@ std::string PostureDigest(const smbfleet::v1::Posture& posture) {
   for (auto& s : *copy.mutable_sessions()) {
     s.clear_seconds_exists();
     s.clear_seconds_idle();
+    // They move with every report of a busy session. min_rtt_us stays: a rule reads it, and it
+    // only falls over a connection's life.
+    s.clear_rtt_us();
+    s.clear_rttvar_us();
+    s.clear_retransmits();
+    s.clear_delivery_rate_bytes_per_sec();
   }
   return Sha256Hex(DeterministicBytes(copy));
 }

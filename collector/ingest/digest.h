@@ -14,7 +14,9 @@ namespace smbfleet::collector {
 std::string Sha256Hex(absl::string_view bytes);
 
 // A stable digest (SHA-256, hex) of what a posture says, ignoring when it was collected and
-// counters that move on their own (session ages), so that an unchanged host is recognised.
+// counters that move on their own (session ages, smoothed round-trip times, retransmits and
+// delivery rates), so that an unchanged host is recognised. A session's lowest round-trip time
+// counts: policy reads it.
 std::string PostureDigest(const smbfleet::v1::Posture& posture);
 
 // A digest of everything a host's evaluation depends on: its posture (by PostureDigest), the

@@ -29,6 +29,20 @@ TEST(PostureDigestTest, IgnoresCollectionTimeAndSessionAges) {
   EXPECT_EQ(PostureDigest(a).size(), 64u);
 }
 
+TEST(PostureDigestTest, IgnoresMovingRoundTripFiguresButNotTheLowest) {
+  auto a = Sample();
+  a.mutable_sessions(0)->set_rtt_us(900);
+  a.mutable_sessions(0)->set_min_rtt_us(40);
+  auto b = a;
+  b.mutable_sessions(0)->set_rtt_us(8900);
+  b.mutable_sessions(0)->set_rttvar_us(4400);
+  b.mutable_sessions(0)->set_retransmits(3);
+  b.mutable_sessions(0)->set_delivery_rate_bytes_per_sec(125000000);
+  EXPECT_EQ(PostureDigest(a), PostureDigest(b));
+  b.mutable_sessions(0)->set_min_rtt_us(23400);
+  EXPECT_NE(PostureDigest(a), PostureDigest(b));
+}
+
 TEST(PostureDigestTest, ChangesWithConfigurationAndSessions) {
   auto a = Sample();
   auto b = Sample();

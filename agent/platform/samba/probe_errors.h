@@ -23,6 +23,8 @@ inline constexpr Probe kTestparmProbe{
 inline constexpr Probe kSmbstatusProbe{
     "smbstatus", {v1::POSTURE_SECTION_SESSIONS, v1::POSTURE_SECTION_OPEN_FILES}};
 inline constexpr Probe kSambaLogProbe{"samba-log", {v1::POSTURE_SECTION_EVENTS}};
+// Sessions' round-trip times. No section: the sessions themselves are still known.
+inline constexpr Probe kSockDiagProbe{"sock_diag", {}};
 
 // The tool's own complaint for messages: stderr (else stdout), whitespace-collapsed, at most
 // max_bytes.

@@ -1,11 +1,16 @@
 #include "agent/platform/samba/samba_source.h"
 
+#include <arpa/inet.h>
+
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/platform/posix/sock_diag.h"
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/smbstatus_parser.h"
 #include "agent/platform/samba/testparm_parser.h"
@@ -22,14 +27,82 @@ Command MakeCommand(const SambaOptions& options, std::vector<std::string> argv) 
   return c;
 }
 
+// An address in inet_ntop form ("::1", not "0:0::1"); unchanged when it is not an address.
+std::string CanonicalAddress(const std::string& text) {
+  unsigned char raw[16];
+  char out[INET6_ADDRSTRLEN] = {};
+  if (inet_pton(AF_INET, text.c_str(), raw) == 1) {
+    return inet_ntop(AF_INET, raw, out, sizeof(out)) != nullptr ? out : text;
+  }
+  if (inet_pton(AF_INET6, text.c_str(), raw) == 1) {
+    return inet_ntop(AF_INET6, raw, out, sizeof(out)) != nullptr ? out : text;
+  }
+  return text;
+}
+
+// The ports smbd listens on: `smb ports` ("445 139" by default; spaces or commas).
+std::vector<uint16_t> SmbPorts(const std::optional<TestparmConfig>& config) {
+  std::vector<uint16_t> ports;
+  if (config.has_value()) {
+    std::string text = config->Global("smb ports").value_or("");
+    for (absl::string_view word :
+         absl::StrSplit(text, absl::ByAnyChar(" ,\t"), absl::SkipEmpty())) {
+      uint32_t port = 0;
+      if (absl::SimpleAtoi(word, &port) && port > 0 && port <= 65535) {
+        ports.push_back(static_cast<uint16_t>(port));
+      }
+    }
+  }
+  if (ports.empty()) ports = {445, 139};
+  return ports;
+}
+
+// Round-trip times onto the sessions whose client address and port match a connection. A
+// session without a port or without a matching connection (it closed since smbstatus ran) keeps
+// its fields unset; so do all when the read failed, which is a probe error.
+void FillRoundTrips(TcpStats* tcp_stats, const std::vector<uint16_t>& ports, v1::Posture* posture) {
+  if (tcp_stats == nullptr || posture->sessions().empty()) return;
+  absl::StatusOr<std::vector<TcpConnection>> connections = tcp_stats->Connections(ports);
+  if (!connections.ok()) {
+    std::string code = ProbeCodeOf(connections.status());
+    if (connections.status().code() == absl::StatusCode::kPermissionDenied) {
+      code = "PERMISSION_DENIED";
+    } else if (connections.status().code() == absl::StatusCode::kUnimplemented) {
+      code = "UNSUPPORTED";  // a kernel without sock_diag for TCP
+    }
+    AddProbeError(posture, kSockDiagProbe, code, connections.status().message());
+    return;
+  }
+  std::map<std::pair<std::string, uint32_t>, const TcpConnection*> by_peer;
+  for (const auto& c : *connections) {
+    by_peer[{CanonicalAddress(c.remote_address), c.remote_port}] = &c;
+  }
+  for (auto& session : *posture->mutable_sessions()) {
+    if (session.client_port() == 0) continue;
+    auto it = by_peer.find({CanonicalAddress(session.client_address()), session.client_port()});
+    if (it == by_peer.end()) continue;
+    const TcpConnection& c = *it->second;
+    if (c.rtt_us) session.set_rtt_us(*c.rtt_us);
+    if (c.rttvar_us) session.set_rttvar_us(*c.rttvar_us);
+    if (c.min_rtt_us) session.set_min_rtt_us(*c.min_rtt_us);
+    if (c.retransmits) session.set_retransmits(*c.retransmits);
+    if (c.delivery_rate_bytes_per_sec) {
+      session.set_delivery_rate_bytes_per_sec(*c.delivery_rate_bytes_per_sec);
+    }
+  }
+}
+
 class SambaSource : public PostureSource {
  public:
   SambaSource(SambaOptions options, CommandRunner* runner, LogFiles* log_files,
-              std::unique_ptr<LogFiles> owned_log_files)
+              std::unique_ptr<LogFiles> owned_log_files, TcpStats* tcp_stats,
+              std::unique_ptr<TcpStats> owned_tcp_stats)
       : options_(std::move(options)),
         runner_(runner),
         log_files_(log_files),
-        owned_log_files_(std::move(owned_log_files)) {}
+        owned_log_files_(std::move(owned_log_files)),
+        tcp_stats_(tcp_stats),
+        owned_tcp_stats_(std::move(owned_tcp_stats)) {}
 
   absl::StatusOr<v1::Posture> Collect() override;
   std::string Describe() const override { return absl::StrCat("samba:", options_.smb_conf); }
@@ -39,6 +112,8 @@ class SambaSource : public PostureSource {
   CommandRunner* runner_;
   LogFiles* log_files_;
   std::unique_ptr<LogFiles> owned_log_files_;
+  TcpStats* tcp_stats_;
+  std::unique_ptr<TcpStats> owned_tcp_stats_;
 };
 
 absl::StatusOr<v1::Posture> SambaSource::Collect() {
@@ -69,6 +144,7 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
       if (session.user().empty()) session.set_anonymous(true);
       *posture.add_sessions() = std::move(session);
     }
+    FillRoundTrips(tcp_stats_, SmbPorts(config), &posture);
     for (auto& file : status->open_files) *posture.add_open_files() = std::move(file);
     std::map<std::string, uint32_t> users;
     for (const auto& session : posture.sessions()) {
@@ -119,12 +195,16 @@ namespace smbfleet::agent {
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner) {
   std::unique_ptr<samba::LogFiles> files = samba::NewPosixLogFiles();
   samba::LogFiles* raw = files.get();
-  return std::make_unique<samba::SambaSource>(std::move(options), runner, raw, std::move(files));
+  std::unique_ptr<TcpStats> tcp = posix::NewSockDiagTcpStats();
+  TcpStats* raw_tcp = tcp.get();
+  return std::make_unique<samba::SambaSource>(std::move(options), runner, raw, std::move(files),
+                                              raw_tcp, std::move(tcp));
 }
 
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner,
-                                              samba::LogFiles* log_files) {
-  return std::make_unique<samba::SambaSource>(std::move(options), runner, log_files, nullptr);
+                                              samba::LogFiles* log_files, TcpStats* tcp_stats) {
+  return std::make_unique<samba::SambaSource>(std::move(options), runner, log_files, nullptr,
+                                              tcp_stats, nullptr);
 }
 
 }  // namespace smbfleet::agent

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "agent/core/command_runner.h"
 #include "agent/core/source.h"
+#include "agent/core/tcp_stats.h"
 #include "agent/platform/samba/samba_logs.h"
 
 namespace smbfleet::agent::samba {
@@ -40,14 +41,17 @@ namespace smbfleet::agent {
 using SambaOptions = samba::SambaOptions;
 
 // Fills host.platform (PLATFORM_SAMBA), host.samba_version, server, client, shares, sessions
-// (with one ShareConnection per tree connect), open_files and probe_errors. A failed or
-// unparsable command is a probe error; Collect() fails only when smb_conf does not exist.
-// `runner` must outlive the source.
+// (with one ShareConnection per tree connect, and the round-trip times of the session's TCP
+// connection from sock_diag), open_files and probe_errors. A failed or unparsable command is a
+// probe error; Collect() fails only when smb_conf does not exist. `runner` must outlive the
+// source.
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner);
 
-// As above with the log files behind `log_files` (tests); it must outlive the source.
+// As above with the log files behind `log_files` and the TCP statistics behind `tcp_stats`
+// (tests; null: sessions get no round-trip times); both must outlive the source.
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner,
-                                              samba::LogFiles* log_files);
+                                              samba::LogFiles* log_files,
+                                              TcpStats* tcp_stats = nullptr);
 
 }  // namespace smbfleet::agent
 

@@ -25,6 +25,34 @@ class NoLogs : public LogFiles {
   }
 };
 
+class FakeTcpStats : public TcpStats {
+ public:
+  explicit FakeTcpStats(absl::StatusOr<std::vector<TcpConnection>> result)
+      : result_(std::move(result)) {}
+  absl::StatusOr<std::vector<TcpConnection>> Connections(
+      const std::vector<uint16_t>& local_ports) override {
+    ++calls_;
+    ports_ = local_ports;
+    return result_;
+  }
+  int calls() const { return calls_; }
+  const std::vector<uint16_t>& ports() const { return ports_; }
+
+ private:
+  absl::StatusOr<std::vector<TcpConnection>> result_;
+  int calls_ = 0;
+  std::vector<uint16_t> ports_;
+};
+
+TcpConnection Peer(const std::string& address, uint16_t port) {
+  TcpConnection c;
+  c.local_address = "127.0.0.1";
+  c.local_port = 445;
+  c.remote_address = address;
+  c.remote_port = port;
+  return c;
+}
+
 class SambaSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -156,6 +184,135 @@ TEST_F(SambaSourceTest, MissingConfigIsAnError) {
   EXPECT_EQ(posture.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(posture.status().message(), HasSubstr("/no/such/smb.conf"));
   EXPECT_TRUE(runner_.commands().empty());
+}
+
+}  // namespace
+}  // namespace smbfleet::agent::samba
+
+namespace smbfleet::agent::samba {
+namespace {
+
+std::map<std::string, const v1::Session*> BySessionId(const v1::Posture& posture) {
+  std::map<std::string, const v1::Session*> out;
+  for (const auto& s : posture.sessions()) out[s.session_id()] = &s;
+  return out;
+}
+
+TEST_F(SambaSourceTest, RoundTripTimesJoinSessionsByClientAddressAndPort) {
+  Replay("share-encrypted");  // sessions from 127.0.0.1 ports 41418, 41432 and 41446
+  TcpConnection full = Peer("127.0.0.1", 41418);
+  full.rtt_us = 8900;
+  full.rttvar_us = 4400;
+  full.min_rtt_us = 12;
+  full.retransmits = 3;
+  full.delivery_rate_bytes_per_sec = 125000000;
+  TcpConnection old_kernel = Peer("127.0.0.1", 41432);  // tcp_info without min_rtt
+  old_kernel.rtt_us = 700;
+  old_kernel.rttvar_us = 350;
+  old_kernel.retransmits = 0;
+  // 41446 has no socket any more (closed between smbstatus and sock_diag); another client has.
+  FakeTcpStats tcp(std::vector<TcpConnection>{full, old_kernel, Peer("127.0.0.1", 50000)});
+  auto posture = NewSambaSource(options_, &runner_, &logs_, &tcp)->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  EXPECT_EQ(posture->probe_errors_size(), 0);
+  EXPECT_EQ(tcp.calls(), 1);
+  EXPECT_THAT(tcp.ports(), ElementsAre(44590));  // the lab server's `smb ports`
+  auto sessions = BySessionId(*posture);
+  ASSERT_EQ(sessions.size(), 3u);
+
+  const v1::Session& a = *sessions.at("2338094607");
+  EXPECT_EQ(a.client_port(), 41418u);
+  EXPECT_EQ(a.rtt_us(), 8900u);
+  EXPECT_EQ(a.rttvar_us(), 4400u);
+  EXPECT_EQ(a.min_rtt_us(), 12u);
+  EXPECT_EQ(a.retransmits(), 3u);
+  EXPECT_EQ(a.delivery_rate_bytes_per_sec(), 125000000u);
+
+  const v1::Session& b = *sessions.at("211018917");
+  EXPECT_EQ(b.client_port(), 41432u);
+  EXPECT_EQ(b.rtt_us(), 700u);
+  EXPECT_TRUE(b.has_retransmits());
+  EXPECT_EQ(b.retransmits(), 0u);
+  EXPECT_FALSE(b.has_min_rtt_us());
+  EXPECT_FALSE(b.has_delivery_rate_bytes_per_sec());
+
+  const v1::Session& gone = *sessions.at("1086455197");
+  EXPECT_EQ(gone.client_port(), 41446u);
+  EXPECT_FALSE(gone.has_rtt_us());
+  EXPECT_FALSE(gone.has_rttvar_us());
+  EXPECT_FALSE(gone.has_min_rtt_us());
+  EXPECT_FALSE(gone.has_retransmits());
+  EXPECT_FALSE(gone.has_delivery_rate_bytes_per_sec());
+}
+
+TEST_F(SambaSourceTest, IPv6ClientsMatchInCanonicalForm) {
+  runner_.Set(Testparm(), FakeRunner::Ok(SambaFixture("mixed.testparm.txt")));
+  runner_.Set(SmbStatus(), FakeRunner::Ok(R"({"sessions": {"1": {"session_id": "1",
+      "username": "u", "hostname": "ipv6:fd00:0:0::0009:51000"}}})"));
+  TcpConnection c = Peer("fd00::9", 51000);
+  c.min_rtt_us = 23000;
+  FakeTcpStats tcp(std::vector<TcpConnection>{c});
+  auto posture = NewSambaSource(options_, &runner_, &logs_, &tcp)->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  ASSERT_EQ(posture->sessions_size(), 1);
+  EXPECT_EQ(posture->sessions(0).min_rtt_us(), 23000u);
+}
+
+TEST_F(SambaSourceTest, FailedSockDiagReadIsAProbeErrorAndLeavesTimesUnknown) {
+  struct Case {
+    absl::Status status;
+    const char* code;
+  };
+  for (const Case& c :
+       {Case{absl::PermissionDeniedError("sock_diag: Operation not permitted"),
+             "PERMISSION_DENIED"},
+        Case{absl::UnimplementedError("sock_diag: Protocol not supported"), "UNSUPPORTED"},
+        Case{absl::DeadlineExceededError("sock_diag: no reply"), "TIMEOUT"},
+        Case{absl::InternalError("sock_diag: truncated"), "ERROR"}}) {
+    Replay("share-encrypted");
+    FakeTcpStats tcp(c.status);
+    auto posture = NewSambaSource(options_, &runner_, &logs_, &tcp)->Collect();
+    ASSERT_TRUE(posture.ok()) << posture.status();
+    ASSERT_EQ(posture->probe_errors_size(), 1) << c.code;
+    const v1::ProbeError& e = posture->probe_errors(0);
+    EXPECT_EQ(e.probe(), "sock_diag");
+    EXPECT_EQ(e.code(), c.code);
+    EXPECT_EQ(e.message(), c.status.message());
+    // The sessions themselves are known: the probe leaves no section unknown.
+    EXPECT_EQ(e.sections_size(), 0);
+    ASSERT_EQ(posture->sessions_size(), 3);
+    for (const auto& s : posture->sessions()) {
+      EXPECT_NE(s.client_port(), 0u);
+      EXPECT_FALSE(s.has_rtt_us()) << s.session_id();
+      EXPECT_FALSE(s.has_min_rtt_us()) << s.session_id();
+      EXPECT_FALSE(s.has_retransmits()) << s.session_id();
+    }
+  }
+}
+
+TEST_F(SambaSourceTest, NoSessionsNoSockDiagRead) {
+  Replay("idle");
+  FakeTcpStats tcp(absl::PermissionDeniedError("must not be asked"));
+  auto posture = NewSambaSource(options_, &runner_, &logs_, &tcp)->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  EXPECT_EQ(posture->sessions_size(), 0);
+  EXPECT_EQ(tcp.calls(), 0);
+  EXPECT_EQ(posture->probe_errors_size(), 0);
+}
+
+}  // namespace
+}  // namespace smbfleet::agent::samba
+
+namespace smbfleet::agent::samba {
+namespace {
+
+TEST_F(SambaSourceTest, DefaultSmbPortsWhenTestparmFails) {
+  runner_.Set(Testparm(), FakeRunner::Exit(1, "testparm: not allowed"));
+  runner_.Set(SmbStatus(), FakeRunner::Ok(SambaFixture("share-encrypted.smbstatus.json")));
+  FakeTcpStats tcp(std::vector<TcpConnection>{});
+  auto posture = NewSambaSource(options_, &runner_, &logs_, &tcp)->Collect();
+  ASSERT_TRUE(posture.ok()) << posture.status();
+  EXPECT_THAT(tcp.ports(), ElementsAre(445, 139));
 }
 
 }  // namespace

@@ -87,6 +87,19 @@ std::string AddressFromHostname(const std::string& hostname) {
   return std::string(addr);
 }
 
+// "ipv4:127.0.0.1:46282" -> 46282; 0 when the hostname carries no port.
+uint32_t PortFromHostname(const std::string& hostname) {
+  absl::string_view h = hostname;
+  if (!absl::ConsumePrefix(&h, "ipv4:") && !absl::ConsumePrefix(&h, "ipv6:")) return 0;
+  size_t colon = h.rfind(':');
+  uint32_t port = 0;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(h.substr(colon + 1), &port) ||
+      port > 65535) {
+    return 0;
+  }
+  return port;
+}
+
 // Weakest-of summary over a session's tree connects.
 Protection Summarise(Protection acc, Protection next, bool first) {
   if (first) return next;
@@ -136,6 +149,7 @@ absl::StatusOr<SmbStatus> ParseSmbStatusJson(
       session.set_session_id(id);
       std::string hostname = Str(s, "hostname");
       session.set_client_address(AddressFromHostname(hostname));
+      session.set_client_port(PortFromHostname(hostname));
       session.set_client_name(Str(s, "remote_machine"));
       session.set_user(Str(s, "username"));
       std::string dialect = Str(s, "session_dialect");

@@ -1,5 +1,6 @@
 #include "agent/platform/samba/smbstatus_parser.h"
 
+#include "absl/strings/str_cat.h"
 #include "agent/platform/samba/fixtures_for_test.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -100,6 +101,26 @@ TEST(SmbStatusParserTest, SessionDegreeIsKeptWhenThereIsNoTreeConnect) {
   EXPECT_EQ(status->sessions[0].signing_algorithm(), v1::AES_128_GMAC);
   EXPECT_EQ(status->sessions[0].client_address(), "::1");
   EXPECT_EQ(status->sessions[0].client_name(), "ws1");
+  EXPECT_EQ(status->sessions[0].client_port(), 40000u);
+}
+
+TEST(SmbStatusParserTest, ClientPortFromHostname) {
+  struct Case {
+    const char* hostname;
+    const char* address;
+    uint32_t port;
+  };
+  for (const Case& c :
+       {Case{"ipv4:10.0.0.9:49812", "10.0.0.9", 49812}, Case{"ipv6:fe80::1:445", "fe80::1", 445},
+        Case{"ipv4:10.0.0.9", "10.0.0.9", 0}, Case{"ipv4:10.0.0.9:70000", "10.0.0.9", 0},
+        Case{"ws1.example.org", "ws1.example.org", 0}}) {
+    auto status = ParseSmbStatusJson(absl::StrCat(
+        R"({"sessions": {"7": {"session_id": "7", "hostname": ")", c.hostname, R"("}}})"));
+    ASSERT_TRUE(status.ok()) << status.status();
+    ASSERT_EQ(status->sessions.size(), 1u);
+    EXPECT_EQ(status->sessions[0].client_address(), c.address) << c.hostname;
+    EXPECT_EQ(status->sessions[0].client_port(), c.port) << c.hostname;
+  }
 }
 
 TEST(SmbStatusParserTest, MixedSessionsJoinByIdAndSummariseWeakest) {
