@@ -45,6 +45,11 @@ TEST(SambaLiveTest, PlanPredictsTheClientThatEncryptionRefuses) {
   EXPECT_EQ(min->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
   EXPECT_EQ(FindResult(e, "spn-name-hardening")->status(),
             smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+  // Loopback: both sessions have a measured lowest round-trip time, far below 10 ms.
+  const auto* latency = FindResult(e, "session-latency");
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->status(), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT) << latency->DebugString();
+  for (const auto& s : posture->sessions()) EXPECT_TRUE(s.has_min_rtt_us()) << s.DebugString();
   // The CIS items Samba has an equivalent for, on the lab's real testparm output (defaults:
   // client min protocol = SMB2_02, client smb encrypt = default, client/server signing =
   // default, client plaintext auth = No, restrict anonymous = 0, deadtime = 10080); the

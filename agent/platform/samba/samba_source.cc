@@ -2,7 +2,12 @@
 
 #include <arpa/inet.h>
 
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -27,7 +32,8 @@ Command MakeCommand(const SambaOptions& options, std::vector<std::string> argv) 
   return c;
 }
 
-// An address in inet_ntop form ("::1", not "0:0::1"); unchanged when it is not an address.
+// An address in inet_ntop form ("::1", not "0:0::1"; IPv4-mapped IPv6 as plain IPv4, as
+// sock_diag reports it); unchanged when it is not an address.
 std::string CanonicalAddress(const std::string& text) {
   unsigned char raw[16];
   char out[INET6_ADDRSTRLEN] = {};
@@ -35,7 +41,11 @@ std::string CanonicalAddress(const std::string& text) {
     return inet_ntop(AF_INET, raw, out, sizeof(out)) != nullptr ? out : text;
   }
   if (inet_pton(AF_INET6, text.c_str(), raw) == 1) {
-    return inet_ntop(AF_INET6, raw, out, sizeof(out)) != nullptr ? out : text;
+    static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const bool mapped = std::memcmp(raw, kMapped, sizeof(kMapped)) == 0;
+    const char* ok = mapped ? inet_ntop(AF_INET, raw + 12, out, sizeof(out))
+                            : inet_ntop(AF_INET6, raw, out, sizeof(out));
+    return ok != nullptr ? out : text;
   }
   return text;
 }

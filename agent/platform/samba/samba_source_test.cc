@@ -247,15 +247,20 @@ TEST_F(SambaSourceTest, RoundTripTimesJoinSessionsByClientAddressAndPort) {
 
 TEST_F(SambaSourceTest, IPv6ClientsMatchInCanonicalForm) {
   runner_.Set(Testparm(), FakeRunner::Ok(SambaFixture("mixed.testparm.txt")));
-  runner_.Set(SmbStatus(), FakeRunner::Ok(R"({"sessions": {"1": {"session_id": "1",
-      "username": "u", "hostname": "ipv6:fd00:0:0::0009:51000"}}})"));
   TcpConnection c = Peer("fd00::9", 51000);
   c.min_rtt_us = 23000;
-  FakeTcpStats tcp(std::vector<TcpConnection>{c});
+  TcpConnection mapped = Peer("10.0.0.9", 51001);  // sock_diag's form of ::ffff:10.0.0.9
+  mapped.min_rtt_us = 31000;
+  runner_.Set(SmbStatus(), FakeRunner::Ok(R"({"sessions": {"1": {"session_id": "1",
+      "username": "u", "hostname": "ipv6:fd00:0:0::0009:51000"}, "2": {"session_id": "2",
+      "username": "u", "hostname": "ipv6:::ffff:10.0.0.9:51001"}}})"));
+  FakeTcpStats tcp(std::vector<TcpConnection>{c, mapped});
   auto posture = NewSambaSource(options_, &runner_, &logs_, &tcp)->Collect();
   ASSERT_TRUE(posture.ok()) << posture.status();
-  ASSERT_EQ(posture->sessions_size(), 1);
-  EXPECT_EQ(posture->sessions(0).min_rtt_us(), 23000u);
+  ASSERT_EQ(posture->sessions_size(), 2);
+  auto sessions = BySessionId(*posture);
+  EXPECT_EQ(sessions.at("1")->min_rtt_us(), 23000u);
+  EXPECT_EQ(sessions.at("2")->min_rtt_us(), 31000u);
 }
 
 TEST_F(SambaSourceTest, FailedSockDiagReadIsAProbeErrorAndLeavesTimesUnknown) {
