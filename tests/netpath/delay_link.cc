@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -258,7 +259,7 @@ class Direction {
       : name_(name),
         in_fd_(in_fd),
         out_fd_(out_fd),
-        delay_nanos_(static_cast<int64_t>(delay_ms * 1e6 + 0.5)),
+        delay_nanos_(std::llround(delay_ms * 1e6)),
         nanos_per_byte_(rate_mbit > 0 ? 8e3 / rate_mbit : 0),
         queue_packets_(queue_packets) {}
 
@@ -334,8 +335,8 @@ class Direction {
     int64_t sent = now;
     if (nanos_per_byte_ > 0) {
       int64_t start = line_free_nanos_ > now ? line_free_nanos_ : now;
-      sent = start + static_cast<int64_t>(nanos_per_byte_ *
-                                          static_cast<double>(size + kLineOverheadBytes));
+      sent = start +
+             static_cast<int64_t>(nanos_per_byte_ * static_cast<double>(size + kLineOverheadBytes));
       line_free_nanos_ = sent;
     }
     queue_.push_back(Frame{std::vector<uint8_t>(data, data + size), sent, sent + delay_nanos_});
@@ -375,8 +376,8 @@ bool WriteStats(const Options& o, const Direction& ab, const Direction& ba, doub
                "{\"devA\": \"%s\", \"devB\": \"%s\", \"rateMbit\": %.6g, \"queuePackets\": %lld, "
                "\"seconds\": %.3f, \"stoppedBy\": \"%s\",\n \"directions\": [%s,\n  %s]}\n",
                o.dev_a.c_str(), o.dev_b.c_str(), o.rate_mbit,
-               static_cast<long long>(o.queue_packets), seconds, stopped_by,
-               ab.StatsJson().c_str(), ba.StatsJson().c_str());
+               static_cast<long long>(o.queue_packets), seconds, stopped_by, ab.StatsJson().c_str(),
+               ba.StatsJson().c_str());
   return std::fclose(f) == 0;
 }
 
@@ -420,7 +421,8 @@ int Run(const Options& o) {
     }
     int64_t wait = wake > now ? wake - now : 0;
     timespec timeout{static_cast<time_t>(wait / 1000000000), static_cast<long>(wait % 1000000000)};
-    pollfd fds[3] = {{tap_a.get(), POLLIN, 0}, {tap_b.get(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}};
+    pollfd fds[3] = {
+        {tap_a.get(), POLLIN, 0}, {tap_b.get(), POLLIN, 0}, {signal_fd.get(), POLLIN, 0}};
     int ready = ppoll(fds, 3, &timeout, nullptr);
     if (ready < 0) {
       if (errno == EINTR) {
