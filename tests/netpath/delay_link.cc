@@ -143,6 +143,11 @@ std::optional<Options> ParseOptions(int argc, char** argv) {
       number(0, 100000, &o.rate_mbit);
     } else if (flag == "queue_packets") {
       number(1, 1 << 20, &count);
+      if (count != std::floor(count)) {
+        std::fprintf(stderr, "smbfleet-delay-link: --queue_packets: '%s' is not a whole number\n",
+                     value.c_str());
+        ok = false;
+      }
       o.queue_packets = static_cast<int64_t>(count);
     } else if (flag == "max_seconds") {
       number(0.001, 86400, &o.max_seconds);

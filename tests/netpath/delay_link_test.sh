@@ -18,6 +18,18 @@ source "$here/lib.sh"
 (($# == 1)) || { echo "usage: delay_link_test.sh LINK_BIN" >&2; exit 2; }
 link_bin=$1
 
+# Bad input is refused before anything is created, with the flag and the value named.
+for bad in "--delay_ms_ab=x" "--rate_mbit=-1" "--dev_b=bad/name"; do
+  rc=0
+  err=$("$link_bin" --dev_a=npa --dev_b=npb "$bad" 2>&1 >/dev/null) || rc=$?
+  flag=${bad%%=*}
+  value=${bad#*=}
+  if ((rc != 2)) || [[ "$err" != *"$flag: '$value'"* ]]; then
+    echo "FAIL: '$bad': want exit 2 and an error naming $flag '$value', got exit $rc: $err"
+    exit 1
+  fi
+done
+
 if ! why=$(netpath_check); then
   echo "SKIP: $why"
   exit 77
