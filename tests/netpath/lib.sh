@@ -54,6 +54,11 @@ netpath_check() {
     echo "netpath: 'ip netns add' is not permitted here: $out"
     return 1
   fi
+  if ! out=$(ip -n "$probe" tuntap add dev npprobe0 mode tap 2>&1); then
+    ip netns del "$probe"
+    echo "netpath: TAP devices cannot be created here: $out"
+    return 1
+  fi
   ip netns del "$probe"
 }
 
