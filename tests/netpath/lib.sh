@@ -161,6 +161,7 @@ netpath_down() {
   ip netns del "$netpath_server_ns" 2>/dev/null
   ip netns del "$netpath_client_ns" 2>/dev/null
   if [[ -n "$netpath_work" ]]; then
+    # shellcheck disable=SC2034  # read by the scripts that source this file
     netpath_link_stats=$(cat "$netpath_work/link-stats.json" 2>/dev/null)
     rm -rf "$netpath_work"
   fi
