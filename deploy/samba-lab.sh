@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A private Samba server on 127.0.0.1 for tests, demos and benchmarks.
+# A private Samba server on 127.0.0.1 (or SAMBA_LAB_ADDRESS) for tests, demos and benchmarks.
 #
 #   samba-lab.sh start DIR PORT      create DIR (private smb.conf, state, user), start smbd, wait
 #   samba-lab.sh stop DIR            stop everything started for DIR, by PID; wait until gone
@@ -24,12 +24,18 @@
 # DIR/conf.d/posture.conf (global) and DIR/conf.d/share-<name>.conf; `start` keeps them when they
 # already exist, so a test can prepare settings before the first start. Only smbd runs (no nmbd,
 # no winbindd); samba-dcerpcd is started by smbd on demand and stopped by `stop` as well.
+#
+# Environment: SAMBA_LAB_ADDRESS (default 127.0.0.1) is the IPv4 address smbd binds and
+# clients dial, e.g. an interface of a network namespace (tests/netpath); SAMBA_LAB_SEND_SECONDS
+# (default 5) is how long `send` waits for an answer (a large `get` over a slow link takes longer).
 set -euo pipefail
 
 readonly LAB_USER=smbfleet
 readonly LAB_PASS=smbfleet-pass
 readonly LAB_UID=20001
 readonly LAB_SHARES=(demo finance)
+readonly LAB_ADDRESS=${SAMBA_LAB_ADDRESS:-127.0.0.1}
+readonly SEND_SECONDS=${SAMBA_LAB_SEND_SECONDS:-5}
 
 die() {
   echo "samba-lab: $*" >&2
@@ -117,7 +123,7 @@ pids_using_conf() {
 
 port_listening() {
   local port=$1
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+  (exec 3<>"/dev/tcp/$LAB_ADDRESS/$port") 2>/dev/null
 }
 
 write_conf() {
@@ -130,7 +136,7 @@ write_conf() {
     workgroup = SMBFLEET
     netbios name = SMBFLEET-LAB
     smb ports = $port
-    interfaces = 127.0.0.1
+    interfaces = $LAB_ADDRESS
     bind interfaces only = yes
     disable netbios = yes
     private dir = $dir/private
@@ -190,7 +196,7 @@ cmd_start() {
     die "smbd for $dir is already running (pid $pid)"
   fi
   if port_listening "$port"; then
-    die "127.0.0.1:$port is already in use"
+    die "$LAB_ADDRESS:$port is already in use"
   fi
   mkdir -p "$dir"/{private,lock,state,cache,pid,ncalrpc,bind-dns,usershares,log,conf.d,holds,client-lock}
   # The share user (not root) must be able to reach the shares below DIR.
@@ -237,7 +243,7 @@ cmd_start() {
     sleep 0.05
   done
   cmd_stop "$dir" || true
-  die "smbd did not listen on 127.0.0.1:$port within 30 s (see $dir/log/log.smbd)"
+  die "smbd did not listen on $LAB_ADDRESS:$port within 30 s (see $dir/log/log.smbd)"
 }
 
 # wait_gone PID...: TERM, then KILL after 5 s; returns when every PID has exited.
@@ -316,7 +322,7 @@ cmd_hold() {
   mkfifo -m 600 "$fifo"
   # smbclient reads commands from the fifo; `sleep` keeps its write end open so that the session
   # stays until release. Both run in their own session, detached from the caller's terminal.
-  setsid stdbuf -oL -eL smbclient -s "$dir/client.conf" -p "$port" "//127.0.0.1/$share" \
+  setsid stdbuf -oL -eL smbclient -s "$dir/client.conf" -p "$port" "//$LAB_ADDRESS/$share" \
     "${creds[@]}" "$@" <"$fifo" >"$out" 2>&1 &
   local client_pid=$!
   setsid sleep 86400 >"$fifo" 2>/dev/null </dev/null &
@@ -334,7 +340,7 @@ cmd_hold() {
     sleep 0.05
   done
   cmd_release "$dir" "$name" >/dev/null 2>&1 || true
-  echo "samba-lab: session '$name' to //127.0.0.1/$share was not established:" >&2
+  echo "samba-lab: session '$name' to //$LAB_ADDRESS/$share was not established:" >&2
   cat "$out" >&2 2>/dev/null || true
   return 1
 }
@@ -350,11 +356,11 @@ cmd_send() {
   before=$(stat -c %s "$dir/holds/$name.out")
   timeout 5 bash -c 'printf "%s\n" "$2" >"$1"' _ "$dir/holds/$name.fifo" "$3" ||
     die "session '$name' does not take commands"
-  for ((i = 0; i < 100; i++)); do
+  for ((i = 0; i < SEND_SECONDS * 20; i++)); do
     (($(stat -c %s "$dir/holds/$name.out") > before)) && { sleep 0.05; return 0; }
     sleep 0.05
   done
-  die "session '$name' did not answer '$3' within 5 s"
+  die "session '$name' did not answer '$3' within $SEND_SECONDS s"
 }
 
 cmd_try() {
@@ -368,7 +374,7 @@ cmd_try() {
   port=$(<"$dir/port")
   local out
   # smbclient's exit status is not reliable for a refused tree connect: look for the listing.
-  out=$(timeout 20 smbclient -s "$dir/client.conf" -p "$port" "//127.0.0.1/$share" \
+  out=$(timeout 20 smbclient -s "$dir/client.conf" -p "$port" "//$LAB_ADDRESS/$share" \
     -A "$dir/smbfleet.auth" "$@" -c ls 2>&1) || true
   printf '%s\n' "$out"
   grep -q 'blocks of size' <<<"$out"
@@ -376,6 +382,10 @@ cmd_try() {
 
 main() {
   (($# >= 1)) || usage
+  [[ "$LAB_ADDRESS" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] ||
+    die "SAMBA_LAB_ADDRESS must be an IPv4 address like 127.0.0.1, got '$LAB_ADDRESS'"
+  [[ "$SEND_SECONDS" =~ ^[0-9]+$ ]] && ((SEND_SECONDS >= 1 && SEND_SECONDS <= 3600)) ||
+    die "SAMBA_LAB_SEND_SECONDS must be 1-3600, got '$SEND_SECONDS'"
   local cmd=$1
   shift
   case "$cmd" in

@@ -1,0 +1,86 @@
+// What the cost model predicts for a large sequential read without signing or encryption over a
+// link of a given rate and round trip: the figure throughput.sh sets beside what a real transfer
+// through smbfleet-delay-link carried.
+//
+//   netpath_predict --link_mbit=MBIT --rtt_ms=MS
+//
+// Prints one JSON object: the prediction, the limit that set it (link, latency, cpu) and the
+// model parameters behind the link and latency terms.
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "policy/cost/cost_model.h"
+
+namespace {
+
+namespace cost = ::smbfleet::policy::cost;
+
+bool ParseFlag(const std::string& arg, const std::string& flag, double low, double high,
+               double* out) {
+  const std::string prefix = "--" + flag + "=";
+  if (arg.rfind(prefix, 0) != 0) {
+    return false;
+  }
+  std::string text = arg.substr(prefix.size());
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || errno != 0 || *end != '\0' || !(value > low) || !(value <= high)) {
+    std::fprintf(stderr, "netpath_predict: --%s: '%s' is not a number in (%g, %g]\n", flag.c_str(),
+                 text.c_str(), low, high);
+    std::exit(2);
+  }
+  *out = value;
+  return true;
+}
+
+const char* LimitName(cost::Prediction::Limit limit) {
+  switch (limit) {
+    case cost::Prediction::Limit::kLink:
+      return "link";
+    case cost::Prediction::Limit::kLatency:
+      return "latency";
+    case cost::Prediction::Limit::kCpu:
+      return "cpu";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double link_mbit = 0;
+  double rtt_ms = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (!ParseFlag(arg, "link_mbit", 0, 1e6, &link_mbit) &&
+        !ParseFlag(arg, "rtt_ms", 0, 10000, &rtt_ms)) {
+      std::fprintf(stderr, "netpath_predict: unknown argument '%s'\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (link_mbit == 0 || rtt_ms == 0) {
+    std::fprintf(stderr, "usage: netpath_predict --link_mbit=MBIT --rtt_ms=MS\n");
+    return 2;
+  }
+  cost::HostProfile host;
+  host.link_bits_per_second = link_mbit * 1e6;
+  host.rtt_seconds = rtt_ms / 1000;
+  const cost::ModelParameters& parameters = cost::DefaultParameters();
+  cost::Prediction p = cost::Predict(host, cost::ProtectionLevel::None(),
+                                     cost::Workload::LargeSequential(), parameters);
+  nlohmann::json out = {
+      {"linkMbit", link_mbit},
+      {"rttMs", rtt_ms},
+      {"predictedBytesPerSecond", p.throughput_bytes_per_second},
+      {"limit", LimitName(p.limit)},
+      {"windowBytes", parameters.window_bytes},
+      {"linkEfficiency", parameters.link_efficiency},
+  };
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
