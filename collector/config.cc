@@ -106,12 +106,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node limits = root["limits"];
   if (IsSection(limits, "limits", &problems)) {
-    CheckKeys(
-        limits,
-        {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
-         "max_queued_bytes", "max_queued_calls", "transport_memory", "max_streams_per_connection",
-         "tls_frame_bytes", "tcp_read_chunk_bytes"},
-        "limits", &problems);
+    CheckKeys(limits,
+              {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
+               "max_queued_bytes", "max_queued_calls", "transport_memory",
+               "max_streams_per_connection", "tls_frame_bytes", "tcp_read_chunk_bytes"},
+              "limits", &problems);
     uint64_t calls = c.max_queued_calls;
     if (ReadUint(limits, "max_queued_calls", "limits", 1, 1'000'000, &calls, &problems)) {
       c.max_queued_calls = static_cast<uint32_t>(calls);
