@@ -106,11 +106,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node limits = root["limits"];
   if (IsSection(limits, "limits", &problems)) {
-    CheckKeys(
-        limits,
-        {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
-         "max_queued_bytes", "max_queued_calls", "transport_memory", "max_streams_per_connection"},
-        "limits", &problems);
+    CheckKeys(limits,
+              {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
+               "max_queued_bytes", "max_queued_calls", "transport_memory",
+               "max_streams_per_connection", "tls_frame_bytes", "tcp_read_chunk_bytes"},
+              "limits", &problems);
     uint64_t calls = c.max_queued_calls;
     if (ReadUint(limits, "max_queued_calls", "limits", 1, 1'000'000, &calls, &problems)) {
       c.max_queued_calls = static_cast<uint32_t>(calls);
@@ -140,6 +140,8 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     read_bytes("max_message_bytes", 1024, 16u << 20, "[1KiB, 16MiB]", &c.max_message_bytes);
     read_bytes("max_queued_bytes", 1u << 20, 64ull << 30, "[1MiB, 64GiB]", &c.max_queued_bytes);
     read_bytes("transport_memory", 16u << 20, 64ull << 30, "[16MiB, 64GiB]", &c.transport_memory);
+    read_bytes("tls_frame_bytes", 1024, 16384, "[1KiB, 16KiB]", &c.tls_frame_bytes);
+    read_bytes("tcp_read_chunk_bytes", 512, 1u << 20, "[512B, 1MiB]", &c.tcp_read_chunk_bytes);
     if (c.max_queued_bytes < c.max_report_bytes) {
       problems.Add(limits, "limits.max_queued_bytes",
                    absl::StrCat(c.max_queued_bytes, " bytes is below limits.max_report_bytes (",

@@ -80,6 +80,12 @@ struct CollectorConfig {
   // connection may have open at once (`limits.max_streams_per_connection`).
   uint64_t transport_memory = 512ull << 20;
   uint32_t max_streams_per_connection = 16;
+  // Per-connection buffers, which dominate the memory of an idle agent's connection
+  // (docs/scaling.md): the largest TLS record the collector writes, whose buffer each connection
+  // keeps (`limits.tls_frame_bytes`), and the size of a socket read
+  // (`limits.tcp_read_chunk_bytes`).
+  uint64_t tls_frame_bytes = 16384;
+  uint64_t tcp_read_chunk_bytes = 8192;
   // SIGTERM/SIGINT: in-flight reports are finished for up to this long (`shutdown_timeout`).
   std::chrono::milliseconds shutdown_timeout{20'000};
   // RequestReport: one nudge per host per interval, and at most nudges_per_minute from one

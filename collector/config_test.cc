@@ -123,7 +123,8 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
           "startup_timeout: 2m}\n"
           "shutdown_timeout: 30s\n"
           "limits: {max_message_bytes: 16KiB, max_queued_bytes: 64MiB, max_queued_calls: 500, "
-          "transport_memory: 1GiB, max_streams_per_connection: 8}\n");
+          "transport_memory: 1GiB, max_streams_per_connection: 8, tls_frame_bytes: 4KiB, "
+          "tcp_read_chunk_bytes: 2KiB}\n");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->database.acquire_timeout, std::chrono::seconds(2));
   EXPECT_EQ(set->database.connect_timeout, std::chrono::seconds(3));
@@ -136,6 +137,8 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
   EXPECT_EQ(set->max_queued_calls, 500u);
   EXPECT_EQ(set->transport_memory, 1u << 30);
   EXPECT_EQ(set->max_streams_per_connection, 8u);
+  EXPECT_EQ(set->tls_frame_bytes, 4096u);
+  EXPECT_EQ(set->tcp_read_chunk_bytes, 2048u);
 
   auto bad = ParseCollectorConfig(
       dir_ + "/collector.yaml",
@@ -144,7 +147,7 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
           "statement_timeout: 2h}\n"
           "shutdown_timeout: 0s\n"
           "limits: {max_report_bytes: 16MiB, max_queued_bytes: 8MiB, "
-          "max_streams_per_connection: 0}\n");
+          "max_streams_per_connection: 0, tls_frame_bytes: 32KiB, tcp_read_chunk_bytes: 100}\n");
   ASSERT_FALSE(bad.ok());
   std::string m(bad.status().message());
   EXPECT_THAT(m, HasSubstr("database.connect_timeout: must be between 2s and 5m"));
@@ -152,6 +155,8 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
   EXPECT_THAT(m, HasSubstr("shutdown_timeout: must be between 1s and 10m"));
   EXPECT_THAT(m, HasSubstr("limits.max_queued_bytes: 8388608 bytes is below"));
   EXPECT_THAT(m, HasSubstr("limits.max_streams_per_connection"));
+  EXPECT_THAT(m, HasSubstr("limits.tls_frame_bytes: 32768 bytes is out of range [1KiB, 16KiB]"));
+  EXPECT_THAT(m, HasSubstr("limits.tcp_read_chunk_bytes: 100 bytes is out of range"));
 }
 
 TEST_F(CollectorConfigTest, ListsAllProblems) {

@@ -1,6 +1,7 @@
 #include "loadgen/loadgen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -22,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "loadgen/sim_identity.h"
 #include "loadgen/sim_posture.h"
+#include "loadgen/source_address.h"
 #include "smbfleet/v1/agent.grpc.pb.h"
 
 namespace smbfleet::loadgen {
@@ -65,7 +67,9 @@ struct Agent {
         name(std::move(n)),
         report_backoff(o.base_backoff, o.max_backoff, seed),
         rng(seed),
-        watch_backoff(o.base_backoff, o.max_backoff, seed ^ 0x5bd1e995) {}
+        watch_backoff(o.base_backoff, o.max_backoff, seed ^ 0x5bd1e995) {
+    shape = DrawShape(rng);
+  }
 
   int index;
   std::string name;
@@ -79,6 +83,8 @@ struct Agent {
   std::optional<Clock::time_point> failing_since;
   uint64_t sequence = 0;
   std::mt19937_64 rng;
+  HostShape shape;
+  std::optional<v1::Posture> last_posture;  // resent as is when a report does not change it
   // The Watch stream: connected once its first message (the collector's greeting) arrived.
   WatchStream* stream = nullptr;
   bool connected = false;
@@ -91,6 +97,13 @@ struct ReportCall {
   grpc::ClientContext context;
   v1::ReportRequest request;
   v1::ReportResponse response;
+};
+
+struct AckCall {
+  grpc::ClientContext context;
+  v1::AckChangeRequest request;
+  v1::AckChangeResponse response;
+  Clock::time_point received;
 };
 
 }  // namespace
@@ -108,10 +121,16 @@ struct LoadGen::State {
   std::vector<double> reconnect_ms, recovery_ms, first_connect_ms;
   int connected = 0;
   int max_connected = 0;
+  std::optional<Clock::time_point> all_connected;  // when every agent's stream first was open
+  std::optional<Clock::time_point> report_start, last_ack;
+  int64_t orders_received = 0, orders_acked = 0, orders_failed = 0, ack_errors = 0;
+  std::vector<double> ack_ms;  // from an order's arrival to its ack's answer
   int64_t streams_opened = 0;
   nlohmann::json curve = nlohmann::json::array();
   double elapsed_s = 0;
   bool timed_out = false;
+  double ack_failure_share = 0;
+  std::chrono::milliseconds ack_timeout{10'000};
 };
 
 namespace {
@@ -129,6 +148,11 @@ class WatchStream final : public grpc::ClientReadReactor<v1::WatchResponse> {
   }
   void Cancel() { context_.TryCancel(); }
 
+  // Acks the order as the real agent does once it finished (docs/agent-changes.md), without
+  // verifying or applying it: APPLIED with the ordered settings as `after`, or FAILED for the
+  // configured share of orders.
+  void Ack(const v1::ChangeOrder& order);
+
   void OnReadDone(bool ok) override {
     if (!ok) return;  // OnDone follows
     {
@@ -138,6 +162,10 @@ class WatchStream final : public grpc::ClientReadReactor<v1::WatchResponse> {
         ++state_->connected;
         state_->max_connected = std::max(state_->max_connected, state_->connected);
         const auto now = Clock::now();
+        if (state_->connected == static_cast<int>(state_->agents.size()) &&
+            !state_->all_connected.has_value()) {
+          state_->all_connected = now;
+        }
         if (agent_->disconnected_at.has_value()) {
           state_->reconnect_ms.push_back(Ms(now - *agent_->disconnected_at));
           agent_->disconnected_at.reset();
@@ -146,7 +174,9 @@ class WatchStream final : public grpc::ClientReadReactor<v1::WatchResponse> {
         }
         agent_->watch_backoff.Reset();
       }
+      if (message_.has_change_order()) ++state_->orders_received;
     }
+    if (message_.has_change_order()) Ack(message_.change_order());
     StartRead(&message_);
   }
 
@@ -176,6 +206,48 @@ class WatchStream final : public grpc::ClientReadReactor<v1::WatchResponse> {
   v1::WatchResponse message_;
 };
 
+void WatchStream::Ack(const v1::ChangeOrder& order) {
+  auto call = std::make_shared<AckCall>();
+  call->received = Clock::now();
+  v1::AckChangeRequest& ack = call->request;
+  ack.set_change_id(order.change_id());
+  ack.set_version(order.version());
+  ack.set_nonce(order.nonce());
+  bool fail = false;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    fail = std::uniform_real_distribution<double>(0, 1)(agent_->rng) < state_->ack_failure_share;
+    ++state_->outstanding;
+  }
+  if (fail) {
+    ack.set_result(v1::AckChangeRequest::RESULT_FAILED);
+    ack.set_message("simulated failure");
+  } else {
+    ack.set_result(v1::AckChangeRequest::RESULT_APPLIED);
+    *ack.mutable_after() = order.settings();
+  }
+  call->context.set_deadline(std::chrono::system_clock::now() + state_->ack_timeout);
+  LoadGen::State* state = state_;
+  agent_->stub->async()->AckChange(
+      &call->context, &call->request, &call->response, [state, call](const grpc::Status& status) {
+        {
+          std::lock_guard<std::mutex> lock(state->mu);
+          --state->outstanding;
+          if (status.ok()) {
+            ++state->orders_acked;
+            if (call->request.result() == v1::AckChangeRequest::RESULT_FAILED) {
+              ++state->orders_failed;
+            }
+            state->ack_ms.push_back(Ms(Clock::now() - call->received));
+          } else {
+            ++state->ack_errors;
+            ++state->errors[CodeName(status.error_code())];
+          }
+        }
+        state->changed.notify_all();
+      });
+}
+
 void OnReportDone(LoadGen::State* state, Agent* agent, const ReportCall& call,
                   const grpc::Status& status) {
   {
@@ -185,6 +257,7 @@ void OnReportDone(LoadGen::State* state, Agent* agent, const ReportCall& call,
     --state->outstanding;
     if (status.ok()) {
       ++state->acked;
+      state->last_ack = now;
       ++state->outcomes[v1::ReportResponse::Outcome_Name(call.response.outcome())];
       state->acked_ids.push_back(call.request.report_id());
       agent->pending.pop_front();
@@ -223,6 +296,15 @@ LoadGen::~LoadGen() = default;
 absl::Status LoadGen::Setup() {
   if (options_.agents < 1) return absl::InvalidArgumentError("--agents: at least 1");
   if (options_.reports < 0) return absl::InvalidArgumentError("--reports: not negative");
+  if (options_.connect_rate < 0) return absl::InvalidArgumentError("--connect_rate: not negative");
+  if (options_.change_rate < 0 || options_.change_rate > 1) {
+    return absl::InvalidArgumentError("--change_rate: a share from 0 to 1");
+  }
+  if (options_.ack_failure_share < 0 || options_.ack_failure_share > 1) {
+    return absl::InvalidArgumentError("--ack_failure_share: a share from 0 to 1");
+  }
+  state_->ack_failure_share = options_.ack_failure_share;
+  state_->ack_timeout = options_.report_timeout;
   ASSIGN_OR_RETURN(std::string ca_cert, ReadFile(options_.ca_cert));
   ASSIGN_OR_RETURN(std::string ca_key, ReadFile(options_.ca_key));
   ASSIGN_OR_RETURN(std::string trust, ReadFile(options_.trust));
@@ -243,6 +325,10 @@ absl::Status LoadGen::Setup() {
         static_cast<int>(std::min(options_.max_backoff, std::chrono::milliseconds(1000)).count()));
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // one connection per simulated agent
     args.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, absl::StrCat("smbfleet-loadgen/", kVersion));
+    if (options_.source_addresses) {
+      ASSIGN_OR_RETURN(std::string source, SourceAddress(number));
+      RETURN_IF_ERROR(BindSourceAddress(source, args));
+    }
     agent->channel =
         grpc::CreateCustomChannel(options_.collector, MutualTlsChannelCredentials(tls), args);
     agent->stub = v1::AgentService::NewStub(agent->channel);
@@ -261,6 +347,15 @@ absl::Status LoadGen::Run() {
   auto next_curve = st.start;
   auto next_status = st.start;
   const auto n = static_cast<int64_t>(st.agents.size());
+  if (options_.connect_rate > 0) {
+    // A ramp: agent i opens its first stream i / connect_rate seconds after the start.
+    for (auto& a : st.agents) {
+      a->next_watch =
+          st.start + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(a->index / options_.connect_rate));
+    }
+  }
+  std::uniform_real_distribution<double> share(0, 1);
   int64_t produced = 0;
   std::vector<std::shared_ptr<ReportCall>> calls;
   std::vector<Agent*> call_agents;
@@ -272,11 +367,16 @@ absl::Status LoadGen::Run() {
       st.timed_out = true;
       break;
     }
-    // New reports, at the configured rate, round robin over the agents.
-    const double elapsed = std::chrono::duration<double>(now - st.start).count();
-    int64_t target = options_.reports;
-    if (options_.rate > 0) {
-      target = std::min<int64_t>(options_.reports, static_cast<int64_t>(options_.rate * elapsed));
+    // New reports, at the configured rate, round robin over the agents, once released.
+    int64_t target = 0;
+    if (!options_.hold_reports || release_) {
+      std::lock_guard<std::mutex> lock(st.mu);
+      if (!st.report_start.has_value()) st.report_start = now;
+      const double elapsed = std::chrono::duration<double>(now - *st.report_start).count();
+      target = options_.reports;
+      if (options_.rate > 0) {
+        target = std::min<int64_t>(options_.reports, static_cast<int64_t>(options_.rate * elapsed));
+      }
     }
     std::vector<std::pair<Agent*, v1::ReportRequest>> fresh;
     for (; produced < target; ++produced) {
@@ -284,7 +384,19 @@ absl::Status LoadGen::Run() {
       v1::ReportRequest r;
       r.set_report_id(agent::NewReportId());
       r.set_reason("schedule");
-      *r.mutable_posture() = SimulatedPosture(a->name, a->sequence++, a->rng);
+      // Under the lock: Ack draws from the same rng on a gRPC thread.
+      std::lock_guard<std::mutex> lock(st.mu);
+      if (!a->last_posture.has_value() || share(a->rng) < options_.change_rate) {
+        a->last_posture = SimulatedPosture(a->name, a->shape, a->sequence++, a->rng);
+      } else {
+        const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+        a->last_posture->mutable_collected_at()->set_seconds(micros / 1'000'000);
+        a->last_posture->mutable_collected_at()->set_nanos(
+            static_cast<int32_t>(micros % 1'000'000) * 1000);
+      }
+      *r.mutable_posture() = *a->last_posture;
       fresh.emplace_back(a, std::move(r));
     }
     calls.clear();
@@ -399,8 +511,29 @@ nlohmann::json LoadGen::Summary() const {
         {"stream_ends", st.watch_ends},
         {"first_connect_ms", Distribution(st.first_connect_ms)},
         {"reconnect_ms", Distribution(st.reconnect_ms)},
+        {"all_connected_ms", st.all_connected.has_value()
+                                 ? nlohmann::json(std::llround(Ms(*st.all_connected - st.start)))
+                                 : nlohmann::json(nullptr)},
     };
+    nlohmann::json ack_ms = Distribution(st.ack_ms);
+    ack_ms.erase("p90");
+    out["orders"] = {{"received", st.orders_received},
+                     {"acked", st.orders_acked},
+                     {"failed", st.orders_failed},
+                     {"ack_errors", st.ack_errors},
+                     {"ack_ms", ack_ms}};
   }
+  // Reports acked per second from the first report made to the last ack.
+  nlohmann::json phase = nullptr;
+  if (st.report_start.has_value()) {
+    phase = {{"start_ms", std::llround(Ms(*st.report_start - st.start))}};
+    if (st.last_ack.has_value() && *st.last_ack > *st.report_start) {
+      const double seconds = std::chrono::duration<double>(*st.last_ack - *st.report_start).count();
+      phase["last_ack_ms"] = std::llround(Ms(*st.last_ack - st.start));
+      phase["reports_per_s"] = std::round(static_cast<double>(st.acked) / seconds * 10) / 10;
+    }
+  }
+  out["report_phase"] = phase;
   out["curve"] = st.curve;  // [ms since start, connected streams, acked reports]
   return out;
 }

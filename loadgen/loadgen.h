@@ -36,6 +36,13 @@ struct LoadGenOptions {
   std::string acked_ids_file;  // written at the end: one acked report id per line
   std::string status_file;     // rewritten while running: {"connected":..,"acked":..}
   uint64_t seed = 1;
+  // Each agent binds its own loopback source address (127.1.0.1 upwards, see source_address.h),
+  // so that more agents than one address has ephemeral ports can connect.
+  bool source_addresses = false;
+  double connect_rate = 0;       // agents opening their first Watch stream per second; 0: all
+  double change_rate = 1;        // share of reports whose posture differs from the agent's last
+  double ack_failure_share = 0;  // share of change orders acked FAILED instead of APPLIED
+  bool hold_reports = false;     // no reports until release_flag() is set (SIGUSR1 in main)
 };
 
 class LoadGen {
@@ -53,8 +60,11 @@ class LoadGen {
   // Safe from another thread (not from a signal handler: set the flag of stop_flag() there).
   void Stop() { stop_ = true; }
   std::atomic<bool>& stop_flag() { return stop_; }
+  // With hold_reports: setting it starts the reports (safe from a signal handler).
+  std::atomic<bool>& release_flag() { return release_; }
 
-  // The figures: sent, acked, outcomes, retries, errors by code, reconnect times, the curve.
+  // The figures: sent, acked, outcomes, retries, errors by code, reconnect times, change orders,
+  // the report phase's rate, the curve.
   nlohmann::json Summary() const;
 
   struct State;  // the agents and figures, shared with the gRPC callbacks (loadgen.cc)
@@ -62,6 +72,7 @@ class LoadGen {
  private:
   LoadGenOptions options_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> release_{false};
   std::unique_ptr<State> state_;
 };
 

@@ -1,5 +1,6 @@
 // smbfleet-loadgen: simulated agents over real mutual TLS (docs/loadgen.md).
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <iostream>
 
@@ -28,13 +29,40 @@ ABSL_FLAG(std::string, summary, "", "write the JSON summary here (also printed o
 ABSL_FLAG(std::string, acked_ids, "", "write the acked report ids here, one a line");
 ABSL_FLAG(std::string, status_file, "", "rewritten every 200 ms: connected, acked, produced");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the postures' variation and the backoff jitter");
+ABSL_FLAG(std::string, source_addresses, "auto",
+          "on: each agent connects from its own 127.x address; auto: on for a 127.x collector");
+ABSL_FLAG(double, connect_rate, 0, "agents opening their first stream per second; 0: all at once");
+ABSL_FLAG(double, change_rate, 1, "share of reports whose posture changes (others: unchanged)");
+ABSL_FLAG(double, ack_failure_share, 0, "share of change orders acked FAILED");
+ABSL_FLAG(bool, hold_reports, false, "make no reports until SIGUSR1");
 
 namespace {
 
 std::atomic<bool>* g_stop = nullptr;
+std::atomic<bool>* g_release = nullptr;
 
 void OnSignal(int) {
   if (g_stop != nullptr) *g_stop = true;
+}
+
+void OnRelease(int) {
+  if (g_release != nullptr) *g_release = true;
+}
+
+// Every agent holds a socket, and the collector on this machine one per agent too: open files
+// go up to the hard limit, with a warning when that cannot be enough.
+void RaiseOpenFiles(int agents) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  limit.rlim_cur = limit.rlim_max;
+  (void)setrlimit(RLIMIT_NOFILE, &limit);
+  const auto need = static_cast<rlim_t>(agents) * 2;
+  if (limit.rlim_max != RLIM_INFINITY && need > limit.rlim_max) {
+    std::cerr << "smbfleet-loadgen: warning: " << agents << " agents want about " << need
+              << " open files (theirs and the collector's); the hard limit is " << limit.rlim_max
+              << ". Raise it: `ulimit -Hn " << need << "` as root, or LimitNOFILE= in the systemd "
+              << "unit, or nofile in /etc/security/limits.conf\n";
+  }
 }
 
 int Fail(const absl::Status& status) {
@@ -75,6 +103,19 @@ int main(int argc, char** argv) {
   o.acked_ids_file = absl::GetFlag(FLAGS_acked_ids);
   o.status_file = absl::GetFlag(FLAGS_status_file);
   o.seed = absl::GetFlag(FLAGS_seed);
+  const std::string source = absl::GetFlag(FLAGS_source_addresses);
+  if (source == "on") {
+    o.source_addresses = true;
+  } else if (source == "auto") {
+    o.source_addresses = o.collector.rfind("127.", 0) == 0;
+  } else if (source != "off") {
+    std::cerr << "smbfleet-loadgen: --source_addresses '" << source << "': on, off or auto\n";
+    return 2;
+  }
+  o.connect_rate = absl::GetFlag(FLAGS_connect_rate);
+  o.change_rate = absl::GetFlag(FLAGS_change_rate);
+  o.ack_failure_share = absl::GetFlag(FLAGS_ack_failure_share);
+  o.hold_reports = absl::GetFlag(FLAGS_hold_reports);
   if (o.curve_interval.count() < 1 || o.max_backoff.count() < 1 || o.base_backoff.count() < 1 ||
       o.report_timeout.count() < 1 || o.max_seconds.count() < 1) {
     std::cerr << "smbfleet-loadgen: --curve_ms, --*_backoff_ms, --report_timeout_ms and "
@@ -82,7 +123,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  RaiseOpenFiles(o.agents);
   LoadGen gen(o);
+  // Before Setup, which may take long: a release sent early is kept, not fatal.
+  g_release = &gen.release_flag();
+  struct sigaction release {};
+  release.sa_handler = OnRelease;
+  sigaction(SIGUSR1, &release, nullptr);
   if (absl::Status s = gen.Setup(); !s.ok()) return Fail(s);
   g_stop = &gen.stop_flag();
   struct sigaction sa {};

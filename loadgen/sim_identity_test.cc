@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "collector/ingest/digest.h"
 #include "collector/ingest/validate.h"
 #include "common/files.h"
 #include "common/tls.h"
@@ -94,14 +95,45 @@ TEST(AgentIssuerTest, RefusesAKeyOfAnotherCertificate) {
 
 TEST(SimulatedPostureTest, PassesIngestValidationAndChangesEachTime) {
   std::mt19937_64 rng(7);
-  smbfleet::v1::ReportRequest request;
-  request.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
-  *request.mutable_posture() = SimulatedPosture("sim-00001", 0, rng);
-  EXPECT_TRUE(collector::ValidateReport(request, collector::IngestLimits{}).ok());
-  EXPECT_EQ(request.posture().host().hostname(), "sim-00001");
-  const std::string first = request.posture().sessions(0).SerializeAsString();
-  const std::string second = SimulatedPosture("sim-00001", 1, rng).sessions(0).SerializeAsString();
-  EXPECT_NE(first, second);
+  for (int host = 0; host < 50; ++host) {
+    const HostShape shape = DrawShape(rng);
+    EXPECT_GE(shape.shares, 1);
+    EXPECT_LE(shape.shares, 50);
+    EXPECT_GE(shape.sessions, 0);
+    EXPECT_LE(shape.sessions, 200);
+    smbfleet::v1::ReportRequest request;
+    request.set_report_id("0f8fad5b-d9cb-469f-a165-70867728950e");
+    *request.mutable_posture() = SimulatedPosture("sim-00001", shape, 0, rng);
+    const absl::Status valid = collector::ValidateReport(request, collector::IngestLimits{});
+    EXPECT_TRUE(valid.ok()) << valid;
+    const smbfleet::v1::Posture& p = request.posture();
+    EXPECT_EQ(p.host().hostname(), "sim-00001");
+    EXPECT_EQ(p.sessions_size(), shape.sessions);
+    EXPECT_EQ(p.events_size(), shape.events);
+    EXPECT_EQ(p.host().platform(),
+              shape.windows ? smbfleet::v1::PLATFORM_WINDOWS : smbfleet::v1::PLATFORM_SAMBA);
+    // Windows adds its administrative shares (ADMIN$, C$, IPC$).
+    EXPECT_EQ(p.shares_size(), shape.shares + (shape.windows ? 3 : 0));
+    // The next posture of the host is a change as the collector sees it.
+    EXPECT_NE(collector::PostureDigest(p),
+              collector::PostureDigest(SimulatedPosture("sim-00001", shape, 1, rng)));
+  }
+}
+
+TEST(SimulatedPostureTest, ShapesVaryAndFollowTheSeed) {
+  std::mt19937_64 a(11), b(11);
+  int windows = 0, many_sessions = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const HostShape x = DrawShape(a), y = DrawShape(b);
+    EXPECT_EQ(x.shares, y.shares);
+    EXPECT_EQ(x.sessions, y.sessions);
+    EXPECT_EQ(x.windows, y.windows);
+    windows += x.windows ? 1 : 0;
+    many_sessions += x.sessions > 100 ? 1 : 0;
+  }
+  EXPECT_GT(windows, 200);  // three in ten
+  EXPECT_LT(windows, 400);
+  EXPECT_GT(many_sessions, 0);
 }
 
 }  // namespace

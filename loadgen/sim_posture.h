@@ -9,11 +9,23 @@
 
 namespace smbfleet::loadgen {
 
-// A Samba server's posture as the real agent reports it (server settings, shares, sessions with
-// dialects and ciphers). `sequence` and `rng` vary the sessions and a few settings, so that
-// consecutive reports of one host are changes, not "unchanged".
-smbfleet::v1::Posture SimulatedPosture(const std::string& host, uint64_t sequence,
-                                       std::mt19937_64& rng);
+// What kind of server one simulated host is; fixed for the host's life, drawn from its seed.
+struct HostShape {
+  bool windows = false;  // a Windows file server, else a Samba one
+  int shares = 3;        // 1-50, plus the administrative shares on Windows
+  int sessions = 4;      // 0-200 connected clients
+  int events = 1;        // 0-5 SMB events per report
+};
+
+// A fleet's mix: three in ten Windows, shares and sessions skewed small (most servers are small),
+// a few events. The same `rng` state gives the same shape.
+HostShape DrawShape(std::mt19937_64& rng);
+
+// A posture of `shape` as the real agent reports it (server settings, shares, sessions with
+// dialects, signing and ciphers, events). `sequence` and `rng` vary the sessions and a few
+// settings, so that consecutive postures of one host differ (a change, not "unchanged").
+smbfleet::v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape,
+                                       uint64_t sequence, std::mt19937_64& rng);
 
 }  // namespace smbfleet::loadgen
 

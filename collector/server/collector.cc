@@ -196,6 +196,9 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 300'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 60'000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, static_cast<int>(config.tls_frame_bytes));
+  builder.AddChannelArgument(GRPC_ARG_TCP_READ_CHUNK_SIZE,
+                             static_cast<int>(config.tcp_read_chunk_bytes));
   builder.RegisterService(c->agent_service_.get());
   builder.RegisterService(c->admin_service_.get());
   builder.RegisterService(c->enrollment_service_.get());

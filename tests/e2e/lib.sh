@@ -176,7 +176,8 @@ start_collector() {
     echo "database: {dsn: '$dsn'}"
     echo "watch: {keepalive_interval: 5s}"
     # The tests nudge a host several times within seconds; docs/roles.md has the limits' tests.
-    echo "limits: {nudge_interval: 0s}"
+    # $collector_limits: more limits keys (tests/bench/scale.sh measures some).
+    echo "limits: {nudge_interval: 0s${collector_limits:+, $collector_limits}}"
     echo "policy: {file: '$e2e_root/policy/policies/baseline.yaml'}"
     echo "log_level: info"
     # The kind of each client certificate from the CA that issued it (agents CA, people CA).
