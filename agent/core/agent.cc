@@ -272,7 +272,8 @@ absl::Status Agent::Flush() {
       if (auto s = spool_->MoveCorrupt(id); !s.ok()) Log()->error("{}", LogSafe(s));
       continue;
     }
-    auto response = Deliver(*report);
+    bool digest_only = false;
+    auto response = Deliver(*report, &digest_only);
     if (!response.ok()) {
       if (IsPermanentReportError(response.status())) {
         Log()->error("collector refused report {} for good: {}; kept in {}/rejected", LogSafe(id),
@@ -282,8 +283,9 @@ absl::Status Agent::Flush() {
       }
       return response.status();
     }
-    Log()->info("report {} delivered as {}: {}", LogSafe(id), LogSafe(response->host()),
-                smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
+    Log()->info("report {} delivered as {}: {}{}", LogSafe(id), LogSafe(response->host()),
+                smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()),
+                digest_only ? " (digest only)" : "");
     // A DUPLICATE too: the collector has this report, counts included, from an earlier send.
     if (auto carried = carried_counts_.find(id); carried != carried_counts_.end()) {
       spool_->Forget(carried->second);
@@ -295,7 +297,7 @@ absl::Status Agent::Flush() {
 }
 
 absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
-    const smbfleet::v1::ReportRequest& report) {
+    const smbfleet::v1::ReportRequest& report, bool* digest_only) {
   const std::string path = config_.spool_dir + "/acked_digest";
   if (!acked_loaded_) {
     auto bytes = ReadFile(path, 1024);
@@ -313,6 +315,7 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
     }
     auto response = client_->Report(brief);
     if (response.ok() && response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
+      *digest_only = true;
       return response;
     }
     if (!response.ok() && !IsPermanentReportError(response.status())) return response;

@@ -102,8 +102,10 @@ class Agent {
   absl::Status Flush();
 
  private:
-  // Sends one spooled report: digest-only when it can, else (or when asked) whole.
-  absl::StatusOr<smbfleet::v1::ReportResponse> Deliver(const smbfleet::v1::ReportRequest& report);
+  // Sends one spooled report: digest-only when it can, else (or when asked) whole. *digest_only:
+  // the collector took it as its digest.
+  absl::StatusOr<smbfleet::v1::ReportResponse> Deliver(const smbfleet::v1::ReportRequest& report,
+                                                       bool* digest_only);
   // Remembers (in memory and in <spool_dir>/acked_digest) the AckKey of the posture the
   // collector acknowledged last; empty: send the next report whole.
   void SetAcked(const std::string& key);

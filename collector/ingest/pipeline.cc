@@ -138,8 +138,9 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   return result;
 }
 
-absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(
-    const std::string& host, const std::string& digest, absl::Time now) {
+absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(const std::string& host,
+                                                                          const std::string& digest,
+                                                                          absl::Time now) {
   EvaluationInputs in;
   ASSIGN_OR_RETURN(in.waivers, compliance_->ActiveWaivers());
   for (const auto& w : policy_->waivers) {

@@ -181,7 +181,8 @@ TEST_F(PipelineTest, DigestOnlyReportOfTheCurrentPostureIsUnchanged) {
   const std::string digest = PostureDigest(full.posture());
 
   // A host the collector has no posture of: send it.
-  auto unknown = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", digest));
+  auto unknown =
+      pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", digest));
   ASSERT_TRUE(unknown.ok()) << unknown.status();
   EXPECT_TRUE(unknown->send_full);
   EXPECT_FALSE(hosts_.Exists("fs01"));
@@ -199,9 +200,9 @@ TEST_F(PipelineTest, DigestOnlyReportOfTheCurrentPostureIsUnchanged) {
   EXPECT_EQ((**host).last_report_id, "00000000-0000-4000-8000-000000000002");
   EXPECT_EQ(TimeUtil::TimestampToSeconds((**host).summary.last_seen()), absl::ToUnixSeconds(now_));
   EXPECT_EQ((**host).posture.shares_size(), 2);  // the stored posture stays whole
-  EXPECT_EQ(pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000002", digest))
-                ->outcome,
-            SaveOutcome::kDuplicate);
+  EXPECT_EQ(
+      pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000002", digest))->outcome,
+      SaveOutcome::kDuplicate);
 
   // Another digest than the current posture's: nothing stored, send the posture.
   const std::string other =
@@ -241,8 +242,7 @@ TEST_F(PipelineTest, DigestOnlyReportAsksForThePostureWhenAnEvaluationIsDue) {
 
 TEST_F(PipelineTest, DigestOnlyReportWithAMalformedDigestIsRefused) {
   auto pipeline = Pipeline(nullptr);
-  auto result =
-      pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", "ABC"));
+  auto result = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", "ABC"));
   EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("postureDigest: 'ABC'"));
   auto empty = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", ""));
