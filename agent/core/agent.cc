@@ -9,9 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/core/backoff.h"
+#include "agent/core/durable_file.h"
 #include "agent/core/probe_errors.h"
 #include "common/files.h"
 #include "common/logging.h"
+#include "common/posture_digest.h"
 #include "common/status_macros.h"
 #include "common/version.h"
 #include "google/protobuf/util/time_util.h"
@@ -95,6 +97,12 @@ bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
                   absl::StrCat(n, " open files left out to stay under ", max_bytes, " bytes"));
   }
   return report->ByteSizeLong() <= max_bytes;
+}
+
+std::string AckKey(const smbfleet::v1::Posture& posture) {
+  smbfleet::v1::Posture benchmarks;
+  *benchmarks.mutable_benchmarks() = posture.benchmarks();
+  return absl::StrCat(PostureDigest(posture), " ", Sha256Hex(DeterministicBytes(benchmarks)));
 }
 
 absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
@@ -264,7 +272,8 @@ absl::Status Agent::Flush() {
       if (auto s = spool_->MoveCorrupt(id); !s.ok()) Log()->error("{}", LogSafe(s));
       continue;
     }
-    auto response = client_->Report(*report);
+    bool digest_only = false;
+    auto response = Deliver(*report, &digest_only);
     if (!response.ok()) {
       if (IsPermanentReportError(response.status())) {
         Log()->error("collector refused report {} for good: {}; kept in {}/rejected", LogSafe(id),
@@ -274,8 +283,9 @@ absl::Status Agent::Flush() {
       }
       return response.status();
     }
-    Log()->info("report {} delivered as {}: {}", LogSafe(id), LogSafe(response->host()),
-                smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()));
+    Log()->info("report {} delivered as {}: {}{}", LogSafe(id), LogSafe(response->host()),
+                smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()),
+                digest_only ? " (digest only)" : "");
     // A DUPLICATE too: the collector has this report, counts included, from an earlier send.
     if (auto carried = carried_counts_.find(id); carried != carried_counts_.end()) {
       spool_->Forget(carried->second);
@@ -284,6 +294,53 @@ absl::Status Agent::Flush() {
     RETURN_IF_ERROR(spool_->Remove(id));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
+    const smbfleet::v1::ReportRequest& report, bool* digest_only) {
+  const std::string path = config_.spool_dir + "/acked_digest";
+  if (!acked_loaded_) {
+    auto bytes = ReadFile(path, 1024);
+    if (bytes.ok()) acked_ = std::string(absl::StripAsciiWhitespace(*bytes));
+    acked_loaded_ = true;
+  }
+  const std::string key = AckKey(report.posture());
+  if (!acked_.empty() && key == acked_) {
+    smbfleet::v1::ReportRequest brief;
+    brief.set_report_id(report.report_id());
+    brief.set_reason(report.reason());
+    brief.set_posture_digest(PostureDigest(report.posture()));
+    if (report.posture().has_collected_at()) {
+      *brief.mutable_collected_at() = report.posture().collected_at();
+    }
+    auto response = client_->Report(brief);
+    if (response.ok() && response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
+      *digest_only = true;
+      return response;
+    }
+    if (!response.ok() && !IsPermanentReportError(response.status())) return response;
+    if (!response.ok()) {
+      // A collector that no longer takes digest-only reports (an older one came back): the
+      // report itself is fine, so it goes whole, and so do the next ones.
+      Log()->warn("collector refused digest-only report {}: {}; sending it whole",
+                  LogSafe(report.report_id()), LogSafe(response.status()));
+      SetAcked("");
+    } else {
+      Log()->debug("collector asks for the posture of report {}", LogSafe(report.report_id()));
+    }
+  }
+  auto response = client_->Report(report);
+  if (response.ok()) SetAcked(response->digest_reports() ? key : "");
+  return response;
+}
+
+void Agent::SetAcked(const std::string& key) {
+  if (key == acked_) return;
+  acked_ = key;
+  const std::string path = config_.spool_dir + "/acked_digest";
+  // Lost on a failed write: the next report then goes whole, which is always safe.
+  absl::Status s = key.empty() ? RemoveFile(path) : WriteFileDurably(path, key + "\n", 0600);
+  if (!s.ok()) Log()->warn("{}", LogSafe(s));
 }
 
 absl::Status Agent::RunOnce(const std::string& reason) {

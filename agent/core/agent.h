@@ -35,6 +35,10 @@ using ShareSamplerFn = std::function<smbfleet::v1::CompressibilitySample(const s
 // Fills what the platform source does not know: CPU features, cores.
 using HostInfoFn = std::function<void(smbfleet::v1::HostInfo*)>;
 
+// What must be equal for a posture to go as its digest only: its PostureDigest and its crypto
+// benchmarks (which the digest leaves out, yet the collector stores each new run of).
+std::string AckKey(const smbfleet::v1::Posture& posture);
+
 // Builds the report the agent sends: a posture from the source plus host identity fields,
 // labels, the latest benchmark, a fresh report id. Keeps it under max_bytes by dropping the
 // oldest events first (counted in events_dropped) and saying so in probe_errors.
@@ -92,9 +96,19 @@ class Agent {
   // acknowledged it; a permanent refusal (IsPermanentReportError) moves it to rejected/ and a
   // corrupt file to rejected/ as <id>.corrupt (both counted), and the flush carries on with the
   // next report; any other error stops the flush and is returned, the report kept.
+  // A report whose posture is the one the collector last acknowledged (same PostureDigest and
+  // benchmarks) goes as its digest only, to a collector that takes those; on OUTCOME_SEND_FULL
+  // the same report goes again whole.
   absl::Status Flush();
 
  private:
+  // Sends one spooled report: digest-only when it can, else (or when asked) whole. *digest_only:
+  // the collector took it as its digest.
+  absl::StatusOr<smbfleet::v1::ReportResponse> Deliver(const smbfleet::v1::ReportRequest& report,
+                                                       bool* digest_only);
+  // Remembers (in memory and in <spool_dir>/acked_digest) the AckKey of the posture the
+  // collector acknowledged last; empty: send the next report whole.
+  void SetAcked(const std::string& key);
   absl::Status CollectAndSpool(const std::string& reason);
   void RefreshBenchmark();
   void SampleShares(smbfleet::v1::Posture* posture);
@@ -127,6 +141,10 @@ class Agent {
   // The spool's counts each spooled report carries in its probe errors; taken off the spool's
   // pending counts once that report is delivered.
   std::map<std::string, SpoolCounts> carried_counts_;
+  // AckKey of the last posture a collector taking digest-only reports acknowledged; empty when
+  // unknown or the collector does not take them. Loaded on the first Flush.
+  std::string acked_;
+  bool acked_loaded_ = false;
 
   std::mutex mu_;
   std::condition_variable cv_;  // nudge_reason_ or stopped_ changed

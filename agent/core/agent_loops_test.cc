@@ -15,6 +15,7 @@
 #include "agent/core/testing/fake_collector_client.h"
 #include "agent/core/testing/fake_settings_applier.h"
 #include "agent/core/testing/test_approvals.h"
+#include "common/posture_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -327,6 +328,70 @@ TEST_F(AgentLoopsTest, DroppedCountsStayPendingUntilAReportCarryingThemIsDeliver
   EXPECT_THAT(SpoolErrors(client_.reports().back()),
               ElementsAre(::testing::StartsWith("DROPPED: 1 reports dropped")));
   EXPECT_TRUE(spool_->counts().empty());
+}
+
+TEST_F(AgentLoopsTest, UnchangedPostureGoesAsItsDigestAndWholeWhenAsked) {
+  client_.set_digest_reports(true);
+  auto agent = NewAgent();
+  ASSERT_TRUE(agent->RunOnce("startup").ok());
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  auto sent = client_.reports();
+  ASSERT_EQ(sent.size(), 2u);
+  ASSERT_TRUE(sent[0].has_posture());  // nothing acknowledged yet
+  EXPECT_FALSE(sent[1].has_posture());
+  EXPECT_EQ(sent[1].posture_digest(), PostureDigest(sent[0].posture()));
+  EXPECT_EQ(sent[1].reason(), "schedule");
+  EXPECT_TRUE(sent[1].has_collected_at());
+  EXPECT_THAT(*spool_->List(), IsEmpty());
+
+  // The acknowledged digest survives a restart; a collector that does not hold it (another
+  // database) asks for the posture, which goes again under the same report id.
+  FakeCollectorClient fresh(&clock_);
+  fresh.set_digest_reports(true);
+  Agent restarted(config_, &source_, &fresh, spool_.get(), nullptr, nullptr, &clock_, 7);
+  ASSERT_TRUE(restarted.RunOnce("startup").ok());
+  ASSERT_TRUE(restarted.RunOnce("schedule").ok());
+  sent = fresh.reports();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_FALSE(sent[0].has_posture());
+  EXPECT_TRUE(sent[1].has_posture());
+  EXPECT_EQ(sent[1].report_id(), sent[0].report_id());
+  EXPECT_FALSE(sent[2].has_posture());
+  EXPECT_THAT(*spool_->List(), IsEmpty());
+}
+
+TEST_F(AgentLoopsTest, ACollectorRefusingDigestOnlyReportsGetsThemWhole) {
+  client_.set_digest_reports(true);
+  ASSERT_TRUE(NewAgent()->RunOnce("startup").ok());
+  // An older collector: it says nothing of digest reports and refuses a report without posture.
+  FakeCollectorClient older(&clock_);
+  older.ScriptReports({absl::InvalidArgumentError("report rejected: posture: missing")});
+  Agent agent(config_, &source_, &older, spool_.get(), nullptr, nullptr, &clock_, 7);
+  ASSERT_TRUE(agent.RunOnce("schedule").ok());
+  ASSERT_TRUE(agent.RunOnce("schedule").ok());
+  auto sent = older.reports();
+  ASSERT_EQ(sent.size(), 3u);
+  EXPECT_FALSE(sent[0].has_posture());
+  EXPECT_TRUE(sent[1].has_posture());
+  EXPECT_EQ(sent[1].report_id(), sent[0].report_id());
+  EXPECT_TRUE(sent[2].has_posture());  // and the next ones whole
+  EXPECT_THAT(Rejected(), IsEmpty());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/acked_digest"));
+}
+
+TEST_F(AgentLoopsTest, SpoolCountsMakeAReportGoWhole) {
+  client_.set_digest_reports(true);
+  auto agent = NewAgent();
+  ASSERT_TRUE(agent->RunOnce("startup").ok());
+  // A report refused for good is counted in the next report's probe errors: a change.
+  Spooled("00000000-0000-4000-8000-00000000000a");
+  client_.ScriptReports({absl::InvalidArgumentError("bad")});
+  ASSERT_TRUE(agent->Flush().ok());
+  ASSERT_EQ(spool_->counts().rejected, 1u);
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  const auto last = client_.reports().back();
+  ASSERT_TRUE(last.has_posture());
+  EXPECT_THAT(SpoolErrors(last), ElementsAre(::testing::StartsWith("REJECTED: 1 reports")));
 }
 
 TEST_F(AgentLoopsTest, SourceIsCommittedOnlyOnceItsReportIsInTheSpool) {

@@ -5,19 +5,14 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/posture_digest.h"
 #include "smbfleet/v1/policy.pb.h"
-#include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::collector {
 
-// SHA-256 of the bytes, in hex.
-std::string Sha256Hex(absl::string_view bytes);
-
-// A stable digest (SHA-256, hex) of what a posture says, ignoring when it was collected and
-// counters that move on their own (session ages, smoothed round-trip times, retransmits and
-// delivery rates), so that an unchanged host is recognised. A session's lowest round-trip time
-// counts: policy reads it.
-std::string PostureDigest(const smbfleet::v1::Posture& posture);
+// The agent computes posture digests too (common/posture_digest.h).
+using ::smbfleet::PostureDigest;
+using ::smbfleet::Sha256Hex;
 
 // A digest of everything a host's evaluation depends on: its posture (by PostureDigest), the
 // policy (name, version and the digest of its text) and the waivers in force (in any order).

@@ -50,12 +50,18 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
     return valid;
   }
+  const bool digest_only = !request.has_posture();
   IncomingReport incoming;
   incoming.host = host;
   incoming.report_id = request.report_id();
   incoming.reason = request.reason();
-  incoming.posture = &request.posture();
-  incoming.digest = PostureDigest(request.posture());
+  if (digest_only) {
+    incoming.digest = request.posture_digest();
+    incoming.collected_at = request.collected_at();
+  } else {
+    incoming.posture = &request.posture();
+    incoming.digest = PostureDigest(request.posture());
+  }
   incoming.size_bytes = request.ByteSizeLong();
   incoming.received_at = clock_();
   auto saved = hosts_->StoreReport(incoming);
@@ -75,22 +81,39 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kNotStored);
     return absl::UnavailableError("report not stored; keep it and retry later");
   }
-  if (metrics_ != nullptr) metrics_->ReportSaved(saved->outcome);
   IngestResult result;
+  result.received_at = incoming.received_at;
+  if (saved->unknown_digest) {
+    result.send_full = true;
+    result.current = false;
+    return result;
+  }
+  if (metrics_ != nullptr) metrics_->ReportSaved(saved->outcome);
   result.outcome = saved->outcome;
   result.current = saved->current;
-  result.received_at = incoming.received_at;
   if (!saved->current && saved->outcome != SaveOutcome::kDuplicate) {
     // No outcome of ReportResponse says so (OUTCOME_STORED or _UNCHANGED is answered).
     Log()->info("report {} of {} was collected before the host's current state: kept in history",
                 LogSafe(request.report_id()), LogSafe(host));
   }
   // A changed posture may carry new refusal events; rollouts watch the hosts they applied to.
-  if (saved->outcome == SaveOutcome::kStored && refusals_ != nullptr && refusals_->Watching(host)) {
+  if (saved->outcome == SaveOutcome::kStored && !digest_only && refusals_ != nullptr &&
+      refusals_->Watching(host)) {
     std::vector<SeenRefusal> seen = RefusalsIn(request.posture());
     if (!seen.empty()) refusals_->RefusalsSeen(host, seen);
   }
   if (policy_ == nullptr || !saved->current) return result;
+  if (digest_only) {
+    auto current = EvaluationCurrent(host, incoming.digest, incoming.received_at);
+    if (!current.ok() && IsTransient(current.status())) {
+      Log()->debug("not evaluating {}: {}", LogSafe(host), LogSafe(current.status()));
+      return absl::UnavailableError("report stored but not evaluated; send it again later");
+    }
+    // The stored report is kept: the full resend is a current duplicate and evaluates (or
+    // meets the same error with the posture in hand, and reports it as a full report would).
+    result.send_full = !current.ok() || !*current;
+    return result;
+  }
 
   // A duplicate that is still the host's current state is evaluated too: the first attempt may
   // have been stored without its evaluation (the collector died in between, or evaluation
@@ -115,37 +138,51 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   return result;
 }
 
+absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(const std::string& host,
+                                                                          const std::string& digest,
+                                                                          absl::Time now) {
+  EvaluationInputs in;
+  ASSIGN_OR_RETURN(in.waivers, compliance_->ActiveWaivers());
+  for (const auto& w : policy_->waivers) {
+    if (InForce(w, now)) in.waivers.push_back(w);
+  }
+  if (trusted_labels_ != nullptr) {
+    ASSIGN_OR_RETURN(in.trusted, trusted_labels_->GetHostLabels(host));
+  }
+  // A change of the trusted labels changes what policy sees, as a new posture would.
+  std::string subject_digest = digest;
+  for (const auto& [k, v] : in.trusted) {
+    absl::StrAppend(&subject_digest, "\n", k.size(), ":", k, "=", v.size(), ":", v);
+  }
+  in.key = EvaluationKey(subject_digest, policy_->name, policy_->version, policy_->source_digest,
+                         in.waivers);
+  return in;
+}
+
+absl::StatusOr<bool> ReportPipeline::EvaluationCurrent(const std::string& host,
+                                                       const std::string& digest, absl::Time now) {
+  ASSIGN_OR_RETURN(EvaluationInputs in, InputsOf(host, digest, now));
+  ASSIGN_OR_RETURN(std::string last_key, compliance_->EvaluationKey(host));
+  return in.key == last_key;
+}
+
 absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string& host,
                                                                const smbfleet::v1::Posture& posture,
                                                                const std::string& digest,
                                                                absl::Time now) {
-  ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
-  for (const auto& w : policy_->waivers) {
-    if (InForce(w, now)) waivers.push_back(w);
-  }
   // The key lives with the host in the store (hosts.evaluation_key, one column read), so a
   // restart or another replica skips as well; after a failed save the key is unchanged and the
   // next report evaluates again.
-  HostLabels trusted;
-  if (trusted_labels_ != nullptr) {
-    ASSIGN_OR_RETURN(trusted, trusted_labels_->GetHostLabels(host));
-  }
-  // A change of the trusted labels changes what policy sees, as a new posture would.
-  std::string subject_digest = digest;
-  for (const auto& [k, v] : trusted) {
-    absl::StrAppend(&subject_digest, "\n", k.size(), ":", k, "=", v.size(), ":", v);
-  }
-  const std::string key = EvaluationKey(subject_digest, policy_->name, policy_->version,
-                                        policy_->source_digest, waivers);
+  ASSIGN_OR_RETURN(EvaluationInputs in, InputsOf(host, digest, now));
   ASSIGN_OR_RETURN(std::string last_key, compliance_->EvaluationKey(host));
-  if (key == last_key) return std::optional<size_t>();
+  if (in.key == last_key) return std::optional<size_t>();
 
   // Policies match on the host's identity, which is its certificate's, not what it says.
-  const smbfleet::v1::Posture subject = TrustedSubject(host, trusted, posture);
+  const smbfleet::v1::Posture subject = TrustedSubject(host, in.trusted, posture);
   const absl::Time started = absl::Now();
-  const auto eval = policy::EvaluateHost(*policy_, subject, waivers, now);
+  const auto eval = policy::EvaluateHost(*policy_, subject, in.waivers, now);
   if (metrics_ != nullptr) metrics_->PolicyEvaluated(absl::Now() - started);
-  ASSIGN_OR_RETURN(size_t transitions, RecordEvaluation(*compliance_, host, eval, key));
+  ASSIGN_OR_RETURN(size_t transitions, RecordEvaluation(*compliance_, host, eval, in.key));
   Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(host),
                eval.compliant(), eval.non_compliant(), transitions);
   return std::optional<size_t>(transitions);

@@ -4,6 +4,10 @@
 // The report pipeline: validate -> digest -> save -> evaluate -> compute transitions -> save
 // results. Plain absl::Status: the gRPC adapter (service/) maps it to the wire.
 //
+// A digest-only report (no posture, its digest instead) is stored as an unchanged report when
+// the digest is the host's current posture's and the stored evaluation is of the same inputs;
+// otherwise the agent is told to send the posture (send_full).
+//
 // Nothing lost, nothing doubled:
 // - A report that can never be stored (a value the validation or the database refuses) is
 //   INVALID_ARGUMENT naming the field, so the agent sets it aside instead of retrying it.
@@ -15,7 +19,9 @@
 //   replace the current state or its evaluation.
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +49,10 @@ struct IngestResult {
   bool evaluated = false;  // false: no policy, not current, or nothing changed since last time
   size_t transitions = 0;
   absl::Status evaluation;
+  // A digest-only report the collector cannot take as it is (OUTCOME_SEND_FULL): the host's
+  // current posture has another digest (nothing stored), or its evaluation is due and needs the
+  // posture (stored; the full resend is a current duplicate and evaluates).
+  bool send_full = false;
 };
 
 class ReportPipeline {
@@ -73,10 +83,22 @@ class ReportPipeline {
   void SetMetrics(Metrics* metrics) { metrics_ = metrics; }
 
  private:
+  // What an evaluation of the host's posture with `digest` reads besides the posture.
+  struct EvaluationInputs {
+    std::vector<smbfleet::v1::Waiver> waivers;  // in force
+    HostLabels trusted;
+    std::string key;  // EvaluationKey of all of it
+  };
+  absl::StatusOr<EvaluationInputs> InputsOf(const std::string& host, const std::string& digest,
+                                            absl::Time now);
   // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
   absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
                                                  const smbfleet::v1::Posture& posture,
                                                  const std::string& digest, absl::Time now);
+  // A digest-only report of the host's current state: whether its stored evaluation is of the
+  // same inputs (nothing to evaluate).
+  absl::StatusOr<bool> EvaluationCurrent(const std::string& host, const std::string& digest,
+                                         absl::Time now);
 
   HostStore* hosts_;
   ComplianceStore* compliance_;

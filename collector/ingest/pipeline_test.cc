@@ -166,6 +166,89 @@ TEST_F(PipelineTest, WaiverChangesReEvaluateAnUnchangedHost) {
   EXPECT_EQ(compliance_.ListFindings("fs01", "", 10)->size(), 1u);
 }
 
+smbfleet::v1::ReportRequest DigestOnly(const std::string& id, const std::string& digest) {
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id(id);
+  r.set_reason("schedule");
+  r.set_posture_digest(digest);
+  r.mutable_collected_at()->set_seconds(1'800'000'100);
+  return r;
+}
+
+TEST_F(PipelineTest, DigestOnlyReportOfTheCurrentPostureIsUnchanged) {
+  auto pipeline = Pipeline(nullptr);
+  const auto full = Report("00000000-0000-4000-8000-000000000001");
+  const std::string digest = PostureDigest(full.posture());
+
+  // A host the collector has no posture of: send it.
+  auto unknown =
+      pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", digest));
+  ASSERT_TRUE(unknown.ok()) << unknown.status();
+  EXPECT_TRUE(unknown->send_full);
+  EXPECT_FALSE(hosts_.Exists("fs01"));
+
+  // The full resend of the same id is stored; then the digest is enough.
+  EXPECT_EQ(pipeline.Ingest("fs01", full)->outcome, SaveOutcome::kStored);
+  now_ += absl::Minutes(10);
+  auto same = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000002", digest));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_FALSE(same->send_full);
+  EXPECT_EQ(same->outcome, SaveOutcome::kUnchanged);
+  EXPECT_EQ(hosts_.postures_stored(), 1u);
+  auto host = hosts_.GetHost("fs01");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).last_report_id, "00000000-0000-4000-8000-000000000002");
+  EXPECT_EQ(TimeUtil::TimestampToSeconds((**host).summary.last_seen()), absl::ToUnixSeconds(now_));
+  EXPECT_EQ((**host).posture.shares_size(), 2);  // the stored posture stays whole
+  EXPECT_EQ(
+      pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000002", digest))->outcome,
+      SaveOutcome::kDuplicate);
+
+  // Another digest than the current posture's: nothing stored, send the posture.
+  const std::string other =
+      PostureDigest(Report("00000000-0000-4000-8000-000000000003", true).posture());
+  auto changed = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000003", other));
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(changed->send_full);
+  EXPECT_EQ((**hosts_.GetHost("fs01")).last_report_id, "00000000-0000-4000-8000-000000000002");
+}
+
+TEST_F(PipelineTest, DigestOnlyReportAsksForThePostureWhenAnEvaluationIsDue) {
+  auto pipeline = Pipeline(&policy_);
+  const auto full = Report("00000000-0000-4000-8000-000000000001");
+  const std::string digest = PostureDigest(full.posture());
+  ASSERT_TRUE(pipeline.Ingest("fs01", full)->evaluated);
+  auto same = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000002", digest));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_FALSE(same->send_full);
+  EXPECT_FALSE(same->evaluated);
+
+  // A waiver changes what the evaluation reads: the posture is needed, and its resend (a
+  // duplicate of the stored digest-only report) is evaluated.
+  compliance_.SetActiveWaivers({Waiver("w1", now_ + absl::Hours(24))});
+  auto due = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000003", digest));
+  ASSERT_TRUE(due.ok()) << due.status();
+  EXPECT_TRUE(due->send_full);
+  auto resent = full;
+  resent.set_report_id("00000000-0000-4000-8000-000000000003");
+  auto evaluated = pipeline.Ingest("fs01", resent);
+  ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+  EXPECT_EQ(evaluated->outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(evaluated->evaluated);
+  EXPECT_EQ(evaluated->transitions, 1u);  // NON_COMPLIANT -> WAIVED
+  auto after = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000004", digest));
+  EXPECT_FALSE(after->send_full);
+}
+
+TEST_F(PipelineTest, DigestOnlyReportWithAMalformedDigestIsRefused) {
+  auto pipeline = Pipeline(nullptr);
+  auto result = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", "ABC"));
+  EXPECT_TRUE(absl::IsInvalidArgument(result.status())) << result.status();
+  EXPECT_THAT(std::string(result.status().message()), HasSubstr("postureDigest: 'ABC'"));
+  auto empty = pipeline.Ingest("fs01", DigestOnly("00000000-0000-4000-8000-000000000001", ""));
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("posture: missing"));
+}
+
 // A transient evaluation failure does not acknowledge the report: the agent keeps it and
 // resends, and the resend (a duplicate by then) is evaluated.
 TEST_F(PipelineTest, EvaluationFailureIsNotAcknowledgedAndTheResendEvaluates) {

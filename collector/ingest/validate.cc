@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/posture_digest.h"
 #include "common/safe_text.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -288,7 +289,14 @@ absl::Status ValidateReport(const smbfleet::v1::ReportRequest& request,
                        "' is not a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"));
   }
   if (!request.has_posture()) {
-    p.Add("posture: missing");
+    if (request.posture_digest().empty()) {
+      p.Add("posture: missing");
+    } else if (!IsPostureDigest(request.posture_digest())) {
+      p.Add(absl::StrCat("postureDigest: '", Utf8Prefix(request.posture_digest(), 64),
+                         "' is not a posture digest (64 lower-case hex digits)"));
+    } else {
+      Walker(limits, &p).Walk(request, Where{}, nullptr);  // reason, collectedAt
+    }
     return p.ToStatus();
   }
   for (int i = 0; i < request.posture().shares_size(); ++i) {

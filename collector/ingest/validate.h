@@ -41,6 +41,7 @@ struct IngestLimits {
 // Timestamp within 0001-01-01..9999-12-31 (protobuf's JSON mapping; timestamptz holds it).
 // The error names the field and what is wrong, e.g. "posture.shares[3].name: 300 bytes, limit
 // 255" or "posture.shares[3].name: contains U+0000". All problems are listed, up to a bound.
+// A report without a posture is digest-only: its posture_digest must look like one.
 absl::Status ValidateReport(const smbfleet::v1::ReportRequest& request,
                             const IngestLimits& limits = {});
 

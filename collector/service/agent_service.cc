@@ -47,7 +47,9 @@ absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
   response.set_host(agent.name);
   *response.mutable_received_at() =
       google::protobuf::util::TimeUtil::TimeTToTimestamp(absl::ToTimeT(result->received_at));
-  response.set_outcome(ToProto(result->outcome));
+  response.set_outcome(result->send_full ? v1::ReportResponse::OUTCOME_SEND_FULL
+                                         : ToProto(result->outcome));
+  response.set_digest_reports(true);
   Log()->debug("report {} from {} (agent {}): {}", LogSafe(request.report_id()),
                LogSafe(agent.name), LogSafe(request.posture().host().agent_version()),
                v1::ReportResponse::Outcome_Name(response.outcome()));

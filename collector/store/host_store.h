@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "google/protobuf/timestamp.pb.h"
 #include "smbfleet/v1/admin.pb.h"
 #include "smbfleet/v1/posture.pb.h"
 
@@ -25,14 +26,20 @@ struct SavedReport {
   // only: kStored or kUnchanged against the current digest) and for a duplicate the host has
   // moved on from: evaluating either would evaluate the past.
   bool current = true;
+  // A digest-only report whose digest is not the host's current posture's (or of a host with
+  // none): nothing was written, and the agent is to send the posture.
+  bool unknown_digest = false;
 };
 
 struct IncomingReport {
   std::string host;       // from the client certificate
   std::string report_id;  // validated UUID
   std::string reason;
+  // Null for a digest-only report: the agent says its posture has `digest`, and it is stored
+  // only if that is the host's current posture (as an unchanged report), else unknown_digest.
   const smbfleet::v1::Posture* posture = nullptr;
   std::string digest;  // PostureDigest(*posture), required: equal digests mean an unchanged host
+  google::protobuf::Timestamp collected_at;  // of a digest-only report; else posture's
   size_t size_bytes = 0;
   absl::Time received_at;
 };
@@ -75,6 +82,8 @@ class HostStore {
   // digest as the host's latest posture: kUnchanged, only last_seen (and benchmarks) move. A
   // report collected before the host's current state (posture.collected_at older than that of
   // the newest report applied) goes to history only: the current state stays (current=false).
+  // A digest-only report (posture null) with another digest than the host's current posture:
+  // unknown_digest, nothing written (not even last_seen).
   // INVALID_ARGUMENT when the database refuses a value of the report (no resend can succeed).
   virtual absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) = 0;
   // StoreReport's outcome only.

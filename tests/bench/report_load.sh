@@ -2,7 +2,8 @@
 # The collector's report path under load, measured from outside: a private PostgreSQL, one
 # smbfleet-collector over mutual TLS, and report_load_bench as N agents with their own
 # certificates. Runs with policy evaluation off, then on, each against a fresh database, and
-# prints one JSON line per phase (first / unchanged / changed). Bounded: --reports per phase.
+# prints one JSON line per phase (first / unchanged / digest / changed; digest: the unchanged
+# posture as digest-only reports). Bounded: --reports per phase.
 #
 #   tests/bench/report_load.sh [BUILD_DIR] [--hosts 200] [--reports 2000] [--concurrency 16]
 #                              [--capture tests/fixtures/windows/ws2022] [--collector BIN]

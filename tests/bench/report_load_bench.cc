@@ -5,6 +5,7 @@
 //
 //   first      every host reports once (stored)
 //   unchanged  the same posture again under new report ids (the agents' hourly case)
+//   digest     the same, as digest-only reports (what agents send once their posture is acked)
 //   changed    a posture that differs each time (a session comes and goes)
 //
 //   report_load_bench --target 127.0.0.1:PORT --pki DIR --posture FILE.json
@@ -30,6 +31,7 @@
 #include "absl/strings/str_format.h"
 #include "common/files.h"
 #include "common/json.h"
+#include "common/posture_digest.h"
 #include "common/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -101,8 +103,18 @@ class LoadClient {
     return absl::OkStatus();
   }
 
-  // Sends `count` reports spread over the hosts round-robin; `vary` makes each posture differ.
-  PhaseResult Run(const std::string& phase, uint32_t phase_no, int count, bool vary) {
+  // Sends `count` reports spread over the hosts round-robin; `vary` makes each posture differ;
+  // `digest_only` sends each host's posture as its digest only.
+  PhaseResult Run(const std::string& phase, uint32_t phase_no, int count, bool vary,
+                  bool digest_only = false) {
+    std::vector<std::string> digests;
+    if (digest_only) {
+      v1::Posture p = posture_;
+      for (int i = 0; i < options_.hosts; ++i) {
+        p.mutable_host()->set_hostname(HostName(i));
+        digests.push_back(PostureDigest(p));
+      }
+    }
     PhaseResult result;
     result.phase = phase;
     std::atomic<int> next{0};
@@ -119,7 +131,13 @@ class LoadClient {
         for (int seq = next++; seq < count && Clock::now() < give_up; seq = next++) {
           const int host = seq % options_.hosts;
           request.set_report_id(ReportId(run_, phase_no, static_cast<uint64_t>(seq)));
-          request.mutable_posture()->mutable_host()->set_hostname(HostName(host));
+          if (digest_only) {
+            request.clear_posture();
+            request.set_posture_digest(digests[static_cast<size_t>(host)]);
+            *request.mutable_collected_at() = posture_.collected_at();
+          } else {
+            request.mutable_posture()->mutable_host()->set_hostname(HostName(host));
+          }
           if (vary) {
             // A session that exists in this report only: the content digest changes.
             request.mutable_posture()->clear_sessions();
@@ -233,13 +251,15 @@ int Main(int argc, char** argv) {
   if (auto s = client.Connect(); !s.ok()) return Usage(std::string(s.message()));
 
   bool failed = false;
-  auto phase = [&](const std::string& name, uint32_t no, int count, bool vary) {
-    PhaseResult r = client.Run(name, no, count, vary);
+  auto phase = [&](const std::string& name, uint32_t no, int count, bool vary,
+                   bool digest_only = false) {
+    PhaseResult r = client.Run(name, no, count, vary, digest_only);
     std::cout << client.ToJsonLine(r).dump() << std::endl;
     if (r.errors > 0 || r.reports != count) failed = true;
   };
   phase("first", 1, o.hosts, /*vary=*/false);
   phase("unchanged", 2, o.reports, /*vary=*/false);
+  phase("digest", 4, o.reports, /*vary=*/false, /*digest_only=*/true);
   phase("changed", 3, o.reports, /*vary=*/true);
   return failed ? 1 : 0;
 }

@@ -60,7 +60,8 @@ ctl admin findings --host "$host"
 
 step "same state again: unchanged, stored once"
 "$agent_bin" run --config "$work/agent.yaml" --once >"$work/agent-twice.log" 2>&1 || fail "second run failed"
-grep -q "OUTCOME_UNCHANGED" "$work/agent-twice.log" || { cat "$work/agent-twice.log"; fail "unchanged posture was stored again"; }
+grep -q "OUTCOME_UNCHANGED (digest only)" "$work/agent-twice.log" \
+  || { cat "$work/agent-twice.log"; fail "unchanged posture was not sent as its digest"; }
 [[ $(psql "$dsn" -qAt -c "SELECT count(*) FROM postures") -eq 1 ]] || fail "postures stored twice"
 [[ $(psql "$dsn" -qAt -c "SELECT count(*) FROM reports") -eq 2 ]] || fail "reports not counted"
 

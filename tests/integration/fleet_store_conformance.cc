@@ -495,4 +495,51 @@ TEST_P(FleetStoreConformanceTest, OlderReportArrivingLateDoesNotReplaceTheCurren
   EXPECT_EQ((**host).posture.shares(0).name(), "next");
 }
 
+// A digest-only report (no posture) stands for the host's current posture only.
+TEST_P(FleetStoreConformanceTest, DigestOnlyReportIsUnchangedOnlyWhenItsDigestIsCurrent) {
+  HostStore& hosts = *under_test_.hosts;
+  Sent full =
+      Report("web04", "9a000000-0000-4000-8000-000000000001", "beef10", "a", kNow - absl::Hours(1));
+  ASSERT_EQ(Store(hosts, full)->outcome, SaveOutcome::kStored);
+  auto digest_only = [](const std::string& host, const std::string& id, const std::string& digest) {
+    IncomingReport r;
+    r.host = host;
+    r.report_id = id;
+    r.reason = "schedule";
+    r.digest = digest;
+    r.collected_at = Ts(kNow);
+    r.received_at = kNow;
+    return r;
+  };
+
+  auto other =
+      hosts.StoreReport(digest_only("web04", "9a000000-0000-4000-8000-000000000002", "beef11"));
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_TRUE(other->unknown_digest);
+  auto stranger =
+      hosts.StoreReport(digest_only("web05", "9a000000-0000-4000-8000-000000000003", "beef10"));
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  EXPECT_TRUE(stranger->unknown_digest);
+  auto web05 = hosts.GetHost("web05");
+  ASSERT_TRUE(web05.ok());
+  EXPECT_FALSE(web05->has_value());  // nothing written
+
+  auto same =
+      hosts.StoreReport(digest_only("web04", "9a000000-0000-4000-8000-000000000002", "beef10"));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_FALSE(same->unknown_digest);
+  EXPECT_EQ(same->outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(same->current);
+  auto host = hosts.GetHost("web04");
+  ASSERT_TRUE(host.ok() && host->has_value());
+  EXPECT_EQ((**host).last_report_id, "9a000000-0000-4000-8000-000000000002");
+  ASSERT_EQ((**host).posture.shares_size(), 1);
+  EXPECT_EQ((**host).posture.shares(0).name(), "a");
+
+  auto again =
+      hosts.StoreReport(digest_only("web04", "9a000000-0000-4000-8000-000000000002", "beef10"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->outcome, SaveOutcome::kDuplicate);
+}
+
 }  // namespace smbfleet::collector::store_testing

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/posture_digest.h"
+
 namespace smbfleet::agent::testing {
 
 absl::StatusOr<smbfleet::v1::ReportResponse> FakeCollectorClient::Report(
@@ -13,6 +15,9 @@ absl::StatusOr<smbfleet::v1::ReportResponse> FakeCollectorClient::Report(
   }
   if (hook) hook(request);
   absl::Status answer;
+  smbfleet::v1::ReportResponse response;
+  response.set_host(request.posture().host().hostname());
+  response.set_outcome(smbfleet::v1::ReportResponse::OUTCOME_STORED);
   {
     std::lock_guard<std::mutex> lock(mu_);
     reports_.push_back(request);
@@ -20,12 +25,19 @@ absl::StatusOr<smbfleet::v1::ReportResponse> FakeCollectorClient::Report(
       answer = answers_.front();
       answers_.pop_front();
     }
+    if (answer.ok() && digest_reports_) {
+      response.set_digest_reports(true);
+      if (!request.has_posture()) {
+        response.set_outcome(request.posture_digest() == known_digest_
+                                 ? smbfleet::v1::ReportResponse::OUTCOME_UNCHANGED
+                                 : smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL);
+      } else {
+        known_digest_ = PostureDigest(request.posture());
+      }
+    }
   }
   cv_.notify_all();
   if (!answer.ok()) return answer;
-  smbfleet::v1::ReportResponse response;
-  response.set_host(request.posture().host().hostname());
-  response.set_outcome(smbfleet::v1::ReportResponse::OUTCOME_STORED);
   return response;
 }
 
@@ -102,6 +114,11 @@ std::vector<smbfleet::v1::WatchRequest> FakeCollectorClient::watch_requests() {
 void FakeCollectorClient::ScriptReports(std::vector<absl::Status> answers) {
   std::lock_guard<std::mutex> lock(mu_);
   answers_.assign(answers.begin(), answers.end());
+}
+
+void FakeCollectorClient::set_digest_reports(bool v) {
+  std::lock_guard<std::mutex> lock(mu_);
+  digest_reports_ = v;
 }
 
 void FakeCollectorClient::OnReport(std::function<void(const smbfleet::v1::ReportRequest&)> hook) {

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +32,10 @@ class FakeCollectorClient : public CollectorClient {
   void CancelWatch() override;
   absl::Status AckChange(const smbfleet::v1::AckChangeRequest& request) override;
 
+  // With digest reports on, OK answers act as a collector taking digest-only reports does: it
+  // remembers the digest of the last full report, answers a digest-only report UNCHANGED when
+  // it is that digest and SEND_FULL when not, and says digest_reports. Off by default.
+  void set_digest_reports(bool v);
   // The answers to the next Report calls, in order; OK once they are used up.
   void ScriptReports(std::vector<absl::Status> answers);
   // Runs inside Report before it answers (e.g. to look at the spool).
@@ -67,6 +72,8 @@ class FakeCollectorClient : public CollectorClient {
   std::vector<smbfleet::v1::AckChangeRequest> acks_ ABSL_GUARDED_BY(mu_);
   std::vector<smbfleet::v1::WatchRequest> watch_requests_ ABSL_GUARDED_BY(mu_);
   bool end_at_once_ ABSL_GUARDED_BY(mu_) = false;
+  bool digest_reports_ ABSL_GUARDED_BY(mu_) = false;
+  std::string known_digest_ ABSL_GUARDED_BY(mu_);
   std::deque<smbfleet::v1::WatchResponse> pending_ ABSL_GUARDED_BY(mu_);
   int end_requests_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

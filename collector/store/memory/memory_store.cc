@@ -85,6 +85,11 @@ absl::StatusOr<SavedReport> MemoryHostStore::StoreReport(const IncomingReport& r
   Host& h = it->second;
   const bool changed = created || h.digest != report.digest;
   SavedReport saved;
+  if (report.posture == nullptr && changed) {
+    if (created) hosts_.erase(it);
+    saved.unknown_digest = true;
+    return saved;
+  }
   saved.current = !changed;
   if (!report_ids_.emplace(report.host, report.report_id).second) {
     saved.outcome = SaveOutcome::kDuplicate;
@@ -98,7 +103,9 @@ absl::StatusOr<SavedReport> MemoryHostStore::StoreReport(const IncomingReport& r
   *h.summary.mutable_last_seen() = std::max(h.summary.last_seen(), received);
   saved.outcome = changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
   std::optional<absl::Time> collected;
-  if (report.posture->has_collected_at()) collected = FromProto(report.posture->collected_at());
+  const google::protobuf::Timestamp& collected_at =
+      report.posture != nullptr ? report.posture->collected_at() : report.collected_at;
+  if (collected_at.seconds() != 0 || collected_at.nanos() != 0) collected = FromProto(collected_at);
   if (collected.has_value() && h.last_collected_at.has_value() &&
       *collected < *h.last_collected_at) {
     if (changed) ++postures_stored_;  // history only

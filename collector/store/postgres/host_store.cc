@@ -107,7 +107,7 @@ absl::StatusOr<SavedReport> PgHostStore::StoreReport(const IncomingReport& repor
       [&](pqxx::work& tx) -> absl::StatusOr<SavedReport> {
         try {
           ASSIGN_OR_RETURN(SavedReport saved, SaveReportIn(tx, report));
-          if (saved.outcome == SaveOutcome::kDuplicate) {
+          if (saved.outcome == SaveOutcome::kDuplicate || saved.unknown_digest) {
             tx.abort();
           } else {
             tx.commit();
@@ -125,7 +125,8 @@ absl::StatusOr<SavedReport> PgHostStore::StoreReport(const IncomingReport& repor
 absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
                                                       const IncomingReport& report) {
   const std::string received = pg::Rfc3339(report.received_at);
-  const std::string collected = pg::TimestampText(report.posture->collected_at());
+  const std::string collected = pg::TimestampText(
+      report.posture != nullptr ? report.posture->collected_at() : report.collected_at);
   // The upsert locks the host's row until commit: the reports of one host are stored one at a
   // time, so the duplicate and order checks below do not race another connection.
   pqxx::row host = tx.exec_params1(
@@ -138,6 +139,11 @@ absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
   const int64_t host_id = host["id"].as<int64_t>();
   const bool changed = host["posture_hash"].as<std::string>() != report.digest;
   const bool older = host["older"].as<bool>();
+  if (report.posture == nullptr && changed) {  // rolled back: the agent sends the posture
+    SavedReport unknown;
+    unknown.unknown_digest = true;
+    return unknown;
+  }
 
   pqxx::result inserted = tx.exec_params(
       "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
@@ -153,7 +159,7 @@ absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
     return saved;
   }
   saved.outcome = changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
-  pg::SaveBenchmarks(tx, host_id, *report.posture, received);
+  if (report.posture != nullptr) pg::SaveBenchmarks(tx, host_id, *report.posture, received);
   if (older) {  // history only
     if (changed) RETURN_IF_ERROR(InsertPosture(tx, host_id, report).status());
     return saved;

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!smbfleet::collector::ValidateReport(request, smbfleet::collector::IngestLimits{}).ok()) {
     return 0;
   }
-  std::string digest = smbfleet::collector::PostureDigest(request.posture());
+  std::string digest = smbfleet::PostureDigest(request.posture());
   if (digest.size() != 64) __builtin_trap();
   return 0;
 }

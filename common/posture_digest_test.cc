@@ -1,8 +1,8 @@
-#include "collector/ingest/digest.h"
+#include "common/posture_digest.h"
 
 #include "gtest/gtest.h"
 
-namespace smbfleet::collector {
+namespace smbfleet {
 namespace {
 
 smbfleet::v1::Posture Sample() {
@@ -66,5 +66,22 @@ TEST(PostureDigestTest, MapOrderDoesNotMatter) {
   EXPECT_EQ(PostureDigest(a), PostureDigest(b));
 }
 
+TEST(PostureDigestTest, ProbeErrorsAreAChange) {
+  auto a = Sample();
+  auto b = Sample();
+  auto* e = b.add_probe_errors();
+  e->set_probe("spool");
+  e->set_code("DROPPED");
+  EXPECT_NE(PostureDigest(a), PostureDigest(b));
+}
+
+TEST(PostureDigestTest, IsPostureDigestChecksTheForm) {
+  EXPECT_TRUE(IsPostureDigest(PostureDigest(Sample())));
+  EXPECT_FALSE(IsPostureDigest(""));
+  EXPECT_FALSE(IsPostureDigest(std::string(63, 'a')));
+  EXPECT_FALSE(IsPostureDigest(std::string(64, 'A')));
+  EXPECT_FALSE(IsPostureDigest(std::string(64, 'g')));
+}
+
 }  // namespace
-}  // namespace smbfleet::collector
+}  // namespace smbfleet

@@ -1,0 +1,56 @@
+#include "common/posture_digest.h"
+
+#include <openssl/evp.h>
+
+#include "absl/strings/escaping.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace smbfleet {
+
+std::string Sha256Hex(absl::string_view bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), len));
+}
+
+std::string DeterministicBytes(const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  message.ByteSizeLong();  // caches the sizes that SerializeWithCachedSizes uses
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream out(&raw);
+    out.SetSerializationDeterministic(true);
+    message.SerializeWithCachedSizes(&out);
+  }
+  return bytes;
+}
+
+std::string PostureDigest(const smbfleet::v1::Posture& posture) {
+  smbfleet::v1::Posture copy = posture;
+  copy.clear_collected_at();
+  // Benchmarks are a time series of their own (host_benchmarks), stored with every full report.
+  copy.clear_benchmarks();
+  for (auto& s : *copy.mutable_sessions()) {
+    s.clear_seconds_exists();
+    s.clear_seconds_idle();
+    // They move with every report of a busy session. min_rtt_us stays: a rule reads it, and it
+    // only falls over a connection's life.
+    s.clear_rtt_us();
+    s.clear_rttvar_us();
+    s.clear_retransmits();
+    s.clear_delivery_rate_bytes_per_sec();
+  }
+  return Sha256Hex(DeterministicBytes(copy));
+}
+
+bool IsPostureDigest(absl::string_view text) {
+  if (text.size() != 64) return false;
+  for (char c : text) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+}  // namespace smbfleet
