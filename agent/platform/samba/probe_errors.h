@@ -23,6 +23,7 @@ inline constexpr Probe kTestparmProbe{
 inline constexpr Probe kSmbstatusProbe{
     "smbstatus", {v1::POSTURE_SECTION_SESSIONS, v1::POSTURE_SECTION_OPEN_FILES}};
 inline constexpr Probe kSambaLogProbe{"samba-log", {v1::POSTURE_SECTION_EVENTS}};
+inline constexpr Probe kNicsProbe{"nics", {v1::POSTURE_SECTION_NETWORK}};
 
 // The tool's own complaint for messages: stderr (else stdout), whitespace-collapsed, at most
 // max_bytes.
