@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "agent/platform/samba/fake_runner_for_test.h"
 #include "agent/platform/samba/samba_source.h"
 #include "common/files.h"
@@ -35,7 +36,7 @@ class SysfsNicsTest : public ::testing::Test {
                   int rx_queues, bool physical) {
     std::string dir = root_ + "/devices/" + name + "/net/" + name;
     fs::create_directories(dir);
-    for (const auto& [attr, value] : attrs) Write(dir + "/" + attr, value + "\n");
+    for (const auto& [attr, value] : attrs) Write(absl::StrCat(dir, "/", attr), value + "\n");
     if (rx_queues >= 0) fs::create_directories(dir + "/queues");
     for (int i = 0; i < rx_queues; ++i) {
       fs::create_directories(dir + "/queues/rx-" + std::to_string(i));
