@@ -32,6 +32,22 @@ std::string MinRttText(uint32_t us) {
   return absl::StrFormat("%.3f ms", ms);
 }
 
+// "25 Gbit/s", "100 Mbit/s", "2.5 Gbit/s"; "unknown" when the host did not say.
+std::string SpeedText(const smbfleet::v1::Nic& nic) {
+  if (!nic.has_link_speed_bps()) return "unknown";
+  double bps = static_cast<double>(nic.link_speed_bps());
+  if (bps >= 1e9) return absl::StrCat(bps / 1e9, " Gbit/s");
+  return absl::StrCat(bps / 1e6, " Mbit/s");
+}
+
+// "8 (on)", "1 (off)", "on", "unknown".
+std::string RssText(const smbfleet::v1::Nic& nic) {
+  std::string enabled = nic.has_rss_enabled() ? (nic.rss_enabled() ? "on" : "off") : "";
+  if (!nic.has_rss_queues()) return enabled.empty() ? "unknown" : enabled;
+  return enabled.empty() ? absl::StrCat(nic.rss_queues())
+                         : absl::StrCat(nic.rss_queues(), " (", enabled, ")");
+}
+
 std::string ChangeRef(const std::string& id, uint64_t version) {
   return absl::StrCat(Clean(id), " v", version);
 }
@@ -321,6 +337,17 @@ void RenderHost(const smbfleet::v1::GetHostResponse& host, std::ostream& out) {
     }
   }
   Table(sessions, out);
+  if (p.nics_size() > 0) {
+    out << "\nNICs (" << p.nics_size() << ")\n";
+    std::vector<std::vector<std::string>> nics = {
+        {"  NAME", "UP", "SPEED", "RSS QUEUES", "RSS CAPABLE", "RDMA"}};
+    for (const auto& nic : p.nics()) {
+      nics.push_back({"  " + Clean(nic.name()), Opt(nic.has_up(), nic.up()), SpeedText(nic),
+                      RssText(nic), Opt(nic.has_rss_capable(), nic.rss_capable()),
+                      Opt(nic.has_rdma_capable(), nic.rdma_capable())});
+    }
+    Table(nics, out);
+  }
   if (p.probe_errors_size() > 0) {
     out << "\nProbe errors (" << p.probe_errors_size() << ")\n";
     for (const auto& e : p.probe_errors()) {

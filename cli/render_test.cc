@@ -56,6 +56,41 @@ TEST(RenderTest, HostShowsEachSessionsLowestRoundTripTime) {
   EXPECT_THAT(out.str(), ::testing::ContainsRegex("  14 +10.0.0.9 [^\n]* -\n"));
 }
 
+TEST(RenderTest, HostShowsNicsWithUnknownsSaidAsSuch) {
+  smbfleet::v1::GetHostResponse h;
+  auto* fast = h.mutable_posture()->add_nics();
+  fast->set_name("Ethernet 2");
+  fast->set_up(true);
+  fast->set_link_speed_bps(25'000'000'000);
+  fast->set_rss_queues(8);
+  fast->set_rss_enabled(true);
+  fast->set_rss_capable(true);
+  fast->set_rdma_capable(false);
+  auto* idle = h.mutable_posture()->add_nics();
+  idle->set_name("eth1");
+  idle->set_link_speed_bps(2'500'000'000);
+  std::ostringstream out;
+  RenderHost(h, out);
+  std::vector<std::string> lines = absl::StrSplit(out.str(), '\n');
+  auto line_of = [&](const std::string& name) {
+    for (const auto& l : lines) {
+      if (l.find("  " + name + " ") == 0) return l;
+    }
+    return std::string();
+  };
+  EXPECT_THAT(out.str(), HasSubstr("NICs (2)"));
+  EXPECT_THAT(line_of("Ethernet 2"), HasSubstr("25 Gbit/s"));
+  EXPECT_THAT(line_of("Ethernet 2"), HasSubstr("8 (on)"));
+  EXPECT_THAT(line_of("eth1"), HasSubstr("2.5 Gbit/s"));
+  EXPECT_THAT(line_of("eth1"), Not(HasSubstr("yes")));
+  EXPECT_THAT(line_of("eth1"), HasSubstr("unknown"));
+  // No NICs reported: no section.
+  smbfleet::v1::GetHostResponse none;
+  std::ostringstream none_out;
+  RenderHost(none, none_out);
+  EXPECT_THAT(none_out.str(), Not(HasSubstr("NICs")));
+}
+
 TEST(RenderTest, HostShowsEachSharesClassification) {
   smbfleet::v1::GetHostResponse h;
   auto* hr = h.mutable_posture()->add_shares();

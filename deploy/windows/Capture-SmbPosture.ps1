@@ -15,6 +15,7 @@
     Get-SmbServerConfiguration.json     Get-SmbClientConfiguration.json
     Get-SmbShare.json                   Get-SmbSession.json           Get-SmbConnection.json
     Get-SmbMultichannelConnection.json  Get-SmbOpenFile.json          Get-SmbServerNetworkInterface.json
+    Get-NetAdapter.json                 Get-NetAdapterRss.json        (NICs: speed, status, RSS queues)
     Registry-LanmanServer.json          values of HKLM\SYSTEM\CurrentControlSet\Services\LanmanServer\Parameters
     Registry-LanmanWorkstation.json     values of HKLM\SYSTEM\CurrentControlSet\Services\LanmanWorkstation\Parameters
     Registry-HardenedPaths.json         values of HKLM\SOFTWARE\Policies\Microsoft\Windows\NetworkProvider\HardenedPaths
@@ -143,6 +144,8 @@ Save-Cmdlet 'Get-SmbConnection'
 Save-Cmdlet 'Get-SmbMultichannelConnection'
 Save-Cmdlet 'Get-SmbOpenFile'
 Save-Cmdlet 'Get-SmbServerNetworkInterface'
+Save-Cmdlet 'Get-NetAdapter'
+Save-Cmdlet 'Get-NetAdapterRss' -Exclude @('IndirectionTable', 'RssProcessorArray')
 
 # ---------------------------------------------------------------- registry (no cmdlet reports these)
 Save-Registry 'Registry-LanmanServer' 'HKLM:\SYSTEM\CurrentControlSet\Services\LanmanServer\Parameters'

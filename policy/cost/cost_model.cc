@@ -487,9 +487,46 @@ CompressionCost CompressionCostForRatio(const HostProfile& host, double ratio,
   return out;
 }
 
+HostProfile::Multichannel MultichannelFromNics(const v1::Posture& posture) {
+  using M = HostProfile::Multichannel;
+  if (posture.nics_size() == 0) return M::kUnknown;
+  bool any_state_known = false;
+  for (const v1::Nic& nic : posture.nics()) any_state_known = any_state_known || nic.has_up();
+  int up = 0;
+  bool rss_known = false;
+  for (const v1::Nic& nic : posture.nics()) {
+    if (any_state_known && !(nic.has_up() && nic.up())) continue;
+    ++up;
+    // SMB's RssCapable alone (no queue count from Get-NetAdapterRss) is what Windows itself
+    // opens several channels on; RSS switched off or one queue is one core.
+    bool rss =
+        !(nic.has_rss_enabled() && !nic.rss_enabled()) &&
+        (nic.has_rss_queues() ? nic.rss_queues() > 1 && (nic.rss_capable() || nic.rss_enabled())
+                              : nic.has_rss_capable() && nic.rss_capable());
+    if (rss) return M::kPossible;
+    rss_known = rss_known || nic.has_rss_capable() || nic.has_rss_enabled() || nic.has_rss_queues();
+  }
+  if (up >= 2) return M::kPossible;
+  // One NIC (or none up): not possible only when its RSS was reported.
+  return (up == 0 || rss_known) ? M::kNotPossible : M::kUnknown;
+}
+
+std::string MultichannelText(HostProfile::Multichannel m) {
+  switch (m) {
+    case HostProfile::Multichannel::kPossible:
+      return "possible";
+    case HostProfile::Multichannel::kNotPossible:
+      return "not possible (one NIC without RSS: crypto on one core)";
+    case HostProfile::Multichannel::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
 HostProfile ProfileFromPosture(const v1::Posture& posture) {
   const ModelParameters& p = DefaultParameters();
   HostProfile host;
+  host.multichannel = MultichannelFromNics(posture);
   host.hostname = posture.host().hostname();
   host.platform = posture.host().platform();
   host.logical_cores = posture.host().has_logical_cores() ? posture.host().logical_cores() : 0;
@@ -512,6 +549,7 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
     uint64_t fastest = 0;
     uint32_t at_fastest = 0;
     for (const v1::Nic& nic : posture.nics()) {
+      if (nic.has_up() && !nic.up()) continue;  // a port without a link carries nothing
       if (nic.link_speed_bps() > fastest) {
         fastest = nic.link_speed_bps();
         at_fastest = 1;

@@ -168,8 +168,13 @@ struct HostProfile {
   uint32_t logical_cores = 0;       // host.logical_cores; 0 = unknown (model assumes 4)
   double link_bits_per_second = 0;  // label link_speed, else the fastest NIC; 0 = unknown
   uint32_t channels = 1;            // multichannel: usable channels (NICs or current_channels)
-  double rtt_seconds = 0;           // label rtt_ms; 0 = unknown (LAN default, or WAN default)
-  bool wan = false;                 // label wan=true|yes|1
+  // Whether the NICs allow SMB multichannel at all: several NICs up, or one with RSS over more
+  // than one receive queue (Windows opens 4 channels on an RSS NIC). Not possible means one
+  // connection on one NIC without RSS: signing and encryption run on one core.
+  enum class Multichannel { kUnknown, kPossible, kNotPossible };
+  Multichannel multichannel = Multichannel::kUnknown;
+  double rtt_seconds = 0;  // label rtt_ms; 0 = unknown (LAN default, or WAN default)
+  bool wan = false;        // label wan=true|yes|1
   Dialect dialect = ::smbfleet::v1::DIALECT_UNSPECIFIED;
   // The SMB client runs on this host, on a core of its own (the loopback lab): the slower of
   // the two sets the pace of a large transfer, and the client's CPU adds to the host's.
@@ -188,9 +193,20 @@ struct HostProfile {
 };
 
 // Builds the profile from a posture: host.logical_cores, host.platform, benchmarks[],
-// nics[].link_speed_bps / multichannel_connections[], labels link_speed ("1Gbit", "10G",
+// nics[] (link_speed_bps of the NICs not known to be down; up, rss_* for multichannel) /
+// multichannel_connections[], labels link_speed ("1Gbit", "10G",
 // "100Mbit", "2.5Gbps"), rtt_ms ("0.25"), wan ("true"), and TypicalDialect().
 HostProfile ProfileFromPosture(const ::smbfleet::v1::Posture& posture);
+
+// From posture.nics[]: possible with two or more NICs up (a NIC of unknown state counts as up
+// when every NIC's state is unknown) or one NIC with RSS: enabled or capable with more than one
+// receive queue, or SMB's RssCapable when the queue count is not reported; not possible when the
+// NICs are known and neither holds; unknown without NICs or when the one NIC's RSS is not
+// reported.
+HostProfile::Multichannel MultichannelFromNics(const ::smbfleet::v1::Posture& posture);
+
+// "possible", "not possible (one NIC without RSS: crypto on one core)", "unknown".
+std::string MultichannelText(HostProfile::Multichannel m);
 
 // Fits CryptoCost per algorithm from benchmark rows (one-thread rows for the fit, all-thread
 // rows for the speedup). Algorithms without rows are absent.

@@ -1,7 +1,9 @@
 #include "policy/cost/cost_model.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -195,6 +197,65 @@ TEST(ProfileFromPostureTest, MultichannelUsesEveryNicAtTopSpeed) {
   h = ProfileFromPosture(p);
   EXPECT_EQ(h.channels, 1u);
   EXPECT_DOUBLE_EQ(h.link_bits_per_second, 1e10);
+}
+
+TEST(ProfileFromPostureTest, MultichannelPossibleFromTheNics) {
+  using M = HostProfile::Multichannel;
+  struct NicSpec {
+    std::optional<bool> up;
+    std::optional<bool> rss_capable;
+    std::optional<bool> rss_enabled;
+    std::optional<uint32_t> queues;
+  };
+  struct Case {
+    const char* what;
+    std::vector<NicSpec> nics;
+    M want;
+  };
+  const std::optional<bool> kYes = true, kNo = false, kUnset;
+  const std::optional<uint32_t> kNone;
+  std::vector<Case> cases = {
+      {"no NICs reported", {}, M::kUnknown},
+      {"two NICs up", {{kYes, kUnset, kUnset, kNone}, {kYes, kUnset, kUnset, kNone}}, M::kPossible},
+      {"two NICs, one down", {{kYes, kNo, kNo, 1u}, {kNo, kUnset, kUnset, kNone}}, M::kNotPossible},
+      {"two NICs of unknown state (SMB's list)",
+       {{kUnset, kNo, kUnset, kNone}, {kUnset, kNo, kUnset, kNone}},
+       M::kPossible},
+      {"one NIC, RSS over 8 queues", {{kYes, kYes, kYes, 8u}}, M::kPossible},
+      {"one NIC, RSS capable, queues not reported", {{kYes, kYes, kUnset, kNone}}, M::kPossible},
+      {"one vNIC, one queue", {{kYes, kUnset, kNo, 1u}}, M::kNotPossible},
+      {"one NIC, RSS switched off", {{kYes, kYes, kNo, 8u}}, M::kNotPossible},
+      {"one NIC, SMB says not RSS capable", {{kUnset, kNo, kUnset, kNone}}, M::kNotPossible},
+      {"one NIC, nothing about RSS", {{kYes, kUnset, kUnset, kNone}}, M::kUnknown},
+  };
+  for (const Case& c : cases) {
+    v1::Posture p = BenchedPosture();
+    for (const NicSpec& spec : c.nics) {
+      v1::Nic* nic = p.add_nics();
+      if (spec.up) nic->set_up(*spec.up);
+      if (spec.rss_capable) nic->set_rss_capable(*spec.rss_capable);
+      if (spec.rss_enabled) nic->set_rss_enabled(*spec.rss_enabled);
+      if (spec.queues) nic->set_rss_queues(*spec.queues);
+    }
+    EXPECT_EQ(MultichannelFromNics(p), c.want) << c.what;
+    EXPECT_EQ(ProfileFromPosture(p).multichannel, c.want) << c.what;
+  }
+  EXPECT_EQ(MultichannelText(M::kNotPossible),
+            "not possible (one NIC without RSS: crypto on one core)");
+}
+
+TEST(ProfileFromPostureTest, ANicKnownDownCarriesNoTraffic) {
+  v1::Posture p = BenchedPosture();
+  p.mutable_server()->set_multichannel_enabled(true);
+  v1::Nic* down = p.add_nics();
+  down->set_link_speed_bps(25'000'000'000);  // the last speed a driver remembered
+  down->set_up(false);
+  v1::Nic* up = p.add_nics();
+  up->set_link_speed_bps(10'000'000'000);
+  up->set_up(true);
+  HostProfile h = ProfileFromPosture(p);
+  EXPECT_DOUBLE_EQ(h.link_bits_per_second, 1e10);
+  EXPECT_EQ(h.channels, 1u);
 }
 
 TEST(ProfileFromPostureTest, BadOrMissingInputsAreNamedAssumptions) {

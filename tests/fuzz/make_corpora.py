@@ -22,7 +22,8 @@ PROBE_FILES = [
     "Get-SmbShare.json", "Get-SmbSession.json", "Get-SmbConnection.json",
     "Get-SmbMultichannelConnection.json", "Get-SmbOpenFile.json",
     "Get-SmbServerNetworkInterface.json", "Registry-LanmanServer.json",
-    "Registry-LanmanWorkstation.json", "Registry-HardenedPaths.json", "events.json",
+    "Registry-LanmanWorkstation.json", "Registry-HardenedPaths.json", "Get-NetAdapter.json",
+    "Get-NetAdapterRss.json", "events.json",
 ]
 # Each folder arrives in another encoding (tests/fixtures/windows/README.md); ws2022-nas-client
 # repeats ws2022.

@@ -25,6 +25,7 @@ inline constexpr Probe kSmbstatusProbe{
 inline constexpr Probe kSambaLogProbe{"samba-log", {v1::POSTURE_SECTION_EVENTS}};
 // Sessions' round-trip times. No section: the sessions themselves are still known.
 inline constexpr Probe kSockDiagProbe{"sock_diag", {}};
+inline constexpr Probe kNicsProbe{"nics", {v1::POSTURE_SECTION_NETWORK}};
 
 // The tool's own complaint for messages: stderr (else stdout), whitespace-collapsed, at most
 // max_bytes.

@@ -18,6 +18,7 @@
 #include "agent/platform/posix/sock_diag.h"
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/smbstatus_parser.h"
+#include "agent/platform/samba/sysfs_nics.h"
 #include "agent/platform/samba/testparm_parser.h"
 #include "common/files.h"
 
@@ -169,6 +170,14 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
     LogLimits limits;
     limits.max_events = options_.max_log_events;
     CollectLogEvents(config->Global("log file").value_or(""), log_files_, limits, &posture);
+  }
+
+  if (!options_.sysfs_root.empty()) {
+    SysfsNics nics = ReadSysfsNics(options_.sysfs_root);
+    for (auto& nic : nics.nics) *posture.add_nics() = std::move(nic);
+    for (const auto& problem : nics.problems) {
+      AddProbeError(&posture, kNicsProbe, "READ", problem);
+    }
   }
 
   if (posture.host().samba_version().empty()) {

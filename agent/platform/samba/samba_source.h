@@ -27,6 +27,8 @@ struct SambaOptions {
   // to max_log_events; older ones are counted in events_dropped.
   bool read_logs = true;
   size_t max_log_events = 200;
+  // posture.nics[] from ROOT/class/net (sysfs_nics.h); empty: not read.
+  std::string sysfs_root = "/sys";
 };
 
 // The commands the source and the applier run, built in one place (argv only).
@@ -42,8 +44,8 @@ using SambaOptions = samba::SambaOptions;
 
 // Fills host.platform (PLATFORM_SAMBA), host.samba_version, server, client, shares, sessions
 // (with one ShareConnection per tree connect, and the round-trip times of the session's TCP
-// connection from sock_diag), open_files and probe_errors. A failed or unparsable command is a
-// probe error; Collect() fails only when smb_conf does not exist. `runner` must outlive the
+// connection from sock_diag), open_files, nics and probe_errors. A failed or unparsable command
+// is a probe error; Collect() fails only when smb_conf does not exist. `runner` must outlive the
 // source.
 std::unique_ptr<PostureSource> NewSambaSource(SambaOptions options, CommandRunner* runner);
 

@@ -60,6 +60,7 @@ class SambaSourceTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomic(conf_, "[global]\n").ok());
     options_.smb_conf = conf_;
     options_.env = {{"NSS_WRAPPER_PASSWD", "/lab/passwd"}};
+    options_.sysfs_root = "";  // this machine's NICs are no fixture; sysfs_nics_test fakes them
   }
   std::string Testparm() const { return "testparm -s -v " + conf_; }
   std::string SmbStatus() const { return "smbstatus -s " + conf_ + " --json"; }

@@ -571,24 +571,144 @@ absl::Status ParseOpenFiles(absl::string_view bytes, absl::string_view what, v1:
   return absl::OkStatus();
 }
 
+namespace {
+
+// The three NIC cmdlets may arrive in any order and any of them may be missing: each finds the
+// interface another already added, by interface index (Get-NetAdapter ifIndex = SMB's
+// InterfaceIndex) or else by name (Get-NetAdapter Name = SMB's FriendlyName = RSS's Name).
+v1::Nic* NicFor(v1::Posture* posture, absl::string_view name, std::optional<uint64_t> index) {
+  if (index.has_value()) {
+    for (v1::Nic& nic : *posture->mutable_nics()) {
+      if (nic.has_interface_index() && nic.interface_index() == *index) {
+        if (nic.name().empty()) nic.set_name(std::string(name));
+        return &nic;
+      }
+    }
+  }
+  for (v1::Nic& nic : *posture->mutable_nics()) {
+    if (!name.empty() && nic.name() == name) {
+      if (index.has_value() && !nic.has_interface_index()) {
+        nic.set_interface_index(static_cast<uint32_t>(*index));
+      }
+      return &nic;
+    }
+  }
+  v1::Nic* nic = posture->add_nics();
+  nic->set_name(std::string(name));
+  if (index.has_value()) nic->set_interface_index(static_cast<uint32_t>(*index));
+  return nic;
+}
+
+// An index that fits the field (ifIndex is a uint32); anything else is a problem and unknown.
+std::optional<uint64_t> InterfaceIndex(const PsObject& o, absl::string_view name) {
+  auto n = o.Uint64(name);
+  if (n.has_value() && *n > UINT32_MAX) {
+    o.Problem(name, absl::StrCat("interface index ", *n, " is beyond 32 bits"));
+    return std::nullopt;
+  }
+  return n;
+}
+
+// 0 is "no link"; 2^63-1 is what NDIS reports for "speed not known". Neither is a speed.
+std::optional<uint64_t> LinkSpeed(const PsObject& o, absl::string_view name) {
+  auto n = o.Uint64(name);
+  if (!n.has_value() || *n == 0 || *n >= uint64_t{INT64_MAX}) return std::nullopt;
+  return n;
+}
+
+// InterfaceOperationalStatus (IF_OPER_STATUS: 1 up, 2 down, ...) when numeric; else the
+// Status text Get-NetAdapter shows ("Up", "Disconnected", "Disabled", "Not Present").
+std::optional<bool> AdapterUp(const PsObject& o) {
+  if (const nlohmann::json* v = o.Find("InterfaceOperationalStatus");
+      v != nullptr && v->is_number_unsigned()) {
+    return v->get<uint64_t>() == 1;
+  }
+  for (absl::string_view name : {"ifOperStatus", "Status"}) {
+    const nlohmann::json* v = o.Find(name);
+    if (v == nullptr || !v->is_string()) continue;
+    absl::string_view text = absl::StripAsciiWhitespace(v->get<std::string>());
+    if (absl::EqualsIgnoreCase(text, "Up")) return true;
+    for (absl::string_view down : {"Down", "Disconnected", "Disabled", "Not Present"}) {
+      if (absl::EqualsIgnoreCase(text, down)) return false;
+    }
+  }
+  return std::nullopt;  // "OK", "Degraded" (CIM health, not link state) or nothing
+}
+
+}  // namespace
+
 absl::Status ParseNetworkInterfaces(absl::string_view bytes, absl::string_view what,
                                     v1::Posture* posture, std::vector<std::string>* problems) {
   auto objects = Load(bytes, what);
   if (!objects.ok()) return objects.status();
-  // Get-SmbServerNetworkInterface lists one row per IP address: one Nic per interface index.
-  std::map<std::string, v1::Nic*> by_name;
+  // Get-SmbServerNetworkInterface lists one row per IP address: one Nic per interface.
   for (size_t i = 0; i < objects->size(); ++i) {
     PsObject o((*objects)[i], Where(what, i), problems);
-    std::string name = o.String("FriendlyName").value_or(o.String("InterfaceIndex").value_or(""));
+    std::optional<uint64_t> index = InterfaceIndex(o, "InterfaceIndex");
+    std::string name = o.String("FriendlyName").value_or("");
+    if (name.empty() && index.has_value()) name = absl::StrCat(*index);
     if (name.empty()) continue;
-    v1::Nic*& nic = by_name[name];
-    if (nic == nullptr) {
-      nic = posture->add_nics();
-      nic->set_name(name);
+    v1::Nic* nic = NicFor(posture, name, index);
+    // Get-NetAdapter's receive speed wins; SMB's LinkSpeed is the same figure when both exist.
+    if (!nic->has_link_speed_bps()) {
+      if (auto n = LinkSpeed(o, "LinkSpeed")) nic->set_link_speed_bps(*n);
     }
-    if (auto n = o.Uint64("LinkSpeed")) nic->set_link_speed_bps(*n);
     SMBFLEET_SET_OPT(o, Bool("RssCapable"), nic, set_rss_capable);
     SMBFLEET_SET_OPT(o, Bool("RdmaCapable"), nic, set_rdma_capable);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseNetAdapters(absl::string_view bytes, absl::string_view what, v1::Posture* posture,
+                              std::vector<std::string>* problems) {
+  auto objects = Load(bytes, what);
+  if (!objects.ok()) return objects.status();
+  for (size_t i = 0; i < objects->size(); ++i) {
+    PsObject o((*objects)[i], Where(what, i), problems);
+    std::optional<uint64_t> index =
+        o.Has("ifIndex") ? InterfaceIndex(o, "ifIndex") : InterfaceIndex(o, "InterfaceIndex");
+    std::string name = o.String("Name").value_or("");
+    if (name.empty()) {
+      o.Problem("Name", "adapter without a name: skipped");
+      continue;
+    }
+    v1::Nic* nic = NicFor(posture, name, index);
+    if (auto v = o.String("InterfaceDescription")) nic->set_description(*v);
+    // ReceiveLinkSpeed is the numeric form of the "10 Gbps" LinkSpeed text.
+    std::optional<uint64_t> speed = LinkSpeed(o, "ReceiveLinkSpeed");
+    if (!speed.has_value()) speed = LinkSpeed(o, "TransmitLinkSpeed");
+    if (!speed.has_value()) speed = LinkSpeed(o, "Speed");
+    if (speed.has_value()) nic->set_link_speed_bps(*speed);
+    if (auto up = AdapterUp(o)) nic->set_up(*up);
+    if (auto n = o.Uint64("MtuSize"); n.has_value() && *n > 0 && *n <= UINT32_MAX) {
+      nic->set_mtu(static_cast<uint32_t>(*n));
+    }
+    std::string mac = o.String("MacAddress").value_or(o.String("PermanentAddress").value_or(""));
+    if (!mac.empty()) nic->set_mac(mac);
+    SMBFLEET_SET_OPT(o, Bool("HardwareInterface"), nic, set_physical);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseNetAdapterRss(absl::string_view bytes, absl::string_view what,
+                                v1::Posture* posture, std::vector<std::string>* problems) {
+  auto objects = Load(bytes, what);
+  if (!objects.ok()) return objects.status();
+  for (size_t i = 0; i < objects->size(); ++i) {
+    PsObject o((*objects)[i], Where(what, i), problems);
+    std::string name = o.String("Name").value_or("");
+    if (name.empty()) {
+      o.Problem("Name", "RSS settings without an adapter name: skipped");
+      continue;
+    }
+    v1::Nic* nic = NicFor(posture, name, std::nullopt);
+    if (nic->description().empty()) {
+      if (auto v = o.String("InterfaceDescription")) nic->set_description(*v);
+    }
+    SMBFLEET_SET_OPT(o, Bool("Enabled"), nic, set_rss_enabled);
+    if (auto n = o.Uint64("NumberOfReceiveQueues"); n.has_value() && *n <= UINT32_MAX) {
+      nic->set_rss_queues(static_cast<uint32_t>(*n));
+    }
   }
   return absl::OkStatus();
 }
@@ -639,6 +759,12 @@ const std::vector<ProbeSpec>& WindowsProbes() {
        "Registry-HardenedPaths.json",
        &ParseHardenedPaths,
        {POSTURE_SECTION_CLIENT}},
+      // Last, so that the fuzz corpora's probe numbers stay those of the older probes.
+      {"Get-NetAdapter", "Get-NetAdapter.json", &ParseNetAdapters, {POSTURE_SECTION_NETWORK}},
+      {"Get-NetAdapterRss",
+       "Get-NetAdapterRss.json",
+       &ParseNetAdapterRss,
+       {POSTURE_SECTION_NETWORK}},
   };
   return *kProbes;
 }

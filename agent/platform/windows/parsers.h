@@ -45,6 +45,13 @@ absl::Status ParseOpenFiles(absl::string_view bytes, absl::string_view what,
 absl::Status ParseNetworkInterfaces(absl::string_view bytes, absl::string_view what,
                                     smbfleet::v1::Posture* posture,
                                     std::vector<std::string>* problems);
+// Get-NetAdapter (MSFT_NetAdapter: name, description, speed, status, MTU, MAC) and
+// Get-NetAdapterRss (MSFT_NetAdapterRssSettingData: Enabled, NumberOfReceiveQueues). The NIC
+// probes join into one posture.nics[] entry per adapter, in whatever order they run.
+absl::Status ParseNetAdapters(absl::string_view bytes, absl::string_view what,
+                              smbfleet::v1::Posture* posture, std::vector<std::string>* problems);
+absl::Status ParseNetAdapterRss(absl::string_view bytes, absl::string_view what,
+                                smbfleet::v1::Posture* posture, std::vector<std::string>* problems);
 
 // Registry keys that hold settings no cmdlet reports, as the registry probes print them: the key's
 // values as Get-ItemProperty shows them (an array of one object; [] when the key does not exist).

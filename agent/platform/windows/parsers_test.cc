@@ -468,5 +468,112 @@ TEST(ParseNetworkInterfacesTest, OneNicPerInterface) {
   EXPECT_EQ(p.nics(1).link_speed_bps(), 100000000000u);
 }
 
+// Get-NetAdapter, Get-NetAdapterRss and Get-SmbServerNetworkInterface join into one Nic per
+// adapter (by ifIndex = InterfaceIndex, else by Name = FriendlyName), in any order.
+TEST(ParseNetAdaptersTest, TheThreeCmdletsJoinIntoOneNicPerAdapter) {
+  const char* adapters = R"([
+      {"Name": "Ethernet 2", "InterfaceDescription": "Mellanox ConnectX-4 Lx", "ifIndex": 6,
+       "Status": "Up", "MacAddress": "00-15-5D-0A-02-05", "LinkSpeed": "25 Gbps",
+       "ReceiveLinkSpeed": 25000000000, "TransmitLinkSpeed": 25000000000, "MtuSize": 9000,
+       "InterfaceOperationalStatus": 1, "HardwareInterface": true},
+      {"Name": "Ethernet", "InterfaceDescription": "Microsoft Hyper-V Network Adapter",
+       "ifIndex": 4, "Status": "Disconnected", "LinkSpeed": "0 bps", "ReceiveLinkSpeed": 0,
+       "TransmitLinkSpeed": 0, "Speed": 9223372036854775807, "MtuSize": 1500,
+       "InterfaceOperationalStatus": 2, "HardwareInterface": false}])";
+  const char* rss = R"([
+      {"Name": "Ethernet 2", "InterfaceDescription": "Mellanox ConnectX-4 Lx", "Enabled": true,
+       "NumberOfReceiveQueues": 8, "Profile": 4},
+      {"Name": "Ethernet", "Enabled": "False", "NumberOfReceiveQueues": "1"}])";
+  const char* smb = R"([
+      {"FriendlyName": "Ethernet 2", "InterfaceIndex": 6, "IpAddress": "10.2.0.5",
+       "LinkSpeed": 25000000000, "RssCapable": true, "RdmaCapable": false},
+      {"FriendlyName": "Ethernet 2", "InterfaceIndex": 6, "IpAddress": "fe80::1",
+       "LinkSpeed": 25000000000, "RssCapable": true, "RdmaCapable": false}])";
+  using Parser = absl::Status (*)(absl::string_view, absl::string_view, v1::Posture*,
+                                  std::vector<std::string>*);
+  struct Step {
+    Parser parse;
+    const char* bytes;
+  };
+  std::vector<std::vector<Step>> orders = {
+      {{&ParseNetAdapters, adapters}, {&ParseNetAdapterRss, rss}, {&ParseNetworkInterfaces, smb}},
+      {{&ParseNetworkInterfaces, smb}, {&ParseNetAdapterRss, rss}, {&ParseNetAdapters, adapters}},
+  };
+  for (const auto& order : orders) {
+    v1::Posture p;
+    std::vector<std::string> problems;
+    for (const Step& step : order) ASSERT_TRUE(step.parse(step.bytes, "f", &p, &problems).ok());
+    EXPECT_THAT(problems, IsEmpty());
+    ASSERT_THAT(p.nics(), SizeIs(2));
+    const v1::Nic& fast = p.nics(0).name() == "Ethernet 2" ? p.nics(0) : p.nics(1);
+    const v1::Nic& idle = p.nics(0).name() == "Ethernet 2" ? p.nics(1) : p.nics(0);
+    EXPECT_EQ(fast.name(), "Ethernet 2");
+    EXPECT_EQ(fast.description(), "Mellanox ConnectX-4 Lx");
+    EXPECT_EQ(fast.interface_index(), 6u);
+    EXPECT_EQ(fast.link_speed_bps(), 25000000000u);
+    EXPECT_TRUE(fast.up());
+    EXPECT_EQ(fast.mtu(), 9000u);
+    EXPECT_EQ(fast.mac(), "00-15-5D-0A-02-05");
+    EXPECT_TRUE(fast.rss_enabled());
+    EXPECT_EQ(fast.rss_queues(), 8u);
+    EXPECT_TRUE(fast.rss_capable());
+    EXPECT_FALSE(fast.rdma_capable());
+    EXPECT_TRUE(fast.physical());
+    // Disconnected: speed 0 / 2^63-1 is no speed; SMB does not list it: RSS/RDMA capability
+    // unknown.
+    EXPECT_EQ(idle.name(), "Ethernet");
+    EXPECT_FALSE(idle.has_link_speed_bps());
+    EXPECT_TRUE(idle.has_up());
+    EXPECT_FALSE(idle.up());
+    EXPECT_FALSE(idle.rss_enabled());
+    EXPECT_EQ(idle.rss_queues(), 1u);
+    EXPECT_FALSE(idle.has_rss_capable());
+    EXPECT_FALSE(idle.has_rdma_capable());
+    EXPECT_FALSE(idle.physical());
+  }
+}
+
+TEST(ParseNetAdaptersTest, OneAdapterAsABareObjectAndStatusText) {
+  v1::Posture p;
+  std::vector<std::string> problems;
+  // PS 5.1 writes one result as a bare object; no numeric operational status, Status text only.
+  ASSERT_TRUE(ParseNetAdapters(R"js({"Name": "vEthernet (LAN)", "Status": "Up",
+      "ifIndex": "12", "LinkSpeed": "10 Gbps", "TransmitLinkSpeed": 10000000000})js",
+                               "Get-NetAdapter.json", &p, &problems)
+                  .ok());
+  EXPECT_THAT(problems, IsEmpty());
+  ASSERT_THAT(p.nics(), SizeIs(1));
+  EXPECT_EQ(p.nics(0).interface_index(), 12u);
+  EXPECT_TRUE(p.nics(0).up());
+  EXPECT_EQ(p.nics(0).link_speed_bps(), 10000000000u);
+  EXPECT_FALSE(p.nics(0).has_mtu());
+  EXPECT_FALSE(p.nics(0).has_physical());
+  // "OK" is CIM health, not the link: unknown.
+  v1::Posture q;
+  ASSERT_TRUE(ParseNetAdapters(R"([{"Name": "x", "Status": "OK"}])", "f", &q, &problems).ok());
+  EXPECT_FALSE(q.nics(0).has_up());
+}
+
+TEST(ParseNetAdaptersTest, MalformedInputIsAnErrorNamingTheFile) {
+  v1::Posture p;
+  std::vector<std::string> problems;
+  absl::Status s = ParseNetAdapters("[{\"Name\": ", "Get-NetAdapter.json", &p, &problems);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Get-NetAdapter.json"));
+  s = ParseNetAdapterRss("{oops", "Get-NetAdapterRss.json", &p, &problems);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr("Get-NetAdapterRss.json"));
+  EXPECT_THAT(p.nics(), IsEmpty());
+  // A property of the wrong shape is one problem; the rest of the adapter is still read.
+  ASSERT_TRUE(
+      ParseNetAdapterRss(R"([{"Name": "e", "Enabled": true, "NumberOfReceiveQueues": "many"}])",
+                         "Get-NetAdapterRss.json", &p, &problems)
+          .ok());
+  EXPECT_THAT(problems, ElementsAre(HasSubstr("NumberOfReceiveQueues")));
+  ASSERT_THAT(p.nics(), SizeIs(1));
+  EXPECT_TRUE(p.nics(0).rss_enabled());
+  EXPECT_FALSE(p.nics(0).has_rss_queues());
+}
+
 }  // namespace
 }  // namespace smbfleet::agent::windows

@@ -143,6 +143,9 @@ const std::string& ProbeScript(const std::string& probe) {
           {"Registry-LanmanServer", Registry("Registry-LanmanServer")},
           {"Registry-LanmanWorkstation", Registry("Registry-LanmanWorkstation")},
           {"Registry-HardenedPaths", Registry("Registry-HardenedPaths")},
+          {"Get-NetAdapter", List("Get-NetAdapter")},
+          // The indirection table and processor array are per-queue detail, kilobytes each.
+          {"Get-NetAdapterRss", List("Get-NetAdapterRss", ",IndirectionTable,RssProcessorArray")},
           {"events", kEventsScript},
       };
   static const std::string* kEmpty = new std::string();

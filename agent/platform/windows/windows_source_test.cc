@@ -102,6 +102,31 @@ TEST(CaptureSourceTest, Ws2016Utf16WithBomAndCimEnvelope) {
   EXPECT_EQ(e->code(), "CAPTURE");
   EXPECT_EQ(e->message(), "Access is denied.");
   EXPECT_THAT(p.probe_errors(), SizeIs(1));
+  // Older capture folders have no Get-NetAdapter*.json: no NICs, and that is no error.
+  EXPECT_THAT(p.nics(), IsEmpty());
+}
+
+TEST(CaptureSourceTest, MalformedNicFileIsAProbeErrorNamingIt) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "/capture_nic_error");
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/Get-NetAdapter.json", "[{\"Name\": \"Ethernet\",").ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(dir + "/Get-NetAdapterRss.json",
+                      R"([{"Name": "Ethernet", "Enabled": true, "NumberOfReceiveQueues": 4}])")
+          .ok());
+  auto p = NewWindowsCaptureSource(dir)->Collect();
+  ASSERT_TRUE(p.ok()) << p.status();
+  const v1::ProbeError* e = FindError(*p, "Get-NetAdapter");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->code(), "PARSE");
+  EXPECT_THAT(e->message(), HasSubstr("Get-NetAdapter.json"));
+  EXPECT_THAT(e->sections(), ElementsAre(v1::POSTURE_SECTION_NETWORK));
+  EXPECT_THAT(p->probe_errors(), SizeIs(1));
+  // The RSS file still counts; what only Get-NetAdapter knows stays unknown.
+  ASSERT_THAT(p->nics(), SizeIs(1));
+  EXPECT_EQ(p->nics(0).rss_queues(), 4u);
+  EXPECT_FALSE(p->nics(0).has_link_speed_bps());
+  EXPECT_FALSE(p->nics(0).has_up());
 }
 
 TEST(CaptureSourceTest, Ws2019Utf8BomNumericStringsAndSmb1Session) {
@@ -184,7 +209,16 @@ TEST(CaptureSourceTest, Ws2022LargeIdsCiphersAndClientConnections) {
   EXPECT_TRUE(p.connections(1).signed_());
   ASSERT_THAT(p.multichannel_connections(), SizeIs(1));
   EXPECT_EQ(p.multichannel_connections(0).client_link_speed_bps(), 25000000000u);
-  ASSERT_THAT(p.nics(), SizeIs(1));
+  // Get-NetAdapter's two adapters, joined with RSS and the SMB interface by ifIndex / name.
+  ASSERT_THAT(p.nics(), SizeIs(2));
+  EXPECT_EQ(p.nics(0).name(), "Ethernet 2");
+  EXPECT_EQ(p.nics(0).link_speed_bps(), 25000000000u);
+  EXPECT_EQ(p.nics(0).rss_queues(), 8u);
+  EXPECT_TRUE(p.nics(0).rss_capable());
+  EXPECT_TRUE(p.nics(0).up());
+  EXPECT_EQ(p.nics(1).name(), "Ethernet");
+  EXPECT_FALSE(p.nics(1).up());
+  EXPECT_FALSE(p.nics(1).has_link_speed_bps());
   EXPECT_EQ(p.shares(4).name(), "Reports'; Remove-Item C:\\ -Recurse; '");
   EXPECT_TRUE(p.shares(2).compress_data());
   EXPECT_TRUE(p.shares(3).has_compress_data());

@@ -32,6 +32,8 @@ inline constexpr StandInProbe kStandInProbes[] = {
     {L"Registry-LanmanServer", L"\\LanmanServer\\Parameters'", L"Get-ItemProperty"},
     {L"Registry-LanmanWorkstation", L"\\LanmanWorkstation\\Parameters'", L"Get-ItemProperty"},
     {L"Registry-HardenedPaths", L"\\NetworkProvider\\HardenedPaths'", L"Get-ItemProperty"},
+    {L"Get-NetAdapter", L"Get-NetAdapter | Select-Object", L"Get-NetAdapter"},
+    {L"Get-NetAdapterRss", L"Get-NetAdapterRss | Select-Object", L"Get-NetAdapterRss"},
     {L"events", L"Get-WinEvent", L"Get-WinEvent"},
 };
 
