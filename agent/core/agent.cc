@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "agent/core/backoff.h"
 #include "agent/core/durable_file.h"
 #include "agent/core/probe_errors.h"
@@ -99,11 +100,15 @@ bool FitReport(smbfleet::v1::ReportRequest* report, size_t max_bytes) {
   return report->ByteSizeLong() <= max_bytes;
 }
 
-std::string AckKey(const smbfleet::v1::Posture& posture) {
+// What the acked_digest file holds: the posture's digest (which leaves the benchmarks out) and a
+// digest of the benchmarks, so that a new benchmark run still goes whole.
+std::string AckKey(absl::string_view posture_digest, const smbfleet::v1::Posture& posture) {
   smbfleet::v1::Posture benchmarks;
   *benchmarks.mutable_benchmarks() = posture.benchmarks();
-  return absl::StrCat(PostureDigest(posture), " ", Sha256Hex(DeterministicBytes(benchmarks)));
+  return absl::StrCat(posture_digest, " ", Sha256Hex(DeterministicBytes(benchmarks)));
 }
+
+constexpr char kAckedDigestFile[] = "/acked_digest";
 
 absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
                                                         const AgentConfig& config,
@@ -298,18 +303,18 @@ absl::Status Agent::Flush() {
 
 absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
     const smbfleet::v1::ReportRequest& report, bool* digest_only) {
-  const std::string path = config_.spool_dir + "/acked_digest";
   if (!acked_loaded_) {
-    auto bytes = ReadFile(path, 1024);
+    auto bytes = ReadFile(config_.spool_dir + kAckedDigestFile, 1024);
     if (bytes.ok()) acked_ = std::string(absl::StripAsciiWhitespace(*bytes));
     acked_loaded_ = true;
   }
-  const std::string key = AckKey(report.posture());
+  const std::string digest = PostureDigest(report.posture());
+  const std::string key = AckKey(digest, report.posture());
   if (!acked_.empty() && key == acked_) {
     smbfleet::v1::ReportRequest brief;
     brief.set_report_id(report.report_id());
     brief.set_reason(report.reason());
-    brief.set_posture_digest(PostureDigest(report.posture()));
+    brief.set_posture_digest(digest);
     if (report.posture().has_collected_at()) {
       *brief.mutable_collected_at() = report.posture().collected_at();
     }
@@ -337,7 +342,7 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
 void Agent::SetAcked(const std::string& key) {
   if (key == acked_) return;
   acked_ = key;
-  const std::string path = config_.spool_dir + "/acked_digest";
+  const std::string path = config_.spool_dir + kAckedDigestFile;
   // Lost on a failed write: the next report then goes whole, which is always safe.
   absl::Status s = key.empty() ? RemoveFile(path) : WriteFileDurably(path, key + "\n", 0600);
   if (!s.ok()) Log()->warn("{}", LogSafe(s));
