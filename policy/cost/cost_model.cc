@@ -136,6 +136,24 @@ Workload Workload::SmallFiles() {
   return w;
 }
 
+std::string ClientKindName(ClientKind client) {
+  return client == ClientKind::kSmbclient ? "smbclient" : "windows";
+}
+
+absl::StatusOr<ClientKind> ParseClientKind(absl::string_view text) {
+  for (ClientKind client : {ClientKind::kWindows, ClientKind::kSmbclient}) {
+    if (text == ClientKindName(client)) {
+      return client;
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("client: '", text, "' is not one of windows, smbclient"));
+}
+
+double ModelParameters::WindowBytes(ClientKind client) const {
+  return client == ClientKind::kSmbclient ? smbclient_window_bytes : window_bytes;
+}
+
 std::string Workload::Name() const {
   return kind == Kind::kLargeSequential ? "large files" : "small files";
 }
@@ -590,13 +608,32 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
     if (absl::SimpleAtod(absl::StripAsciiWhitespace(it->second), &ms) && std::isfinite(ms) &&
         ms > 0 && ms < 10'000) {
       host.rtt_seconds = ms / 1000;
+      host.rtt_source = "label rtt_ms";
     } else {
       host.assumptions.push_back(
           absl::StrCat("rtt_ms: '", it->second, "' is not a positive number of milliseconds"));
     }
   }
   if (host.rtt_seconds == 0) {
+    // No label: the round trip the kernel measured on the live sessions (the median of their
+    // min_rtt, the least disturbed by queueing); a session without a reading is left out.
+    std::vector<double> min_rtts;
+    for (const v1::Session& s : posture.sessions()) {
+      if (s.has_min_rtt_us() && s.min_rtt_us() > 0) {
+        min_rtts.push_back(s.min_rtt_us());
+      }
+    }
+    if (!min_rtts.empty()) {
+      std::sort(min_rtts.begin(), min_rtts.end());
+      size_t n = min_rtts.size();
+      double us = n % 2 ? min_rtts[n / 2] : (min_rtts[n / 2 - 1] + min_rtts[n / 2]) / 2;
+      host.rtt_seconds = us / 1e6;
+      host.rtt_source = absl::StrFormat("median min_rtt of %d session%s", n, n == 1 ? "" : "s");
+    }
+  }
+  if (host.rtt_seconds == 0) {
     double rtt = host.wan ? p.default_wan_rtt_seconds : p.default_lan_rtt_seconds;
+    host.rtt_source = host.wan ? "WAN default" : "LAN default";
     host.assumptions.push_back(
         absl::StrFormat("RTT unknown: assumed %g ms (%s)", rtt * 1000, host.wan ? "WAN" : "LAN"));
   }
@@ -683,7 +720,7 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
     double cpu_rate = parallel * io / cpu_seconds_per_io;
     double wire_rate = r.wire_bytes_per_second / wire_overhead;
     // The window holds wire bytes: compressed data fits more payload in flight.
-    double latency_rate = r.channels * p.window_bytes / r.rtt / (on_wire(io) / io);
+    double latency_rate = r.channels * p.WindowBytes(workload.client) / r.rtt / (on_wire(io) / io);
 
     out.throughput_bytes_per_second = cpu_rate;
     out.limit = Prediction::Limit::kCpu;

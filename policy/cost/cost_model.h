@@ -38,6 +38,19 @@ using ::smbfleet::v1::Dialect;
 // ---------------------------------------------------------------------------------------------
 // Workload profiles.
 
+// The SMB client that issues the reads. How many bytes a connection keeps in flight is set by
+// the client's design (reads outstanding x read size) and by the TCP it runs over
+// (ModelParameters::WindowBytes).
+enum class ClientKind {
+  kWindows,    // the anchor's Windows client (the published 108 -> 31 MB/s case)
+  kSmbclient,  // Samba's smbclient (get) against smbd on Linux
+};
+
+// "windows", "smbclient".
+std::string ClientKindName(ClientKind client);
+// The inverse of ClientKindName; an error naming the text otherwise.
+absl::StatusOr<ClientKind> ParseClientKind(absl::string_view text);
+
 struct Workload {
   enum class Kind { kLargeSequential, kSmallFiles };
   enum class Direction { kRead, kWrite };  // from the client's view: read = server sends data
@@ -50,6 +63,8 @@ struct Workload {
   // (CREATE, QUERY_INFO, CLOSE, ...).
   uint64_t file_bytes = 0;
   uint32_t ops_per_file = 0;
+  // Who reads: sets the bytes in flight per channel.
+  ClientKind client = ClientKind::kWindows;
 
   // Large sequential copy: 1 MiB reads (what Windows and smbclient issue on a fast link).
   static Workload LargeSequential();
@@ -173,8 +188,13 @@ struct HostProfile {
   // connection on one NIC without RSS: signing and encryption run on one core.
   enum class Multichannel { kUnknown, kPossible, kNotPossible };
   Multichannel multichannel = Multichannel::kUnknown;
-  double rtt_seconds = 0;  // label rtt_ms; 0 = unknown (LAN default, or WAN default)
-  bool wan = false;        // label wan=true|yes|1
+  // Label rtt_ms, else the median of the sessions' measured min_rtt_us; 0 = unknown (LAN
+  // default, or WAN default).
+  double rtt_seconds = 0;
+  // Where rtt_seconds comes from: "label rtt_ms", "median min_rtt of 3 sessions",
+  // "LAN default", "WAN default"; empty for a profile not built from a posture.
+  std::string rtt_source;
+  bool wan = false;  // label wan=true|yes|1
   Dialect dialect = ::smbfleet::v1::DIALECT_UNSPECIFIED;
   // The SMB client runs on this host, on a core of its own (the loopback lab): the slower of
   // the two sets the pace of a large transfer, and the client's CPU adds to the host's.
@@ -195,7 +215,8 @@ struct HostProfile {
 // Builds the profile from a posture: host.logical_cores, host.platform, benchmarks[],
 // nics[] (link_speed_bps of the NICs not known to be down; up, rss_* for multichannel) /
 // multichannel_connections[], labels link_speed ("1Gbit", "10G",
-// "100Mbit", "2.5Gbps"), rtt_ms ("0.25"), wan ("true"), and TypicalDialect().
+// "100Mbit", "2.5Gbps"), rtt_ms ("0.25"), wan ("true"), sessions[].min_rtt_us (the RTT when
+// rtt_ms is absent), and TypicalDialect().
 HostProfile ProfileFromPosture(const ::smbfleet::v1::Posture& posture);
 
 // From posture.nics[]: possible with two or more NICs up (a NIC of unknown state counts as up
@@ -238,8 +259,13 @@ struct ModelParameters {
   std::map<CryptoAlgorithm, double> samba_client_crypto_factor;
   // Extra bytes a protected message carries (SMB2 transform header 52 B; signature in-header).
   double transform_header_bytes = 52;
-  // Bytes in flight per channel: throughput <= window / RTT.
+  // Bytes in flight per channel: throughput <= window / RTT. window_bytes is the anchor's
+  // Windows client's; smbclient_window_bytes smbclient's over Linux TCP (parameters.cc has the
+  // derivation of each).
   double window_bytes = 0;
+  double smbclient_window_bytes = 0;
+  // The window of `client`.
+  double WindowBytes(ClientKind client) const;
   // Payload share of the line rate (Ethernet/IP/TCP/NetBIOS/SMB2 headers).
   double link_efficiency = 0;
   // Defaults when the host does not say.

@@ -274,6 +274,142 @@ TEST(ProfileFromPostureTest, BadOrMissingInputsAreNamedAssumptions) {
   EXPECT_TRUE(h.crypto.empty());
 }
 
+TEST(ProfileFromPostureTest, RttFromLabelElseSessionsMinRttElseDefault) {
+  struct Case {
+    const char* what;
+    const char* label;                                 // rtt_ms, or nullptr
+    std::vector<std::optional<uint32_t>> min_rtts_us;  // one session each
+    double want_seconds;
+    const char* want_source;
+  };
+  const std::optional<uint32_t> kNone;
+  std::vector<Case> cases = {
+      {"the label wins over the sessions", "2.5", {60'000u, 61'000u}, 0.0025, "label rtt_ms"},
+      {"one session", nullptr, {30'120u}, 0.03012, "median min_rtt of 1 session"},
+      {"odd count: the middle one",
+       nullptr,
+       {900u, 60'000u, 400u},
+       0.0009,
+       "median min_rtt of 3 sessions"},
+      {"even count: the mean of the middle two",
+       nullptr,
+       {400u, 600u, 800u, 90'000u},
+       0.0007,
+       "median min_rtt of 4 sessions"},
+      {"sessions without a reading are left out",
+       nullptr,
+       {kNone, 500u, 0u},
+       0.0005,
+       "median min_rtt of 1 session"},
+      // Unknown (0): Predict() uses the LAN default.
+      {"no reading at all: the LAN default", nullptr, {kNone, kNone}, 0, "LAN default"},
+  };
+  for (const Case& c : cases) {
+    v1::Posture p = BenchedPosture();
+    if (c.label != nullptr) {
+      (*p.mutable_host()->mutable_labels())["rtt_ms"] = c.label;
+    }
+    for (const std::optional<uint32_t>& us : c.min_rtts_us) {
+      v1::Session* s = p.add_sessions();
+      if (us) s->set_min_rtt_us(*us);
+    }
+    HostProfile h = ProfileFromPosture(p);
+    EXPECT_NEAR(h.rtt_seconds, c.want_seconds, 1e-12) << c.what;
+    EXPECT_EQ(h.rtt_source, c.want_source) << c.what;
+    bool assumed = false;
+    for (const std::string& a : h.assumptions) assumed = assumed || a.find("RTT unknown") == 0;
+    EXPECT_EQ(assumed, std::string(c.want_source) == "LAN default") << c.what;
+  }
+}
+
+TEST(ProfileFromPostureTest, MeasuredRttFeedsTheLatencyBound) {
+  v1::Posture p = BenchedPosture();
+  (*p.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  p.add_sessions()->set_min_rtt_us(30'000);
+  Prediction measured =
+      Predict(ProfileFromPosture(p), ProtectionLevel::None(), Workload::LargeSequential());
+  (*p.mutable_host()->mutable_labels())["rtt_ms"] = "30";
+  Prediction labelled =
+      Predict(ProfileFromPosture(p), ProtectionLevel::None(), Workload::LargeSequential());
+  EXPECT_EQ(measured.limit, Prediction::Limit::kLatency);
+  EXPECT_DOUBLE_EQ(measured.throughput_bytes_per_second, labelled.throughput_bytes_per_second);
+}
+
+TEST(PredictTest, OneNicWithoutRssEncryptsOnOneCore) {
+  // A fast link and 8 or 64 cores: with one channel possible the cipher runs on one core, so
+  // the CPU bound is one core's rate whatever the core count.
+  v1::Posture p = BenchedPosture();
+  (*p.mutable_host()->mutable_labels())["rtt_ms"] = "0.05";
+  p.mutable_server()->set_multichannel_enabled(true);
+  v1::Nic* nic = p.add_nics();
+  nic->set_link_speed_bps(200'000'000'000);
+  nic->set_up(true);
+  nic->set_rss_capable(false);
+  nic->set_rss_queues(1);
+  HostProfile h = ProfileFromPosture(p);
+  ASSERT_EQ(h.multichannel, HostProfile::Multichannel::kNotPossible);
+  const ProtectionLevel ccm = ProtectionLevel::Encryption(v1::AES_128_CCM);
+  Prediction eight = Predict(h, ccm, Workload::LargeSequential());
+  EXPECT_EQ(eight.limit, Prediction::Limit::kCpu);
+  EXPECT_NEAR(eight.throughput_bytes_per_second * eight.server_cpu_seconds_per_byte, 1, 1e-9);
+  h.logical_cores = 64;
+  EXPECT_DOUBLE_EQ(Predict(h, ccm, Workload::LargeSequential()).throughput_bytes_per_second,
+                   eight.throughput_bytes_per_second);
+  // A second NIC up makes two channels possible: two cores' worth.
+  const v1::Nic second = *nic;
+  *p.add_nics() = second;
+  HostProfile two = ProfileFromPosture(p);
+  ASSERT_EQ(two.multichannel, HostProfile::Multichannel::kPossible);
+  EXPECT_NEAR(Predict(two, ccm, Workload::LargeSequential()).throughput_bytes_per_second /
+                  eight.throughput_bytes_per_second,
+              2, 1e-9);
+}
+
+TEST(ClientKindTest, ParseAndName) {
+  for (ClientKind c : {ClientKind::kWindows, ClientKind::kSmbclient}) {
+    absl::StatusOr<ClientKind> parsed = ParseClientKind(ClientKindName(c));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, c);
+  }
+  absl::StatusOr<ClientKind> bad = ParseClientKind("macos");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("client: 'macos'"));
+}
+
+TEST(PredictTest, TheClientSetsTheWindow) {
+  HostProfile h;
+  h.link_bits_per_second = 1e9;
+  Workload windows = Workload::LargeSequential();
+  Workload smbclient = Workload::LargeSequential();
+  smbclient.client = ClientKind::kSmbclient;
+  const ModelParameters& p = DefaultParameters();
+  // smbclient's window: 2/3 of Linux's default 4 MiB send buffer (parameters.cc).
+  EXPECT_NEAR(p.WindowBytes(ClientKind::kSmbclient), 2.796e6, 1e3);
+  EXPECT_DOUBLE_EQ(p.WindowBytes(ClientKind::kWindows), p.window_bytes);
+  struct Case {
+    double rtt_ms;
+    Prediction::Limit windows_limit;
+    double windows_mbps;
+    Prediction::Limit smbclient_limit;
+    double smbclient_mbps;
+  } cases[] = {
+      // The published case is the Windows client's: 108 -> 31 MB/s.
+      {0.25, Prediction::Limit::kLink, 108, Prediction::Limit::kLink, 108},
+      {30, Prediction::Limit::kLatency, 31, Prediction::Limit::kLatency, 93.2},
+      {60, Prediction::Limit::kLatency, 15.5, Prediction::Limit::kLatency, 46.6},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.rtt_ms);
+    h.rtt_seconds = c.rtt_ms / 1000;
+    Prediction w = Predict(h, ProtectionLevel::None(), windows);
+    Prediction s = Predict(h, ProtectionLevel::None(), smbclient);
+    EXPECT_EQ(w.limit, c.windows_limit);
+    EXPECT_NEAR(w.throughput_bytes_per_second / 1e6, c.windows_mbps, 0.1);
+    EXPECT_EQ(s.limit, c.smbclient_limit);
+    EXPECT_NEAR(s.throughput_bytes_per_second / 1e6, c.smbclient_mbps, 0.1);
+  }
+}
+
 TEST(PredictTest, CpuBoundThroughputFollowsCryptoCost) {
   HostProfile h = FastLinkHost();
   Workload large = Workload::LargeSequential();

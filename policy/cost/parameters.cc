@@ -42,6 +42,20 @@ const ModelParameters& DefaultParameters() {
     // 31 MB/s x 30 ms = 0.93 MB in flight.
     p->link_efficiency = 108e6 / 125e6;
     p->window_bytes = 31e6 * 0.030;
+    // smbclient 4.17 `get` (Samba source3/client/client.c do_get -> cli_pull_send in
+    // source3/libsmb/clireadwrite.c) keeps 16 MiB of reads outstanding (its default window,
+    // io_bufsize 0) in reads of the server's SMB2 MaxReadSize: smbd's `smb2 max read`, 8 MiB
+    // by default, so 2 reads; credits do not bind (smbd grants up to `smb2 max credits`, 8192,
+    // = 512 MiB). 16 MiB is more than smbd's TCP socket may hold: Linux caps a socket's send
+    // buffer (bytes in flight plus bytes not yet sent) at net.ipv4.tcp_wmem's max, 4 MiB by
+    // default, and smbd sets no SO_SNDBUF. smbd writes into the non-blocking socket and is woken
+    // to write more only when the queue has fallen to 2/3 of the buffer (the kernel's
+    // sk_stream_min_wspace: free space >= half of what is queued), so while a read is served the
+    // queue lies between 2/3 and all of 4 MiB, and part of it waits for BBR's pacing
+    // (0.8-1.1 MB seen at 30 ms). The window is the queue's floor, 2/3 x 4 MiB = 2.8 MB;
+    // measured in flight through smbfleet-delay-link: 2.65 MB at 60 ms over 256 MiB copies
+    // (docs/netpath.md).
+    p->smbclient_window_bytes = 4194304.0 * 2 / 3;
     // Reference host (2 vCPU AMD EPYC VM, AES-NI, PCLMULQDQ, VAES, VPCLMULQDQ, SHA-NI;
     // OpenSSL 3.0): one-thread agent benchmark (crypto_bench_compare), fitted as
     // seconds = per_call + per_byte x size through 4 KiB and 1 MiB.

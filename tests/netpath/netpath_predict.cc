@@ -2,8 +2,9 @@
 // link of a given rate and round trip: the figure throughput.sh sets beside what a real transfer
 // through smbfleet-delay-link carried.
 //
-//   netpath_predict --link_mbit=MBIT --rtt_ms=MS
+//   netpath_predict --link_mbit=MBIT --rtt_ms=MS [--client=windows|smbclient]
 //
+// --client picks the client whose window the latency term uses (default windows, the anchor's).
 // Prints one JSON object: the prediction, the limit that set it (link, latency, cpu) and the
 // model parameters behind the link and latency terms.
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "policy/cost/cost_model.h"
 
@@ -55,8 +57,19 @@ const char* LimitName(cost::Prediction::Limit limit) {
 int main(int argc, char** argv) {
   double link_mbit = 0;
   double rtt_ms = 0;
+  cost::ClientKind client = cost::ClientKind::kWindows;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg.rfind("--client=", 0) == 0) {
+      absl::StatusOr<cost::ClientKind> parsed = cost::ParseClientKind(arg.substr(9));
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "netpath_predict: --%s\n",
+                     std::string(parsed.status().message()).c_str());
+        return 2;
+      }
+      client = *parsed;
+      continue;
+    }
     if (!ParseFlag(arg, "link_mbit", 0, 1e6, &link_mbit) &&
         !ParseFlag(arg, "rtt_ms", 0, 10000, &rtt_ms)) {
       std::fprintf(stderr, "netpath_predict: unknown argument '%s'\n", arg.c_str());
@@ -64,21 +77,25 @@ int main(int argc, char** argv) {
     }
   }
   if (link_mbit == 0 || rtt_ms == 0) {
-    std::fprintf(stderr, "usage: netpath_predict --link_mbit=MBIT --rtt_ms=MS\n");
+    std::fprintf(stderr,
+                 "usage: netpath_predict --link_mbit=MBIT --rtt_ms=MS "
+                 "[--client=windows|smbclient]\n");
     return 2;
   }
   cost::HostProfile host;
   host.link_bits_per_second = link_mbit * 1e6;
   host.rtt_seconds = rtt_ms / 1000;
   const cost::ModelParameters& parameters = cost::DefaultParameters();
-  cost::Prediction p = cost::Predict(host, cost::ProtectionLevel::None(),
-                                     cost::Workload::LargeSequential(), parameters);
+  cost::Workload workload = cost::Workload::LargeSequential();
+  workload.client = client;
+  cost::Prediction p = cost::Predict(host, cost::ProtectionLevel::None(), workload, parameters);
   nlohmann::json out = {
       {"linkMbit", link_mbit},
       {"rttMs", rtt_ms},
+      {"client", cost::ClientKindName(client)},
       {"predictedBytesPerSecond", p.throughput_bytes_per_second},
       {"limit", LimitName(p.limit)},
-      {"windowBytes", parameters.window_bytes},
+      {"windowBytes", parameters.WindowBytes(client)},
       {"linkEfficiency", parameters.link_efficiency},
   };
   std::printf("%s\n", out.dump().c_str());
