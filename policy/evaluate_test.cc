@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -327,12 +329,49 @@ TEST(EvaluateTest, SessionLatencyJudgesTheLowestRoundTripTime) {
   ASSERT_GT(r->evidence_size(), 0);
   EXPECT_EQ(r->evidence(0).note(), "1 sessions without a measured round-trip time");
 
-  // Exactly at the bound is fine; Windows sessions carry no round-trip time: not applicable.
+  // Exactly at the bound is fine.
   samba.mutable_sessions(0)->set_min_rtt_us(10000);
   EXPECT_EQ(StatusOf(EvaluateHost(policy, samba, {}, kNow), "session-latency"),
             smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
-  EXPECT_EQ(StatusOf(EvaluateHost(policy, GoodWindows(), {}, kNow), "session-latency"),
-            smbfleet::v1::COMPLIANCE_STATUS_NOT_APPLICABLE);
+}
+
+TEST(EvaluateTest, SessionLatencyJudgesWindowsSessionsToo) {
+  Policy policy = Baseline();
+  Posture windows = GoodWindows();
+  windows.clear_sessions();
+  // Windows reports whole milliseconds (TCP extended statistics): a LAN client reads 0.
+  auto* lan = windows.add_sessions();
+  lan->set_session_id("9007199254740993");
+  lan->set_client_address("10.2.0.15");
+  lan->set_min_rtt_us(0);
+  auto* branch = windows.add_sessions();
+  branch->set_session_id("9007199254741001");
+  branch->set_client_address("10.8.0.80");
+  branch->set_min_rtt_us(23000);
+  // No client port from the cmdlets and two connections from this client: not measured.
+  auto* shared = windows.add_sessions();
+  shared->set_session_id("18446744073709551557");
+  shared->set_client_address("10.2.0.77");
+
+  HostEvaluation e = EvaluateHost(policy, windows, {}, kNow);
+  const RuleResult* r = Find(e, "session-latency");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->status(), smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT);
+  EXPECT_EQ(r->message(), "1 of 3 sessions violate: lowest round-trip time <= 10.0 ms");
+  std::vector<std::string> named;
+  for (const auto& ev : r->evidence()) {
+    if (!ev.session_id().empty()) named.push_back(ev.session_id() + " " + ev.observed());
+  }
+  EXPECT_EQ(named, std::vector<std::string>{"9007199254741001 23.0 ms"});
+
+  // Sessions without a measurement (a failed tcp_estats read) leave the rule compliant, noted.
+  for (auto& s : *windows.mutable_sessions()) s.clear_min_rtt_us();
+  e = EvaluateHost(policy, windows, {}, kNow);
+  r = Find(e, "session-latency");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->status(), smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+  ASSERT_GT(r->evidence_size(), 0);
+  EXPECT_EQ(r->evidence(0).note(), "3 sessions without a measured round-trip time");
 }
 
 TEST(EvaluateTest, ShareRulesYieldOneResultPerClassifiedShare) {

@@ -3,14 +3,16 @@
 
 // The kernel's view of the server's SMB connections (TCP, by local port: 445 and 139 unless the
 // server listens elsewhere): round-trip times and retransmits per connection, for matching to the
-// sessions a platform reports. Linux implements it
-// with sock_diag (agent/platform/posix/sock_diag.h); tests use a fake.
+// sessions a platform reports. Linux implements it with sock_diag
+// (agent/platform/posix/sock_diag.h), Windows with TCP extended statistics
+// (agent/platform/windows/tcp_estats.h); tests use a fake.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace smbfleet::agent {
@@ -27,6 +29,10 @@ struct TcpConnection {
   std::optional<uint32_t> min_rtt_us;   // lowest round-trip time seen (tcpi_min_rtt)
   std::optional<uint32_t> retransmits;  // tcpi_total_retrans
   std::optional<uint64_t> delivery_rate_bytes_per_sec;  // tcpi_delivery_rate
+  // Not OK when this connection's statistics could not be read (Windows reads them one
+  // connection at a time): the values above are absent and the session it carries gets a probe
+  // error saying why.
+  absl::Status status;
 };
 
 class TcpStats {

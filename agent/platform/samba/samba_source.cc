@@ -1,8 +1,5 @@
 #include "agent/platform/samba/samba_source.h"
 
-#include <arpa/inet.h>
-
-#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "agent/core/session_rtt.h"
 #include "agent/platform/posix/sock_diag.h"
 #include "agent/platform/samba/probe_errors.h"
 #include "agent/platform/samba/smbstatus_parser.h"
@@ -33,24 +31,6 @@ Command MakeCommand(const SambaOptions& options, std::vector<std::string> argv) 
   return c;
 }
 
-// An address in inet_ntop form ("::1", not "0:0::1"; IPv4-mapped IPv6 as plain IPv4, as
-// sock_diag reports it); unchanged when it is not an address.
-std::string CanonicalAddress(const std::string& text) {
-  unsigned char raw[16];
-  char out[INET6_ADDRSTRLEN] = {};
-  if (inet_pton(AF_INET, text.c_str(), raw) == 1) {
-    return inet_ntop(AF_INET, raw, out, sizeof(out)) != nullptr ? out : text;
-  }
-  if (inet_pton(AF_INET6, text.c_str(), raw) == 1) {
-    static constexpr unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    const bool mapped = std::memcmp(raw, kMapped, sizeof(kMapped)) == 0;
-    const char* ok = mapped ? inet_ntop(AF_INET, raw + 12, out, sizeof(out))
-                            : inet_ntop(AF_INET6, raw, out, sizeof(out));
-    return ok != nullptr ? out : text;
-  }
-  return text;
-}
-
 // The ports smbd listens on: `smb ports` ("445 139" by default; spaces or commas).
 std::vector<uint16_t> SmbPorts(const std::optional<TestparmConfig>& config) {
   std::vector<uint16_t> ports;
@@ -66,41 +46,6 @@ std::vector<uint16_t> SmbPorts(const std::optional<TestparmConfig>& config) {
   }
   if (ports.empty()) ports = {445, 139};
   return ports;
-}
-
-// Round-trip times onto the sessions whose client address and port match a connection. A
-// session without a port or without a matching connection (it closed since smbstatus ran) keeps
-// its fields unset; so do all when the read failed, which is a probe error.
-void FillRoundTrips(TcpStats* tcp_stats, const std::vector<uint16_t>& ports, v1::Posture* posture) {
-  if (tcp_stats == nullptr || posture->sessions().empty()) return;
-  absl::StatusOr<std::vector<TcpConnection>> connections = tcp_stats->Connections(ports);
-  if (!connections.ok()) {
-    std::string code = ProbeCodeOf(connections.status());
-    if (connections.status().code() == absl::StatusCode::kPermissionDenied) {
-      code = "PERMISSION_DENIED";
-    } else if (connections.status().code() == absl::StatusCode::kUnimplemented) {
-      code = "UNSUPPORTED";  // a kernel without sock_diag for TCP
-    }
-    AddProbeError(posture, kSockDiagProbe, code, connections.status().message());
-    return;
-  }
-  std::map<std::pair<std::string, uint32_t>, const TcpConnection*> by_peer;
-  for (const auto& c : *connections) {
-    by_peer[{CanonicalAddress(c.remote_address), c.remote_port}] = &c;
-  }
-  for (auto& session : *posture->mutable_sessions()) {
-    if (session.client_port() == 0) continue;
-    auto it = by_peer.find({CanonicalAddress(session.client_address()), session.client_port()});
-    if (it == by_peer.end()) continue;
-    const TcpConnection& c = *it->second;
-    if (c.rtt_us) session.set_rtt_us(*c.rtt_us);
-    if (c.rttvar_us) session.set_rttvar_us(*c.rttvar_us);
-    if (c.min_rtt_us) session.set_min_rtt_us(*c.min_rtt_us);
-    if (c.retransmits) session.set_retransmits(*c.retransmits);
-    if (c.delivery_rate_bytes_per_sec) {
-      session.set_delivery_rate_bytes_per_sec(*c.delivery_rate_bytes_per_sec);
-    }
-  }
 }
 
 class SambaSource : public PostureSource {
@@ -155,7 +100,9 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
       if (session.user().empty()) session.set_anonymous(true);
       *posture.add_sessions() = std::move(session);
     }
-    FillRoundTrips(tcp_stats_, SmbPorts(config), &posture);
+    // smbstatus prints each session's client port: match by address and port.
+    FillSessionRoundTrips(tcp_stats_, SmbPorts(config), PeerMatch::kAddressAndPort, kSockDiagProbe,
+                          &posture);
     for (auto& file : status->open_files) *posture.add_open_files() = std::move(file);
     std::map<std::string, uint32_t> users;
     for (const auto& session : posture.sessions()) {

@@ -10,6 +10,8 @@
 #include "agent/platform/windows/shim/event_log.h"
 #include "agent/platform/windows/shim/process.h"
 #include "agent/platform/windows/shim/system_paths.h"
+#include "agent/platform/windows/shim/tcp_estats.h"
+#include "agent/platform/windows/tcp_estats.h"
 #include "nlohmann/json.hpp"
 
 namespace smbfleet::agent::windows {
@@ -70,14 +72,21 @@ class NativeEventsRunner : public PowerShellRunner {
   PowerShellRunner* inner_;
 };
 
-// Owns the runners the live source uses.
+WindowsOptions WithTcpStats(WindowsOptions options, TcpStats* tcp_stats) {
+  options.tcp_stats = tcp_stats;
+  return options;
+}
+
+// Owns the runners and the TCP statistics reader the live source uses.
 class DefaultLiveSource : public PostureSource {
  public:
   explicit DefaultLiveSource(WindowsOptions options)
       : commands_(NewWindowsCommandRunner()),
         powershell_(NewPowerShellRunner(commands_.get(), shim::SystemPowerShellPath())),
         events_(NewNativeEventsRunner(powershell_.get())),
-        source_(NewWindowsLiveSource(std::move(options), events_.get())) {}
+        tcp_stats_(NewEstatsTcpStats(&shim::ReadTcpEstats)),
+        source_(NewWindowsLiveSource(WithTcpStats(std::move(options), tcp_stats_.get()),
+                                     events_.get())) {}
 
   absl::StatusOr<smbfleet::v1::Posture> Collect() override { return source_->Collect(); }
   absl::Status CommitCollected() override { return source_->CommitCollected(); }
@@ -87,6 +96,7 @@ class DefaultLiveSource : public PostureSource {
   std::unique_ptr<CommandRunner> commands_;
   std::unique_ptr<PowerShellRunner> powershell_;
   std::unique_ptr<PowerShellRunner> events_;
+  std::unique_ptr<TcpStats> tcp_stats_;
   std::unique_ptr<PostureSource> source_;
 };
 

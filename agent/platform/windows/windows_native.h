@@ -20,7 +20,8 @@ std::unique_ptr<CommandRunner> NewWindowsCommandRunner();
 // other script to `inner` (not owned).
 std::unique_ptr<PowerShellRunner> NewNativeEventsRunner(PowerShellRunner* inner);
 
-// `--source=windows`: powershell.exe through NewWindowsCommandRunner, events through the API.
+// `--source=windows`: powershell.exe through NewWindowsCommandRunner, events through the API,
+// sessions' round-trip times from TCP extended statistics (shim/tcp_estats.h).
 std::unique_ptr<smbfleet::agent::PostureSource> NewWindowsDefaultLiveSource(WindowsOptions options);
 
 }  // namespace smbfleet::agent::windows

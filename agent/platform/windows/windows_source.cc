@@ -12,9 +12,11 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "agent/core/probe_errors.h"
+#include "agent/core/session_rtt.h"
 #include "agent/platform/windows/events.h"
 #include "agent/platform/windows/parsers.h"
 #include "agent/platform/windows/ps_json.h"
+#include "agent/platform/windows/tcp_estats.h"
 #include "common/files.h"
 #include "common/version.h"
 #include "nlohmann/json.hpp"
@@ -218,6 +220,10 @@ class LiveSource : public PostureSource {
       if (!parsed.ok()) AddProbeError(&posture, probe.id(), "PARSE", parsed.message());
       AddProblems(&posture, probe.id(), problems);
     }
+    // No cmdlet shows a session's client port: match by address where only one connection
+    // comes from it.
+    FillSessionRoundTrips(options_.tcp_stats, WindowsSmbPorts(), PeerMatch::kAddressOrUniqueAddress,
+                          kTcpEstatsProbe, &posture);
     if (options_.detect_cpu) {
       std::string model = posture.host().cpu().model();
       *posture.mutable_host()->mutable_cpu() = options_.detect_cpu();

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "agent/core/command_runner.h"
 #include "agent/core/source.h"
+#include "agent/core/tcp_stats.h"
 #include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::agent::windows {
@@ -30,6 +31,9 @@ struct WindowsOptions {
   std::function<smbfleet::v1::CpuFeatures()> detect_cpu;
   // The clock for collected_at.
   std::function<absl::Time()> now = [] { return absl::Now(); };
+  // The live source's sessions' round-trip times (tcp_estats.h; not owned, must outlive the
+  // source). Null: sessions carry none. Capture folders never do: they hold no TCP statistics.
+  TcpStats* tcp_stats = nullptr;
 };
 
 // One PowerShell call. The script text is a constant of the agent; whatever varies (share names,

@@ -270,6 +270,9 @@ events_count=$(jq '[.events[]?] | length' "$work/uni-live.out")
 echo "   events: $events_count, probe error: ${events_error:-none}"
 other_errors=$(probe_errors "$work/uni-live.out" | grep -v '^events ' || true)
 [[ -z "$other_errors" ]] || fail "live collect: unexpected probe errors: $other_errors"
+# Round-trip times come from the TCP table (no connection on port 445 under Wine): none made up.
+jq -e '[.sessions[]? | select(has("rttUs") or has("minRttUs") or has("retransmits"))] | length == 0' \
+  "$work/uni-live.out" >/dev/null || fail "live collect: round-trip times without a connection"
 
 step "a cmdlet that times out (Get-SmbSession hangs; the agent's limit is 60 s)"
 install_standin "$fixtures/ws2022" "sleep Get-SmbSession 600"
