@@ -308,6 +308,19 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
     if (bytes.ok()) acked_ = std::string(absl::StripAsciiWhitespace(*bytes));
     acked_loaded_ = true;
   }
+  // Counters ride on whichever report goes next; they stay pending until one is acknowledged.
+  const std::vector<smbfleet::v1::ChangeCounters> counters =
+      counters_ != nullptr ? counters_->Due() : std::vector<smbfleet::v1::ChangeCounters>{};
+  auto sent = [&](const absl::StatusOr<smbfleet::v1::ReportResponse>& response) {
+    // A DUPLICATE was stored before, maybe without these counters: the next report takes them.
+    if (response.ok() && !counters.empty() &&
+        response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_DUPLICATE &&
+        response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
+      Log()->info("report {} carried the load counters of {} change(s)",
+                  LogSafe(report.report_id()), counters.size());
+      counters_->Delivered(counters);
+    }
+  };
   const std::string digest = PostureDigest(report.posture());
   const std::string key = AckKey(digest, report.posture());
   if (!acked_.empty() && key == acked_) {
@@ -318,9 +331,11 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
     if (report.posture().has_collected_at()) {
       *brief.mutable_collected_at() = report.posture().collected_at();
     }
+    for (const auto& c : counters) *brief.add_change_counters() = c;
     auto response = client_->Report(brief);
     if (response.ok() && response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
       *digest_only = true;
+      sent(response);
       return response;
     }
     if (!response.ok() && !IsPermanentReportError(response.status())) return response;
@@ -334,8 +349,16 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
       Log()->debug("collector asks for the posture of report {}", LogSafe(report.report_id()));
     }
   }
-  auto response = client_->Report(report);
+  absl::StatusOr<smbfleet::v1::ReportResponse> response;
+  if (counters.empty()) {
+    response = client_->Report(report);
+  } else {
+    smbfleet::v1::ReportRequest with_counters = report;
+    for (const auto& c : counters) *with_counters.add_change_counters() = c;
+    response = client_->Report(with_counters);
+  }
   if (response.ok()) SetAcked(response->digest_reports() ? key : "");
+  sent(response);
   return response;
 }
 

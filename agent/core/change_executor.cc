@@ -170,7 +170,8 @@ void ChangeExecutor::FinishUntouched(const ChangeOrder& order, Outcome outcome,
   Finish(std::move(entry), std::move(outcome), std::move(current));
 }
 
-void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<SettingChange> after) {
+void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<SettingChange> after,
+                            bool touched) {
   AckChangeRequest& ack = entry.ack;
   ack.Clear();
   ack.set_change_id(entry.order.change_id());
@@ -180,6 +181,8 @@ void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<Set
   ack.set_message(outcome.message);
   for (const auto& b : entry.before) *ack.add_before() = b;
   for (const auto& a : after) *ack.add_after() = a;
+  const bool measured = touched && options_.counters != nullptr && TouchedHost(outcome.result);
+  if (measured) *ack.mutable_counters_before() = options_.counters->Before();
   entry.state = JournalState::kFinished;
   Log()->log(outcome.result == AckChangeRequest::RESULT_APPLIED ? spdlog::level::info
                                                                 : spdlog::level::warn,
@@ -194,6 +197,14 @@ void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<Set
   {
     std::lock_guard<std::mutex> lock(mu_);
     completed_ = journal_.RecentlyCompleted(options_.max_completed_ids);
+  }
+  if (measured) {
+    if (absl::Status s =
+            options_.counters->StartAfter(entry.order.change_id(), entry.order.version());
+        !s.ok()) {
+      Log()->warn("{}: no after-window of load counters will follow: {}", OrderName(entry.order),
+                  LogSafe(s));
+    }
   }
   Crash(CrashPoint::kAfterFinish);
 }
@@ -360,7 +371,7 @@ void ChangeExecutor::Process(const ChangeOrder& raw) {
   if (!applied.ok() || after.size() != settings.size()) {
     after = applier_->Read(settings).value_or(std::vector<SettingChange>{});
   }
-  Finish(std::move(entry), std::move(outcome), std::move(after));
+  Finish(std::move(entry), std::move(outcome), std::move(after), /*touched=*/true);
 }
 
 void ChangeExecutor::Recover(const JournalEntry& entry) {
@@ -377,21 +388,21 @@ void ChangeExecutor::Recover(const JournalEntry& entry) {
     Finish(entry,
            {AckChangeRequest::RESULT_FAILED,
             absl::StrCat(why, "; cannot read the current values: ", current.status().message())},
-           {});
+           {}, /*touched=*/true);
     return;
   }
   if (HasValues(*current, settings, /*skip_unknown=*/false)) {
     Finish(entry,
            {AckChangeRequest::RESULT_APPLIED,
             absl::StrCat(why, " after the apply; the host has the ordered values")},
-           *current);
+           *current, /*touched=*/true);
     return;
   }
   if (HasValues(*current, entry.before, /*skip_unknown=*/true)) {
     Finish(entry,
            {AckChangeRequest::RESULT_ROLLED_BACK,
             absl::StrCat(why, " before the change took effect; the host has the previous values")},
-           *current);
+           *current, /*touched=*/true);
     return;
   }
   absl::Status undo = RestoreBefore(entry);
@@ -400,12 +411,12 @@ void ChangeExecutor::Recover(const JournalEntry& entry) {
     Finish(entry,
            {AckChangeRequest::RESULT_ROLLED_BACK,
             absl::StrCat(why, " midway; restored the previous values")},
-           std::move(after));
+           std::move(after), /*touched=*/true);
   } else {
     Finish(entry,
            {AckChangeRequest::RESULT_FAILED,
             absl::StrCat(why, " midway; restoring the previous values failed: ", undo.message())},
-           std::move(after));
+           std::move(after), /*touched=*/true);
   }
 }
 
