@@ -1,13 +1,13 @@
 #include "agent/platform/posix/proc_counters.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -20,16 +20,28 @@
 namespace smbfleet::agent::posix {
 namespace {
 
-// Small /proc files only; a read error is the file's name and errno.
+// Small /proc files only (plain open and read: this runs for every process each sample); a read
+// error is the file's name and errno.
 bool ReadSmallFile(const std::string& path, std::string* out, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     *error = absl::StrCat(path, ": ", std::strerror(errno));
     return false;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
+  out->clear();
+  char buffer[4096];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *error = absl::StrCat(path, ": ", std::strerror(errno));
+      close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    out->append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
   return true;
 }
 
