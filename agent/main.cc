@@ -310,7 +310,8 @@ int RunService(const Flags& flags) {
   std::unique_ptr<CounterSampler> sampler;
   std::unique_ptr<CounterWindows> counter_windows;
   if (const CountersConfig& counters = config->changes.counters; counters.enabled) {
-    counter_source = platform::NewCounterSource();
+    // `run --once` takes no samples: it only sends the after-windows already due.
+    if (!flags.once) counter_source = platform::NewCounterSource();
     sampler =
         std::make_unique<CounterSampler>(counter_source.get(), counters.interval, counters.window);
     counter_windows = std::make_unique<CounterWindows>(config->changes.journal_dir, sampler.get());

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "agent/core/backoff.h"
 #include "agent/core/durable_file.h"
@@ -28,6 +29,8 @@ constexpr Probe kReportProbe{
     "report", {smbfleet::v1::POSTURE_SECTION_EVENTS, smbfleet::v1::POSTURE_SECTION_OPEN_FILES}};
 // Reports of this host the collector will never see: no section of this posture is unknown.
 constexpr Probe kSpoolProbe{"spool", {}};
+// Load counters the host could not read (docs/agent-changes.md): no posture section is unknown.
+constexpr Probe kCountersProbe{"counters", {}};
 
 // Tells the collector about reports lost since the last delivered report (probe errors "spool"
 // with code DROPPED, CORRUPT or REJECTED; the count leads the message).
@@ -241,6 +244,13 @@ absl::Status Agent::CollectAndSpool(const std::string& reason) {
   ASSIGN_OR_RETURN(smbfleet::v1::ReportRequest report,
                    BuildReport(*source_, config_, reason, last_benchmark_, host_info_));
   SampleShares(report.mutable_posture());
+  if (counters_ != nullptr) {
+    if (std::vector<std::string> errors = counters_->SamplingErrors(); !errors.empty()) {
+      AddProbeError(
+          report.mutable_posture(), kCountersProbe, "UNREADABLE",
+          absl::StrCat("counters left absent from the samples: ", absl::StrJoin(errors, "; ")));
+    }
+  }
   Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
               source_->Describe(), report.posture().shares_size(), report.posture().sessions_size(),
               report.posture().probe_errors_size());

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -261,7 +262,8 @@ TEST_F(AgentConfigTest, ChangeCountersAreOnByDefaultAndValidated) {
       {"{enabled: maybe}", "changes.counters.enabled"},
   };
   for (const auto& [yaml, want] : bad) {
-    auto c = ParseAgentConfig(dir_ + "/agent.yaml", base + "changes: {counters: " + yaml + "}\n");
+    auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                              absl::StrCat(base, "changes: {counters: ", yaml, "}\n"));
     ASSERT_FALSE(c.ok()) << yaml;
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(want)) << yaml;
   }

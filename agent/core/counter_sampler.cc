@@ -43,21 +43,22 @@ size_t CounterSampler::CapacityFor(std::chrono::milliseconds interval,
 }
 
 void CounterSampler::SampleOnce() {
+  if (source_ == nullptr) return;
   CounterReading reading = source_->Sample();
   *reading.sample.mutable_at() = ToProto(wall_now_());
   std::set<std::string> errors(reading.errors.begin(), reading.errors.end());
-  if (errors != last_errors_) {
-    if (errors.empty()) {
-      Logger("agent")->info("counters: every counter readable again");
-    } else {
-      Logger("agent")->warn("counters: left absent: {}", LogSafe(absl::StrJoin(errors, "; ")));
-    }
-    last_errors_ = std::move(errors);
-  }
+  bool changed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ring_.push_back(std::move(reading.sample));
     while (ring_.size() > capacity_) ring_.pop_front();
+    changed = errors != last_errors_;
+    if (changed) last_errors_ = errors;
+  }
+  if (changed && errors.empty()) {
+    Logger("agent")->info("counters: every counter readable again");
+  } else if (changed) {
+    Logger("agent")->warn("counters: left absent: {}", LogSafe(absl::StrJoin(errors, "; ")));
   }
   if (on_sample_) on_sample_();
 }
@@ -78,6 +79,11 @@ CounterWindow CounterSampler::Window(absl::Time from, absl::Time to) const {
 size_t CounterSampler::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return ring_.size();
+}
+
+std::vector<std::string> CounterSampler::LastErrors() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {last_errors_.begin(), last_errors_.end()};
 }
 
 void CounterSampler::Start() {

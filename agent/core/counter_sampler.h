@@ -29,7 +29,8 @@ inline constexpr size_t kMaxCounterSamples = 512;
 
 class CounterSampler {
  public:
-  // source is not owned. wall_now stamps the samples (CounterSample.at).
+  // source is not owned; null: no samples are taken. wall_now stamps the samples
+  // (CounterSample.at).
   CounterSampler(
       CounterSource* source, std::chrono::milliseconds interval, std::chrono::milliseconds window,
       Clock* clock = RealClock(),
@@ -46,6 +47,8 @@ class CounterSampler {
   // The kept samples taken in [from, to], oldest first, as a window from `from` to `to`.
   smbfleet::v1::CounterWindow Window(absl::Time from, absl::Time to) const;
   size_t size() const;
+  // Why the last sample left counters absent, one line per input (empty when all were read).
+  std::vector<std::string> LastErrors() const;
   absl::Time Now() const { return wall_now_(); }
 
   // Samples every interval on a thread of its own until Stop() (also called by the destructor).
@@ -71,7 +74,7 @@ class CounterSampler {
   std::deque<smbfleet::v1::CounterSample> ring_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   // The problems of the last sample, logged when they change rather than every interval.
-  std::set<std::string> last_errors_;  // sampling thread only
+  std::set<std::string> last_errors_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -63,9 +63,11 @@ class ScriptedSource : public CounterSource {
   CounterReading Sample() override {
     CounterReading r;
     r.sample.set_cpu_percent(static_cast<double>(++calls));
+    r.errors = errors;
     return r;
   }
   int calls = 0;
+  std::vector<std::string> errors;
 };
 
 class CounterFixture : public ::testing::Test {
@@ -323,6 +325,24 @@ TEST_F(CountersAroundAChangeTest, DigestOnlyReportsCarryTheWindowToo) {
   ASSERT_THAT(reports[1].change_counters(), SizeIs(1));
   EXPECT_EQ(reports[1].change_counters(0).change_id(), "c9");
   EXPECT_EQ(windows_->pending(), 0u);
+}
+
+TEST_F(CountersAroundAChangeTest, UnreadableCountersAreAProbeErrorOfTheReport) {
+  auto agent = NewAgent();
+  source_.errors = {"smb bytes per second: sock_diag: the kernel refused the dump"};
+  Sample(1, windows_.get());
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  const smbfleet::v1::Posture& p = client_.reports().back().posture();
+  ASSERT_EQ(p.probe_errors_size(), 1);
+  EXPECT_EQ(p.probe_errors(0).probe(), "counters");
+  EXPECT_EQ(p.probe_errors(0).code(), "UNREADABLE");
+  EXPECT_THAT(p.probe_errors(0).message(), ::testing::HasSubstr("the kernel refused the dump"));
+  EXPECT_EQ(p.probe_errors(0).sections_size(), 0);
+  // Readable again: no probe error.
+  source_.errors.clear();
+  Sample(1, windows_.get());
+  ASSERT_TRUE(agent->RunOnce("schedule").ok());
+  EXPECT_EQ(client_.reports().back().posture().probe_errors_size(), 0);
 }
 
 TEST_F(CountersAroundAChangeTest, AnUntouchedHostSendsNoCounters) {

@@ -48,6 +48,8 @@ class CounterWindows {
   void Delivered(const std::vector<smbfleet::v1::ChangeCounters>& sent);
 
   size_t pending() const;
+  // The sampler's CounterSampler::LastErrors().
+  std::vector<std::string> SamplingErrors() const { return sampler_->LastErrors(); }
 
  private:
   using Key = std::pair<std::string, uint64_t>;
