@@ -332,7 +332,7 @@ TEST_F(CountersAroundAChangeTest, UnreadableCountersAreAProbeErrorOfTheReport) {
   source_.errors = {"smb bytes per second: sock_diag: the kernel refused the dump"};
   Sample(1, windows_.get());
   ASSERT_TRUE(agent->RunOnce("schedule").ok());
-  const smbfleet::v1::Posture& p = client_.reports().back().posture();
+  const smbfleet::v1::Posture p = client_.reports().back().posture();
   ASSERT_EQ(p.probe_errors_size(), 1);
   EXPECT_EQ(p.probe_errors(0).probe(), "counters");
   EXPECT_EQ(p.probe_errors(0).code(), "UNREADABLE");
