@@ -188,6 +188,16 @@ void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<Set
                                                                 : spdlog::level::warn,
              "{}: {}: {}", OrderName(entry.order), AckChangeRequest::Result_Name(outcome.result),
              outcome.message);
+  // Before the journal: a crash in between finishes the order again at the next start, which
+  // records the after-window again, never loses it.
+  if (measured) {
+    if (absl::Status s =
+            options_.counters->StartAfter(entry.order.change_id(), entry.order.version());
+        !s.ok()) {
+      Log()->warn("{}: no after-window of load counters will follow: {}", OrderName(entry.order),
+                  LogSafe(s));
+    }
+  }
   if (absl::Status s = journal_.Put(entry); !s.ok()) {
     // Without a journal the ack can still be sent once; it will not survive a restart.
     Log()->error("{}: cannot journal the result: {}", OrderName(entry.order), LogSafe(s));
@@ -197,14 +207,6 @@ void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<Set
   {
     std::lock_guard<std::mutex> lock(mu_);
     completed_ = journal_.RecentlyCompleted(options_.max_completed_ids);
-  }
-  if (measured) {
-    if (absl::Status s =
-            options_.counters->StartAfter(entry.order.change_id(), entry.order.version());
-        !s.ok()) {
-      Log()->warn("{}: no after-window of load counters will follow: {}", OrderName(entry.order),
-                  LogSafe(s));
-    }
   }
   Crash(CrashPoint::kAfterFinish);
 }
