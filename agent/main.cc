@@ -28,6 +28,8 @@
 #include "agent/core/approver_trust.h"
 #include "agent/core/change_executor.h"
 #include "agent/core/command_runner.h"
+#include "agent/core/counter_sampler.h"
+#include "agent/core/counter_windows.h"
 #include "agent/core/enrollment.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
@@ -302,6 +304,24 @@ int RunService(const Flags& flags) {
     log->warn("change orders will be refused: this agent's host identity is unknown ({})",
               std::string(host.status().message()));
   }
+  // Load counters around changes: sampled on a thread of their own, cut into windows for acks
+  // and reports (docs/agent-changes.md "Counters around a change").
+  std::unique_ptr<CounterSource> counter_source;
+  std::unique_ptr<CounterSampler> sampler;
+  std::unique_ptr<CounterWindows> counter_windows;
+  if (const CountersConfig& counters = config->changes.counters; counters.enabled) {
+    // `run --once` takes no samples: it only sends the after-windows already due.
+    if (!flags.once) counter_source = platform::NewCounterSource();
+    sampler =
+        std::make_unique<CounterSampler>(counter_source.get(), counters.interval, counters.window);
+    counter_windows = std::make_unique<CounterWindows>(config->changes.journal_dir, sampler.get());
+    if (auto s = counter_windows->Open(); !s.ok()) return Fail(s);
+    sampler->set_on_sample([w = counter_windows.get()] { w->Tick(); });
+    change_options.counters = counter_windows.get();
+    agent.set_counter_windows(counter_windows.get());
+    log->info("load counters around changes: every {} s, windows of {} s",
+              counters.interval.count() / 1000, counters.window.count() / 1000);
+  }
   auto crash = CrashPointFromEnv();  // test only, see docs/agent-changes.md
   if (!crash.ok()) return Fail(crash.status());
   change_options.crash_after = *crash;
@@ -332,6 +352,7 @@ int RunService(const Flags& flags) {
     if (!s.ok()) return Fail(s);
     return 0;
   }
+  if (sampler) sampler->Start();
   Renewer renewer(*config, client->get());
   const bool renews = !config->enroll.token_file.empty();
   if (renews) renewer.Start();
@@ -342,6 +363,7 @@ int RunService(const Flags& flags) {
       },
       [&agent] { agent.Stop(); });
   if (renews) renewer.Stop();
+  if (sampler) sampler->Stop();
   log->info("stopped");
   return code;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "agent/core/backoff.h"
 #include "agent/core/durable_file.h"
@@ -28,6 +29,8 @@ constexpr Probe kReportProbe{
     "report", {smbfleet::v1::POSTURE_SECTION_EVENTS, smbfleet::v1::POSTURE_SECTION_OPEN_FILES}};
 // Reports of this host the collector will never see: no section of this posture is unknown.
 constexpr Probe kSpoolProbe{"spool", {}};
+// Load counters the host could not read (docs/agent-changes.md): no posture section is unknown.
+constexpr Probe kCountersProbe{"counters", {}};
 
 // Tells the collector about reports lost since the last delivered report (probe errors "spool"
 // with code DROPPED, CORRUPT or REJECTED; the count leads the message).
@@ -241,6 +244,13 @@ absl::Status Agent::CollectAndSpool(const std::string& reason) {
   ASSIGN_OR_RETURN(smbfleet::v1::ReportRequest report,
                    BuildReport(*source_, config_, reason, last_benchmark_, host_info_));
   SampleShares(report.mutable_posture());
+  if (counters_ != nullptr) {
+    if (std::vector<std::string> errors = counters_->SamplingErrors(); !errors.empty()) {
+      AddProbeError(
+          report.mutable_posture(), kCountersProbe, "UNREADABLE",
+          absl::StrCat("counters left absent from the samples: ", absl::StrJoin(errors, "; ")));
+    }
+  }
   Log()->info("collected posture from {}: {} shares, {} sessions, {} probe errors",
               source_->Describe(), report.posture().shares_size(), report.posture().sessions_size(),
               report.posture().probe_errors_size());
@@ -308,6 +318,19 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
     if (bytes.ok()) acked_ = std::string(absl::StripAsciiWhitespace(*bytes));
     acked_loaded_ = true;
   }
+  // Counters ride on whichever report goes next; they stay pending until one is acknowledged.
+  const std::vector<smbfleet::v1::ChangeCounters> counters =
+      counters_ != nullptr ? counters_->Due() : std::vector<smbfleet::v1::ChangeCounters>{};
+  auto sent = [&](const absl::StatusOr<smbfleet::v1::ReportResponse>& response) {
+    // A DUPLICATE was stored before, maybe without these counters: the next report takes them.
+    if (response.ok() && !counters.empty() &&
+        response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_DUPLICATE &&
+        response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
+      Log()->info("report {} carried the load counters of {} change(s)",
+                  LogSafe(report.report_id()), counters.size());
+      counters_->Delivered(counters);
+    }
+  };
   const std::string digest = PostureDigest(report.posture());
   const std::string key = AckKey(digest, report.posture());
   if (!acked_.empty() && key == acked_) {
@@ -318,9 +341,11 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
     if (report.posture().has_collected_at()) {
       *brief.mutable_collected_at() = report.posture().collected_at();
     }
+    for (const auto& c : counters) *brief.add_change_counters() = c;
     auto response = client_->Report(brief);
     if (response.ok() && response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
       *digest_only = true;
+      sent(response);
       return response;
     }
     if (!response.ok() && !IsPermanentReportError(response.status())) return response;
@@ -334,8 +359,16 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
       Log()->debug("collector asks for the posture of report {}", LogSafe(report.report_id()));
     }
   }
-  auto response = client_->Report(report);
+  absl::StatusOr<smbfleet::v1::ReportResponse> response;
+  if (counters.empty()) {
+    response = client_->Report(report);
+  } else {
+    smbfleet::v1::ReportRequest with_counters = report;
+    for (const auto& c : counters) *with_counters.add_change_counters() = c;
+    response = client_->Report(with_counters);
+  }
   if (response.ok()) SetAcked(response->digest_reports() ? key : "");
+  sent(response);
   return response;
 }
 

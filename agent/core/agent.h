@@ -16,6 +16,7 @@
 #include "agent/core/approver_trust.h"
 #include "agent/core/change_executor.h"
 #include "agent/core/clock.h"
+#include "agent/core/counter_windows.h"
 #include "agent/core/source.h"
 #include "agent/core/spool.h"
 #include "agent/core/transport.h"
@@ -85,6 +86,11 @@ class Agent {
   // share (and again when its path changes). Call before Run().
   void set_share_sampler(ShareSamplerFn sampler) { sampler_ = std::move(sampler); }
 
+  // After-windows of load counters (not owned; opened by the caller): each delivered report,
+  // digest-only ones too, carries those that are due as change_counters, and they are forgotten
+  // once a report carrying them is acknowledged. Call before Run().
+  void set_counter_windows(CounterWindows* windows) { counters_ = windows; }
+
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
   void Nudge(const std::string& reason);
@@ -126,6 +132,7 @@ class Agent {
   HostInfoFn host_info_;
   Clock* clock_;
   ChangeExecutor* changes_ = nullptr;
+  CounterWindows* counters_ = nullptr;
   ApproverTrust* trust_ = nullptr;
   // Used by the Run() thread only (the watch thread gets its own seed).
   BenchmarkRun last_benchmark_;

@@ -119,6 +119,41 @@ void ReadCompressionSampling(const YAML::Node& root, CompressionSamplingConfig* 
   }
 }
 
+// Bounds of `changes.counters:`. A window must fit the sampler's ring (CounterSampler).
+constexpr std::chrono::milliseconds kMinCounterInterval{1'000};
+constexpr std::chrono::milliseconds kMaxCounterWindow{86'400'000};
+constexpr int64_t kMaxSamplesPerWindow = 511;
+
+void ReadCounters(const YAML::Node& changes, CountersConfig* c, ConfigProblems* problems) {
+  YAML::Node node = changes["counters"];
+  if (!IsSection(node, "changes.counters", problems)) return;
+  const char* prefix = "changes.counters";
+  CheckKeys(node, {"enabled", "interval", "window"}, prefix, problems);
+  ReadBool(node, "enabled", prefix, &c->enabled, problems);
+  bool interval_ok = true;
+  if (ReadDuration(node, "interval", prefix, &c->interval, problems) &&
+      c->interval < kMinCounterInterval) {
+    problems->Add(node["interval"], "changes.counters.interval",
+                  absl::StrCat(c->interval.count(), "ms; must be at least 1s"));
+    interval_ok = false;
+  }
+  ReadDuration(node, "window", prefix, &c->window, problems);
+  if (c->window > kMaxCounterWindow) {
+    problems->Add(node["window"], "changes.counters.window",
+                  absl::StrCat(c->window.count() / 1000, "s; must be at most 24h"));
+  } else if (interval_ok && c->window < c->interval) {
+    problems->Add(
+        node["window"], "changes.counters.window",
+        absl::StrCat(c->window.count(), "ms; must be at least changes.counters.interval (",
+                     c->interval.count(), "ms)"));
+  } else if (interval_ok && c->window / c->interval > kMaxSamplesPerWindow) {
+    problems->Add(node["window"], "changes.counters.window",
+                  absl::StrCat(c->window / c->interval, " samples at changes.counters.interval ",
+                               c->interval.count(), "ms; at most ", kMaxSamplesPerWindow,
+                               " per window (raise the interval or shorten the window)"));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std::string& text) {
@@ -237,7 +272,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
 
   YAML::Node changes = root["changes"];
   if (IsSection(changes, "changes", &problems)) {
-    CheckKeys(changes, {"enforce", "allow", "journal"}, "changes", &problems);
+    CheckKeys(changes, {"enforce", "allow", "journal", "counters"}, "changes", &problems);
     ReadBool(changes, "enforce", "changes", &c.changes.enforce, &problems);
     std::vector<std::string> allow;
     if (ReadStringList(changes, "allow", "changes", &allow, &problems)) {
@@ -253,6 +288,7 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
     if (ReadString(changes, "journal", "changes", &c.changes.journal_dir, &problems)) {
       c.changes.journal_dir = ResolvePath(file, c.changes.journal_dir);
     }
+    ReadCounters(changes, &c.changes.counters, &problems);
   }
 
   YAML::Node trust = root["trust"];

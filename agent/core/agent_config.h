@@ -14,10 +14,20 @@ namespace smbfleet::agent {
 
 // The host's own consent to change orders (`changes:` in the YAML). Orders for a setting that is
 // not on `allow`, or any order while `enforce` is false, are acked REFUSED and nothing is touched.
+// Sampling of the host's load around each applied change (`changes.counters:`; on by default):
+// one sample every `interval`, the last `window` kept in memory for the ack's before-window, and
+// the `window` after the apply sent with a later report (docs/agent-changes.md).
+struct CountersConfig {
+  bool enabled = true;
+  std::chrono::milliseconds interval{15'000};
+  std::chrono::milliseconds window{900'000};
+};
+
 struct ChangesConfig {
   bool enforce = false;
   std::set<std::string> allow;  // policy/settings.h names, e.g. "share.encryptData"
   std::string journal_dir;      // not in the YAML: "<spool.dir>-changes"
+  CountersConfig counters;
 };
 
 // Whose approvals this host accepts (`trust:` in the YAML; docs/threat-model.md). An order is

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -230,6 +231,42 @@ TEST_F(AgentConfigTest, CompressionSamplingIsOffByDefaultAndValidated) {
   EXPECT_THAT(m, HasSubstr("compression_sampling.max_bytes: 68719476736 bytes; want 1 to"));
   EXPECT_THAT(m, HasSubstr("compression_sampling.interval: must be at least 1h"));
   EXPECT_THAT(m, HasSubstr("compression_sampling.depth: unknown setting"));
+}
+
+TEST_F(AgentConfigTest, ChangeCountersAreOnByDefaultAndValidated) {
+  const std::string base =
+      "collector: {address: 'collector.example:7443'}\n"
+      "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  auto defaults = ParseAgentConfig(dir_ + "/agent.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->changes.counters.enabled);
+  EXPECT_EQ(defaults->changes.counters.interval, std::chrono::seconds(15));
+  EXPECT_EQ(defaults->changes.counters.window, std::chrono::minutes(15));
+
+  auto set = ParseAgentConfig(dir_ + "/agent.yaml",
+                              base +
+                                  "changes: {counters: {enabled: false, interval: 30s, "
+                                  "window: 1h}}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_FALSE(set->changes.counters.enabled);
+  EXPECT_EQ(set->changes.counters.interval, std::chrono::seconds(30));
+  EXPECT_EQ(set->changes.counters.window, std::chrono::hours(1));
+
+  const std::pair<std::string, std::string> bad[] = {
+      {"{interval: 500ms}", "changes.counters.interval: 500ms; must be at least 1s"},
+      {"{interval: 1m, window: 30s}",
+       "changes.counters.window: 30000ms; must be at least changes.counters.interval"},
+      {"{interval: 1m, window: 2d}", "changes.counters.window: 172800s; must be at most 24h"},
+      {"{interval: 1s, window: 1h}", "changes.counters.window: 3600 samples"},
+      {"{rate: 1s}", "changes.counters.rate: unknown setting"},
+      {"{enabled: maybe}", "changes.counters.enabled"},
+  };
+  for (const auto& [yaml, want] : bad) {
+    auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                              absl::StrCat(base, "changes: {counters: ", yaml, "}\n"));
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(want)) << yaml;
+  }
 }
 
 }  // namespace

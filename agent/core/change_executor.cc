@@ -170,7 +170,8 @@ void ChangeExecutor::FinishUntouched(const ChangeOrder& order, Outcome outcome,
   Finish(std::move(entry), std::move(outcome), std::move(current));
 }
 
-void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<SettingChange> after) {
+void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<SettingChange> after,
+                            bool touched) {
   AckChangeRequest& ack = entry.ack;
   ack.Clear();
   ack.set_change_id(entry.order.change_id());
@@ -180,11 +181,23 @@ void ChangeExecutor::Finish(JournalEntry entry, Outcome outcome, std::vector<Set
   ack.set_message(outcome.message);
   for (const auto& b : entry.before) *ack.add_before() = b;
   for (const auto& a : after) *ack.add_after() = a;
+  const bool measured = touched && options_.counters != nullptr && TouchedHost(outcome.result);
+  if (measured) *ack.mutable_counters_before() = options_.counters->Before();
   entry.state = JournalState::kFinished;
   Log()->log(outcome.result == AckChangeRequest::RESULT_APPLIED ? spdlog::level::info
                                                                 : spdlog::level::warn,
              "{}: {}: {}", OrderName(entry.order), AckChangeRequest::Result_Name(outcome.result),
              outcome.message);
+  // Before the journal: a crash in between finishes the order again at the next start, which
+  // records the after-window again, never loses it.
+  if (measured) {
+    if (absl::Status s =
+            options_.counters->StartAfter(entry.order.change_id(), entry.order.version());
+        !s.ok()) {
+      Log()->warn("{}: no after-window of load counters will follow: {}", OrderName(entry.order),
+                  LogSafe(s));
+    }
+  }
   if (absl::Status s = journal_.Put(entry); !s.ok()) {
     // Without a journal the ack can still be sent once; it will not survive a restart.
     Log()->error("{}: cannot journal the result: {}", OrderName(entry.order), LogSafe(s));
@@ -360,7 +373,7 @@ void ChangeExecutor::Process(const ChangeOrder& raw) {
   if (!applied.ok() || after.size() != settings.size()) {
     after = applier_->Read(settings).value_or(std::vector<SettingChange>{});
   }
-  Finish(std::move(entry), std::move(outcome), std::move(after));
+  Finish(std::move(entry), std::move(outcome), std::move(after), /*touched=*/true);
 }
 
 void ChangeExecutor::Recover(const JournalEntry& entry) {
@@ -377,21 +390,21 @@ void ChangeExecutor::Recover(const JournalEntry& entry) {
     Finish(entry,
            {AckChangeRequest::RESULT_FAILED,
             absl::StrCat(why, "; cannot read the current values: ", current.status().message())},
-           {});
+           {}, /*touched=*/true);
     return;
   }
   if (HasValues(*current, settings, /*skip_unknown=*/false)) {
     Finish(entry,
            {AckChangeRequest::RESULT_APPLIED,
             absl::StrCat(why, " after the apply; the host has the ordered values")},
-           *current);
+           *current, /*touched=*/true);
     return;
   }
   if (HasValues(*current, entry.before, /*skip_unknown=*/true)) {
     Finish(entry,
            {AckChangeRequest::RESULT_ROLLED_BACK,
             absl::StrCat(why, " before the change took effect; the host has the previous values")},
-           *current);
+           *current, /*touched=*/true);
     return;
   }
   absl::Status undo = RestoreBefore(entry);
@@ -400,12 +413,12 @@ void ChangeExecutor::Recover(const JournalEntry& entry) {
     Finish(entry,
            {AckChangeRequest::RESULT_ROLLED_BACK,
             absl::StrCat(why, " midway; restored the previous values")},
-           std::move(after));
+           std::move(after), /*touched=*/true);
   } else {
     Finish(entry,
            {AckChangeRequest::RESULT_FAILED,
             absl::StrCat(why, " midway; restoring the previous values failed: ", undo.message())},
-           std::move(after));
+           std::move(after), /*touched=*/true);
   }
 }
 

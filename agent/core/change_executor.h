@@ -6,7 +6,8 @@
 //   enforcement on? -> approvals (OrderVerifier: signatures, host, not-after) -> replay?
 //   -> local allowlist -> read current values, check expected_current
 //   -> journal "started" with the before-values -> apply (platform SettingsApplier)
-//   -> journal "finished" with the ack (before/after) -> AckChange -> report "after_change"
+//   -> journal "finished" with the ack (before/after, the load window before) -> AckChange
+//   -> report "after_change"
 //   -> journal "acked"
 //
 // Only the signed payload's settings for this host are applied, never the order's unsigned
@@ -34,6 +35,7 @@
 #include "agent/core/backoff.h"
 #include "agent/core/change_journal.h"
 #include "agent/core/clock.h"
+#include "agent/core/counter_windows.h"
 #include "agent/core/replay_store.h"
 #include "agent/core/settings_applier.h"
 #include "agent/core/transport.h"
@@ -65,6 +67,9 @@ struct ChangeExecutorOptions {
   size_t max_completed_ids = 100;  // WatchRequest.completed_change_ids
   std::chrono::milliseconds ack_max_backoff{300'000};
   std::function<absl::Time()> wall_now = [] { return absl::Now(); };  // for not_after
+  // The load windows around each order that touched the host (not owned; opened by the caller).
+  // Null: acks carry no counters_before and no after-window is recorded.
+  CounterWindows* counters = nullptr;
   // Test only. kNone in production. With crash_exits the process _exits (code 75) at that
   // point; otherwise the executor stops doing anything, as if it had died.
   CrashPoint crash_after = CrashPoint::kNone;
@@ -106,7 +111,10 @@ class ChangeExecutor {
   // Records the ack without touching the host (refused, expired, precondition, malformed).
   void FinishUntouched(const smbfleet::v1::ChangeOrder& order, Outcome outcome,
                        std::vector<smbfleet::v1::SettingChange> current);
-  void Finish(JournalEntry entry, Outcome outcome, std::vector<smbfleet::v1::SettingChange> after);
+  // touched: the apply began (or a crash interrupted it): the ack carries the before-window and
+  // an after-window is recorded.
+  void Finish(JournalEntry entry, Outcome outcome, std::vector<smbfleet::v1::SettingChange> after,
+              bool touched = false);
   // Enforcement on and an applier: the host takes orders at all.
   absl::Status CheckConsent() const;
   // Every setting of the (verified) order on the local allowlist.

@@ -29,6 +29,11 @@ struct TcpConnection {
   std::optional<uint32_t> min_rtt_us;   // lowest round-trip time seen (tcpi_min_rtt)
   std::optional<uint32_t> retransmits;  // tcpi_total_retrans
   std::optional<uint64_t> delivery_rate_bytes_per_sec;  // tcpi_delivery_rate
+  // Cumulative bytes over the connection's life: sent and acknowledged by the peer
+  // (tcpi_bytes_acked), and received from it (tcpi_bytes_received).
+  std::optional<uint64_t> bytes_acked;
+  std::optional<uint64_t> bytes_received;
+  uint32_t inode = 0;  // the socket's inode: tells a new connection from one with the same ports
   // Not OK when this connection's statistics could not be read (Windows reads them one
   // connection at a time): the values above are absent and the session it carries gets a probe
   // error saying why.

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "agent/core/command_runner.h"
+#include "agent/core/counter_source.h"
 #include "agent/core/source.h"
 
 namespace smbfleet::agent::platform {
@@ -52,6 +53,10 @@ std::string PowerShellPath();
 // `--source=windows`: live collection through PowerShell and the Event Log. Only the Windows
 // build has it; elsewhere a FailedPrecondition that points at windows-capture:DIR.
 absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const SourceContext& context);
+
+// The host's load around changes (docs/agent-changes.md "Counters around a change"): /proc and
+// sock_diag on Linux, PDH on Windows.
+std::unique_ptr<CounterSource> NewCounterSource();
 
 }  // namespace smbfleet::agent::platform
 

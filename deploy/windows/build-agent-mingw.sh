@@ -47,7 +47,7 @@ echo "build-agent-mingw.sh: $exe: $(stat -c %s "$exe") bytes linked," \
   "$(stat -c %s "$stripped") bytes stripped ($stripped)"
 
 # Windows' own DLLs only: the .exe must run on a bare Windows Server with nothing installed.
-allowed='^(kernel32|advapi32|user32|gdi32|ws2_32|crypt32|bcrypt|cabinet|wevtapi|shell32|ole32|oleaut32|rpcrt4|secur32|iphlpapi|dbghelp|ntdll|userenv|msvcrt|ucrtbase|api-ms-win-[a-z0-9-]+)\.dll$'
+allowed='^(kernel32|advapi32|pdh|user32|gdi32|ws2_32|crypt32|bcrypt|cabinet|wevtapi|shell32|ole32|oleaut32|rpcrt4|secur32|iphlpapi|dbghelp|ntdll|userenv|msvcrt|ucrtbase|api-ms-win-[a-z0-9-]+)\.dll$'
 mapfile -t dlls < <(x86_64-w64-mingw32-objdump -p "$exe" | sed -n 's/^[[:space:]]*DLL Name: //p' |
   tr '[:upper:]' '[:lower:]' | sort -u)
 echo "build-agent-mingw.sh: imports ${dlls[*]}"

@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/platform/platform.h"
+#include "agent/platform/posix/proc_counters.h"
+#include "agent/platform/posix/sock_diag.h"
 #include "agent/platform/windows/shim/system_paths.h"
 #include "common/logging.h"
 
@@ -90,6 +92,27 @@ absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const Source
       "source windows: live Windows collection needs the Windows build of the agent; on "
       "this machine use windows-capture:DIR with a folder written by "
       "deploy/windows/Capture-SmbPosture.ps1");
+}
+
+namespace {
+
+// The /proc source with the sock_diag reader it borrows.
+class OwningProcCounterSource : public CounterSource {
+ public:
+  OwningProcCounterSource()
+      : tcp_stats_(posix::NewSockDiagTcpStats()),
+        source_(posix::NewProcCounterSource({}, tcp_stats_.get())) {}
+  CounterReading Sample() override { return source_->Sample(); }
+
+ private:
+  std::unique_ptr<TcpStats> tcp_stats_;
+  std::unique_ptr<CounterSource> source_;
+};
+
+}  // namespace
+
+std::unique_ptr<CounterSource> NewCounterSource() {
+  return std::make_unique<OwningProcCounterSource>();
 }
 
 }  // namespace smbfleet::agent::platform

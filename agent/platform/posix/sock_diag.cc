@@ -72,6 +72,8 @@ void ReadTcpInfo(absl::string_view info, TcpConnection* c) {
   c->retransmits = TcpInfoField<uint32_t>(info, offsetof(struct tcp_info, tcpi_total_retrans));
   c->delivery_rate_bytes_per_sec =
       TcpInfoField<uint64_t>(info, offsetof(struct tcp_info, tcpi_delivery_rate));
+  c->bytes_acked = TcpInfoField<uint64_t>(info, offsetof(struct tcp_info, tcpi_bytes_acked));
+  c->bytes_received = TcpInfoField<uint64_t>(info, offsetof(struct tcp_info, tcpi_bytes_received));
 }
 
 // One SOCK_DIAG_BY_FAMILY message: inet_diag_msg, then rtattrs. Appends it when its local port is
@@ -95,6 +97,7 @@ absl::Status ParseDiagMessage(absl::string_view payload, size_t at,
   c.local_port = local_port;
   c.remote_address = AddressText(msg.idiag_family, msg.id.idiag_dst);
   c.remote_port = ntohs(msg.id.idiag_dport);
+  c.inode = msg.idiag_inode;
   size_t off = NLMSG_ALIGN(sizeof(struct inet_diag_msg));
   while (off < payload.size()) {
     size_t left = payload.size() - off;

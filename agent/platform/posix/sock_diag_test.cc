@@ -31,6 +31,7 @@ std::string DiagMessage(uint8_t family, const std::string& local, uint16_t local
   struct inet_diag_msg msg = {};
   msg.idiag_family = family;
   msg.idiag_state = 1;  // TCP_ESTABLISHED
+  msg.idiag_inode = 4242;
   msg.id.idiag_sport = htons(local_port);
   msg.id.idiag_dport = htons(remote_port);
   int af = family == AF_INET6 ? AF_INET6 : AF_INET;
@@ -43,6 +44,8 @@ std::string DiagMessage(uint8_t family, const std::string& local, uint16_t local
   info.tcpi_min_rtt = 12;
   info.tcpi_total_retrans = 7;
   info.tcpi_delivery_rate = 29127111104ull;
+  info.tcpi_bytes_acked = 5000000000ull;
+  info.tcpi_bytes_received = 123456;
   std::string body(reinterpret_cast<const char*>(&msg), sizeof(msg));
   body.resize(NLMSG_ALIGN(body.size()), '\0');
   struct rtattr attr = {};
@@ -97,6 +100,9 @@ TEST(SockDiagTest, ReadsTcpInfoOfSmbConnectionsOnly) {
   EXPECT_EQ(v4.min_rtt_us, 12u);
   EXPECT_EQ(v4.retransmits, 7u);
   EXPECT_EQ(v4.delivery_rate_bytes_per_sec, 29127111104ull);
+  EXPECT_EQ(v4.bytes_acked, 5000000000ull);
+  EXPECT_EQ(v4.bytes_received, 123456u);
+  EXPECT_EQ(v4.inode, 4242u);
   const TcpConnection& v6 = chunk->connections[1];
   EXPECT_EQ(v6.local_port, 139);
   EXPECT_EQ(v6.remote_address, "2001:db8::9");
@@ -134,6 +140,12 @@ TEST(SockDiagTest, FieldsBeyondAShortTcpInfoStayUnknown) {
     EXPECT_EQ(t.min_rtt_us.has_value(), c.min_rtt) << c.info_len;
     EXPECT_EQ(t.retransmits.has_value(), c.retransmits) << c.info_len;
     EXPECT_EQ(t.delivery_rate_bytes_per_sec.has_value(), c.delivery_rate) << c.info_len;
+    EXPECT_EQ(t.bytes_acked.has_value(),
+              c.info_len >= offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(uint64_t))
+        << c.info_len;
+    EXPECT_EQ(t.bytes_received.has_value(),
+              c.info_len >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(uint64_t))
+        << c.info_len;
   }
 }
 

@@ -16,6 +16,7 @@
 #include "agent/platform/platform.h"
 #include "agent/platform/windows/shim/cmdline.h"
 #include "agent/platform/windows/shim/console.h"
+#include "agent/platform/windows/shim/pdh.h"
 #include "agent/platform/windows/shim/service.h"
 #include "agent/platform/windows/shim/system_paths.h"
 #include "agent/platform/windows/windows_native.h"
@@ -117,5 +118,35 @@ absl::StatusOr<std::unique_ptr<PostureSource>> NewLiveWindowsSource(const Source
   options.state_dir = context.state_dir;
   return windows::NewWindowsDefaultLiveSource(std::move(options));
 }
+
+namespace {
+
+// PDH does the rates itself; the SMB server runs in the kernel, so smb_cpu_percent stays absent.
+class PdhCounterSource : public CounterSource {
+ public:
+  CounterReading Sample() override {
+    windows::shim::PdhReading pdh = counters_.Collect();
+    CounterReading r;
+    if (pdh.cpu_percent) r.sample.set_cpu_percent(*pdh.cpu_percent);
+    if (pdh.smb_read_bytes_per_second) {
+      r.sample.set_smb_read_bytes_per_second(*pdh.smb_read_bytes_per_second);
+    }
+    if (pdh.smb_write_bytes_per_second) {
+      r.sample.set_smb_write_bytes_per_second(*pdh.smb_write_bytes_per_second);
+    }
+    if (pdh.available_bytes && *pdh.available_bytes >= 0) {
+      r.sample.set_available_memory_bytes(static_cast<uint64_t>(*pdh.available_bytes));
+    }
+    r.errors = std::move(pdh.errors);
+    return r;
+  }
+
+ private:
+  windows::shim::PdhCounters counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<CounterSource> NewCounterSource() { return std::make_unique<PdhCounterSource>(); }
 
 }  // namespace smbfleet::agent::platform
