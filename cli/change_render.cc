@@ -4,7 +4,9 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/exit_code.h"
 #include "cli/render.h"
 
@@ -42,6 +44,57 @@ std::string SourceText(const Change& c) {
       return absl::StrCat("rollback of ", Clean(c.rollback_of()));
     default:
       return "-";
+  }
+}
+
+std::string OneDecimal(double v) { return absl::StrFormat("%.1f", v); }
+
+// "CPU 11.0%; SMB 50.0 MB/s; available memory 3.20 GiB" of one window, or of two side by side
+// ("CPU 11.0% -> 14.0%"); "-" for a figure a window lacks.
+std::string CountersText(const smbfleet::v1::CounterSummary* before,
+                         const smbfleet::v1::CounterSummary& after) {
+  auto figure = [&](auto has, auto text) {
+    std::string a = (after.*has)() ? text(after) : "-";
+    if (before == nullptr) return a;
+    return absl::StrCat((before->*has)() ? text(*before) : "-", " -> ", a);
+  };
+  using S = smbfleet::v1::CounterSummary;
+  return absl::StrCat(
+      "CPU ",
+      figure(&S::has_cpu_percent, [](const S& s) { return OneDecimal(s.cpu_percent()) + "%"; }),
+      "; SMB ",
+      figure(&S::has_smb_bytes_per_second,
+             [](const S& s) { return OneDecimal(s.smb_bytes_per_second() / 1e6); }),
+      " MB/s; available memory ",
+      figure(&S::has_available_memory_bytes,
+             [](const S& s) {
+               return absl::StrFormat("%.2f", static_cast<double>(s.available_memory_bytes()) /
+                                                  (1024.0 * 1024 * 1024));
+             }),
+      " GiB");
+}
+
+// Beside the predicted cost: the medians before vs after the apply and the measured effect,
+// one figure per line; or how long the after-window still runs.
+void RenderMeasured(const ChangeHost& h, std::ostream& out) {
+  if (h.has_counters_before() && h.has_counters_after()) {
+    out << "  measured: "
+        << CountersText(&h.counters_before().summary(), h.counters_after().summary()) << "\n";
+    for (const auto& part : absl::StrSplit(h.measured().summary(), "; ", absl::SkipEmpty())) {
+      out << "    " << Clean(part) << "\n";
+    }
+  } else if (h.has_counters_before()) {
+    // The after-window is as long as the before-window and starts at the apply.
+    const auto& w = h.counters_before();
+    const absl::Duration length = absl::Seconds(w.end().seconds() - w.start().seconds());
+    const int64_t from =
+        h.finished_at().seconds() != 0 ? h.finished_at().seconds() : w.end().seconds();
+    out << "  measured: collecting until "
+        << absl::FormatTime("%H:%M UTC", absl::FromUnixSeconds(from) + length, absl::UTCTimeZone())
+        << "; before: " << CountersText(nullptr, w.summary()) << "\n";
+  } else if (h.has_counters_after()) {
+    out << "  measured: no before-window; after: "
+        << CountersText(nullptr, h.counters_after().summary()) << "\n";
   }
 }
 
@@ -110,6 +163,7 @@ void RenderHostDetail(const ChangeHost& h, std::ostream& out) {
     }
   }
   if (!impact.cost().summary().empty()) out << "  cost: " << Clean(impact.cost().summary()) << "\n";
+  RenderMeasured(h, out);
 }
 
 }  // namespace

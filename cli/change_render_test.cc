@@ -142,6 +142,61 @@ TEST(ChangeRenderTest, ShowPutsFleetImpactFirstThenApprovalsRolloutAndHosts) {
   }
 }
 
+v1::CounterWindow Window(absl::Time start, absl::Duration length, double cpu, double bytes,
+                         uint64_t memory) {
+  v1::CounterWindow w;
+  *w.mutable_start() = At(start);
+  *w.mutable_end() = At(start + length);
+  w.mutable_summary()->set_samples(10);
+  w.mutable_summary()->set_cpu_percent(cpu);
+  w.mutable_summary()->set_smb_bytes_per_second(bytes);
+  w.mutable_summary()->set_available_memory_bytes(memory);
+  return w;
+}
+
+TEST(ChangeRenderTest, ShowPutsMeasuredBesideThePredictedCost) {
+  v1::Change c = FinanceChange();
+  v1::ChangeHost* fs01 = c.mutable_hosts(0);
+  *fs01->mutable_counters_before() =
+      Window(kNow - absl::Minutes(15), absl::Minutes(10), 11, 50e6, 3ULL << 30);
+  *fs01->mutable_counters_after() = Window(kNow, absl::Minutes(10), 14.04, 40e6, 3ULL << 29);
+  fs01->mutable_counters_after()->mutable_summary()->clear_available_memory_bytes();
+  fs01->mutable_measured()->set_summary(
+      "CPU +3.0 points (predicted +2.5); CPU per byte x1.40 (predicted x1.30); SMB traffic x0.80 "
+      "(predicted x0.98)");
+  // fs02 applied too, and its after-window still runs: as long as its before-window, from the
+  // apply.
+  v1::ChangeHost* fs02 = c.mutable_hosts(1);
+  fs02->set_state(v1::HOST_CHANGE_STATE_APPLIED);
+  *fs02->mutable_finished_at() = At(kNow);
+  *fs02->mutable_counters_before() =
+      Window(kNow - absl::Minutes(10), absl::Minutes(10), 7.5, 2e6, 1ULL << 30);
+
+  std::ostringstream out;
+  RenderChange(c, out);
+  const std::string s = out.str();
+  const size_t cost = s.find("  cost: about 12% less throughput\n");
+  const size_t measured = s.find(
+      "  measured: CPU 11.0% -> 14.0%; SMB 50.0 -> 40.0 MB/s; available memory 3.00 -> - GiB\n"
+      "    CPU +3.0 points (predicted +2.5)\n"
+      "    CPU per byte x1.40 (predicted x1.30)\n"
+      "    SMB traffic x0.80 (predicted x0.98)\n");
+  ASSERT_NE(cost, std::string::npos) << s;
+  ASSERT_NE(measured, std::string::npos) << s;
+  EXPECT_LT(cost, measured);
+  EXPECT_THAT(s, HasSubstr("  measured: collecting until 08:10 UTC; before: CPU 7.5%; SMB 2.0 "
+                           "MB/s; available memory 1.00 GiB\n"));
+  EXPECT_LT(measured, s.find("fs02  APPLIED"));
+  for (const auto& line : absl::StrSplit(s, '\n')) {
+    EXPECT_LE(absl::string_view(line).size(), 100u) << line;
+  }
+
+  // Nothing measured yet: no line.
+  std::ostringstream plain;
+  RenderChange(FinanceChange(), plain);
+  EXPECT_THAT(plain.str(), Not(HasSubstr("measured:")));
+}
+
 TEST(ChangeRenderTest, ShowSaysHaltAndRollback) {
   v1::Change c = FinanceChange();
   c.set_state(v1::CHANGE_STATE_HALTED);

@@ -566,6 +566,14 @@ absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host
   }
   RETURN_IF_ERROR(r.status());
   if (metrics_ != nullptr && moved) metrics_->OrderAcked(ack.result(), since_dispatch);
+  // Stored after the ack's own step, and never failing it (counters.cc).
+  if (ack.has_counters_before()) {
+    absl::Status counters = StoreCounters(host, id, ack.version(), &ack.counters_before(), nullptr);
+    if (!counters.ok()) {
+      Log()->warn("change {}: counters of {}'s ack not kept: {}", LogSafe(id), LogSafe(host),
+                  LogSafe(counters));
+    }
+  }
   Log()->info("change {}: {} acked {}", LogSafe(id), LogSafe(host), HostStateName(result));
   return v1::AckChangeResponse();
 }

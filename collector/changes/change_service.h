@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "collector/changes/approval.h"
+#include "collector/ingest/change_counters_sink.h"
 #include "collector/ingest/refusals.h"
 #include "collector/metrics/metrics.h"
 #include "collector/push/order_signal.h"
@@ -43,7 +44,7 @@ struct ChangeOptions {
   absl::Duration window_poll = absl::Minutes(1);   // hosts waiting for a window: tick this often
 };
 
-class ChangeService : public RefusalObserver {
+class ChangeService : public RefusalObserver, public ChangeCountersSink {
  public:
   using Clock = std::function<absl::Time()>;
 
@@ -93,6 +94,13 @@ class ChangeService : public RefusalObserver {
   absl::StatusOr<smbfleet::v1::AckChangeResponse> Ack(const std::string& host,
                                                       const smbfleet::v1::AckChangeRequest& ack);
 
+  // ChangeCountersSink (the report pipeline): each entry's windows go to `host`'s part in that
+  // change and version (counters.cc). Unknown changes, other hosts' changes and windows that
+  // fail their checks are logged and skipped.
+  void CountersReported(
+      const std::string& host,
+      const google::protobuf::RepeatedPtrField<smbfleet::v1::ChangeCounters>& counters) override;
+
   // RefusalObserver (the report pipeline): cheap for hosts in no live rollout.
   bool Watching(const std::string& host) const override;
   void RefusalsSeen(const std::string& host, const std::vector<SeenRefusal>& refusals) override;
@@ -130,6 +138,11 @@ class ChangeService : public RefusalObserver {
   absl::StatusOr<smbfleet::v1::Change> Simple(const Actor& actor, ChangeAction action,
                                               const std::string& id, const std::string& reason);
   void RefreshWatched(const std::vector<smbfleet::v1::Change>& live);
+  // Checks and summarises the windows, keeps the before-window only when none is stored yet,
+  // and computes the measured effect once both are there. Either window may be null.
+  absl::Status StoreCounters(const std::string& host, const std::string& change_id,
+                             uint64_t version, const smbfleet::v1::CounterWindow* before,
+                             const smbfleet::v1::CounterWindow* after);
   absl::Status ExpireProposals(absl::Time now);
 
   ChangeStore* changes_;

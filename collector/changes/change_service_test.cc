@@ -49,6 +49,7 @@ class ChangeServiceTest : public ::testing::Test {
     service_.SetOrderSignal(&signal_);
     service_.SetApproverKeys(&keys_);
     pipeline_.SetRefusalObserver(&service_);
+    pipeline_.SetChangeCountersSink(&service_);
   }
 
   // Each person's Ed25519 key, made and registered under their name on first use.
@@ -110,6 +111,8 @@ class ChangeServiceTest : public ::testing::Test {
       s->set_dialect(v1::DIALECT_SMB_3_1_1);
     }
     for (auto& e : events) *p->add_events() = std::move(e);
+    for (auto& c : next_counters_) *r.add_change_counters() = std::move(c);
+    next_counters_.clear();
     auto result = pipeline_.Ingest(name, r);
     ASSERT_TRUE(result.ok()) << result.status();
   }
@@ -199,6 +202,7 @@ class ChangeServiceTest : public ::testing::Test {
   Actor bob_{"bob", Role::kApprover};
   Actor vic_{"vic", Role::kViewer};
   int reports_ = 0;
+  std::vector<v1::ChangeCounters> next_counters_;  // sent with the next Report
 };
 
 TEST_F(ChangeServiceTest, ProposeByHostStoresThePlanWithExpectedAndRollbackValues) {
@@ -445,6 +449,96 @@ TEST_F(ChangeServiceTest, AppliedAckCompletesAndIsIdempotent) {
   EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs2", wrong).status()));
   wrong.set_change_id("nope");
   EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs1", wrong).status()));
+}
+
+// `cpu` percentages one minute apart from `start`, each sample moving `mb` MB/s.
+v1::CounterWindow CpuWindow(absl::Time start, std::vector<double> cpu, double mb = 50) {
+  v1::CounterWindow w;
+  *w.mutable_start() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start));
+  *w.mutable_end() =
+      TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start + absl::Minutes(cpu.size())));
+  w.mutable_interval()->set_seconds(60);
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    auto* s = w.add_samples();
+    *s->mutable_at() =
+        TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start + absl::Minutes(i)));
+    s->set_cpu_percent(cpu[i]);
+    s->set_smb_read_bytes_per_second(mb * 1e6);
+    s->set_smb_write_bytes_per_second(0);
+  }
+  w.set_complete(true);
+  return w;
+}
+
+TEST_F(ChangeServiceTest, CountersAroundTheApplyGiveTheMeasuredEffect) {
+  Report("fs1");
+  Report("fs2");
+  v1::Change c = ProposeHosts({"fs1"});
+  v1::Change other = ProposeHosts({"fs2"});
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  ASSERT_TRUE(ApproveBy(ann_, other.id()).ok());
+
+  // The ack carries the before-window; a sample out of range is dropped from it.
+  v1::Change dispatched = Get(c.id());
+  v1::AckChangeRequest ack;
+  ack.set_change_id(c.id());
+  ack.set_version(dispatched.version());
+  ack.set_nonce(HostOf(dispatched, "fs1").nonce());
+  ack.set_result(v1::AckChangeRequest::RESULT_APPLIED);
+  *ack.mutable_counters_before() = CpuWindow(now_ - absl::Minutes(10), {10, 12, 11, 900});
+  ASSERT_TRUE(service_.Ack("fs1", ack).ok());
+  v1::ChangeHost fs1 = HostOf(Get(c.id()), "fs1");
+  EXPECT_EQ(fs1.state(), v1::HOST_CHANGE_STATE_APPLIED);
+  EXPECT_EQ(fs1.counters_before().samples_size(), 3);
+  EXPECT_EQ(fs1.counters_before().summary().samples(), 3u);
+  EXPECT_DOUBLE_EQ(fs1.counters_before().summary().cpu_percent(), 11.0);
+  EXPECT_FALSE(fs1.has_counters_after());
+  EXPECT_FALSE(fs1.has_measured());
+
+  // A later report carries the after-window, beside entries that are not fs1's to give: an
+  // unknown change, another host's change, a version that is not the change's. None of them
+  // fails the report.
+  v1::ChangeCounters after;
+  after.set_change_id(c.id());
+  after.set_version(dispatched.version());
+  *after.mutable_after() = CpuWindow(now_ + absl::Minutes(1), {14, 15, 13}, 40);
+  v1::ChangeCounters unknown = after;
+  unknown.set_change_id("chg-unknown");
+  v1::ChangeCounters not_mine = after;
+  not_mine.set_change_id(other.id());
+  v1::ChangeCounters old_version = after;
+  old_version.set_version(dispatched.version() + 7);
+  *old_version.mutable_after() = CpuWindow(now_, {90});
+  next_counters_ = {unknown, not_mine, old_version, after};
+  Report("fs1");
+
+  fs1 = HostOf(Get(c.id()), "fs1");
+  EXPECT_DOUBLE_EQ(fs1.counters_before().summary().cpu_percent(), 11.0);
+  EXPECT_DOUBLE_EQ(fs1.counters_after().summary().cpu_percent(), 14.0);
+  ASSERT_TRUE(fs1.has_measured());
+  EXPECT_DOUBLE_EQ(fs1.measured().cpu_change_points(), 3.0);
+  EXPECT_NEAR(fs1.measured().smb_bytes_ratio(), 0.8, 1e-9);
+  // CPU per MB/s: 33 / 150 before, 42 / 120 after.
+  EXPECT_NEAR(fs1.measured().cpu_per_byte_ratio(), (42.0 / 120) / (33.0 / 150), 1e-9);
+  EXPECT_EQ(fs1.measured().prediction_known(), fs1.impact().cost().known());
+  EXPECT_THAT(fs1.measured().summary(), HasSubstr("CPU +3.0 points"));
+  EXPECT_THAT(fs1.measured().summary(), HasSubstr("SMB traffic x0.80"));
+  EXPECT_FALSE(HostOf(Get(other.id()), "fs2").has_counters_after());
+
+  // A window over the limit is refused whole; what was stored stays, and the report is taken.
+  v1::ChangeCounters huge = after;
+  *huge.mutable_after() = CpuWindow(now_, std::vector<double>(2001, 50.0));
+  next_counters_ = {huge};
+  Report("fs1");
+  EXPECT_DOUBLE_EQ(HostOf(Get(c.id()), "fs1").counters_after().summary().cpu_percent(), 14.0);
+
+  // A second before-window (a resent ack, a report) does not replace the ack's.
+  v1::ChangeCounters late_before = after;
+  late_before.clear_after();
+  *late_before.mutable_before() = CpuWindow(now_ - absl::Minutes(30), {70});
+  next_counters_ = {late_before};
+  Report("fs1");
+  EXPECT_DOUBLE_EQ(HostOf(Get(c.id()), "fs1").counters_before().summary().cpu_percent(), 11.0);
 }
 
 TEST_F(ChangeServiceTest, MetricsCountOrdersSentAndAcksWithTheirLatency) {

@@ -96,6 +96,10 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
     Log()->info("report {} of {} was collected before the host's current state: kept in history",
                 LogSafe(request.report_id()), LogSafe(host));
   }
+  // Counters ride on any stored report, digest-only ones too; keeping them never fails it.
+  if (counters_ != nullptr && request.change_counters_size() > 0) {
+    counters_->CountersReported(host, request.change_counters());
+  }
   // A changed posture may carry new refusal events; rollouts watch the hosts they applied to.
   if (saved->outcome == SaveOutcome::kStored && !digest_only && refusals_ != nullptr &&
       refusals_->Watching(host)) {

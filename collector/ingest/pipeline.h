@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "collector/ingest/change_counters_sink.h"
 #include "collector/ingest/refusals.h"
 #include "collector/ingest/validate.h"
 #include "collector/metrics/metrics.h"
@@ -73,6 +74,10 @@ class ReportPipeline {
   // workflow). Set before reports arrive; may stay null.
   void SetRefusalObserver(RefusalObserver* observer) { refusals_ = observer; }
 
+  // Gets the counters around changes that stored reports carry (the change workflow). Set
+  // before reports arrive; may stay null.
+  void SetChangeCountersSink(ChangeCountersSink* sink) { counters_ = sink; }
+
   // Where the labels policy trusts come from (enrollment scope, an admin's SetHostLabels). Set
   // before reports arrive; null: policy sees no labels. What the agent reports about its labels
   // and FQDN never reaches policy (it is stored as reported and shown).
@@ -106,6 +111,7 @@ class ReportPipeline {
   Clock clock_;
   IngestLimits limits_;
   RefusalObserver* refusals_ = nullptr;
+  ChangeCountersSink* counters_ = nullptr;
   EnrollmentStore* trusted_labels_ = nullptr;
   Metrics* metrics_ = nullptr;
 };

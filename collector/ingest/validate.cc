@@ -80,6 +80,14 @@ struct FieldLimits {
 
 // Walks a message by reflection. Limits are looked up once per field of the schema, not per
 // value: a report with 100,000 sessions builds no text unless something is wrong.
+// Not walked: the change workflow checks counters around changes (common/change_counters.h),
+// and they never fail a report.
+const FieldDescriptor* ChangeCountersField() {
+  static const FieldDescriptor* const field =
+      smbfleet::v1::ReportRequest::descriptor()->FindFieldByName("change_counters");
+  return field;
+}
+
 class Walker {
  public:
   Walker(const IngestLimits& limits, Problems* problems) : limits_(limits), p_(*problems) {}
@@ -94,6 +102,7 @@ class Walker {
     std::vector<const FieldDescriptor*> fields;
     r->ListFields(msg, &fields);  // set fields and non-empty lists only
     for (const FieldDescriptor* f : fields) {
+      if (f == ChangeCountersField()) continue;
       const Where here{&where, f};
       const FieldLimits& limits = Child(parent, f);
       if (f->is_map()) {

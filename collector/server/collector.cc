@@ -110,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->workflow_->SetApproverKeys(c->stores_.approver_keys.get());
   c->workflow_->SetTrustedLabels(c->stores_.enrollment.get());
   c->pipeline_->SetRefusalObserver(c->workflow_.get());
+  c->pipeline_->SetChangeCountersSink(c->workflow_.get());
   c->pipeline_->SetTrustedLabels(c->stores_.enrollment.get());
   c->scheduler_ = std::make_unique<changes::Scheduler>(c->workflow_.get(),
                                                        absl::FromChrono(config.changes.tick));

@@ -20,6 +20,14 @@
 
 namespace smbfleet::collector {
 
+// Counters around a change on one host (ChangeHost counters_before, counters_after, measured).
+// Each set field is written; an unset one is left as stored.
+struct HostCounters {
+  std::optional<smbfleet::v1::CounterWindow> before;
+  std::optional<smbfleet::v1::CounterWindow> after;
+  std::optional<smbfleet::v1::MeasuredImpact> measured;
+};
+
 struct ChangeQuery {
   smbfleet::v1::ChangeState state = smbfleet::v1::CHANGE_STATE_UNSPECIFIED;  // any
   uint32_t limit = 100;
@@ -52,6 +60,7 @@ class ChangeStore {
   // database constraint).
   virtual absl::Status CreateChange(const smbfleet::v1::Change& change,
                                     const std::vector<smbfleet::v1::AuditEntry>& audit) = 0;
+  // Each host with its counters (HostCounters); no other read carries them.
   virtual absl::StatusOr<std::optional<smbfleet::v1::Change>> GetChange(const std::string& id) = 0;
   // Newest first, each without hosts[] (GetChange has them).
   virtual absl::StatusOr<std::vector<smbfleet::v1::Change>> ListChanges(
@@ -66,6 +75,18 @@ class ChangeStore {
   using StepFn = std::function<absl::StatusOr<ChangeUpdate>(const smbfleet::v1::Change& current)>;
   virtual absl::StatusOr<smbfleet::v1::Change> UpdateChange(const std::string& id,
                                                             const StepFn& step) = 0;
+
+  // Counters arrive with acks and later reports and may be large, so they are kept apart from
+  // the workflow: UpdateChange's steps neither see nor write them. This reads the change (without
+  // hosts) and `host`'s entry with its counters, locks that entry, calls `step`, and writes what
+  // it returns. NotFound when the change does not exist or does not name the host; a failed
+  // step writes nothing and its error is returned.
+  using CountersStepFn = std::function<absl::StatusOr<HostCounters>(
+      const smbfleet::v1::Change& change, const smbfleet::v1::ChangeHost& host)>;
+  virtual absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
+                                          const CountersStepFn& step) {
+    return absl::UnimplementedError("this change store does not keep counters");
+  }
 
   // The orders `host` should have now: changes in which it is DISPATCHED and its order's
   // not-after is later than `now`, oldest first. Each change carries only that host in hosts[].

@@ -387,6 +387,103 @@ TEST_P(ChangeStoreConformanceTest, AStepWritesHostsApprovalsAuditAndTheLinkedCha
               ElementsAre("proposed", "approved", "approved", "acked", "rolled_back"));
 }
 
+v1::CounterWindow CounterWindowOf(int64_t start, std::vector<double> cpu) {
+  v1::CounterWindow w;
+  *w.mutable_start() = Ts(start);
+  *w.mutable_end() = Ts(start + 600);
+  w.mutable_interval()->set_seconds(60);
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    auto* s = w.add_samples();
+    *s->mutable_at() = Ts(start + 60 * static_cast<int64_t>(i));
+    s->set_cpu_percent(cpu[i]);
+    s->set_smb_read_bytes_per_second(1.5e6);
+  }
+  w.mutable_summary()->set_samples(static_cast<uint32_t>(cpu.size()));
+  w.set_complete(true);
+  return w;
+}
+
+TEST_P(ChangeStoreConformanceTest, CountersAreKeptApartFromTheWorkflowSteps) {
+  v1::Change c = NewChange("chg-c", "alice", {"fs01", "fs02"});
+  HostOf(c, "fs01")->mutable_impact()->mutable_cost()->set_cpu_ratio(1.3);
+  ASSERT_TRUE(store_->CreateChange(c, {}).ok());
+
+  // The step sees the change and the host (with what it has so far); what it returns is written.
+  const v1::CounterWindow before = CounterWindowOf(kT0 - 600, {10, 12, 11});
+  int calls = 0;
+  auto wrote = store_->UpdateHostCounters(
+      "chg-c", "fs01",
+      [&](const v1::Change& change, const v1::ChangeHost& host) -> absl::StatusOr<HostCounters> {
+        ++calls;
+        EXPECT_EQ(change.id(), "chg-c");
+        EXPECT_EQ(change.version(), 1u);
+        EXPECT_EQ(host.host(), "fs01");
+        EXPECT_DOUBLE_EQ(host.impact().cost().cpu_ratio(), 1.3);
+        EXPECT_FALSE(host.has_counters_before());
+        HostCounters out;
+        out.before = before;
+        return out;
+      });
+  ASSERT_TRUE(wrote.ok()) << wrote;
+  EXPECT_EQ(calls, 1);
+  auto got = store_->GetChange("chg-c");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ(Diff(before, HostOf(**got, "fs01")->counters_before()), "");
+  EXPECT_FALSE(HostOf(**got, "fs01")->has_counters_after());
+  EXPECT_FALSE(HostOf(**got, "fs02")->has_counters_before());
+
+  // A workflow step neither sees nor overwrites them, even when it rewrites the host.
+  auto step =
+      store_->UpdateChange("chg-c", [&](const v1::Change& current) -> absl::StatusOr<ChangeUpdate> {
+        for (const auto& h : current.hosts()) EXPECT_FALSE(h.has_counters_before()) << h.host();
+        ChangeUpdate u;
+        u.change = current;
+        Dispatch(HostOf(u.change, "fs01"), "n1", kT0 + 600);
+        return u;
+      });
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_FALSE(HostOf(*step, "fs01")->has_counters_before());
+
+  // The after-window and the measured effect; the before-window stays as it was.
+  const v1::CounterWindow after = CounterWindowOf(kT0 + 60, {14, 15});
+  v1::MeasuredImpact measured;
+  measured.set_cpu_change_points(3.5);
+  measured.set_summary("CPU +3.5 points");
+  auto second = store_->UpdateHostCounters(
+      "chg-c", "fs01",
+      [&](const v1::Change&, const v1::ChangeHost& host) -> absl::StatusOr<HostCounters> {
+        EXPECT_EQ(Diff(before, host.counters_before()), "");
+        EXPECT_EQ(host.state(), v1::HOST_CHANGE_STATE_DISPATCHED);
+        HostCounters out;
+        out.after = after;
+        out.measured = measured;
+        return out;
+      });
+  ASSERT_TRUE(second.ok()) << second;
+  got = store_->GetChange("chg-c");
+  const v1::ChangeHost* fs01 = HostOf(**got, "fs01");
+  EXPECT_EQ(fs01->state(), v1::HOST_CHANGE_STATE_DISPATCHED);
+  EXPECT_EQ(Diff(before, fs01->counters_before()), "");
+  EXPECT_EQ(Diff(after, fs01->counters_after()), "");
+  EXPECT_EQ(Diff(measured, fs01->measured()), "");
+
+  // A failed step writes nothing; an unknown change or host is NotFound.
+  auto failed = store_->UpdateHostCounters(
+      "chg-c", "fs01",
+      [](const v1::Change&, const v1::ChangeHost&) -> absl::StatusOr<HostCounters> {
+        return absl::FailedPreconditionError("version moved on");
+      });
+  EXPECT_TRUE(absl::IsFailedPrecondition(failed)) << failed;
+  got = store_->GetChange("chg-c");
+  EXPECT_EQ(Diff(after, HostOf(**got, "fs01")->counters_after()), "");
+  auto never = [&](const v1::Change&, const v1::ChangeHost&) -> absl::StatusOr<HostCounters> {
+    ADD_FAILURE() << "the step ran for an unknown change or host";
+    return HostCounters();
+  };
+  EXPECT_TRUE(absl::IsNotFound(store_->UpdateHostCounters("chg-none", "fs01", never)));
+  EXPECT_TRUE(absl::IsNotFound(store_->UpdateHostCounters("chg-c", "fs09", never)));
+}
+
 TEST_P(ChangeStoreConformanceTest, HostStatusKeepsDesiredAndApplied) {
   v1::Change c = NewChange("chg-1", "alice", {"fs01", "fs02"});
   ASSERT_TRUE(store_->CreateChange(c, {}).ok());

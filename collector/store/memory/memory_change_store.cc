@@ -39,6 +39,25 @@ const v1::ChangeHost* FindHost(const v1::Change& change, const std::string& host
   return nullptr;
 }
 
+bool HasCounters(const v1::ChangeHost& h) {
+  return h.has_counters_before() || h.has_counters_after() || h.has_measured();
+}
+
+// Only the counter fields of `h`.
+v1::ChangeHost CountersOf(const v1::ChangeHost& h) {
+  v1::ChangeHost out;
+  if (h.has_counters_before()) *out.mutable_counters_before() = h.counters_before();
+  if (h.has_counters_after()) *out.mutable_counters_after() = h.counters_after();
+  if (h.has_measured()) *out.mutable_measured() = h.measured();
+  return out;
+}
+
+void ClearCounters(v1::ChangeHost* h) {
+  h->clear_counters_before();
+  h->clear_counters_after();
+  h->clear_measured();
+}
+
 }  // namespace
 
 MemoryChangeStore::MemoryChangeStore(MemoryComplianceStore* compliance) : compliance_(compliance) {
@@ -73,7 +92,11 @@ absl::Status MemoryChangeStore::CheckNewChangeLocked(const v1::Change& change) c
 }
 
 void MemoryChangeStore::InsertLocked(const v1::Change& change) {
-  changes_[change.id()] = Stored{next_change_seq_++, change};
+  Stored& stored = changes_[change.id()] = Stored{next_change_seq_++, change, {}};
+  for (auto& h : *stored.change.mutable_hosts()) {
+    if (HasCounters(h)) stored.counters[h.host()] = CountersOf(h);
+    ClearCounters(&h);
+  }
   UpdateHostStatusesLocked(nullptr, change);
 }
 
@@ -124,7 +147,12 @@ absl::StatusOr<std::optional<v1::Change>> MemoryChangeStore::GetChange(const std
   absl::MutexLock lock(&mu_);
   auto it = changes_.find(id);
   if (it == changes_.end()) return std::optional<v1::Change>();
-  return std::optional<v1::Change>(it->second.change);
+  v1::Change change = it->second.change;
+  for (auto& h : *change.mutable_hosts()) {
+    auto c = it->second.counters.find(h.host());
+    if (c != it->second.counters.end()) h.MergeFrom(c->second);
+  }
+  return std::optional<v1::Change>(std::move(change));
 }
 
 absl::StatusOr<std::vector<v1::Change>> MemoryChangeStore::ListChanges(const ChangeQuery& query) {
@@ -175,9 +203,50 @@ absl::StatusOr<v1::Change> MemoryChangeStore::UpdateChange(const std::string& id
   auto it = changes_.find(id);
   UpdateHostStatusesLocked(&current, update.change);
   it->second.change = update.change;
+  std::map<std::string, v1::ChangeHost> kept;
+  for (auto& h : *it->second.change.mutable_hosts()) {
+    ClearCounters(&h);
+    auto c = it->second.counters.find(h.host());
+    if (c != it->second.counters.end()) kept.insert(*c);
+  }
+  it->second.counters = std::move(kept);  // a host the step dropped goes with its counters
   if (update.created.has_value()) InsertLocked(*update.created);
   AppendAuditLocked(std::move(update.audit));
   return update.change;
+}
+
+absl::Status MemoryChangeStore::UpdateHostCounters(const std::string& change_id,
+                                                   const std::string& host,
+                                                   const CountersStepFn& step) {
+  std::shared_ptr<absl::Mutex> step_lock = StepLock(change_id);
+  absl::MutexLock in_order(step_lock.get());
+  v1::Change change;
+  v1::ChangeHost current;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = changes_.find(change_id);
+    if (it == changes_.end()) return absl::NotFoundError(absl::StrCat("no change ", change_id));
+    const v1::ChangeHost* h = FindHost(it->second.change, host);
+    if (h == nullptr) {
+      return absl::NotFoundError(absl::StrCat("change ", change_id, " has no host ", host));
+    }
+    current = *h;
+    auto c = it->second.counters.find(host);
+    if (c != it->second.counters.end()) current.MergeFrom(c->second);
+    change = it->second.change;
+    change.clear_hosts();
+  }
+  ASSIGN_OR_RETURN(HostCounters counters, step(change, current));
+  absl::MutexLock lock(&mu_);
+  auto it = changes_.find(change_id);
+  if (it == changes_.end() || FindHost(it->second.change, host) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("change ", change_id, " has no host ", host));
+  }
+  v1::ChangeHost& stored = it->second.counters[host];
+  if (counters.before.has_value()) *stored.mutable_counters_before() = std::move(*counters.before);
+  if (counters.after.has_value()) *stored.mutable_counters_after() = std::move(*counters.after);
+  if (counters.measured.has_value()) *stored.mutable_measured() = std::move(*counters.measured);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<v1::Change>> MemoryChangeStore::PendingForHost(const std::string& host,

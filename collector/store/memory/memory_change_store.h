@@ -32,6 +32,8 @@ class MemoryChangeStore : public ChangeStore {
   absl::StatusOr<std::vector<smbfleet::v1::Change>> ListChanges(const ChangeQuery& query) override;
   absl::StatusOr<smbfleet::v1::Change> UpdateChange(const std::string& id,
                                                     const StepFn& step) override;
+  absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
+                                  const CountersStepFn& step) override;
   absl::StatusOr<std::vector<smbfleet::v1::Change>> PendingForHost(const std::string& host,
                                                                    absl::Time now) override;
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
@@ -49,8 +51,11 @@ class MemoryChangeStore : public ChangeStore {
 
  private:
   struct Stored {
-    uint64_t created_seq = 0;  // creation order, for "oldest first" and "newest first"
-    smbfleet::v1::Change change;
+    uint64_t created_seq = 0;     // creation order, for "oldest first" and "newest first"
+    smbfleet::v1::Change change;  // its hosts without counters
+    // Per host, a ChangeHost with only the counter fields: kept apart as the database keeps
+    // them, so that workflow steps neither see nor write them.
+    std::map<std::string, smbfleet::v1::ChangeHost> counters;
   };
 
   absl::Status CheckNewChangeLocked(const smbfleet::v1::Change& change) const

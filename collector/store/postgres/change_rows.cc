@@ -180,13 +180,13 @@ RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
 }
 
 RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const v1::ChangeHost& h) {
+                  const v1::ChangeHost& h, bool with_counters) {
   v1::ChangeHost steps, before, after, more = h;
   *steps.mutable_steps() = h.steps();
   *before.mutable_before() = h.before();
   *after.mutable_after() = h.after();
   // These have columns; the rest (rule ids, not remediable, labels, later fields) is `more`.
-  for (int field : {1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16}) {
+  for (int field : {1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}) {
     more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
   }
   RowValues row;
@@ -206,6 +206,25 @@ RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id
   row.Add("before_values", FieldJson(tx, before, "before", "[]"));
   row.Add("after_values", FieldJson(tx, after, "after", "[]"));
   row.Add("more", Json(tx, true, more));
+  if (with_counters) {
+    const RowValues counters = HostCounterRow(tx, h);
+    for (size_t i = 0; i < counters.columns.size(); ++i) {
+      row.Add(counters.columns[i], counters.values[i]);
+    }
+  }
+  return row;
+}
+
+RowValues HostCounterRow(const pqxx::transaction_base& tx, const v1::ChangeHost& h) {
+  auto bytes = [&](bool has, const v1::CounterWindow& w) -> std::string {
+    if (!has) return "NULL";
+    return absl::StrCat("decode(", tx.quote(absl::BytesToHexString(w.SerializeAsString())),
+                        ", 'hex')");
+  };
+  RowValues row;
+  row.Add("counters_before", bytes(h.has_counters_before(), h.counters_before()));
+  row.Add("counters_after", bytes(h.has_counters_after(), h.counters_after()));
+  row.Add("measured", Json(tx, h.has_measured(), h.measured()));
   return row;
 }
 
@@ -311,6 +330,11 @@ const char kWaiverColumns[] = R"sql(
   w.revoke_reason
 )sql";
 
+const char kHostCounterColumns[] = R"sql(
+  encode(h.counters_before, 'hex') AS counters_before,
+  encode(h.counters_after, 'hex') AS counters_after, h.measured::text AS measured
+)sql";
+
 absl::StatusOr<v1::Change> ChangeFromRow(const pqxx::row& r) {
   v1::Change c;
   const std::string id = r["id"].as<std::string>();
@@ -375,6 +399,22 @@ absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r) {
   RETURN_IF_ERROR(
       MergeFieldJson(r["after_values"], "after", absl::StrCat(what, ", column after_values"), &h));
   return h;
+}
+
+absl::Status MergeHostCounters(const pqxx::row& r, v1::ChangeHost* h) {
+  const std::string what = absl::StrCat("host ", r["host"].c_str());
+  // NULL leaves the window unset (not even present).
+  auto window = [&](const char* column, auto mutable_window) -> absl::Status {
+    if (r[column].is_null()) return absl::OkStatus();
+    if (!mutable_window()->ParseFromString(absl::HexStringToBytes(r[column].as<std::string>()))) {
+      return absl::DataLossError(absl::StrCat(what, ", column ", column, ": not a CounterWindow"));
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(window("counters_before", [&] { return h->mutable_counters_before(); }));
+  RETURN_IF_ERROR(window("counters_after", [&] { return h->mutable_counters_after(); }));
+  return MessageFromJson(r["measured"], absl::StrCat(what, ", column measured"),
+                         [&] { return h->mutable_measured(); });
 }
 
 v1::ChangeApproval ApprovalFromRow(const pqxx::row& r) {

@@ -37,9 +37,12 @@ std::string WaiverStateText(smbfleet::v1::WaiverState s);
 
 // changes: every column but seq. Hosts and approvals have rows of their own.
 RowValues ChangeRow(const pqxx::transaction_base& tx, const smbfleet::v1::Change& change);
-// change_hosts; `position` is the host's index in Change.hosts.
+// change_hosts; `position` is the host's index in Change.hosts. The counter columns (migration
+// 0012) only `with_counters`: a workflow step leaves them as they are.
 RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const smbfleet::v1::ChangeHost& host);
+                  const smbfleet::v1::ChangeHost& host, bool with_counters);
+// The counter columns of change_hosts: each window serialised, measured as JSON; NULL for unset.
+RowValues HostCounterRow(const pqxx::transaction_base& tx, const smbfleet::v1::ChangeHost& host);
 // change_approvals; the row carries the change's proposer for the four-eyes constraint.
 RowValues ApprovalRow(const pqxx::transaction_base& tx, const smbfleet::v1::Change& change,
                       int position, const smbfleet::v1::ChangeApproval& approval);
@@ -56,11 +59,15 @@ extern const char kApprovalColumns[];
 extern const char kAuditColumns[];
 extern const char kHostStatusColumns[];
 extern const char kWaiverColumns[];
+// The counter columns (migration 0012), for `FROM change_hosts h`.
+extern const char kHostCounterColumns[];
 
 // Without hosts and approvals. A stored value that no longer parses is an error naming the
 // change and the column.
 absl::StatusOr<smbfleet::v1::Change> ChangeFromRow(const pqxx::row& r);
 absl::StatusOr<smbfleet::v1::ChangeHost> HostFromRow(const pqxx::row& r);
+// Sets `host`'s counters from a row read with kHostCounterColumns (and h.host, for errors).
+absl::Status MergeHostCounters(const pqxx::row& r, smbfleet::v1::ChangeHost* host);
 smbfleet::v1::ChangeApproval ApprovalFromRow(const pqxx::row& r);
 smbfleet::v1::AuditEntry AuditFromRow(const pqxx::row& r);
 smbfleet::v1::HostChangeStatus HostStatusFromRow(const pqxx::row& r);

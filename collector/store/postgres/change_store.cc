@@ -198,6 +198,8 @@ class PgChangeStore : public ChangeStore {
   absl::StatusOr<std::optional<v1::Change>> GetChange(const std::string& id) override;
   absl::StatusOr<std::vector<v1::Change>> ListChanges(const ChangeQuery& query) override;
   absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override;
+  absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
+                                  const CountersStepFn& step) override;
   absl::StatusOr<std::vector<v1::Change>> PendingForHost(const std::string& host,
                                                          absl::Time now) override;
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
@@ -269,7 +271,7 @@ void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& c
   tx.exec(absl::StrCat("INSERT INTO changes ", row.ColumnList(), " VALUES ", row.ValueList()));
   std::vector<pg::RowValues> hosts, approvals;
   for (int i = 0; i < change.hosts_size(); ++i) {
-    hosts.push_back(pg::HostRow(tx, change.id(), i, change.hosts(i)));
+    hosts.push_back(pg::HostRow(tx, change.id(), i, change.hosts(i), /*with_counters=*/true));
   }
   for (int i = 0; i < change.approvals_size(); ++i) {
     approvals.push_back(pg::ApprovalRow(tx, change, i, change.approvals(i)));
@@ -296,7 +298,7 @@ void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& bef
     const bool same = it != old.end() && it->second.first == i &&
                       MessageDifferencer::Equals(*it->second.second, h);
     if (it != old.end()) old.erase(it);
-    if (!same) rows.push_back(pg::HostRow(tx, after.id(), i, h));
+    if (!same) rows.push_back(pg::HostRow(tx, after.id(), i, h, /*with_counters=*/false));
   }
   if (!rows.empty()) {
     InsertRows(tx, "change_hosts", rows,
@@ -367,7 +369,58 @@ absl::Status PgChangeStore::CreateChange(const v1::Change& change,
 absl::StatusOr<std::optional<v1::Change>> PgChangeStore::GetChange(const std::string& id) {
   return pool_->Run<pqxx::read_transaction>(
       absl::StrCat("reading change ", id),
-      [&](pqxx::read_transaction& tx) { return ReadChange(tx, id, /*lock=*/false); });
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::optional<v1::Change>> {
+        ASSIGN_OR_RETURN(std::optional<v1::Change> change, ReadChange(tx, id, /*lock=*/false));
+        if (!change.has_value()) return change;
+        std::map<std::string, v1::ChangeHost*> by_host;
+        for (auto& h : *change->mutable_hosts()) by_host[h.host()] = &h;
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT h.host, ", pg::kHostCounterColumns,
+                         " FROM change_hosts h WHERE h.change_id = $1 AND (h.counters_before IS "
+                         "NOT NULL OR h.counters_after IS NOT NULL OR h.measured IS NOT NULL)"),
+            id);
+        for (const auto& r : rows) {
+          auto it = by_host.find(r["host"].as<std::string>());
+          if (it != by_host.end()) RETURN_IF_ERROR(pg::MergeHostCounters(r, it->second));
+        }
+        return change;
+      });
+}
+
+absl::Status PgChangeStore::UpdateHostCounters(const std::string& change_id,
+                                               const std::string& host,
+                                               const CountersStepFn& step) {
+  const std::string what = absl::StrCat("storing the counters of change ", change_id, " on ", host);
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    pqxx::result changes = tx.exec_params(
+        absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id = $1"), change_id);
+    if (changes.empty()) return absl::NotFoundError(absl::StrCat("no change ", change_id));
+    ASSIGN_OR_RETURN(v1::Change change, pg::ChangeFromRow(changes[0]));
+    // The host's row alone is locked: a workflow step on the change does not wait for it.
+    pqxx::result hosts = tx.exec_params(
+        absl::StrCat("SELECT ", pg::kHostColumns, ", ", pg::kHostCounterColumns,
+                     " FROM change_hosts h WHERE h.change_id = $1 AND h.host = $2 FOR UPDATE"),
+        change_id, host);
+    if (hosts.empty()) {
+      return absl::NotFoundError(absl::StrCat("change ", change_id, " has no host ", host));
+    }
+    ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(hosts[0]));
+    RETURN_IF_ERROR(pg::MergeHostCounters(hosts[0], &h));
+    ASSIGN_OR_RETURN(HostCounters counters, step(change, h));
+    if (counters.before.has_value()) *h.mutable_counters_before() = std::move(*counters.before);
+    if (counters.after.has_value()) *h.mutable_counters_after() = std::move(*counters.after);
+    if (counters.measured.has_value()) *h.mutable_measured() = std::move(*counters.measured);
+    const pg::RowValues row = pg::HostCounterRow(tx, h);
+    tx.exec_params(absl::StrCat("UPDATE change_hosts SET ", row.Assignments({}),
+                                " WHERE change_id = $1 AND host = $2"),
+                   change_id, host);
+    tx.commit();
+    return absl::OkStatus();
+  } catch (...) {
+    return MapWriteError(*pool_, what, {});
+  }
 }
 
 absl::StatusOr<std::vector<v1::Change>> PgChangeStore::ListChanges(const ChangeQuery& query) {

@@ -174,6 +174,72 @@ function Steps({ steps }) {
   );
 }
 
+function fixed(v, digits) {
+  return v == null || !isFinite(v) ? "-" : Number(v).toFixed(digits);
+}
+
+function signed(v) {
+  return v == null ? "-" : `${v >= 0 ? "+" : ""}${fixed(v, 1)}`;
+}
+
+// Predicted beside measured, from the windows before and after the apply (ChangeHost
+// countersBefore, countersAfter, measured); a ratio of 0 is a prediction the model did not make.
+function Measured({ host }) {
+  const before = host.countersBefore;
+  const after = host.countersAfter;
+  if (!before && !after) return null;
+  if (!after) {
+    return (
+      <p class="muted" data-testid="measured">
+        measured: collecting (before: CPU {fixed((before.summary || {}).cpuPercent, 1)}%)
+      </p>
+    );
+  }
+  const b = (before && before.summary) || {};
+  const a = after.summary || {};
+  const m = host.measured || {};
+  const known = m.predictionKnown;
+  const ratio = (v) => (v ? `x${fixed(v, 2)}` : "-");
+  const rows = [
+    ["CPU %", fixed(b.cpuPercent, 1), fixed(a.cpuPercent, 1), signed(m.cpuChangePoints),
+      known ? signed(m.predictedCpuChangePoints || 0) : "-"],
+    ["CPU per byte", fixed(b.cpuPercentPerMbPerSecond, 3), fixed(a.cpuPercentPerMbPerSecond, 3),
+      ratio(m.cpuPerByteRatio), known ? ratio(m.predictedCpuRatio) : "-"],
+    ["SMB MB/s", fixed(b.smbBytesPerSecond / 1e6, 1), fixed(a.smbBytesPerSecond / 1e6, 1),
+      ratio(m.smbBytesRatio), known ? ratio(m.predictedThroughputRatio) : "-"],
+    ["available memory GiB",
+      fixed(b.availableMemoryBytes == null ? null : Number(b.availableMemoryBytes) / 2 ** 30, 2),
+      fixed(a.availableMemoryBytes == null ? null : Number(a.availableMemoryBytes) / 2 ** 30, 2), "", ""],
+  ];
+  return (
+    <div data-testid="measured">
+      <p class="muted">measured: {m.summary || "not measured"}</p>
+      <table class="measured">
+        <thead>
+          <tr>
+            <th scope="col"></th>
+            <th scope="col">before</th>
+            <th scope="col">after</th>
+            <th scope="col">measured</th>
+            <th scope="col">predicted</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r[0]}>
+              <th scope="row">{r[0]}</th>
+              <td class="num">{r[1]}</td>
+              <td class="num">{r[2]}</td>
+              <td class="num">{r[3]}</td>
+              <td class="num">{r[4]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 function HostRows({ hosts }) {
   if (!hosts || !hosts.length) return <Empty>No host.</Empty>;
   return (
@@ -222,6 +288,7 @@ function HostRows({ hosts }) {
                   </ul>
                 ) : null}
                 <p class="muted">cost: {cost.known ? cost.summary : "unknown (no benchmark)"}</p>
+                <Measured host={h} />
               </td>
             </tr>
           );
