@@ -386,6 +386,11 @@ absl::Status Agent::RunOnce(const std::string& reason) {
   return Flush();
 }
 
+void Agent::set_counter_windows(CounterWindows* windows) {
+  counters_ = windows;
+  if (counters_ != nullptr) counters_->set_on_filled([this] { Nudge("change_counters"); });
+}
+
 void Agent::Nudge(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -88,8 +88,9 @@ class Agent {
 
   // After-windows of load counters (not owned; opened by the caller): each delivered report,
   // digest-only ones too, carries those that are due as change_counters, and they are forgotten
-  // once a report carrying them is acknowledged. Call before Run().
-  void set_counter_windows(CounterWindows* windows) { counters_ = windows; }
+  // once a report carrying them is acknowledged; an after-window that fills makes a report with
+  // reason change_counters at once. Call before Run() and before the sampler starts.
+  void set_counter_windows(CounterWindows* windows);
 
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();

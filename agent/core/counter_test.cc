@@ -139,13 +139,19 @@ TEST_F(CounterFixture, SamplerThreadSamplesEveryInterval) {
 
 TEST_F(CounterFixture, AfterWindowIsFilledOnceTheWindowPassedAndDroppedWhenDelivered) {
   CounterWindows windows(dir_, sampler_.get());
+  int filled = 0;  // the agent's nudge for a report with reason change_counters
+  windows.set_on_filled([&filled] { ++filled; });
   ASSERT_TRUE(windows.Open().ok());
   Sample(3, &windows);
   ASSERT_TRUE(windows.StartAfter("c1", 2).ok());
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/c1@2.counters.json"));
   Sample(5, &windows);
   EXPECT_THAT(windows.Due(), IsEmpty());  // 50 s of a 60 s window
+  EXPECT_EQ(filled, 0);
   Sample(1, &windows);
+  EXPECT_EQ(filled, 1);
+  Sample(2, &windows);
+  EXPECT_EQ(filled, 1);  // once per window, not per sample
   std::vector<ChangeCounters> due = windows.Due();
   ASSERT_THAT(due, SizeIs(1));
   EXPECT_EQ(due[0].change_id(), "c1");

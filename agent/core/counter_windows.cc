@@ -98,31 +98,36 @@ absl::Status CounterWindows::StartAfter(const std::string& change_id, uint64_t v
 void CounterWindows::Tick() {
   const absl::Time now = sampler_->Now();
   const absl::Duration window = absl::FromChrono(sampler_->window());
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = records_.begin(); it != records_.end();) {
-    ChangeCounters& record = it->second;
-    const absl::Time start = FromProto(record.after().start());
-    if (now - start > kMaxPendingAge) {
-      Logger("agent")->warn("counters: {}: after-window from {} never delivered; dropped",
-                            Name(record), absl::FormatTime(start));
-      RemoveFile(PathOf(it->first)).IgnoreError();
-      it = records_.erase(it);
-      continue;
-    }
-    if (!record.after().complete() && now >= start + window) {
-      ChangeCounters filled = record;
-      // A sample taken at the apply itself belongs to the window before.
-      *filled.mutable_after() = sampler_->Window(start + absl::Nanoseconds(1), start + window);
-      *filled.mutable_after()->mutable_start() = record.after().start();
-      filled.mutable_after()->set_complete(true);
-      if (absl::Status s = Write(filled); !s.ok()) {
-        Logger("agent")->warn("counters: {}: {}", Name(record), LogSafe(s));
+  bool filled_any = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = records_.begin(); it != records_.end();) {
+      ChangeCounters& record = it->second;
+      const absl::Time start = FromProto(record.after().start());
+      if (now - start > kMaxPendingAge) {
+        Logger("agent")->warn("counters: {}: after-window from {} never delivered; dropped",
+                              Name(record), absl::FormatTime(start));
+        RemoveFile(PathOf(it->first)).IgnoreError();
+        it = records_.erase(it);
+        continue;
       }
-      // Kept in memory even when the write failed: the samples are still worth sending.
-      record = std::move(filled);
+      if (!record.after().complete() && now >= start + window) {
+        ChangeCounters filled = record;
+        // A sample taken at the apply itself belongs to the window before.
+        *filled.mutable_after() = sampler_->Window(start + absl::Nanoseconds(1), start + window);
+        *filled.mutable_after()->mutable_start() = record.after().start();
+        filled.mutable_after()->set_complete(true);
+        if (absl::Status s = Write(filled); !s.ok()) {
+          Logger("agent")->warn("counters: {}: {}", Name(record), LogSafe(s));
+        }
+        // Kept in memory even when the write failed: the samples are still worth sending.
+        record = std::move(filled);
+        filled_any = true;
+      }
+      ++it;
     }
-    ++it;
   }
+  if (filled_any && on_filled_) on_filled_();
 }
 
 std::vector<ChangeCounters> CounterWindows::Due() {

@@ -11,6 +11,7 @@
 // kMaxPendingAge is dropped with a log line.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -40,8 +41,11 @@ class CounterWindows {
   // Records (durably) that the change was applied now: its after-window starts.
   absl::Status StartAfter(const std::string& change_id, uint64_t version);
   // Fills the after-windows whose time has passed and drops records older than kMaxPendingAge.
-  // Called after each sample.
+  // Called after each sample. When it filled one, calls the on_filled callback (outside the lock).
   void Tick();
+  // Called when an after-window has been filled, so that a report carries it at once rather than
+  // with the next scheduled one (any thread; set before the sampler starts).
+  void set_on_filled(std::function<void()> f) { on_filled_ = std::move(f); }
   // The after-windows ready to send (filled), oldest first.
   std::vector<smbfleet::v1::ChangeCounters> Due();
   // A report carrying these was acknowledged: their records go.
@@ -58,6 +62,7 @@ class CounterWindows {
 
   std::string dir_;
   CounterSampler* sampler_;
+  std::function<void()> on_filled_;
   mutable std::mutex mu_;
   std::map<Key, smbfleet::v1::ChangeCounters> records_ ABSL_GUARDED_BY(mu_);
 };
