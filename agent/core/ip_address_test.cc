@@ -23,12 +23,26 @@ std::string LibcForm(const std::string& text) {
 }
 
 TEST(IpAddressTest, SameTextAsTheCLibrary) {
-  for (const char* text :
-       {"10.0.0.5", "127.0.0.1", "0.0.0.0", "255.255.255.255", "::", "::1", "fe80::1",
-        "FE80:0:0:0:C8C0:F65D:3BC6:7313", "fd00:0:0::0009", "::ffff:10.0.0.9", "::FFFF:a00:9",
-        "2001:db8::1:0:0:1", "2001:db8:0:0:1:0:0:1", "2001:0:0:1:0:0:0:1", "1:0:1:0:1:0:1:0",
-        "2001:db8:85a3:8d3:1319:8a2e:370:7348", "1::", "1:2:3:4:5:6:7::", "::2:3:4:5:6:7:8",
-        "64:ff9b::192.0.2.33"}) {
+  for (const char* text : {"10.0.0.5",
+                           "127.0.0.1",
+                           "0.0.0.0",
+                           "255.255.255.255",
+                           "::",
+                           "::1",
+                           "fe80::1",
+                           "FE80:0:0:0:C8C0:F65D:3BC6:7313",
+                           "fd00:0:0::0009",
+                           "::ffff:10.0.0.9",
+                           "::FFFF:a00:9",
+                           "2001:db8::1:0:0:1",
+                           "2001:db8:0:0:1:0:0:1",
+                           "2001:0:0:1:0:0:0:1",
+                           "1:0:1:0:1:0:1:0",
+                           "2001:db8:85a3:8d3:1319:8a2e:370:7348",
+                           "1::",
+                           "1:2:3:4:5:6:7::",
+                           "::2:3:4:5:6:7:8",
+                           "64:ff9b::192.0.2.33"}) {
     EXPECT_EQ(CanonicalIpAddress(text), LibcForm(text)) << text;
   }
 }
@@ -43,9 +57,9 @@ TEST(IpAddressTest, ZoneDroppedMappedAsIpv4) {
 }
 
 TEST(IpAddressTest, NotAnAddressStaysAsItIs) {
-  for (const char* text :
-       {"", "LAPTOP-7", "[::1]", "10.0.0", "10.0.0.256", "10.0.0.1.2", "1.2.3.-4",
-        "1:2:3:4:5:6:7:8:9", "1::2::3", ":::", "12345::", "fe80::1%", "::g", "1:2:3:4:5:6:7", ":1:2:3:4:5:6:7", "1.2.3.4:"}) {
+  for (const char* text : {"", "LAPTOP-7", "[::1]", "10.0.0", "10.0.0.256", "10.0.0.1.2",
+                           "1.2.3.-4", "1:2:3:4:5:6:7:8:9", "1::2::3", ":::", "12345::", "fe80::1%",
+                           "::g", "1:2:3:4:5:6:7", ":1:2:3:4:5:6:7", "1.2.3.4:"}) {
     EXPECT_FALSE(ParseIpAddress(text).has_value()) << text;
     EXPECT_EQ(CanonicalIpAddress(text), text);
     EXPECT_EQ(LibcForm(text), "<invalid>") << text;  // the C library refuses them too

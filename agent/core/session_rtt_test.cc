@@ -89,10 +89,9 @@ TEST(SessionRttTest, ByAddressAndPortInCanonicalForm) {
 }
 
 TEST(SessionRttTest, WithoutAPortOnlyAUniqueAddressMatches) {
-  std::vector<TcpConnection> connections = {Peer("10.0.0.7", 50001, 12),
-                                            Peer("10.0.0.8", 50100, 4000),
-                                            Peer("10.0.0.8", 50101, 5000),
-                                            Peer("fe80::c8c0:f65d:3bc6:7313", 50200, 300)};
+  std::vector<TcpConnection> connections = {
+      Peer("10.0.0.7", 50001, 12), Peer("10.0.0.8", 50100, 4000), Peer("10.0.0.8", 50101, 5000),
+      Peer("fe80::c8c0:f65d:3bc6:7313", 50200, 300)};
   v1::Posture p;
   AddSession(&p, "one", "10.0.0.7", 0);
   AddSession(&p, "same-connection", "10.0.0.7", 0);  // two sessions over one connection

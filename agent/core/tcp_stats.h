@@ -3,8 +3,9 @@
 
 // The kernel's view of the server's SMB connections (TCP, by local port: 445 and 139 unless the
 // server listens elsewhere): round-trip times and retransmits per connection, for matching to the
-// sessions a platform reports. Linux implements it with sock_diag (agent/platform/posix/sock_diag.h),
-// Windows with TCP extended statistics (agent/platform/windows/tcp_estats.h); tests use a fake.
+// sessions a platform reports. Linux implements it with sock_diag
+// (agent/platform/posix/sock_diag.h), Windows with TCP extended statistics
+// (agent/platform/windows/tcp_estats.h); tests use a fake.
 
 #include <cstdint>
 #include <optional>

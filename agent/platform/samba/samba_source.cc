@@ -101,8 +101,8 @@ absl::StatusOr<v1::Posture> SambaSource::Collect() {
       *posture.add_sessions() = std::move(session);
     }
     // smbstatus prints each session's client port: match by address and port.
-    FillSessionRoundTrips(tcp_stats_, SmbPorts(config), PeerMatch::kAddressAndPort,
-                          kSockDiagProbe, &posture);
+    FillSessionRoundTrips(tcp_stats_, SmbPorts(config), PeerMatch::kAddressAndPort, kSockDiagProbe,
+                          &posture);
     for (auto& file : status->open_files) *posture.add_open_files() = std::move(file);
     std::map<std::string, uint32_t> users;
     for (const auto& session : posture.sessions()) {

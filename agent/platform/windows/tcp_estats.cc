@@ -102,9 +102,9 @@ std::string DescribeWin32Error(uint32_t code) {
 
 absl::StatusOr<std::vector<TcpConnection>> ConnectionsFromEstats(const shim::TcpEstatsRead& read) {
   if (read.error != 0) {
-    return ErrorStatus(read.error, absl::StrCat(kTcpEstatsProbe.name, ": ", read.error_call,
-                                                ": Windows error ",
-                                                DescribeWin32Error(read.error)));
+    return ErrorStatus(read.error,
+                       absl::StrCat(kTcpEstatsProbe.name, ": ", read.error_call, ": Windows error ",
+                                    DescribeWin32Error(read.error)));
   }
   std::vector<TcpConnection> out;
   for (const shim::TcpEstatsRow& row : read.rows) {
@@ -117,9 +117,9 @@ absl::StatusOr<std::vector<TcpConnection>> ConnectionsFromEstats(const shim::Tcp
     if (row.error != 0) {
       std::string peer = row.ipv6 ? absl::StrCat("[", c.remote_address, "]:", c.remote_port)
                                   : absl::StrCat(c.remote_address, ":", c.remote_port);
-      c.status = ErrorStatus(row.error, absl::StrCat(kTcpEstatsProbe.name, ": ", peer, ": ",
-                                                     row.error_call, ": Windows error ",
-                                                     DescribeWin32Error(row.error)));
+      c.status = ErrorStatus(row.error,
+                             absl::StrCat(kTcpEstatsProbe.name, ": ", peer, ": ", row.error_call,
+                                          ": Windows error ", DescribeWin32Error(row.error)));
     } else if (row.have_path) {
       // Counted since collection was switched on (by this agent, or before it).
       c.retransmits = row.pkts_retrans;

@@ -222,8 +222,8 @@ class LiveSource : public PostureSource {
     }
     // No cmdlet shows a session's client port: match by address where only one connection
     // comes from it.
-    FillSessionRoundTrips(options_.tcp_stats, WindowsSmbPorts(),
-                          PeerMatch::kAddressOrUniqueAddress, kTcpEstatsProbe, &posture);
+    FillSessionRoundTrips(options_.tcp_stats, WindowsSmbPorts(), PeerMatch::kAddressOrUniqueAddress,
+                          kTcpEstatsProbe, &posture);
     if (options_.detect_cpu) {
       std::string model = posture.host().cpu().model();
       *posture.mutable_host()->mutable_cpu() = options_.detect_cpu();

@@ -50,12 +50,11 @@ static int CheckTcpEstats() {
     std::printf("tcp estats %d: port=%u rows=%zu table_error=%lu(%s)", round, port, r.rows.size(),
                 static_cast<unsigned long>(r.error), r.error_call.c_str());
     for (const TcpEstatsRow& row : r.rows) {
-      std::printf(" [error=%lu(%s) enabled_now=%d path=%d srtt=%lums min=%lums samples=%lu]",
-                  static_cast<unsigned long>(row.error), row.error_call.c_str(),
-                  row.enabled_now ? 1 : 0, row.have_path ? 1 : 0,
-                  static_cast<unsigned long>(row.smoothed_rtt_ms),
-                  static_cast<unsigned long>(row.min_rtt_ms),
-                  static_cast<unsigned long>(row.count_rtt));
+      std::printf(
+          " [error=%lu(%s) enabled_now=%d path=%d srtt=%lums min=%lums samples=%lu]",
+          static_cast<unsigned long>(row.error), row.error_call.c_str(), row.enabled_now ? 1 : 0,
+          row.have_path ? 1 : 0, static_cast<unsigned long>(row.smoothed_rtt_ms),
+          static_cast<unsigned long>(row.min_rtt_ms), static_cast<unsigned long>(row.count_rtt));
     }
     std::printf("\n");
   }

@@ -1,9 +1,11 @@
 // winsock2 before windows.h and iphlpapi.h: the IPv6 table types need its definitions.
+// clang-format off
 #include <winsock2.h>
 #include <ws2tcpip.h>
 #include <windows.h>
 #include <iphlpapi.h>
 #include <tcpestats.h>
+// clang-format on
 
 #include <algorithm>
 #include <cstring>
@@ -118,8 +120,8 @@ void ReadIpv4(const std::vector<uint16_t>& ports, TcpEstatsRead* out) {
     key.dwRemotePort = r.dwRemotePort;
     ReadPath(
         [&key](PUCHAR rw, ULONG rw_size, PUCHAR rod, ULONG rod_size) {
-          return GetPerTcpConnectionEStats(&key, TcpConnectionEstatsPath, rw, 0, rw_size,
-                                           nullptr, 0, 0, rod, 0, rod_size);
+          return GetPerTcpConnectionEStats(&key, TcpConnectionEstatsPath, rw, 0, rw_size, nullptr,
+                                           0, 0, rod, 0, rod_size);
         },
         [&key](PUCHAR rw, ULONG rw_size) {
           return SetPerTcpConnectionEStats(&key, TcpConnectionEstatsPath, rw, 0, rw_size, 0);
@@ -162,8 +164,8 @@ void ReadIpv6(const std::vector<uint16_t>& ports, TcpEstatsRead* out) {
     key.dwRemotePort = r.dwRemotePort;
     ReadPath(
         [&key](PUCHAR rw, ULONG rw_size, PUCHAR rod, ULONG rod_size) {
-          return GetPerTcp6ConnectionEStats(&key, TcpConnectionEstatsPath, rw, 0, rw_size,
-                                            nullptr, 0, 0, rod, 0, rod_size);
+          return GetPerTcp6ConnectionEStats(&key, TcpConnectionEstatsPath, rw, 0, rw_size, nullptr,
+                                            0, 0, rod, 0, rod_size);
         },
         [&key](PUCHAR rw, ULONG rw_size) {
           return SetPerTcp6ConnectionEStats(&key, TcpConnectionEstatsPath, rw, 0, rw_size, 0);
