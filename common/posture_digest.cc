@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 #include "absl/strings/escaping.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -42,6 +44,14 @@ std::string PostureDigest(const smbfleet::v1::Posture& posture) {
     s.clear_retransmits();
     s.clear_delivery_rate_bytes_per_sec();
   }
+  // Load counters the agent could not read say nothing of the posture and come and go with the
+  // host's load (docs/agent-changes.md); the next changed posture carries them.
+  auto* errors = copy.mutable_probe_errors();
+  errors->erase(std::remove_if(errors->begin(), errors->end(),
+                               [](const smbfleet::v1::ProbeError& e) {
+                                 return e.probe() == kLoadCountersProbe;
+                               }),
+                errors->end());
   return Sha256Hex(DeterministicBytes(copy));
 }
 

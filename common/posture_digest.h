@@ -22,8 +22,13 @@ std::string DeterministicBytes(const google::protobuf::MessageLite& message);
 // counters that move on their own (session ages, smoothed round-trip times, retransmits and
 // delivery rates), so that an unchanged host is recognised. A session's lowest round-trip time
 // counts: policy reads it.
-// Probe errors are part of it: a probe that starts or stops failing is a change.
+// Probe errors are part of it (a probe that starts or stops failing is a change), except those of
+// the load counters (kLoadCountersProbe).
 std::string PostureDigest(const smbfleet::v1::Posture& posture);
+
+// The probe of the agent's unreadable load counters (docs/agent-changes.md), which the digest
+// leaves out.
+inline constexpr absl::string_view kLoadCountersProbe = "counters";
 
 // Whether `text` has the form of a PostureDigest: 64 lower-case hex digits.
 bool IsPostureDigest(absl::string_view text);

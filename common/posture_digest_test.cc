@@ -43,6 +43,20 @@ TEST(PostureDigestTest, IgnoresMovingRoundTripFiguresButNotTheLowest) {
   EXPECT_NE(PostureDigest(a), PostureDigest(b));
 }
 
+TEST(PostureDigestTest, IgnoresUnreadableLoadCountersButNotOtherProbeErrors) {
+  auto a = Sample();
+  auto b = a;
+  auto* counters = b.add_probe_errors();
+  counters->set_probe(std::string(kLoadCountersProbe));
+  counters->set_code("UNREADABLE");
+  counters->set_message("counters left absent from the samples: /proc/4242/stat: parse error");
+  EXPECT_EQ(PostureDigest(a), PostureDigest(b));
+  auto* smbstatus = b.add_probe_errors();
+  smbstatus->set_probe("smbstatus");
+  smbstatus->set_code("TIMEOUT");
+  EXPECT_NE(PostureDigest(a), PostureDigest(b));
+}
+
 TEST(PostureDigestTest, ChangesWithConfigurationAndSessions) {
   auto a = Sample();
   auto b = Sample();

@@ -30,7 +30,7 @@ constexpr Probe kReportProbe{
 // Reports of this host the collector will never see: no section of this posture is unknown.
 constexpr Probe kSpoolProbe{"spool", {}};
 // Load counters the host could not read (docs/agent-changes.md): no posture section is unknown.
-constexpr Probe kCountersProbe{"counters", {}};
+constexpr Probe kCountersProbe{kLoadCountersProbe, {}};
 
 // Tells the collector about reports lost since the last delivered report (probe errors "spool"
 // with code DROPPED, CORRUPT or REJECTED; the count leads the message).

@@ -28,7 +28,8 @@ source "$(dirname "$0")/lib.sh"
 
 # What the baseline policy's plan for the lab sets on Samba; the agents allow exactly these.
 readonly ALLOW="[server.requireSigning, client.requireSigning, server.minDialect, share.encryptData, client.minDialect, client.requireEncryption]"
-readonly ENFORCE="{enforce: true, allow: $ALLOW}"
+# Load counters every second, in windows of three (docs/agent-changes.md "Counters around a change").
+readonly ENFORCE="{enforce: true, allow: $ALLOW, counters: {interval: 1s, window: 3s}}"
 
 # --- building blocks ---------------------------------------------------------------------------
 
@@ -140,6 +141,30 @@ scenario_flow() {
   grep -q "  change  PROPOSED" "$work/watch.txt" || fail "changes watch did not start at PROPOSED"
   grep -q "  change  COMPLETED" "$work/watch.txt" || fail "changes watch did not print COMPLETED"
   grep -q "  $host  APPLIED" "$work/watch.txt" || fail "changes watch did not print $host APPLIED"
+
+  step "counters around the change: the window before from the ack, after from a report"
+  # The ack carried the three seconds before the apply; the report that follows the after-window's
+  # end (reason change_counters) carries the three after it; the collector summarised both and
+  # set the measured effect beside the prediction.
+  _has_after() {
+    [[ $(change_get "$id" --arg h "$host" \
+      '.hosts[] | select(.host == $h) | .countersAfter.complete // false') == true ]]
+  }
+  poll 30 "the after-window of $host's counters" _has_after
+  change_json "$id" >"$work/counted.json"
+  jq -e --arg h "$host" '.hosts[] | select(.host == $h)
+     | (.countersBefore.samples | length) >= 2 and .countersBefore.complete
+       and (.countersAfter.samples | length) >= 2
+       and .countersBefore.summary.samples >= 2 and .countersAfter.summary.samples >= 2
+       and (.countersBefore.summary.cpuPercent | type) == "number"
+       and (.countersAfter.summary.availableMemoryBytes | tonumber) > 0
+       and (.measured.summary | length) > 0
+       and (.measured.cpuChangePoints | type) == "number"' "$work/counted.json" >/dev/null ||
+    fail "no before/after counters with a measured line: $(jq -c --arg h "$host" \
+      '.hosts[] | select(.host == $h) | {countersBefore, countersAfter, measured}' "$work/counted.json")"
+  ctl viewer changes show "$id" | tee "$work/show-measured.txt" | grep "measured:" | sed 's/^/   | /'
+  grep -q "^  measured: .*CPU" "$work/show-measured.txt" ||
+    fail "changes show has no measured line: $(cat "$work/show-measured.txt")"
 
   step "smb.conf changed and reloaded: SMB2_10 refused, SMB3 encrypted"
   [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] ||
