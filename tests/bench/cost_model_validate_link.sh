@@ -15,14 +15,18 @@
 # LINK_BIN is the built smbfleet-delay-link, REPORT_BIN the built cost_model_report. Postures are
 # interleaved run by run, in a new random order each run, so that other work on the machine falls
 # on all of them alike; each posture is judged on the median of its N runs (default 3), and the
-# spread (min-max) is printed beside it. smbd's CPU is read from a cpuacct cgroup holding smbd
-# and its connection children (nanoseconds) where cgroup v1 cpuacct is writable, else from
-# /proc/<smbd>/stat (children's utime + stime, clock ticks). smbd, smbclient and the link program
-# run at nice N (default -10); nothing is pinned: the link's user-space forwarding needs a core
-# too. Prints one JSON document (and, with --markdown, a table per point before it).
+# spread (min-max) is printed beside it. Each measurement is a new held session (the posture is
+# negotiated at session setup) that first gets a warm-up file (16 MiB, or M if smaller), so that
+# the measured get runs at TCP's steady state, as the model assumes (a fresh session at 60 ms
+# spends a good part of 64 MiB in slow start), and its CPU leaves out the session setup. The
+# throughput is smbclient's rate for the measured get; the CPU is smbd's during that get, read
+# from a cpuacct cgroup holding smbd and its connection children (nanoseconds) where cgroup v1
+# cpuacct is writable, else from /proc (utime + stime, clock ticks). smbd, smbclient and the
+# link program run at nice N (default -10); nothing is pinned: the link's user-space forwarding
+# needs a core too. Prints one JSON document (and, with --markdown, a table per point before it).
 # Needs root, network namespaces, the Debian packages samba, smbclient, libnss-wrapper, iproute2,
-# jq. Bounded: with the defaults (4 points, 8 postures, 3 runs of 64 MiB) about seven minutes,
-# most of it at 100 Mbit. Not part of ctest.
+# jq. Bounded: with the defaults (4 points, 8 postures, 3 runs of 16 + 64 MiB) about nine
+# minutes, most of it at 100 Mbit. Not part of ctest.
 set -euo pipefail
 
 here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
@@ -83,6 +87,7 @@ for d in $one_ways; do
     die "--one-way: '$d' is not a number of milliseconds in (0, 5000]"
 done
 command -v jq >/dev/null || die "needs jq"
+warm_mib=$((mib < 16 ? mib : 16))
 
 # shellcheck source=../netpath/lib.sh
 source "$here/../netpath/lib.sh"
@@ -132,12 +137,17 @@ apply_posture() {
   env "${labenv[@]}" smbcontrol -s "$conf" smbd reload-config || die "reload-config failed"
 }
 
-# smbd's CPU seconds so far: the cgroup's usage, else its reaped children's from /proc.
+# smbd's CPU seconds so far: the cgroup's usage, else from /proc: its reaped children's and
+# those of its live children (the connection of a held session).
 server_cpu() {
   if [[ -n "$cgroup" ]]; then
     awk '{ printf "%.6f", $1 / 1e9 }' "$cgroup/cpuacct.usage"
   else
-    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.4f", ($16 + $17) / hz }' "/proc/$smbd_pid/stat"
+    local pid files=("/proc/$smbd_pid/stat")
+    for pid in $(ps -o pid= --ppid "$smbd_pid"); do files+=("/proc/$pid/stat"); done
+    awk -v hz="$(getconf CLK_TCK)" -v parent="/proc/$smbd_pid/stat" \
+      '{ t += (FILENAME == parent) ? $16 + $17 : $14 + $15 } END { printf "%.4f", t / hz }' \
+      "${files[@]}" 2>/dev/null
   fi
 }
 wait_reaped() {
@@ -149,21 +159,20 @@ wait_reaped() {
   die "smbd connection child did not exit"
 }
 
-# measure POSTURE RUN: one get of large.bin from the client namespace; appends a measured line.
+# measure POSTURE RUN: a held session from the client namespace gets warm.bin, then large.bin;
+# appends a measured line with large.bin's rate and smbd's CPU during that get alone.
 measure() {
-  local posture=$1 run=$2 before after kbps bytes=$((mib << 20))
+  local posture=$1 run=$2 before after kbps name="m-$1-$2"
   wait_reaped
+  netpath_hold "$name" >/dev/null
+  # The client (the held smbclient) at the same nice level as smbd and the link.
+  renice -n "$nice_level" -p $(ip netns pids "$netpath_client_ns") >/dev/null
+  netpath_get "$name" warm.bin >/dev/null || die "warm-up get failed under $posture"
   before=$(server_cpu)
-  ip netns exec "$netpath_client_ns" nice -n "$nice_level" smbclient -s "$netpath_work/lab/client.conf" \
-    -p 445 "//$netpath_server_ip/demo" -A "$netpath_work/lab/smbfleet.auth" \
-    -c 'get large.bin /dev/null' >"$work/client.out" 2>&1 ||
-    die "smbclient failed under $posture: $(cat "$work/client.out")"
-  wait_reaped
+  kbps=$(netpath_get "$name" large.bin) || die "get failed under $posture"
   after=$(server_cpu)
-  # smbclient's own rate covers the transfer only, not the session setup.
-  kbps=$(grep -o '([0-9.]* KiloBytes/sec)' "$work/client.out" | head -1 | tr -dc '0-9.')
-  [[ -n "$kbps" ]] || die "no transfer rate in smbclient output under $posture: $(cat "$work/client.out")"
-  jq -cn --arg p "$posture" --argjson r "$run" --argjson b "$bytes" --argjson k "$kbps" \
+  bash "$lab" release "$netpath_work/lab" "$name" >/dev/null
+  jq -cn --arg p "$posture" --argjson r "$run" --argjson b "$((mib << 20))" --argjson k "$kbps" \
     --argjson c "$(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.6f", b - a }')" \
     '{posture: $p, workload: "large", run: $r, bytes: $b, files: 0, seconds: ($b / ($k * 1024)),
       serverCpu: $c, clientCpu: 0}' >>"$point_out/measured.jsonl"
@@ -181,6 +190,7 @@ for rate in $rates; do
     trap cleanup EXIT  # netpath_up set its own; this one also removes the cgroup
     conf=$(bash "$lab" conf "$netpath_work/lab")
     mapfile -t labenv < <(bash "$lab" env "$netpath_work/lab")
+    netpath_file warm.bin "$warm_mib"
     netpath_file large.bin "$mib"
     chmod -R a+rX "$netpath_work/lab/shares/demo"
     smbd_pid=$(tr -dc '0-9' <"$netpath_work/lab/pid/smbd.pid")
@@ -232,12 +242,14 @@ echo "measured $runs runs of ${#postures[@]} postures at each of $((${#points[@]
 jq -s --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" --arg lb "$load_before" \
   --arg la "$(cut -d' ' -f1-3 /proc/loadavg)" --argjson runs "$runs" --argjson mib "$mib" \
   --argjson queue "$queue" --argjson nice "$nice_level" --arg statistic "$statistic" \
+  --argjson warm "$warm_mib" --arg cc "$(sysctl -n net.ipv4.tcp_congestion_control)" \
+  --arg rmem "$(sysctl -n net.ipv4.tcp_rmem)" --arg wmem "$(sysctl -n net.ipv4.tcp_wmem)" \
   --arg cpu "$([[ -d /sys/fs/cgroup/cpuacct && -w /sys/fs/cgroup/cpuacct ]] && echo cgroup-cpuacct || echo proc-stat)" \
   --arg samba "$(smbd --version 2>/dev/null || /usr/sbin/smbd --version)" '{
     benchmark: "cost_model_validate_link", date: $date, loadAverageBefore: $lb,
     loadAverageAfter: $la, logicalCores: .[0].logicalCores, samba: $samba, runsPerPosture: $runs,
-    fileMiB: $mib, queuePackets: $queue, nice: $nice, statistic: $statistic,
-    serverCpuFrom: $cpu,
+    fileMiB: $mib, warmUpMiB: $warm, queuePackets: $queue, nice: $nice, statistic: $statistic,
+    serverCpuFrom: $cpu, tcpCongestionControl: $cc, tcpRmem: $rmem, tcpWmem: $wmem,
     predictions: ([.[].comparedPredictions] | add),
     withinTwentyFivePercent: ([.[].withinTwentyFivePercent] | add),
     orderingDiscordantByThroughput: [.[] | (.linkMbit | tostring) + " Mbit " + (.rttMs | tostring) + " ms: " + .orderingByThroughput.discordant[]],
