@@ -3,6 +3,9 @@
 
 #include <cstdio>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "agent/core/command_runner.h"
 #include "gtest/gtest.h"
@@ -137,6 +140,122 @@ TEST(BenchSmokeTest, CostModelReportJudgesByTheChosenStatistic) {
   EXPECT_EQ(best["statistic"], "best");
   EXPECT_NEAR(gcm(best)["judgedServerCpuVsNone"].get<double>(), 2.0, 1e-6);
   EXPECT_NEAR(gcm(best)["judgedThroughputVsNone"].get<double>(), 0.5, 1e-6);
+}
+
+// Through a link (--link_mbit, --rtt_ms): every posture, "none" included, is judged on its
+// absolute figures, and the order by server CPU is set beside the model's. 100 MiB at 100
+// Mbit/s: GCM's server CPU (0.30-0.32 s) lies apart from none's (0.04-0.06 s) in every run, the
+// throughputs overlap.
+TEST(BenchSmokeTest, CostModelReportJudgesAbsoluteFiguresAcrossALink) {
+  std::string measured;
+  const struct {
+    const char* posture;
+    int run;
+    double seconds, server;
+  } kRuns[] = {{"none", 1, 9.5, 0.04},
+               {"none", 2, 9.6, 0.05},
+               {"none", 3, 9.7, 0.06},
+               {"enc-aes-128-gcm", 1, 9.55, 0.30},
+               {"enc-aes-128-gcm", 2, 9.65, 0.31},
+               {"enc-aes-128-gcm", 3, 9.75, 0.32}};
+  for (const auto& r : kRuns) {
+    measured += std::string("{\"posture\":\"") + r.posture +
+                "\",\"workload\":\"large\",\"run\":" + std::to_string(r.run) +
+                ",\"bytes\":104857600,\"files\":0,\"seconds\":" + std::to_string(r.seconds) +
+                ",\"serverCpu\":" + std::to_string(r.server) + ",\"clientCpu\":0}\n";
+  }
+  std::string path = WriteTemp("link.jsonl", measured);
+  nlohmann::json doc = RunJson({COST_MODEL_REPORT, "--measured=" + path, "--link_mbit=100",
+                                "--rtt_ms=0.5", "--client=smbclient"});
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["benchmark"], "cost_model_validate_link");
+  EXPECT_EQ(doc["linkMbit"].get<double>(), 100);
+  EXPECT_EQ(doc["rttMs"].get<double>(), 0.5);
+  EXPECT_EQ(doc["client"], "smbclient");
+  EXPECT_FALSE(doc.contains("loopbackRttMs"));
+  EXPECT_EQ(doc["comparedPredictions"].get<int>(), 2);
+  ASSERT_EQ(doc["rows"].size(), 2u);
+  for (const auto& row : doc["rows"]) {
+    // 100 Mbit/s x the link efficiency, less the headers: the link sets the pace.
+    EXPECT_EQ(row["predictedLimit"], "link");
+    EXPECT_NEAR(row["predictedMBps"].get<double>(), 10.8, 0.2);
+    EXPECT_NEAR(row["absoluteThroughputErrorPercent"].get<double>(),
+                (row["predictedMBps"].get<double>() / row["measuredMBps"].get<double>() - 1) * 100,
+                1e-6);
+    EXPECT_NEAR(row["absoluteServerCpuErrorPercent"].get<double>(),
+                (row["predictedServerCpuSecondsPerGB"].get<double>() /
+                     row["measuredServerCpuSecondsPerGB"].get<double>() -
+                 1) *
+                    100,
+                1e-6);
+  }
+  EXPECT_NEAR(doc["rows"][0]["measuredServerCpuSecondsPerGB"].get<double>(), 0.05 / 104857600 * 1e9,
+              1e-6);
+  EXPECT_NEAR(doc["rows"][1]["measuredExtraServerCpuSecondsPerGB"].get<double>(),
+              0.26 / 104857600 * 1e9, 1e-6);
+  EXPECT_GT(doc["rows"][1]["predictedExtraServerCpuSecondsPerGB"].get<double>(), 0);
+  EXPECT_EQ(doc["orderingByServerCpu"]["pairsSeparatedByMoreThanNoise"].get<int>(), 1);
+  EXPECT_EQ(doc["orderingByServerCpu"]["concordant"].get<int>(), 1);
+  EXPECT_EQ(doc["orderingByThroughput"]["pairs"].get<int>(), 1);
+  EXPECT_EQ(doc["orderingByThroughput"]["pairsSeparatedByMoreThanNoise"].get<int>(), 0);
+}
+
+// Runs ARGV and returns its exit code and stderr.
+std::pair<int, std::string> RunForError(std::vector<std::string> argv) {
+  auto runner = smbfleet::agent::NewPosixCommandRunner();
+  smbfleet::agent::Command command;
+  command.argv = std::move(argv);
+  command.timeout = std::chrono::seconds(50);
+  auto result = runner->Run(command);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return {-1, ""};
+  return {result->exit_code, result->stderr_data};
+}
+
+TEST(BenchSmokeTest, CostModelReportRejectsABadLink) {
+  std::string path = WriteTemp("empty.jsonl", "");
+  auto [code, err] =
+      RunForError({COST_MODEL_REPORT, "--measured=" + path, "--link_mbit=fast", "--rtt_ms=1"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("--link_mbit: 'fast' is not a number"), std::string::npos) << err;
+  std::tie(code, err) = RunForError({COST_MODEL_REPORT, "--measured=" + path, "--link_mbit=100"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("--link_mbit and --rtt_ms go together"), std::string::npos) << err;
+  std::tie(code, err) = RunForError(
+      {COST_MODEL_REPORT, "--measured=" + path, "--link_mbit=100", "--rtt_ms=1", "--client=nfs"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(err.find("nfs"), std::string::npos) << err;
+}
+
+// The link validation's flags are checked before anything is started (no root needed).
+TEST(BenchSmokeTest, CostModelValidateLinkRejectsBadFlags) {
+  const std::vector<std::string> base = {
+      "/bin/bash", COST_MODEL_VALIDATE_LINK, "--link", "/bin/true", "--report", "/bin/true"};
+  const struct {
+    std::vector<std::string> extra;
+    const char* message;
+  } kCases[] = {
+      {{"--runs", "0"}, "--runs: want 1..15, got '0'"},
+      {{"--mib", "lots"}, "--mib: want 8..1024, got 'lots'"},
+      {{"--rates", "1000 1G"}, "--rates: '1G' is not a number of Mbit/s"},
+      {{"--one-way", "0.25 $(id)"}, "--one-way: '$(id)' is not a number of milliseconds"},
+      {{"--statistic", "mean"}, "--statistic: want median or best, got 'mean'"},
+      {{"--runs"}, "--runs wants a value"},
+      {{"--colour"}, "unknown argument '--colour'"},
+  };
+  for (const auto& c : kCases) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), c.extra.begin(), c.extra.end());
+    auto [code, err] = RunForError(argv);
+    EXPECT_EQ(code, 1) << c.message;
+    EXPECT_NE(err.find(c.message), std::string::npos) << err;
+  }
+  auto [code, err] = RunForError({"/bin/bash", COST_MODEL_VALIDATE_LINK, "--link",
+                                  "/nonexistent/link", "--report", "/bin/true"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("--link must name the built smbfleet-delay-link, got '/nonexistent/link'"),
+            std::string::npos)
+      << err;
 }
 
 TEST(BenchSmokeTest, CostModelReportNamesABadLine) {

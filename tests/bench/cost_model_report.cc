@@ -5,6 +5,13 @@
 //
 //   cost_model_report --measured=FILE [--status_dir=DIR] [--statistic=median|best]
 //                     [--calibrate] [--markdown]
+//                     [--link_mbit=MBIT --rtt_ms=MS [--client=smbclient|windows]]
+//
+// With --link_mbit and --rtt_ms the runs went through a link of that rate and round trip
+// (cost_model_validate_link.sh, through smbfleet-delay-link): the host is predicted with that
+// link, that RTT and the window of --client (default smbclient), and every posture, "none"
+// included, is judged on its absolute throughput and server CPU per byte (not relative to
+// "none"), and the order of the postures by each of the two is set beside the model's.
 //
 // Each posture is judged by one figure over its runs: the median (default), or with
 // --statistic=best the least disturbed run (highest throughput, lowest CPU), which suits a
@@ -23,9 +30,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -173,11 +182,84 @@ double ErrorPercent(double predicted, double measured) {
   return measured > 0 ? (predicted / measured - 1) * 100 : 0;
 }
 
+const char* LimitName(cost::Prediction::Limit limit) {
+  switch (limit) {
+    case cost::Prediction::Limit::kLink:
+      return "link";
+    case cost::Prediction::Limit::kLatency:
+      return "latency";
+    case cost::Prediction::Limit::kCpu:
+      return "cpu";
+  }
+  return "unknown";
+}
+
+// FLAG=VALUE with VALUE a number in (low, high]; false (and a message naming the input) else.
+bool ParseNumber(absl::string_view flag, absl::string_view text, double low, double high,
+                 double* out) {
+  std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || errno != 0 || *end != '\0' || !(value > low) || !(value <= high)) {
+    std::fprintf(stderr, "%s: '%s' is not a number in (%g, %g]\n", std::string(flag).c_str(),
+                 copy.c_str(), low, high);
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
+// How the measured order of the postures by one figure compares with the model's. A pair
+// counts only when the per-run ranges of the two postures do not overlap (apart by more than
+// the noise); a pair the model predicts within 1% of each other is a predicted tie, counted
+// apart from the discordant ones.
+struct Ordering {
+  int pairs = 0, decided = 0, concordant = 0, predicted_ties = 0;
+  std::vector<std::string> discordant;
+};
+
+template <typename Row, typename Predicted, typename Measured>
+Ordering CompareOrder(const std::vector<Row>& table, Predicted predicted, Measured measured) {
+  Ordering o;
+  for (size_t i = 0; i < table.size(); ++i) {
+    for (size_t k = i + 1; k < table.size(); ++k) {
+      const Row& a = table[i];
+      const Row& b = table[k];
+      if (a.workload != b.workload) continue;
+      ++o.pairs;
+      const Stats& ma = measured(a);
+      const Stats& mb = measured(b);
+      if (!(ma.min > mb.max || mb.min > ma.max)) continue;
+      ++o.decided;
+      double pa = predicted(a), pb = predicted(b);
+      if (std::abs(pa - pb) <= 0.01 * std::max(std::abs(pa), std::abs(pb))) {
+        ++o.predicted_ties;
+      } else if ((pa - pb) * (ma.median - mb.median) > 0) {
+        ++o.concordant;
+      } else {
+        o.discordant.push_back(absl::StrCat(a.workload, ": ", a.posture, " vs ", b.posture));
+      }
+    }
+  }
+  return o;
+}
+
+nlohmann::json OrderingJson(const Ordering& o) {
+  return {{"pairs", o.pairs},
+          {"pairsSeparatedByMoreThanNoise", o.decided},
+          {"concordant", o.concordant},
+          {"predictedTies", o.predicted_ties},
+          {"discordant", o.discordant}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string measured_path, status_dir;
   bool calibrate = false, markdown = false, best = false;
+  double link_mbit = 0, rtt_ms = 0;
+  cost::ClientKind client = cost::ClientKind::kSmbclient;
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (absl::ConsumePrefix(&arg, "--measured=")) {
@@ -195,6 +277,17 @@ int main(int argc, char** argv) {
       calibrate = true;
     } else if (arg == "--markdown") {
       markdown = true;
+    } else if (absl::ConsumePrefix(&arg, "--link_mbit=")) {
+      if (!ParseNumber("--link_mbit", arg, 0, 1e6, &link_mbit)) return 2;
+    } else if (absl::ConsumePrefix(&arg, "--rtt_ms=")) {
+      if (!ParseNumber("--rtt_ms", arg, 0, 10000, &rtt_ms)) return 2;
+    } else if (absl::ConsumePrefix(&arg, "--client=")) {
+      absl::StatusOr<cost::ClientKind> parsed = cost::ParseClientKind(arg);
+      if (!parsed.ok()) {
+        std::fprintf(stderr, "--client: %s\n", std::string(parsed.status().message()).c_str());
+        return 2;
+      }
+      client = *parsed;
     } else {
       std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
       return 2;
@@ -203,9 +296,15 @@ int main(int argc, char** argv) {
   if (measured_path.empty()) {
     std::fprintf(stderr,
                  "usage: cost_model_report --measured=FILE [--status_dir=DIR] "
-                 "[--statistic=median|best] [--calibrate] [--markdown]\n");
+                 "[--statistic=median|best] [--calibrate] [--markdown] "
+                 "[--link_mbit=MBIT --rtt_ms=MS [--client=smbclient|windows]]\n");
     return 2;
   }
+  if ((link_mbit > 0) != (rtt_ms > 0)) {
+    std::fprintf(stderr, "--link_mbit and --rtt_ms go together: the link's rate and its RTT\n");
+    return 2;
+  }
+  const bool link = link_mbit > 0;
 
   // posture -> workload -> run number -> measurement
   std::map<std::string, std::map<std::string, std::map<int, Run>>> runs;
@@ -252,18 +351,25 @@ int main(int argc, char** argv) {
     return 1;
   }
   v1::Posture host_posture;
-  host_posture.mutable_host()->set_hostname("loopback-lab");
+  host_posture.mutable_host()->set_hostname(link ? "link-lab" : "loopback-lab");
   host_posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
   host_posture.mutable_host()->set_logical_cores(std::max(1u, std::thread::hardware_concurrency()));
   for (const auto& b : *bench) *host_posture.add_benchmarks() = b;
-  const double rtt = LoopbackRttSeconds();
+  const double rtt = link ? rtt_ms / 1000 : LoopbackRttSeconds();
   (*host_posture.mutable_host()->mutable_labels())["link_speed"] = "100Gbit";  // loopback
   (*host_posture.mutable_host()->mutable_labels())["rtt_ms"] = absl::StrCat(rtt * 1000);
   cost::HostProfile host = cost::ProfileFromPosture(host_posture);
+  // Through the link, client and server still share this host's cores.
   host.client_on_host = true;
+  if (link) {
+    host.link_bits_per_second = link_mbit * 1e6;
+    host.rtt_seconds = rtt;
+    host.rtt_source = "configured link";
+  }
 
   // The workloads the script ran.
   cost::Workload large = cost::Workload::LargeSequential();
+  if (link) large.client = client;
   cost::Workload small = cost::Workload::SmallFiles();
   small.ops_per_file = 3;  // smbclient mget: CREATE, QUERY_INFO, CLOSE besides the READ
   for (const auto& [n, r] : runs["none"]["small"]) {
@@ -297,12 +403,13 @@ int main(int argc, char** argv) {
   };
 
   struct Row {
-    std::string posture, workload, observed;
+    std::string posture, workload, observed, predicted_limit;
     size_t n = 0;
     double predicted_tput = 0, predicted_server = 0;
     Stats tput, server;          // absolute: bytes/s, CPU s/byte
     Stats rel_tput, rel_server;  // relative to "none" in the same run
-    double predicted_rel_tput = 1, predicted_rel_server = 1;
+    Stats extra_server;          // CPU s/byte over "none" in the same run
+    double predicted_rel_tput = 1, predicted_rel_server = 1, predicted_extra_server = 0;
   };
   std::vector<Row> table;
   std::set<int> run_numbers;
@@ -324,7 +431,7 @@ int main(int argc, char** argv) {
       }
     }
     for (const char* workload : {"large", "small"}) {
-      std::vector<double> tput, server, rel_tput, rel_server;
+      std::vector<double> tput, server, rel_tput, rel_server, extra_server;
       for (int run : run_numbers) {
         auto d = derive(posture.name, workload, run);
         auto base = derive("none", workload, run);
@@ -334,6 +441,7 @@ int main(int argc, char** argv) {
         if (base && base->tput > 0 && base->server > 0) {
           rel_tput.push_back(d->tput / base->tput);
           rel_server.push_back(d->server / base->server);
+          extra_server.push_back(d->server - base->server);
         }
       }
       if (tput.empty()) continue;
@@ -347,10 +455,13 @@ int main(int argc, char** argv) {
       row.n = tput.size();
       row.predicted_tput = p.throughput_bytes_per_second;
       row.predicted_server = p.server_cpu_seconds_per_byte;
+      row.predicted_limit = LimitName(p.limit);
       row.tput = Summarize(tput);
       row.server = Summarize(server);
       row.rel_tput = Summarize(rel_tput);
       row.rel_server = Summarize(rel_server);
+      row.extra_server = Summarize(extra_server);
+      row.predicted_extra_server = p.server_cpu_seconds_per_byte - p0.server_cpu_seconds_per_byte;
       row.predicted_rel_tput = p.throughput_bytes_per_second / p0.throughput_bytes_per_second;
       row.predicted_rel_server = p.server_cpu_seconds_per_byte / p0.server_cpu_seconds_per_byte;
       table.push_back(row);
@@ -377,36 +488,29 @@ int main(int argc, char** argv) {
 
   // Ordering: pairs of postures (same workload) whose relative-throughput ranges do not
   // overlap must be ordered the same way by the model.
-  int pairs = 0, concordant = 0, decided = 0;
-  std::vector<std::string> discordant;
-  for (size_t i = 0; i < table.size(); ++i) {
-    for (size_t k = i + 1; k < table.size(); ++k) {
-      const Row& a = table[i];
-      const Row& b = table[k];
-      if (a.workload != b.workload) continue;
-      ++pairs;
-      bool separated = a.rel_tput.min > b.rel_tput.max || b.rel_tput.min > a.rel_tput.max;
-      bool same =
-          (a.predicted_rel_tput - b.predicted_rel_tput) * (a.rel_tput.median - b.rel_tput.median) >=
-          0;
-      if (!separated) continue;
-      ++decided;
-      if (same) {
-        ++concordant;
-      } else {
-        discordant.push_back(absl::StrCat(a.workload, ": ", a.posture, " vs ", b.posture));
-      }
-    }
-  }
+  Ordering by_rel_tput = CompareOrder(
+      table, [](const Row& r) { return r.predicted_rel_tput; },
+      [](const Row& r) -> const Stats& { return r.rel_tput; });
+  // Through a link: the absolute figures, by throughput and by server CPU per byte.
+  Ordering by_tput = CompareOrder(
+      table, [](const Row& r) { return r.predicted_tput; },
+      [](const Row& r) -> const Stats& { return r.tput; });
+  Ordering by_server = CompareOrder(
+      table, [](const Row& r) { return r.predicted_server; },
+      [](const Row& r) -> const Stats& { return r.server; });
 
   nlohmann::json rows = nlohmann::json::array();
   int within = 0, compared = 0;
   for (const Row& r : table) {
     double et = ErrorPercent(r.predicted_rel_tput, best_rel_tput(r));
     double es = ErrorPercent(r.predicted_rel_server, best_rel_server(r));
-    if (r.posture != "none") {
+    double abs_et = ErrorPercent(r.predicted_tput, tput_of(r.tput));
+    double abs_es = ErrorPercent(r.predicted_server, server_of(r.server));
+    bool row_within = link ? std::abs(abs_et) <= 25 && std::abs(abs_es) <= 25
+                           : std::abs(et) <= 25 && std::abs(es) <= 25;
+    if (link || r.posture != "none") {
       ++compared;
-      if (std::abs(et) <= 25 && std::abs(es) <= 25) ++within;
+      if (row_within) ++within;
     }
     rows.push_back({{"posture", r.posture},
                     {"workload", r.workload},
@@ -432,10 +536,42 @@ int main(int argc, char** argv) {
                     {"predictedServerCpuSecondsPerGB", r.predicted_server * 1e9},
                     {"measuredServerCpuSecondsPerGB", r.server.median * 1e9},
                     {"measuredServerCpuSecondsPerGBMin", r.server.min * 1e9},
-                    {"measuredServerCpuSecondsPerGBMax", r.server.max * 1e9}});
+                    {"measuredServerCpuSecondsPerGBMax", r.server.max * 1e9},
+                    {"predictedLimit", r.predicted_limit},
+                    {"predictedExtraServerCpuSecondsPerGB", r.predicted_extra_server * 1e9},
+                    {"measuredExtraServerCpuSecondsPerGB", r.extra_server.median * 1e9},
+                    {"measuredExtraServerCpuSecondsPerGBMin", r.extra_server.min * 1e9},
+                    {"measuredExtraServerCpuSecondsPerGBMax", r.extra_server.max * 1e9},
+                    {"absoluteThroughputErrorPercent", abs_et},
+                    {"absoluteServerCpuErrorPercent", abs_es},
+                    {"withinTwentyFivePercent", row_within}});
   }
 
-  if (markdown) {
+  if (markdown && link) {
+    std::printf(
+        "| posture | smbstatus (tcon) | MB/s predicted (limit) | measured %s (min-max) | error "
+        "| server CPU s/GB predicted | measured %s (min-max) | error | within 25%% | CPU s/GB over "
+        "none: predicted | measured, per-run median (min-max) |\n",
+        statistic, statistic);
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const Row& r : table) {
+      std::printf(
+          "| %s | %s | %.1f (%s) | %.1f (%.1f-%.1f) | %+.0f%% | %.2f | %.2f (%.2f-%.2f) | "
+          "%+.0f%% | %s | %.2f | %.2f (%.2f-%.2f) |\n",
+          r.posture.c_str(), r.observed.c_str(), r.predicted_tput / 1e6, r.predicted_limit.c_str(),
+          tput_of(r.tput) / 1e6, r.tput.min / 1e6, r.tput.max / 1e6,
+          ErrorPercent(r.predicted_tput, tput_of(r.tput)), r.predicted_server * 1e9,
+          server_of(r.server) * 1e9, r.server.min * 1e9, r.server.max * 1e9,
+          ErrorPercent(r.predicted_server, server_of(r.server)),
+          std::abs(ErrorPercent(r.predicted_tput, tput_of(r.tput))) <= 25 &&
+                  std::abs(ErrorPercent(r.predicted_server, server_of(r.server))) <= 25
+              ? "yes"
+              : "no",
+          r.predicted_extra_server * 1e9, r.extra_server.median * 1e9, r.extra_server.min * 1e9,
+          r.extra_server.max * 1e9);
+    }
+    std::printf("\n");
+  } else if (markdown) {
     std::printf(
         "| posture | workload | smbstatus (tcon) | throughput vs none: predicted | measured "
         "(%s) | error | per-run ratio median (min-max) | server CPU/byte vs none: predicted | "
@@ -468,10 +604,20 @@ int main(int argc, char** argv) {
                         {"statistic", statistic},
                         {"comparedPredictions", compared},
                         {"withinTwentyFivePercent", within},
-                        {"orderingPairs", pairs},
-                        {"orderingPairsSeparatedByMoreThanNoise", decided},
-                        {"orderingConcordant", concordant},
-                        {"orderingDiscordant", discordant}};
+                        {"orderingPairs", by_rel_tput.pairs},
+                        {"orderingPairsSeparatedByMoreThanNoise", by_rel_tput.decided},
+                        {"orderingConcordant", by_rel_tput.concordant + by_rel_tput.predicted_ties},
+                        {"orderingDiscordant", by_rel_tput.discordant}};
+  if (link) {
+    out.erase("loopbackRttMs");
+    out["benchmark"] = "cost_model_validate_link";
+    out["linkMbit"] = link_mbit;
+    out["rttMs"] = rtt_ms;
+    out["client"] = cost::ClientKindName(client);
+    out["windowBytes"] = cost::DefaultParameters().WindowBytes(client);
+    out["orderingByThroughput"] = OrderingJson(by_tput);
+    out["orderingByServerCpu"] = OrderingJson(by_server);
+  }
 
   // What the product would say for this CPU in a server room: the same benchmark on an 8-core
   // server with a 1 Gbit link (LAN RTT) and over a 30 ms WAN, Windows (uncalibrated factors)

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # A delayed network path between two network namespaces, with a private smbd at one end
-# (sourced by delay_link_test.sh and throughput.sh; docs/netpath.md).
+# (sourced by delay_link_test.sh, throughput.sh and tests/bench/cost_model_validate_link.sh;
+# docs/netpath.md).
 #
 #   source tests/netpath/lib.sh
 #   netpath_check || exit 77             # root, ip, network namespaces; prints why not
