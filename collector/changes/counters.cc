@@ -25,12 +25,13 @@ constexpr int kMaxCountersPerReport = 64;
 }  // namespace
 
 void ChangeService::CountersReported(
-    const std::string& host, const google::protobuf::RepeatedPtrField<v1::ChangeCounters>& all) {
-  for (int i = 0; i < all.size(); ++i) {
-    const v1::ChangeCounters& c = all[i];
+    const std::string& host,
+    const google::protobuf::RepeatedPtrField<v1::ChangeCounters>& counters) {
+  for (int i = 0; i < counters.size(); ++i) {
+    const v1::ChangeCounters& c = counters[i];
     if (i >= kMaxCountersPerReport) {
       Log()->warn("counters of {}: {} entries in one report, the first {} kept", LogSafe(host),
-                  all.size(), kMaxCountersPerReport);
+                  counters.size(), kMaxCountersPerReport);
       break;
     }
     absl::Status stored =
