@@ -17,6 +17,17 @@ namespace {
 
 namespace v1 = smbfleet::v1;
 
+// google::protobuf::util::TimeUtil's bounds: 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+constexpr int64_t kMinTimestampSeconds = -62'135'596'800;
+constexpr int64_t kMaxTimestampSeconds = 253'402'300'799;
+
+// Protobuf's valid range (years 1 to 9999): a time outside it, or with nanos outside
+// [0, 1e9), is not a time. Inside it, Micros cannot overflow.
+bool ValidTime(const google::protobuf::Timestamp& ts) {
+  return ts.seconds() >= kMinTimestampSeconds && ts.seconds() <= kMaxTimestampSeconds &&
+         ts.nanos() >= 0 && ts.nanos() < 1'000'000'000;
+}
+
 int64_t Micros(const google::protobuf::Timestamp& ts) {
   return ts.seconds() * 1000000 + ts.nanos() / 1000;
 }
@@ -62,6 +73,10 @@ absl::StatusOr<CheckedWindow> CheckWindow(const v1::CounterWindow& window, absl:
   if (!window.has_start() || !window.has_end()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": the window has no start or no end"));
   }
+  if (!ValidTime(window.start()) || !ValidTime(window.end())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the window's start or end is not a valid time"));
+  }
   const int64_t start = Micros(window.start());
   const int64_t end = Micros(window.end());
   if (end < start) {
@@ -75,8 +90,8 @@ absl::StatusOr<CheckedWindow> CheckWindow(const v1::CounterWindow& window, absl:
   out.window.clear_samples();
   out.window.clear_summary();
   for (const auto& s : window.samples()) {
-    const int64_t at = Micros(s.at());
-    if (!s.has_at() || at < start || at > end || !SampleInRange(s)) {
+    if (!s.has_at() || !ValidTime(s.at()) || Micros(s.at()) < start || Micros(s.at()) > end ||
+        !SampleInRange(s)) {
       ++out.dropped;
       continue;
     }

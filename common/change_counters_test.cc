@@ -113,6 +113,17 @@ TEST(CheckWindowTest, RefusesAWindowOverTheLimitOrWithoutItsBounds) {
   no_end.clear_end();
   EXPECT_THAT(std::string(CheckWindow(no_end, "w").status().message()), HasSubstr("no end"));
 
+  // Hostile times: refused or dropped, never arithmetic on them.
+  v1::CounterWindow far = Window({});
+  far.mutable_end()->set_seconds(std::numeric_limits<int64_t>::max());
+  EXPECT_THAT(std::string(CheckWindow(far, "w").status().message()), HasSubstr("not a valid time"));
+  v1::CounterWindow odd_sample = Window({{10, 10.0}, {20, 20.0}});
+  odd_sample.mutable_samples(1)->mutable_at()->set_seconds(std::numeric_limits<int64_t>::min());
+  auto checked = CheckWindow(odd_sample, "w");
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_EQ(checked->dropped, 1u);
+  EXPECT_EQ(checked->window.samples_size(), 1);
+
   v1::CounterWindow backwards = Window({}, -10);
   EXPECT_THAT(std::string(CheckWindow(backwards, "w").status().message()),
               HasSubstr("ends before it starts"));
