@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/core/testing/fake_tcp_stats.h"
 #include "gtest/gtest.h"
 
 namespace smbfleet::agent {
@@ -13,24 +14,7 @@ namespace v1 = ::smbfleet::v1;
 
 constexpr Probe kProbe{"tcp_test", {}};
 
-class FakeTcpStats : public TcpStats {
- public:
-  explicit FakeTcpStats(absl::StatusOr<std::vector<TcpConnection>> result)
-      : result_(std::move(result)) {}
-  absl::StatusOr<std::vector<TcpConnection>> Connections(
-      const std::vector<uint16_t>& local_ports) override {
-    ++calls_;
-    ports_ = local_ports;
-    return result_;
-  }
-  int calls() const { return calls_; }
-  const std::vector<uint16_t>& ports() const { return ports_; }
-
- private:
-  absl::StatusOr<std::vector<TcpConnection>> result_;
-  int calls_ = 0;
-  std::vector<uint16_t> ports_;
-};
+using ::smbfleet::agent::testing::FakeTcpStats;
 
 TcpConnection Peer(const std::string& address, uint16_t port, uint32_t min_rtt_us) {
   TcpConnection c;

@@ -136,6 +136,18 @@ Workload Workload::SmallFiles() {
   return w;
 }
 
+const char* LimitName(Prediction::Limit limit) {
+  switch (limit) {
+    case Prediction::Limit::kLink:
+      return "link";
+    case Prediction::Limit::kLatency:
+      return "latency";
+    case Prediction::Limit::kCpu:
+      return "cpu";
+  }
+  return "unknown";
+}
+
 std::string ClientKindName(ClientKind client) {
   return client == ClientKind::kSmbclient ? "smbclient" : "windows";
 }

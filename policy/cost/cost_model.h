@@ -312,6 +312,9 @@ struct Prediction {
   Limit limit = Limit::kLink;
 };
 
+// "link", "latency", "cpu": what set a prediction's pace, as reports and tools print it.
+const char* LimitName(Prediction::Limit limit);
+
 Prediction Predict(const HostProfile& host, const ProtectionLevel& level, const Workload& workload,
                    const ModelParameters& parameters = DefaultParameters());
 // With compression: the sender (server on reads, client on writes) compresses, the receiver

@@ -70,6 +70,12 @@ TEST(ParseLinkSpeedTest, Table) {
   }
 }
 
+TEST(LimitNameTest, EachLimitHasItsName) {
+  EXPECT_STREQ(LimitName(Prediction::Limit::kLink), "link");
+  EXPECT_STREQ(LimitName(Prediction::Limit::kLatency), "latency");
+  EXPECT_STREQ(LimitName(Prediction::Limit::kCpu), "cpu");
+}
+
 TEST(ProtectionLevelTest, NamesAndEffectiveAlgorithm) {
   EXPECT_EQ(ProtectionLevel::None().ToString(), "none");
   EXPECT_EQ(ProtectionLevel::Signing(v1::AES_128_GMAC).ToString(), "signing AES-128-GMAC");

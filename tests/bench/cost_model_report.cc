@@ -182,18 +182,6 @@ double ErrorPercent(double predicted, double measured) {
   return measured > 0 ? (predicted / measured - 1) * 100 : 0;
 }
 
-const char* LimitName(cost::Prediction::Limit limit) {
-  switch (limit) {
-    case cost::Prediction::Limit::kLink:
-      return "link";
-    case cost::Prediction::Limit::kLatency:
-      return "latency";
-    case cost::Prediction::Limit::kCpu:
-      return "cpu";
-  }
-  return "unknown";
-}
-
 // FLAG=VALUE with VALUE a number in (low, high]; false (and a message naming the input) else.
 bool ParseNumber(absl::string_view flag, absl::string_view text, double low, double high,
                  double* out) {
@@ -455,7 +443,7 @@ int main(int argc, char** argv) {
       row.n = tput.size();
       row.predicted_tput = p.throughput_bytes_per_second;
       row.predicted_server = p.server_cpu_seconds_per_byte;
-      row.predicted_limit = LimitName(p.limit);
+      row.predicted_limit = cost::LimitName(p.limit);
       row.tput = Summarize(tput);
       row.server = Summarize(server);
       row.rel_tput = Summarize(rel_tput);

@@ -115,20 +115,8 @@ wait_reaped() {
   die "smbd connection child did not exit"
 }
 
-postures=(none sign-hmac-sha256 sign-aes-128-cmac sign-aes-128-gmac
-  enc-aes-128-ccm enc-aes-128-gcm enc-aes-256-gcm enc-aes-256-ccm)
-posture_conf() {
-  case "$1" in
-    none) echo "# no protection" ;;
-    sign-hmac-sha256) printf 'server signing = mandatory\nserver smb3 signing algorithms = HMAC-SHA256\n' ;;
-    sign-aes-128-cmac) printf 'server signing = mandatory\nserver smb3 signing algorithms = AES-128-CMAC\n' ;;
-    sign-aes-128-gmac) printf 'server signing = mandatory\nserver smb3 signing algorithms = AES-128-GMAC\n' ;;
-    enc-aes-128-ccm) printf 'server smb encrypt = required\nserver smb3 encryption algorithms = AES-128-CCM\n' ;;
-    enc-aes-128-gcm) printf 'server smb encrypt = required\nserver smb3 encryption algorithms = AES-128-GCM\n' ;;
-    enc-aes-256-gcm) printf 'server smb encrypt = required\nserver smb3 encryption algorithms = AES-256-GCM\n' ;;
-    enc-aes-256-ccm) printf 'server smb encrypt = required\nserver smb3 encryption algorithms = AES-256-CCM\n' ;;
-  esac
-}
+# shellcheck source=postures.sh
+source "$here/postures.sh"
 apply_posture() {
   posture_conf "$1" >"$dir/lab/conf.d/posture.conf"
   env "${labenv[@]}" testparm -s "$conf" >/dev/null 2>&1 || die "testparm rejects posture $1"

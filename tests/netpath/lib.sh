@@ -170,3 +170,6 @@ netpath_down() {
   netpath_up_done=0
   return "$rc"
 }
+
+# The median of the numbers on standard input, one per line.
+netpath_median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

@@ -40,18 +40,6 @@ bool ParseFlag(const std::string& arg, const std::string& flag, double low, doub
   return true;
 }
 
-const char* LimitName(cost::Prediction::Limit limit) {
-  switch (limit) {
-    case cost::Prediction::Limit::kLink:
-      return "link";
-    case cost::Prediction::Limit::kLatency:
-      return "latency";
-    case cost::Prediction::Limit::kCpu:
-      return "cpu";
-  }
-  return "unknown";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,7 +82,7 @@ int main(int argc, char** argv) {
       {"rttMs", rtt_ms},
       {"client", cost::ClientKindName(client)},
       {"predictedBytesPerSecond", p.throughput_bytes_per_second},
-      {"limit", LimitName(p.limit)},
+      {"limit", cost::LimitName(p.limit)},
       {"windowBytes", parameters.WindowBytes(client)},
       {"linkEfficiency", parameters.link_efficiency},
   };

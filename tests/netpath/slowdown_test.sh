@@ -61,7 +61,6 @@ if [[ "$wmem_max" != 4194304 ]]; then
 fi
 echo "TCP: $(cat /proc/sys/net/ipv4/tcp_congestion_control), tcp_wmem $(cat /proc/sys/net/ipv4/tcp_wmem)"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # predict RTT_MS CLIENT: the model's MB/s.
 predict() {
   "$predict_bin" --link_mbit="$rate_mbit" --rtt_ms="$1" --client="$2" |
@@ -89,7 +88,7 @@ for one_way in 0.25 30; do
   mapfile -t rtts < <(netpath_min_rtts)
   netpath_down
   rtt=$(awk -v d="$one_way" 'BEGIN { printf "%g", 2 * d }')
-  measured[$one_way]=$(printf '%s\n' "${figures[@]}" | median)
+  measured[$one_way]=$(printf '%s\n' "${figures[@]}" | netpath_median)
   predicted[$one_way]=$(predict "$rtt" smbclient)
   echo "one-way $one_way ms (RTT $rtt ms, min_rtt ${rtts[*]:-none} ms): ${figures[*]} MB/s," \
     "median ${measured[$one_way]}; model: smbclient ${predicted[$one_way]}, windows $(predict "$rtt" windows)"

@@ -65,7 +65,6 @@ for d in $one_ways; do
 done
 why=$(netpath_check) || die "$why"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 results=()
 for rate in $rates; do
@@ -80,7 +79,7 @@ for rate in $rates; do
     done
     min_rtt=$(netpath_min_rtts | head -1)
     netpath_down
-    med=$(printf '%s\n' "${rates_mb[@]}" | median)
+    med=$(printf '%s\n' "${rates_mb[@]}" | netpath_median)
     rtt=$(awk -v d="$one_way" 'BEGIN { printf "%g", 2 * d }')
     predicted=$("$predict_bin" --link_mbit="$rate" --rtt_ms="$rtt" --client="$client")
     windows=$("$predict_bin" --link_mbit="$rate" --rtt_ms="$rtt" --client=windows)

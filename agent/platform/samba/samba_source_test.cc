@@ -1,5 +1,6 @@
 #include "agent/platform/samba/samba_source.h"
 
+#include "agent/core/testing/fake_tcp_stats.h"
 #include "agent/platform/samba/fake_runner_for_test.h"
 #include "agent/platform/samba/fixtures_for_test.h"
 #include "common/files.h"
@@ -25,24 +26,7 @@ class NoLogs : public LogFiles {
   }
 };
 
-class FakeTcpStats : public TcpStats {
- public:
-  explicit FakeTcpStats(absl::StatusOr<std::vector<TcpConnection>> result)
-      : result_(std::move(result)) {}
-  absl::StatusOr<std::vector<TcpConnection>> Connections(
-      const std::vector<uint16_t>& local_ports) override {
-    ++calls_;
-    ports_ = local_ports;
-    return result_;
-  }
-  int calls() const { return calls_; }
-  const std::vector<uint16_t>& ports() const { return ports_; }
-
- private:
-  absl::StatusOr<std::vector<TcpConnection>> result_;
-  int calls_ = 0;
-  std::vector<uint16_t> ports_;
-};
+using ::smbfleet::agent::testing::FakeTcpStats;
 
 TcpConnection Peer(const std::string& address, uint16_t port) {
   TcpConnection c;
