@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -14,8 +15,7 @@ using ::testing::HasSubstr;
 class CollectorConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/smbfleet-cc-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
+    dir_ = smbfleet::testing::MakeTestDir("smbfleet-cc");
     for (const char* f : {"c.pem", "c.key", "ca.pem"}) std::ofstream(dir_ + "/" + f) << "x";
   }
   std::string dir_;

@@ -7,16 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace smbfleet {
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/smbfleet-files-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+std::string TempDir() { return smbfleet::testing::MakeTestDir("smbfleet-files"); }
 
 TEST(FilesTest, AtomicWriteThenRead) {
   std::string dir = TempDir();

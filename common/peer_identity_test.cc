@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/testing/temp_dir.h"
 #include "common/tls.h"
 #include "gtest/gtest.h"
 
@@ -14,10 +15,7 @@ namespace {
 
 class PeerIdentityTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/smbfleet-identity-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
+  void SetUp() override { dir_ = smbfleet::testing::MakeTestDir("smbfleet-identity"); }
   void TearDown() override { (void)std::system(("rm -rf " + dir_).c_str()); }
 
   // A self-signed EC certificate with this subject and optional extension ("" for none).

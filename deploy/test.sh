@@ -20,6 +20,13 @@ bash "$here/setup.sh" --tests
 
 work=$(mktemp -d /tmp/smbfleet-test.XXXXXX)
 chmod 755 "$work"
+# Every test's temporary files go here (::testing::TempDir() and mktemp read TMPDIR) and go
+# with it at the end; sticky and open to all, as /tmp is, for the lab's unprivileged users.
+export TMPDIR=$work/t
+mkdir -m 1777 "$TMPDIR"
+# Free space where the trees go: a full disk fails tests in ways that name other things.
+disk_free() { df -h --output=avail "$root" | tail -n1 | tr -d ' '; }
+disk_at_start=$(disk_free)
 deps_pid=
 cleanup() {
   if [[ -n "$deps_pid" ]]; then
@@ -149,4 +156,5 @@ fi
 
 echo "== summary"
 printf '%s\n' "${summary[@]}"
+echo "disk: $disk_at_start free at the start, $(disk_free) at the end"
 exit $status

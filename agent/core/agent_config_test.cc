@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -15,8 +16,7 @@ using ::testing::HasSubstr;
 class AgentConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/smbfleet-ac-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
+    dir_ = smbfleet::testing::MakeTestDir("smbfleet-ac");
     for (const char* f : {"a.pem", "a.key", "ca.pem"}) std::ofstream(dir_ + "/" + f) << "x";
   }
   std::string dir_;

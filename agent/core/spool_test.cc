@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/files.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,10 +25,7 @@ smbfleet::v1::ReportRequest Report(const std::string& id) {
   return r;
 }
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/smbfleet-spool-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+std::string TempDir() { return smbfleet::testing::MakeTestDir("smbfleet-spool"); }
 
 TEST(SpoolTest, KeepsOrderAcrossRestarts) {
   std::string dir = TempDir() + "/spool";

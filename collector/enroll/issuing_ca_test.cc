@@ -16,6 +16,7 @@
 
 #include "collector/enroll/test_ca.h"
 #include "common/csr.h"
+#include "common/testing/temp_dir.h"
 #include "common/tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -213,8 +214,7 @@ TEST_F(IssuingCaTest, CsrCommonNameReadsTheSubject) {
 
 TEST(IssuingCaLoadTest, RefusesAKeyOthersCanRead) {
   TestCa test_ca = MakeCa();
-  char dir_template[] = "/tmp/issuing-ca-XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
+  const std::string dir = smbfleet::testing::MakeTestDir("issuing-ca");
   const std::string cert = dir + "/agents-ca.pem";
   const std::string key = dir + "/agents-ca.key";
   std::ofstream(cert) << test_ca.cert_pem;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/testing/temp_dir.h"
 
 namespace smbfleet::testing {
 
@@ -37,11 +38,7 @@ std::string QueryValue(const std::string& dsn, const std::string& sql) {
   return r[0][0].as<std::string>();
 }
 
-std::string MakeTempDir(const std::string& prefix) {
-  std::string tmpl = absl::StrCat("/tmp/", prefix, "-XXXXXX");
-  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return tmpl;
-}
+std::string MakeTempDir(const std::string& prefix) { return MakeTestDir(prefix); }
 
 std::string MakeCertificates(const std::string& hosts) {
   std::string dir = MakeTempDir("smbfleet-certs");

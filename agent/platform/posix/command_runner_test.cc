@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -81,10 +82,7 @@ TEST(PosixCommandRunnerTest, MissingProgramIsNotFound) {
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("/nonexistent/smbstatus"));
 }
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/smbfleet-runner-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+std::string TempDir() { return smbfleet::testing::MakeTestDir("smbfleet-runner"); }
 
 TEST(PosixCommandRunnerTest, ChildThatClosedItsPipesAndHangsIsKilledAtTheTimeout) {
   std::string pid_file = TempDir() + "/pid";
