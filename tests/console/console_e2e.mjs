@@ -143,6 +143,50 @@ try {
     check(viewer.problems.length === 0, viewer.problems.join("; "));
   });
 
+  await scenario("the host page shows each session's measured round-trip time and the host's network interfaces", async () => {
+    // The page and the API it reads, in the same moment: the held SMB2_10 session's lowest RTT
+    // is the agent's sock_diag reading of smbd's socket.
+    // Page and API compared on the same report: reload until the page shows the report id the
+    // API answers with (a new report can land in between).
+    let posture = {};
+    for (let attempt = 0; ; ++attempt) {
+      await viewer.goto(`${base}/hosts/${encodeURIComponent(host)}`);
+      await viewer.waitForSelector("[data-testid=sessions] [data-testid=rtt]");
+      const answer = await forge(viewer, "GetHost", { name: host });
+      check(answer.status === 200, `GetHost answered ${answer.status}: ${answer.body}`);
+      const got = JSON.parse(answer.body);
+      posture = got.posture || {};
+      const footer = await viewer.textContent("[data-testid=report-id]");
+      if (footer === got.lastReportId) break;
+      check(attempt < 5, `the page shows report ${footer}, the API ${got.lastReportId}, five times over`);
+    }
+    const sessions = posture.sessions || [];
+    const measured = sessions.filter((s) => s.minRttUs != null);
+    check(measured.length > 0, `no session of ${host} carries minRttUs: ${JSON.stringify(sessions)}`);
+    const cells = await viewer.$$eval("[data-testid=sessions] tbody [data-testid=rtt]", (c) => c.map((e) => e.textContent));
+    check(cells.length === sessions.length, `${cells.length} session rows for ${sessions.length} sessions`);
+    sessions.forEach((s, i) => {
+      if (s.minRttUs == null) {
+        check(cells[i] === "unknown", `session ${i} (${s.clientAddress}) has no RTT, the page reads "${cells[i]}"`);
+        return;
+      }
+      const m = /^(\d+\.\d+) ms$/.exec(cells[i]);
+      check(m, `RTT cell of session ${i} (${s.clientAddress}) reads "${cells[i]}"`);
+      const ms = Number(s.minRttUs) / 1000;
+      check(Math.abs(Number(m[1]) - ms) <= 0.05 * ms + 0.0005, `session ${i} RTT: page ${m[1]} ms, API ${ms} ms`);
+    });
+    const nics = posture.nics || [];
+    const rows = await viewer.$$eval("[data-testid=nics] tbody tr", (r) => r.map((e) => e.dataset.nic));
+    check(
+      JSON.stringify(rows) === JSON.stringify(nics.map((n) => n.name)),
+      `NIC rows ${JSON.stringify(rows)}, the API's NICs ${JSON.stringify(nics.map((n) => n.name))}`,
+    );
+    console.log(JSON.stringify({ test: "console_browser_e2e", metric: "sessions_with_rtt", value: measured.length }));
+    await viewer.locator("#sessions").scrollIntoViewIfNeeded();
+    await shot(viewer, "e2e-host-sessions-nics");
+    check(viewer.problems.length === 0, viewer.problems.join("; "));
+  });
+
   let proposer;
   await scenario("the proposer proposes from a finding and has no approve button on it; a forged approval is refused", async () => {
     proposer = await personPage("proposer");

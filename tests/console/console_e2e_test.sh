@@ -20,6 +20,8 @@
 #   - for a client-side rule it names the servers instead: the old NAS a second host's client
 #     talks to (an agent replaying the ws2022-nas-client capture)
 #   - a share named `<img src=x onerror=alert(1)>` shows as text: no dialog, no img element
+#   - the host page shows each live session's lowest RTT (the agent's sock_diag reading) and the
+#     host's NICs, equal to what the API answers for the same report
 #   - GET /metrics on the console port: the counters move with this real traffic (a connected
 #     agent, its stored report, the change order acked APPLIED)
 # Screenshots: BUILD_DIR/test-artifacts/console/*.png

@@ -1,5 +1,5 @@
-// One host: configuration (unset shown as unknown), shares, sessions, events, benchmarks,
-// findings, waivers and its change history.
+// One host: configuration (unset shown as unknown), shares, sessions with their round-trip
+// times, network interfaces, events, benchmarks, findings, waivers and its change history.
 import { useState } from "preact/hooks";
 import { call } from "../api.js";
 import { Link, navigate, urlOf } from "../router.jsx";
@@ -111,6 +111,16 @@ function Shares({ shares }) {
   );
 }
 
+// A session's lowest round-trip time in ms, as `smbfleetctl host show` prints it: three
+// decimals on a LAN, two from 1 ms, one from 10 ms. Unmeasured: null.
+function minRttText(us) {
+  if (us == null) return null;
+  const ms = Number(us) / 1000;
+  if (ms >= 10) return `${ms.toFixed(1)} ms`;
+  if (ms >= 1) return `${ms.toFixed(2)} ms`;
+  return `${ms.toFixed(3)} ms`;
+}
+
 function Sessions({ sessions }) {
   if (!sessions || !sessions.length) return <Empty>No live sessions.</Empty>;
   return (
@@ -124,11 +134,14 @@ function Sessions({ sessions }) {
           <th scope="col">Encryption</th>
           <th scope="col">Cipher</th>
           <th scope="col">Shares</th>
+          <th scope="col" title="the lowest round-trip time the server's TCP stack measured">
+            RTT (min)
+          </th>
         </tr>
       </thead>
       <tbody>
         {sessions.map((s, i) => (
-          <tr key={i}>
+          <tr key={i} data-client={s.clientAddress || ""}>
             <td>
               {s.clientName || ""} <span class="muted">{s.clientAddress || ""}</span>
             </td>
@@ -147,6 +160,72 @@ function Sessions({ sessions }) {
             </td>
             <td>{s.cipher || "—"}</td>
             <td>{(s.shares || []).map((c) => c.name).join(", ")}</td>
+            <td
+              data-testid="rtt"
+              title={s.rttUs != null ? `smoothed ${minRttText(s.rttUs)}, retransmits ${s.retransmits ?? "unknown"}` : ""}
+            >
+              <Known value={minRttText(s.minRttUs)} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+// "25 Gbit/s", "100 Mbit/s"; null when the host did not say. int64 fields arrive as strings.
+function speedText(bps) {
+  if (bps == null) return null;
+  const v = Number(bps);
+  return v >= 1e9 ? `${v / 1e9} Gbit/s` : `${v / 1e6} Mbit/s`;
+}
+
+// "8 (on)", "1 (off)", "on"; null when unknown.
+function rssText(nic) {
+  const enabled = nic.rssEnabled == null ? "" : nic.rssEnabled ? "on" : "off";
+  if (nic.rssQueues == null) return enabled || null;
+  return enabled ? `${nic.rssQueues} (${enabled})` : String(nic.rssQueues);
+}
+
+function Nics({ nics }) {
+  if (!nics || !nics.length) return <Empty>No network interfaces reported.</Empty>;
+  return (
+    <table data-testid="nics">
+      <thead>
+        <tr>
+          <th scope="col">Interface</th>
+          <th scope="col">Up</th>
+          <th scope="col">Link speed</th>
+          <th scope="col">RSS queues</th>
+          <th scope="col">RSS capable</th>
+          <th scope="col">RDMA</th>
+          <th scope="col">MTU</th>
+        </tr>
+      </thead>
+      <tbody>
+        {nics.map((n, i) => (
+          <tr key={i} data-nic={n.name || ""}>
+            <th scope="row">
+              {n.name || ""} <span class="muted">{n.description || ""}</span>
+            </th>
+            <td>
+              <Known value={n.up} />
+            </td>
+            <td>
+              <Known value={speedText(n.linkSpeedBps)} />
+            </td>
+            <td>
+              <Known value={rssText(n)} />
+            </td>
+            <td>
+              <Known value={n.rssCapable} />
+            </td>
+            <td>
+              <Known value={n.rdmaCapable} />
+            </td>
+            <td>
+              <Known value={n.mtu} />
+            </td>
           </tr>
         ))}
       </tbody>
@@ -526,6 +605,9 @@ export function Host({ name, can }) {
       <Section title="Live sessions" id="sessions" count={(p.sessions || []).length}>
         <Sessions sessions={p.sessions} />
       </Section>
+      <Section title="Network interfaces" id="nics" count={(p.nics || []).length}>
+        <Nics nics={p.nics} />
+      </Section>
       <Section title="Recent SMB events" id="events" count={(p.events || []).length}>
         <Events events={p.events} />
       </Section>
@@ -540,7 +622,10 @@ export function Host({ name, can }) {
         <ErrorBox error={audit.error} />
         <History status={s.changeStatus} entries={history} />
       </Section>
-      <p class="muted">Report collected {timeText(p.collectedAt)}; report id {host.data.lastReportId || "—"}.</p>
+      <p class="muted">
+        Report collected {timeText(p.collectedAt)}; report id{" "}
+        <span data-testid="report-id">{host.data.lastReportId || "—"}</span>.
+      </p>
     </main>
   );
 }
