@@ -124,7 +124,8 @@ struct LoadGen::State {
   std::optional<Clock::time_point> all_connected;  // when every agent's stream first was open
   std::optional<Clock::time_point> report_start, last_ack;
   int64_t orders_received = 0, orders_acked = 0, orders_failed = 0, ack_errors = 0;
-  std::vector<double> ack_ms;  // from an order's arrival to its ack's answer
+  std::vector<double> ack_ms;       // from an order's arrival to its ack's answer
+  std::vector<double> acked_at_ms;  // when each ack's answer came, from the start
   int64_t streams_opened = 0;
   nlohmann::json curve = nlohmann::json::array();
   double elapsed_s = 0;
@@ -238,7 +239,9 @@ void WatchStream::Ack(const v1::ChangeOrder& order) {
             if (call->request.result() == v1::AckChangeRequest::RESULT_FAILED) {
               ++state->orders_failed;
             }
-            state->ack_ms.push_back(Ms(Clock::now() - call->received));
+            const auto now = Clock::now();
+            state->ack_ms.push_back(Ms(now - call->received));
+            state->acked_at_ms.push_back(Ms(now - state->start));
           } else {
             ++state->ack_errors;
             ++state->errors[CodeName(status.error_code())];
@@ -435,7 +438,9 @@ absl::Status LoadGen::Run() {
         nlohmann::json s = {{"connected", st.connected},
                             {"acked", st.acked},
                             {"produced", st.produced},
-                            {"retries", st.retries}};
+                            {"retries", st.retries},
+                            {"orders_received", st.orders_received},
+                            {"orders_acked", st.orders_acked}};
         (void)WriteFileAtomic(options_.status_file, s.dump() + "\n");
       }
       all_acked = produced == options_.reports && !busy;
@@ -521,7 +526,8 @@ nlohmann::json LoadGen::Summary() const {
                      {"acked", st.orders_acked},
                      {"failed", st.orders_failed},
                      {"ack_errors", st.ack_errors},
-                     {"ack_ms", ack_ms}};
+                     {"ack_ms", ack_ms},
+                     {"acked_at_ms", Distribution(st.acked_at_ms)}};
   }
   // Reports acked per second from the first report made to the last ack.
   nlohmann::json phase = nullptr;

@@ -2,13 +2,34 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "common/safe_text.h"
 
 namespace smbfleet::collector {
 
+namespace {
+// What the log keeps of a message too long for the answer.
+constexpr size_t kLoggedMessageMaxBytes = 64 * 1024;
+}  // namespace
+
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  const auto code = static_cast<grpc::StatusCode>(status.code());
+  if (status.message().size() <= kMaxStatusMessageBytes) {
+    return grpc::Status(code, std::string(status.message()));
+  }
+  // Whole in the log, cut in the answer: the message travels as a header (grpc-message,
+  // percent-encoded), and clients refuse headers over 8 KiB by default, with an error that
+  // no longer says what went wrong.
+  absl::string_view kept = Utf8Prefix(status.message(), kMaxStatusMessageBytes);
+  Logger("collector")
+      ->warn("answered {} with its message cut to {} bytes; the message: {}",
+             absl::StatusCodeToString(status.code()), kept.size(),
+             LogSafe(status.message(), kLoggedMessageMaxBytes));
+  return grpc::Status(code, absl::StrCat(kept, "... (", status.message().size() - kept.size(),
+                                         " more bytes: the collector logs them)"));
 }
 
 grpc::Status Busy() {

@@ -15,6 +15,10 @@
 
 namespace smbfleet::collector {
 
+// At most this many bytes of an error's message go into the answer; a longer one is cut at a
+// character boundary, says how much was cut, and is logged whole.
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
+
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The work queue is full. UNAVAILABLE, so that an agent tells "retry later" from "never

@@ -4,14 +4,19 @@
 # own certificate, mutual-TLS connection, Watch stream and 127.x source address) connect to.
 # Per step: the time until all N streams are open, the collector's memory before and after
 # (VmRSS, VmHWM) and so KB per idle agent, then one report per agent and reports acked per
-# second, and the reports table counted by report id. Prints ONE JSON document on stdout: the
+# second, and the reports table counted by report id; then a change to every host (one audit
+# setting), approved by two approvers in one wave, and the time from the approval to acks from
+# 99% of its hosts (the push). Prints ONE JSON document on stdout: the
 # steps (the curve as the fleet grows) and each figure as measured / goal, with what limits it.
 #
 #   tests/bench/scale.sh BUILD_DIR [--short] [--agents-steps "1000 10000 100000"]
 #                                  [--connect-rate 500] [--collector-limits "KEY: VALUE, ..."]
+#                                  [--push-hosts N]
 #
-# --short: one step of 1,000 agents, and the run fails unless every agent connected and every
-# report was acked and stored exactly once (no timing checks): CTest e2e_scale_short.
+# --short: one step of 1,000 agents, and the run fails unless every agent connected, every
+# report was acked and stored exactly once and every host of the pushed change (100 of them)
+# acked it (no timing checks): CTest e2e_scale_short.
+# --push-hosts N: push the change to the first N hosts by name only (default: every host).
 # --collector-limits adds keys to the collectors' `limits:` (e.g. "tls_frame_bytes: 4KiB"), to
 # measure a setting against the defaults. Steps that need more open files than the hard limit allows are skipped, naming the limit.
 set -euo pipefail
@@ -22,10 +27,11 @@ scale_root=$(cd "$(dirname "$0")/../.." && pwd)
 }
 build=$(cd "$1" && pwd)
 shift
-short=false steps="1000 10000 100000" connect_rate=500 collector_limits=
+short=false steps="1000 10000 100000" connect_rate=500 collector_limits= push_hosts=
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --short) short=true steps=1000; shift ;;
+    --short) short=true steps=1000 push_hosts=${push_hosts:-100}; shift ;;
+    --push-hosts) push_hosts=$2; shift 2 ;;
     --agents-steps) steps=$2; shift 2 ;;
     --connect-rate) connect_rate=$2; shift 2 ;;
     --collector-limits) collector_limits=$2; shift 2 ;;
@@ -35,6 +41,7 @@ done
 for n in $steps; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "scale.sh: --agents-steps: '$n' is not a count" >&2; exit 2; }
 done
+[[ -z $push_hosts || $push_hosts =~ ^[1-9][0-9]*$ ]] || { echo "scale.sh: --push-hosts: '$push_hosts' is not a count" >&2; exit 2; }
 [[ $connect_rate =~ ^[0-9]+$ ]] || { echo "scale.sh: --connect-rate: '$connect_rate' is not a number" >&2; exit 2; }
 
 export SMBFLEET_BUILD_DIR=$build
@@ -84,6 +91,43 @@ until_status() {
   waited_ms=$(($(epoch_ms) - t0))
 }
 
+# push N LOADGEN: proposes a change to every host, approves it (two approvers, one wave) and
+# waits for the loadgen's agents to ack it. Sets $push (JSON): the change, its hosts, the approval's time (Unix ms, taken before the approving command) and
+# whether acks from 99% of the hosts came within the bound. The latency itself comes from the
+# loadgen's summary (orders.acked_at_ms), once it ended.
+push() {
+  local n=$1 load=$2 id out hosts t0 bound want acked_all=true
+  # Every host, one harmless setting the simulated postures leave unset (an audit switch), so
+  # that the change goes to every agent. The hosts by name: a settings file (at most 1 MiB).
+  {
+    echo "hosts:"
+    psql "$dsn" -qAt -c "SELECT name FROM hosts ORDER BY name LIMIT ${push_hosts:-ALL}" | sed 's/^/  - /'
+    echo "settings:"
+    echo "  - {setting: server.auditClientDoesNotSupportSigning, value: \"true\"}"
+  } >"$work/push-$n.yaml"
+  if ! out=$(ctl proposer changes propose --settings "$work/push-$n.yaml" --reason "scale: push to $n agents" 2>&1); then
+    push=$(jq -nc --arg why "$(head -c 500 <<<"$out")" '{skipped: "the proposal was refused: \($why)"}')
+    return 0
+  fi
+  id=$(head -n1 <<<"$out")
+  hosts=$(ctl viewer changes show "$id" --format=json | jq '.change.hosts | length')
+  want=$(((hosts * 99 + 99) / 100))
+  # Generous: each ack is one workflow step on the whole change (docs/scaling.md, the push).
+  bound=$((60 + hosts / 5))
+  t0=$(epoch_ms)
+  out=$(ctl approver-a changes approve "$id" 2>&1) || { echo "$out" >&2; fail "approve $id"; }
+  if grep -q "approval 1 of 2" <<<"$out"; then
+    t0=$(epoch_ms)
+    out=$(ctl approver-b changes approve "$id" 2>&1) || { echo "$out" >&2; fail "second approval of $id"; }
+  fi
+  until_status "$load" orders_acked "$want" "$bound" || acked_all=false
+  note "   pushed $id to $hosts hosts: 99% acked: $acked_all (in ${waited_ms} ms after the approving command returned)"
+  push=$(jq -nc --arg id "$id" --argjson hosts "$hosts" --argjson want "$want" \
+    --argjson t0 "$t0" --argjson ok "$acked_all" --argjson bound "$bound" \
+    '{change: $id, hosts: $hosts, acks_wanted: $want, approved_unix_ms: $t0,
+      acked_99_within_bound: $ok, bound_s: $bound}')
+}
+
 results=()
 status=0
 for n in $steps; do
@@ -96,6 +140,9 @@ for n in $steps; do
   note "$n agents"
   new_database
   name=collector-$n
+  # ctl talks to this step's collector, which registers the approvers' keys in its new database.
+  unset ctl_port
+  approvers_registered=
   start_collector "$name" >&2
   sleep 1  # startup allocations settle
   rss_before=$(rss_kb "$name" VmRSS)
@@ -122,6 +169,8 @@ for n in $steps; do
   until_status "load-$n" acked "$n" "$report_bound" || all_acked=false
   rss_after=$(rss_kb "$name" VmRSS)
   hwm_after=$(rss_kb "$name" VmHWM)
+  push='{"skipped": "not every report was acked"}'
+  [[ $all_acked != true ]] || push "$n" "load-$n"
   kill -TERM "${e2e_pid[load-$n]}"
   wait_loadgen "load-$n" 120
   loadgen_figures "load-$n" >&2
@@ -130,7 +179,7 @@ for n in $steps; do
     --argjson connected_all "$connected" --argjson acked_all "$all_acked" \
     --argjson before "$rss_before" --argjson idle "$rss_idle" \
     --argjson hwm_idle "$hwm_idle" --argjson after "$rss_after" --argjson hwm_after "$hwm_after" \
-    --argjson now "$now_connected" --argjson rc "$loadgen_rc" '{
+    --argjson now "$now_connected" --argjson rc "$loadgen_rc" --argjson push "$push" '{
       agents: $n, connected: $now, all_connected: $connected_all,
       connect_s: (if $s.watch.all_connected_ms == null then null
                   else $s.watch.all_connected_ms / 1000 end),
@@ -141,7 +190,16 @@ for n in $steps; do
       reports_per_s: $s.report_phase.reports_per_s,
       stored: $c.stored, stored_distinct: $c.stored_distinct, duplicates: $c.duplicates,
       lost: $c.lost, errors: $s.errors, stream_ends: $s.watch.stream_ends,
-      first_connect_ms: $s.watch.first_connect_ms, loadgen_exit: $rc}')")
+      first_connect_ms: $s.watch.first_connect_ms, loadgen_exit: $rc,
+      push: (if $push.skipped != null then $push else $push + {
+        orders_acked: $s.orders.acked, orders_failed: $s.orders.failed,
+        ack_errors: $s.orders.ack_errors,
+        latency_99_s: (if $s.orders.acked >= $push.hosts and $s.orders.acked_at_ms.p99 != null
+          then ((($s.start_unix_ms + $s.orders.acked_at_ms.p99 - $push.approved_unix_ms) / 10
+                 | round) / 100) else null end),
+        latency_all_s: (if $s.orders.acked >= $push.hosts and $s.orders.acked_at_ms.max != null
+          then ((($s.start_unix_ms + $s.orders.acked_at_ms.max - $push.approved_unix_ms) / 10
+                 | round) / 100) else null end)} end)}')")
 done
 
 steps_json=$(printf '%s\n' "${results[@]}" | jq -sc .)
@@ -163,8 +221,15 @@ figures=$(jq -nc --argjson steps "$steps_json" --argjson goal_kb "$kGoalKbPerAge
            else ([$steps[] | select(.skipped != null) | .skipped][0]
                  // "steps up to \($held) agents only (--agents-steps)") end) end)},
       reports_per_s: ($run | map({agents, reports_per_s})),
-      push_latency: {measured: null,
-        limit: "not measured here: pushing needs approved change orders for the hosts"}}}')
+      push_latency: ($run | map({agents, hosts: .push.hosts, latency_99_s: .push.latency_99_s,
+        goal_s: (if .agents >= 100000 then 10 elif .agents >= 10000 then 1 else null end),
+        met: (if .push.latency_99_s == null then false
+              elif .agents >= 100000 then .push.latency_99_s <= 10
+              elif .agents >= 10000 then .push.latency_99_s <= 1 else null end),
+        limit: (if .push.skipped != null then .push.skipped
+                elif .push.latency_99_s == null then "fewer than every host acked the change"
+                elif .push.hosts >= 1000 then "acks are taken one at a time: each is one workflow step that reads and rewrites the whole change (every host) under its lock, so a push costs O(hosts^2) (docs/scaling.md, the push)"
+                else null end)}))}}')
 
 if [[ $short == true ]]; then
   # The short form's checks: everything connected, every report acked and stored exactly once.
@@ -176,6 +241,8 @@ if [[ $short == true ]]; then
     "not every report was acked"
   expect 'all(.steps[] | select(.skipped == null); .stored == .agents and .stored_distinct == .agents and .duplicates == 0 and .lost == 0)' \
     "reports not stored exactly once"
+  expect 'all(.steps[] | select(.skipped == null); .push.hosts > 0 and .push.acked_99_within_bound and .push.orders_acked >= .push.hosts and .push.orders_failed == 0)' \
+    "the change was not acked by every host it was pushed to"
   status=$fault_status
 fi
 ((status == 0)) || e2e_logs
