@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "collector/changes/approval_payload.h"
 #include "collector/changes/change_rollout.h"
 #include "collector/changes/rollout.h"
@@ -514,68 +515,150 @@ absl::StatusOr<v1::ChangeActionResponse> ChangeService::Rollback(const Actor& ac
   return response;
 }
 
+// One agent's ack on its way into a step, and what became of it.
+struct ChangeService::PendingAck {
+  std::string host;
+  v1::AckChangeRequest ack;
+  AckDone done;
+  v1::HostChangeState result = v1::HOST_CHANGE_STATE_UNSPECIFIED;
+  absl::Status status;                           // its own outcome
+  bool moved = false;                            // it changed the host's state
+  std::optional<absl::Duration> since_dispatch;  // of the order acked, when the change says
+};
+
+ChangeService::~ChangeService() = default;
+
 absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host,
                                                          const v1::AckChangeRequest& ack) {
-  ASSIGN_OR_RETURN(v1::HostChangeState result, ResultState(ack.result()));
-  const std::string id = ack.change_id().substr(0, 64);
-  bool moved = false;                            // the ack changed the host's state
-  std::optional<absl::Duration> since_dispatch;  // of the order acked, when the change says
-  auto prepare = [&](v1::Change& c) -> absl::StatusOr<Prepared> {
-    moved = false;
-    v1::ChangeHost* h = FindHost(c, host);
-    if (h == nullptr || h->nonce().empty()) {
-      return absl::NotFoundError(absl::StrCat("no order of change ", id, " was sent to ", host));
-    }
-    if (c.version() != ack.version() || h->nonce() != ack.nonce()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("change ", id, ": ", host, " acked version ", ack.version(), " nonce '",
-                       ack.nonce().substr(0, 64), "', the order sent was version ", c.version(),
-                       " nonce '", h->nonce(), "'"));
-    }
-    Prepared p;
-    p.person = false;
-    if (h->state() == result) {
-      p.skip = true;  // the same ack again: already recorded and audited
-      return p;
-    }
-    moved = true;
-    since_dispatch.reset();
-    if (h->has_dispatched_at()) {
-      since_dispatch =
-          clock_() - absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(h->dispatched_at()));
-    }
-    *h->mutable_before() = ack.before();
-    *h->mutable_after() = ack.after();
-    const std::string message = ack.message().substr(0, 2000);
-    // A REFUSED host will not do what the rollout expects of every host: halt as for FAILED.
-    // The halt comes first so that the ack cannot complete the rollout on its way.
-    if (result == v1::HOST_CHANGE_STATE_REFUSED &&
-        (c.state() == v1::CHANGE_STATE_ROLLING_OUT || c.state() == v1::CHANGE_STATE_APPROVED)) {
-      p.events.push_back(Event::Halt(
-          absl::StrCat("host ", host, " acked REFUSED", message.empty() ? "" : ": ", message)));
-    }
-    p.events.push_back(Event::Ack(host, result, message));
-    auto e = Entry(host, "acked", c.id(), message, HostStateName(result));
-    e.set_host(host);
-    p.audit.push_back(std::move(e));
-    return p;
-  };
-  auto r = RunStep(id, host, "", prepare);
-  if (absl::IsNotFound(r.status()) && !absl::StrContains(r.status().message(), "no order")) {
-    return absl::NotFoundError(absl::StrCat("no change order '", id, "' was sent to ", host));
+  absl::Notification answered;
+  absl::StatusOr<v1::AckChangeResponse> answer;
+  AckAsync(host, ack, [&](absl::StatusOr<v1::AckChangeResponse> r) {
+    answer = std::move(r);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return answer;
+}
+
+void ChangeService::AckAsync(const std::string& host, v1::AckChangeRequest ack, AckDone done) {
+  auto mine = std::make_unique<PendingAck>();
+  absl::StatusOr<v1::HostChangeState> result = ResultState(ack.result());
+  if (!result.ok()) {
+    done(result.status());
+    return;
   }
-  RETURN_IF_ERROR(r.status());
-  if (metrics_ != nullptr && moved) metrics_->OrderAcked(ack.result(), since_dispatch);
+  mine->host = host;
+  mine->result = *result;
+  mine->ack = std::move(ack);
+  mine->done = std::move(done);
+  const std::string id = mine->ack.change_id().substr(0, 64);
+  std::vector<std::unique_ptr<PendingAck>> batch;
+  {
+    absl::MutexLock lock(&ack_mu_);
+    auto [waiting, first] = acks_waiting_.try_emplace(id);
+    waiting->second.push_back(std::move(mine));
+    if (!first) return;  // the caller running steps on this change takes it with the next one
+    batch.swap(waiting->second);
+  }
+  // This caller runs the steps for this change until no ack waits, its own in the first.
+  for (;;) {
+    std::vector<PendingAck*> acks;
+    for (auto& a : batch) acks.push_back(a.get());
+    ApplyAcks(id, acks);
+    for (auto& a : batch) FinishAck(id, *a);
+    batch.clear();
+    absl::MutexLock lock(&ack_mu_);
+    auto waiting = acks_waiting_.find(id);
+    if (waiting->second.empty()) {
+      acks_waiting_.erase(waiting);
+      return;
+    }
+    batch.swap(waiting->second);
+  }
+}
+
+void ChangeService::FinishAck(const std::string& id, PendingAck& a) {
+  if (!a.status.ok()) {
+    a.done(a.status);
+    return;
+  }
+  if (metrics_ != nullptr && a.moved) metrics_->OrderAcked(a.ack.result(), a.since_dispatch);
   // Stored after the ack's own step, and never failing it (counters.cc).
-  if (ack.has_counters_before()) {
-    absl::Status counters = StoreCounters(host, id, ack.version(), &ack.counters_before(), nullptr);
+  if (a.ack.has_counters_before()) {
+    absl::Status counters =
+        StoreCounters(a.host, id, a.ack.version(), &a.ack.counters_before(), nullptr);
     if (!counters.ok()) {
-      Log()->warn("change {}: counters of {}'s ack not kept: {}", LogSafe(id), LogSafe(host),
+      Log()->warn("change {}: counters of {}'s ack not kept: {}", LogSafe(id), LogSafe(a.host),
                   LogSafe(counters));
     }
   }
-  Log()->info("change {}: {} acked {}", LogSafe(id), LogSafe(host), HostStateName(result));
-  return v1::AckChangeResponse();
+  Log()->info("change {}: {} acked {}", LogSafe(id), LogSafe(a.host), HostStateName(a.result));
+  a.done(v1::AckChangeResponse());
+}
+
+void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks) {
+  auto prepare = [&](v1::Change& c) -> absl::StatusOr<Prepared> {
+    Prepared p;
+    p.person = false;
+    p.skip = true;
+    for (PendingAck* a : acks) {
+      a->status = absl::OkStatus();
+      a->moved = false;
+      a->since_dispatch.reset();
+      const v1::AckChangeRequest& ack = a->ack;
+      v1::ChangeHost* h = FindHost(c, a->host);
+      if (h == nullptr || h->nonce().empty()) {
+        a->status =
+            absl::NotFoundError(absl::StrCat("no order of change ", id, " was sent to ", a->host));
+        continue;
+      }
+      if (c.version() != ack.version() || h->nonce() != ack.nonce()) {
+        a->status = absl::FailedPreconditionError(
+            absl::StrCat("change ", id, ": ", a->host, " acked version ", ack.version(), " nonce '",
+                         ack.nonce().substr(0, 64), "', the order sent was version ", c.version(),
+                         " nonce '", h->nonce(), "'"));
+        continue;
+      }
+      if (h->state() == a->result) continue;  // the same ack again: already recorded and audited
+      a->moved = true;
+      p.skip = false;
+      if (h->has_dispatched_at()) {
+        a->since_dispatch =
+            clock_() - absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(h->dispatched_at()));
+      }
+      *h->mutable_before() = ack.before();
+      *h->mutable_after() = ack.after();
+      const std::string message = ack.message().substr(0, 2000);
+      // A REFUSED host will not do what the rollout expects of every host: halt as for FAILED.
+      // The halt comes first so that the ack cannot complete the rollout on its way.
+      if (a->result == v1::HOST_CHANGE_STATE_REFUSED &&
+          (c.state() == v1::CHANGE_STATE_ROLLING_OUT || c.state() == v1::CHANGE_STATE_APPROVED)) {
+        p.events.push_back(Event::Halt(absl::StrCat("host ", a->host, " acked REFUSED",
+                                                    message.empty() ? "" : ": ", message)));
+      }
+      p.events.push_back(Event::Ack(a->host, a->result, message));
+      auto e = Entry(a->host, "acked", c.id(), message, HostStateName(a->result));
+      e.set_host(a->host);
+      p.audit.push_back(std::move(e));
+    }
+    return p;
+  };
+  const std::string actor = acks.size() == 1 ? acks.front()->host : std::string(kCollector);
+  auto r = RunStep(id, actor, "", prepare);
+  if (r.ok()) return;
+  if (acks.size() > 1) {
+    // Not this batch's to decide: each ack alone, as if it had come by itself.
+    for (PendingAck* a : acks) ApplyAcks(id, {a});
+    return;
+  }
+  PendingAck* a = acks.front();
+  a->moved = false;
+  if (absl::IsNotFound(r.status()) && !absl::StrContains(r.status().message(), "no order")) {
+    a->status =
+        absl::NotFoundError(absl::StrCat("no change order '", id, "' was sent to ", a->host));
+  } else if (a->status.ok()) {
+    a->status = r.status();
+  }
 }
 
 bool ChangeService::Watching(const std::string& host) const {

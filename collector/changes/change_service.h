@@ -51,6 +51,7 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
   // `policy` may be null: then only --settings proposals are possible.
   ChangeService(ChangeStore* changes, HostStore* hosts, ComplianceStore* compliance,
                 const policy::Policy* policy, ChangeOptions options, Clock clock = absl::Now);
+  ~ChangeService();
 
   // The policy proposals are planned with (null: none); readiness plans with it too.
   const policy::Policy* policy() const { return policy_; }
@@ -90,9 +91,15 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
   // An agent's ack; `host` is its certificate's. NotFound: no such order was sent to the host;
   // FailedPrecondition: the version or nonce is not the one last dispatched. The same result
   // again is accepted and changes nothing. A REFUSED ack halts the rollout like FAILED: the
-  // host will not apply what the rollout expects of every host.
+  // host will not apply what the rollout expects of every host. Acks of one change that arrive
+  // while a step on it runs wait and are then applied together, in one step (a push to many
+  // hosts would otherwise take one whole-change step per host, one after another).
   absl::StatusOr<smbfleet::v1::AckChangeResponse> Ack(const std::string& host,
                                                       const smbfleet::v1::AckChangeRequest& ack);
+  // The same, answering through `done`: when a step on the change runs, the ack waits for the
+  // next one without holding the calling thread, and `done` runs on the thread that applies it.
+  using AckDone = std::function<void(absl::StatusOr<smbfleet::v1::AckChangeResponse>)>;
+  void AckAsync(const std::string& host, smbfleet::v1::AckChangeRequest ack, AckDone done);
 
   // ChangeCountersSink (the report pipeline): each entry's windows go to `host`'s part in that
   // change and version (counters.cc). Unknown changes, other hosts' changes and windows that
@@ -123,6 +130,12 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
 
  private:
   struct Prepared;
+  struct PendingAck;
+  // Applies `acks` (all of one change) in one workflow step; should that step fail, each again
+  // in a step of its own, so that one ack's error is its own. Sets each one's outcome.
+  void ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks);
+  // Its metrics, counters and log line, then its answer.
+  void FinishAck(const std::string& id, PendingAck& ack);
   using Prepare = std::function<absl::StatusOr<Prepared>(smbfleet::v1::Change& change)>;
   struct StepResult {
     smbfleet::v1::Change change;
@@ -162,6 +175,12 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
   // change id -> when it was last ticked for a window.
   std::map<std::string, absl::Time> window_ticks_ ABSL_GUARDED_BY(mu_);
   absl::Time last_proposal_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+
+  // Acks waiting for the step that applies them, per change id; an entry exists while one
+  // caller (the first to arrive) runs steps for that change, and it runs them until none wait.
+  absl::Mutex ack_mu_;
+  std::map<std::string, std::vector<std::unique_ptr<PendingAck>>> acks_waiting_
+      ABSL_GUARDED_BY(ack_mu_);
 };
 
 // The order a host gets for `change` (settings from its steps, id, version, nonce, not-after),

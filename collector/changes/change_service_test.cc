@@ -3,10 +3,15 @@
 // refusal events, audit and waivers.
 #include "collector/changes/change_service.h"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "collector/changes/approval_payload.h"
 #include "collector/changes/order_dispatcher.h"
 #include "collector/ingest/pipeline.h"
@@ -41,6 +46,30 @@ class FakeRouter : public PushRouter {
 
   std::set<std::string> connected;
   std::map<std::string, std::vector<v1::WatchResponse>> sent;
+};
+
+// The memory store, counting workflow steps; with `hold` set, the next step waits until it is
+// cleared (so that acks arrive while a step runs).
+class GatedChangeStore : public MemoryChangeStore {
+ public:
+  using MemoryChangeStore::MemoryChangeStore;
+  absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override {
+    {
+      absl::MutexLock lock(&mu);
+      ++steps;
+      if (hold) {
+        held = true;
+        mu.Await(absl::Condition(
+            +[](bool* h) { return !*h; }, &hold));
+      }
+    }
+    return MemoryChangeStore::UpdateChange(id, step);
+  }
+
+  absl::Mutex mu;
+  int steps ABSL_GUARDED_BY(mu) = 0;
+  bool hold ABSL_GUARDED_BY(mu) = false;
+  bool held ABSL_GUARDED_BY(mu) = false;  // a step is waiting on `hold`
 };
 
 class ChangeServiceTest : public ::testing::Test {
@@ -188,7 +217,7 @@ class ChangeServiceTest : public ::testing::Test {
   policy::Policy policy_ = collector::testing::PlanningPolicy();
   MemoryHostStore hosts_;
   MemoryComplianceStore compliance_{&hosts_};
-  MemoryChangeStore changes_{&compliance_};
+  GatedChangeStore changes_{&compliance_};
   MemoryApproverKeyStore keys_;
   std::map<std::string, Ed25519Key> people_keys_;
   ReportPipeline pipeline_{&hosts_, &compliance_, &policy_, clock_};
@@ -449,6 +478,87 @@ TEST_F(ChangeServiceTest, AppliedAckCompletesAndIsIdempotent) {
   EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs2", wrong).status()));
   wrong.set_change_id("nope");
   EXPECT_TRUE(absl::IsNotFound(service_.Ack("fs1", wrong).status()));
+}
+
+// A push to many hosts: their acks arrive together, while a step on the change runs. They are
+// applied in steps of several, each ack's answer is its own (a forged one among them is refused
+// alone), and every host's ack is recorded and audited once.
+TEST_F(ChangeServiceTest, AcksArrivingTogetherAreAppliedTogetherEachWithItsOwnAnswer) {
+  constexpr int kHosts = 24;
+  std::vector<std::string> names;
+  for (int i = 0; i < kHosts; ++i) {
+    names.push_back(absl::StrCat("fs", absl::Dec(i, absl::kZeroPad2)));
+    Report(names.back());
+  }
+  v1::Change c = ProposeHosts(names);
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  if (Get(c.id()).state() == v1::CHANGE_STATE_PROPOSED) {
+    ASSERT_TRUE(ApproveBy(bob_, c.id()).ok());
+  }
+  c = Get(c.id());
+  ASSERT_EQ(c.state(), v1::CHANGE_STATE_ROLLING_OUT);
+
+  std::vector<v1::AckChangeRequest> acks(kHosts);
+  for (int i = 0; i < kHosts; ++i) {
+    acks[i].set_change_id(c.id());
+    acks[i].set_version(c.version());
+    acks[i].set_nonce(HostOf(c, names[i]).nonce());
+    acks[i].set_result(v1::AckChangeRequest::RESULT_APPLIED);
+  }
+  acks[5].set_nonce("forged");
+  int steps_before = 0;
+  {
+    absl::MutexLock lock(&changes_.mu);
+    steps_before = changes_.steps;
+    changes_.hold = true;
+  }
+  std::vector<absl::Status> answers(kHosts);
+  std::vector<std::thread> threads;
+  std::atomic<int> started{0};
+  threads.emplace_back([&] { answers[0] = service_.Ack(names[0], acks[0]).status(); });
+  {
+    absl::MutexLock lock(&changes_.mu);
+    changes_.mu.Await(absl::Condition(&changes_.held));  // fs00's step runs (and waits)
+  }
+  for (int i = 1; i < kHosts; ++i) {
+    threads.emplace_back([&, i] {
+      ++started;
+      answers[i] = service_.Ack(names[i], acks[i]).status();
+    });
+  }
+  while (started < kHosts - 1) std::this_thread::yield();
+  absl::SleepFor(absl::Milliseconds(200));  // the acks reach the queue
+  {
+    absl::MutexLock lock(&changes_.mu);
+    changes_.hold = false;
+  }
+  for (auto& t : threads) t.join();
+
+  for (int i = 0; i < kHosts; ++i) {
+    if (i == 5) {
+      EXPECT_TRUE(absl::IsFailedPrecondition(answers[i])) << answers[i];
+      EXPECT_THAT(answers[i].message(), HasSubstr("forged"));
+    } else {
+      EXPECT_TRUE(answers[i].ok()) << names[i] << ": " << answers[i];
+    }
+  }
+  {
+    absl::MutexLock lock(&changes_.mu);
+    // One step for fs00's ack, then the others together (a late thread may take one more).
+    EXPECT_LT(changes_.steps - steps_before, kHosts / 2);
+  }
+  c = Get(c.id());
+  int applied = 0;
+  for (const auto& h : c.hosts()) applied += h.state() == v1::HOST_CHANGE_STATE_APPLIED;
+  EXPECT_EQ(applied, kHosts - 1);
+  EXPECT_EQ(HostOf(c, names[5]).state(), v1::HOST_CHANGE_STATE_DISPATCHED);
+  const auto actions = AuditActions(c.id());
+  EXPECT_EQ(std::count(actions.begin(), actions.end(), "acked"), kHosts - 1);
+
+  // fs05's real ack then completes the change.
+  acks[5].set_nonce(HostOf(c, names[5]).nonce());
+  ASSERT_TRUE(service_.Ack(names[5], acks[5]).ok());
+  EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_COMPLETED);
 }
 
 // `cpu` percentages one minute apart from `start`, each sample moving `mb` MB/s.

@@ -115,17 +115,25 @@ grpc::ServerUnaryReactor* AgentServiceImpl::AckChange(grpc::CallbackServerContex
   if (grpc::Status s = ParseLimited("AckChange", *raw, max_message_bytes_, &request); !s.ok()) {
     return FinishNow(context, std::move(s));
   }
-  return SubmitUnary(
+  // Acks of one change are applied together (ChangeService::AckAsync): one that waits for the
+  // step after the running one does not hold a work-queue thread.
+  return SubmitUnaryAsync(
       context, *authenticator_, work_, response,
-      [this,
-       request = std::move(request)](const Principal& agent) -> absl::StatusOr<grpc::ByteBuffer> {
-        RETURN_IF_ERROR(Authorize(agent, Permission::kAckChange));
-        if (workflow_ == nullptr) {
-          return absl::NotFoundError(absl::StrCat("no change order '",
-                                                  request.change_id().substr(0, 64),
-                                                  "' was sent to ", agent.name));
+      [this, request = std::move(request)](const Principal& agent, const auto& finish) mutable {
+        if (absl::Status allowed = Authorize(agent, Permission::kAckChange); !allowed.ok()) {
+          finish(allowed);
+          return;
         }
-        return ToByteBuffer(workflow_->Ack(agent.name, request));
+        if (workflow_ == nullptr) {
+          finish(absl::NotFoundError(absl::StrCat("no change order '",
+                                                  request.change_id().substr(0, 64),
+                                                  "' was sent to ", agent.name)));
+          return;
+        }
+        workflow_->AckAsync(agent.name, std::move(request),
+                            [finish](absl::StatusOr<v1::AckChangeResponse> answer) {
+                              finish(ToByteBuffer(answer));
+                            });
       },
       nullptr, raw->Length());
 }

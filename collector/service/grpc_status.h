@@ -65,16 +65,17 @@ absl::StatusOr<grpc::ByteBuffer> ToByteBuffer(const absl::StatusOr<Response>& re
 // Why a queued call never reached its handler (for the caller's metrics).
 enum class NotRun { kBusy, kUnauthenticated };
 
-// Takes the caller from its credentials (`auth`), runs `call(principal)` on the work queue
-// (database work stays off gRPC's threads) and finishes with its result, moved into *response.
-// `not_run` (may be empty) hears of calls refused before `call`. `bytes`, the request's size,
-// counts against the queue's byte bound while the call waits.
+// Takes the caller from its credentials (`auth`), runs `call(principal, finish)` on the work
+// queue (database work stays off gRPC's threads); the call answers with `finish(result)`, at
+// once or later from another thread, and the result is moved into *response. `not_run` (may be
+// empty) hears of calls refused before `call`. `bytes`, the request's size, counts against the
+// queue's byte bound while the call waits.
 template <typename Response, typename Call>
-grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
-                                      const Authenticator& auth, WorkQueue* work,
-                                      Response* response, Call call,
-                                      std::function<void(NotRun)> not_run = nullptr,
-                                      uint64_t bytes = 0) {
+grpc::ServerUnaryReactor* SubmitUnaryAsync(grpc::CallbackServerContext* context,
+                                           const Authenticator& auth, WorkQueue* work,
+                                           Response* response, Call call,
+                                           std::function<void(NotRun)> not_run = nullptr,
+                                           uint64_t bytes = 0) {
   auto* reactor = context->DefaultReactor();
   // Authentication runs on the work queue too: a bearer token is looked up in the store.
   WorkQueue::Submitted queued = work->Submit(
@@ -85,13 +86,14 @@ grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
           reactor->Finish(ToGrpcStatus(caller.status()));
           return;
         }
-        absl::StatusOr<Response> result = call(*caller);
-        if (!result.ok()) {
-          reactor->Finish(ToGrpcStatus(result.status()));
-          return;
-        }
-        *response = *std::move(result);
-        reactor->Finish(grpc::Status::OK);
+        call(*caller, [reactor, response](absl::StatusOr<Response> result) {
+          if (!result.ok()) {
+            reactor->Finish(ToGrpcStatus(result.status()));
+            return;
+          }
+          *response = *std::move(result);
+          reactor->Finish(grpc::Status::OK);
+        });
       },
       bytes,
       [reactor, not_run] {
@@ -103,6 +105,21 @@ grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
     reactor->Finish(queued == WorkQueue::Submitted::kFull ? Busy() : ShuttingDown());
   }
   return reactor;
+}
+
+// The same for a call that answers before it returns: `call(principal)` gives the result.
+template <typename Response, typename Call>
+grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
+                                      const Authenticator& auth, WorkQueue* work,
+                                      Response* response, Call call,
+                                      std::function<void(NotRun)> not_run = nullptr,
+                                      uint64_t bytes = 0) {
+  return SubmitUnaryAsync(
+      context, auth, work, response,
+      [call = std::move(call)](const Principal& caller, const auto& finish) mutable {
+        finish(call(caller));
+      },
+      std::move(not_run), bytes);
 }
 
 }  // namespace smbfleet::collector

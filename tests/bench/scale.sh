@@ -228,7 +228,7 @@ figures=$(jq -nc --argjson steps "$steps_json" --argjson goal_kb "$kGoalKbPerAge
               elif .agents >= 10000 then .push.latency_99_s <= 1 else null end),
         limit: (if .push.skipped != null then .push.skipped
                 elif .push.latency_99_s == null then "fewer than every host acked the change"
-                elif .push.hosts >= 1000 then "acks are taken one at a time: each is one workflow step that reads and rewrites the whole change (every host) under its lock, so a push costs O(hosts^2) (docs/scaling.md, the push)"
+                elif .agents >= 10000 and .push.latency_99_s > (if .agents >= 100000 then 10 else 1 end) then "acks arriving together share a workflow step, but each step reads and rewrites the whole change (every host) under its lock (docs/scaling.md, the push)"
                 else null end)}))}}')
 
 if [[ $short == true ]]; then
