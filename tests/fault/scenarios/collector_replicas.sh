@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Two collectors on one PostgreSQL (stateless replicas). Simulated agents with Watch streams are
 # spread over both (agent i starts on collector i % 2), and one real agent lists both, A first.
-# Reports are stored through both; then collector A is stopped (SIGTERM): every agent it held
-# reconnects to B within a bound, and a refresh asked through B's admin API reaches the real
-# agent that had been on A. A second round restarts A and kills B (SIGKILL): every agent moves
-# back to A. Then the reports are counted by id: every acked one stored exactly once.
+# Reports are stored through both, and a change approved through B reaches the real agent on A
+# (PostgreSQL's NOTIFY carries the order across). Then collector A is stopped (SIGTERM): every
+# agent it held reconnects to B within a bound, and a refresh asked through B's admin API reaches
+# the real agent that had been on A. A second round restarts A and kills B (SIGKILL): every agent
+# moves back to A. Then the reports are counted by id: every acked one stored exactly once.
 #
 #   collector_replicas.sh [--short|--long]   short: 200 agents, 3,000 reports; long: 1,000, 10,000
 # shellcheck source=../lib.sh
@@ -90,7 +91,6 @@ grep -q "127.0.0.1:${grpc_port[b]}" "$work/agent.yaml" || fail "the agent config
 start_agent agent "$work/agent.yaml"
 poll 30 "a stored report of $host" ctl admin host show "$host"
 poll 30 "the real agent's stream on A" grep -q "watch stream of $host opened" "$work/a.log"
-((  $(streams_opened b) == 0 )) || fail "the real agent opened its stream on B while A was up"
 
 step "$agents simulated agents over A and B, $reports reports at $rate/s"
 run_loadgen load --collector "127.0.0.1:${grpc_port[a]},127.0.0.1:${grpc_port[b]}" \
@@ -102,6 +102,15 @@ on_a=$(connected a) on_b=$(connected b)
 stored_a=$(stored_by a) stored_b=$(stored_by b)
 echo "   streams: A $on_a, B $on_b; reports stored through A $stored_a, through B $stored_b"
 ((on_a + on_b == all)) || fail "$((on_a + on_b)) streams on A and B, expected $all"
+
+step "a change approved through B reaches the real agent on A (enforcement off there: REFUSED)"
+id=$(propose proposer --host "$host" --reason "replicas")
+ctl approver-a changes approve "$id" --comment "first look" >/dev/null || fail "first approval of $id"
+if [[ $(change_state "$id") == CHANGE_STATE_PROPOSED ]]; then
+  ctl approver-b changes approve "$id" --comment "second look" >/dev/null || fail "second approval of $id"
+fi
+wait_host_state 30 "$id" "$host" REFUSED
+(($(streams_opened b) == 0)) || fail "the real agent's stream was on B, not A, when the change reached it"
 
 step "round 1: SIGTERM to A; its agents move to B"
 t_stop=$(epoch_ms)
@@ -143,7 +152,7 @@ figures=$(jq -n --arg mode "$mode" --argjson r "$(report_json)" --argjson bound 
     streams_before: {a: $on_a, b: $on_b}, stored_before: {a: $stored_a, b: $stored_b},
     sigterm: {shutdown_ms: $term_shutdown, all_moved: $moved, move_all_ms: $term_move},
     sigkill: {all_moved: $moved_back, move_all_ms: $kill_move},
-    refresh_through_b_reached_agent: $refreshed } + $r')
+    change_through_b_reached_agent_on_a: true, refresh_through_b_reached_agent: $refreshed } + $r')
 expect '.stored_before.a > 0 and .stored_before.b > 0' "reports were not stored through both collectors"
 expect '.streams_before.a > 0 and .streams_before.b > 0' "agents were not spread over both collectors"
 expect '.sigterm.all_moved' "not every agent moved to B within ${bound}s of A's SIGTERM"
