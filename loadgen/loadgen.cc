@@ -14,8 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "agent/core/agent.h"
 #include "agent/core/backoff.h"
+#include "agent/core/collector_target.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -312,6 +314,9 @@ absl::Status LoadGen::Setup() {
   ASSIGN_OR_RETURN(std::string ca_key, ReadFile(options_.ca_key));
   ASSIGN_OR_RETURN(std::string trust, ReadFile(options_.trust));
   ASSIGN_OR_RETURN(auto issuer, AgentIssuer::Create(ca_cert, ca_key, std::move(trust)));
+  const std::vector<std::string> collectors =
+      absl::StrSplit(options_.collector, ',', absl::SkipWhitespace());
+  RETURN_IF_ERROR(agent::CollectorTarget(collectors, "--collector").status());
   for (int i = 0; i < options_.agents; ++i) {
     const int number = options_.first_agent + i;
     std::string name =
@@ -332,8 +337,10 @@ absl::Status LoadGen::Setup() {
       ASSIGN_OR_RETURN(std::string source, SourceAddress(number));
       RETURN_IF_ERROR(BindSourceAddress(source, args));
     }
-    agent->channel =
-        grpc::CreateCustomChannel(options_.collector, MutualTlsChannelCredentials(tls), args);
+    // Agent i starts on collector i % n and, as a real agent, moves on when that one fails.
+    ASSIGN_OR_RETURN(std::string target,
+                     agent::CollectorTarget(collectors, "--collector", static_cast<size_t>(i)));
+    agent->channel = grpc::CreateCustomChannel(target, MutualTlsChannelCredentials(tls), args);
     agent->stub = v1::AgentService::NewStub(agent->channel);
     state_->agents.push_back(std::move(agent));
   }

@@ -17,7 +17,7 @@
 namespace smbfleet::loadgen {
 
 struct LoadGenOptions {
-  std::string collector;                  // host:port
+  std::string collector;                  // host:port, or several comma-separated
   std::string server_name = "localhost";  // the name the collector's certificate carries
   std::string ca_cert;                    // issuing CA of agents (agents-ca.pem)
   std::string ca_key;                     // its key

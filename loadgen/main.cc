@@ -11,7 +11,9 @@
 #include "common/files.h"
 #include "loadgen/loadgen.h"
 
-ABSL_FLAG(std::string, collector, "", "collector address, host:port");
+ABSL_FLAG(std::string, collector, "",
+          "collector address, host:port, or several comma-separated (agent i starts on the "
+          "i % n-th and moves on when it fails)");
 ABSL_FLAG(std::string, server_name, "localhost", "name in the collector's certificate");
 ABSL_FLAG(std::string, pki, "", "deploy/ca.sh folder: agents-ca.pem/.key issue, ca.pem verifies");
 ABSL_FLAG(int, agents, 10, "simulated agents, each with its own certificate and channel");
@@ -74,7 +76,8 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "smbfleet-loadgen --collector HOST:PORT --pki DIR [--agents N] [--reports N] [--watch]");
+      "smbfleet-loadgen --collector HOST:PORT[,HOST:PORT...] --pki DIR [--agents N] [--reports N] "
+      "[--watch]");
   absl::ParseCommandLine(argc, argv);
   using smbfleet::loadgen::LoadGen;
   using smbfleet::loadgen::LoadGenOptions;

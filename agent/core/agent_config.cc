@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "agent/core/collector_target.h"
 #include "common/approval_signing.h"
 #include "common/csr.h"
 #include "common/files.h"
@@ -17,6 +18,38 @@ namespace {
 bool ValidSource(const std::string& s) {
   return s == "samba" || absl::StartsWith(s, "samba:") || s == "windows" ||
          absl::StartsWith(s, "windows-capture:");
+}
+
+// `collector.address`: one host:port, or a list of them (collectors on one database), turned
+// into the one gRPC target the agent dials.
+void ReadCollectorAddresses(const YAML::Node& collector, AgentConfig* c, ConfigProblems* problems) {
+  YAML::Node address = collector["address"];
+  if (!address.IsDefined()) {
+    problems->Add(collector, "collector.address", "required");
+    return;
+  }
+  if (address.IsSequence()) {
+    if (!ReadStringList(collector, "address", "collector", &c->collector_addresses, problems)) {
+      return;
+    }
+    if (c->collector_addresses.empty()) {
+      problems->Add(address, "collector.address", "an empty list; give at least one host:port");
+      return;
+    }
+  } else {
+    std::string one;
+    if (!ReadString(collector, "address", "collector", &one, problems)) return;
+    c->collector_addresses = {one};
+  }
+  auto target = CollectorTarget(c->collector_addresses, "collector.address");
+  if (!target.ok()) {
+    // A single address is named without an index, as before lists existed.
+    absl::string_view message = target.status().message();
+    if (!address.IsSequence()) message = absl::StripPrefix(message, "collector.address[0]: ");
+    problems->Add(address, "collector.address", absl::StripPrefix(message, "collector.address: "));
+    return;
+  }
+  c->collector_address = *std::move(target);
 }
 
 // `enroll: {token_file, host}` and the tls section it fills: tls.cert and tls.key are where the
@@ -175,19 +208,22 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
   } else {
     CheckKeys(collector, {"address", "server_name", "report_timeout", "max_backoff"}, "collector",
               &problems);
-    if (ReadString(collector, "address", "collector", &c.collector_address, &problems)) {
-      size_t colon = c.collector_address.rfind(':');
-      uint32_t port = 0;
-      if (colon == std::string::npos || colon == 0 ||
-          !absl::SimpleAtoi(c.collector_address.substr(colon + 1), &port) || port == 0 ||
-          port > 65535) {
-        problems.Add(collector["address"], "collector.address",
-                     absl::StrCat("expected host:port, got '", c.collector_address, "'"));
-      }
-    } else if (!collector["address"].IsDefined()) {
-      problems.Add(collector, "collector.address", "required");
-    }
+    ReadCollectorAddresses(collector, &c, &problems);
     ReadString(collector, "server_name", "collector", &c.collector_server_name, &problems);
+    if (c.collector_server_name.empty() && c.collector_addresses.size() > 1) {
+      // The TLS name defaults to the host of the address; several hosts leave no one default.
+      auto first = ParseCollectorAddress(c.collector_addresses[0]);
+      for (const std::string& entry : c.collector_addresses) {
+        auto a = ParseCollectorAddress(entry);
+        if (a.ok() && first.ok() && a->host != first->host) {
+          problems.Add(collector, "collector.server_name",
+                       absl::StrCat("required: the addresses name different hosts ('",
+                                    c.collector_addresses[0], "', '", entry,
+                                    "'); give the name the collectors' certificates carry"));
+          break;
+        }
+      }
+    }
     ReadDuration(collector, "report_timeout", "collector", &c.report_timeout, &problems);
     ReadDuration(collector, "max_backoff", "collector", &c.max_backoff, &problems);
   }
@@ -326,7 +362,9 @@ absl::StatusOr<AgentConfig> ParseAgentConfig(const std::string& file, const std:
 
   if (!problems.empty()) return problems.ToStatus();
   if (c.collector_server_name.empty()) {
-    c.collector_server_name = c.collector_address.substr(0, c.collector_address.rfind(':'));
+    if (auto first = ParseCollectorAddress(c.collector_addresses[0]); first.ok()) {
+      c.collector_server_name = first->host;
+    }
   }
   if (c.changes.journal_dir.empty()) {
     // Beside the spool and named after it: agents with their own spools (several on one test

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/tls.h"
@@ -60,8 +61,12 @@ struct CompressionSamplingConfig {
 };
 
 struct AgentConfig {
-  std::string collector_address;      // host:port
-  std::string collector_server_name;  // TLS name to verify; empty = host part of the address
+  // `collector.address`: each entry host:port (one, or several collectors on one database), and
+  // the gRPC target the agent dials, made of them (collector_target.h).
+  std::vector<std::string> collector_addresses;
+  std::string collector_address;
+  // TLS name to verify; empty = the host of the first address (required when the hosts differ).
+  std::string collector_server_name;
   TlsFiles tls;
   std::string source = "samba";  // see DESIGN.md: samba[:SMB_CONF], windows, windows-capture:DIR
   std::map<std::string, std::string> labels;

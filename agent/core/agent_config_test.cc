@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "agent/core/collector_target.h"
 #include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -267,6 +268,87 @@ TEST_F(AgentConfigTest, ChangeCountersAreOnByDefaultAndValidated) {
     ASSERT_FALSE(c.ok()) << yaml;
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(want)) << yaml;
   }
+}
+
+TEST_F(AgentConfigTest, OneCollectorAddressIsTheTarget) {
+  const std::string tail = "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  auto c = ParseAgentConfig(dir_ + "/agent.yaml",
+                            "collector: {address: 'collector.example:7443'}\n" + tail);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_address, "collector.example:7443");
+  EXPECT_THAT(c->collector_addresses, ::testing::ElementsAre("collector.example:7443"));
+  // A list of one is the same as the string, host names allowed.
+  c = ParseAgentConfig(dir_ + "/agent.yaml",
+                       "collector: {address: ['collector.example:7443']}\n" + tail);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_address, "collector.example:7443");
+  EXPECT_EQ(c->collector_server_name, "collector.example");
+  c = ParseAgentConfig(dir_ + "/agent.yaml", "collector: {address: '[fd00::5]:7443'}\n" + tail);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_server_name, "fd00::5");
+}
+
+TEST_F(AgentConfigTest, SeveralCollectorsAreOnePickFirstTarget) {
+  const std::string tail = "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  auto c = ParseAgentConfig(
+      dir_ + "/agent.yaml",
+      "collector: {address: ['10.0.0.5:7443', '10.0.0.6:7444'], server_name: collector.example}\n" +
+          tail);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_address, "ipv4:10.0.0.5:7443,10.0.0.6:7444");
+  EXPECT_EQ(c->collector_server_name, "collector.example");
+  // One host, two ports: its name is the default TLS name, as for one address.
+  c = ParseAgentConfig(dir_ + "/agent.yaml",
+                       "collector: {address: ['127.0.0.1:7001', '127.0.0.1:7002']}\n" + tail);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_address, "ipv4:127.0.0.1:7001,127.0.0.1:7002");
+  EXPECT_EQ(c->collector_server_name, "127.0.0.1");
+  c = ParseAgentConfig(
+      dir_ + "/agent.yaml",
+      "collector: {address: ['[fd00::5]:7443', '[fd00::6]:7443'], server_name: c.example}\n" +
+          tail);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->collector_address, "ipv6:[fd00::5]:7443,[fd00::6]:7443");
+}
+
+TEST_F(AgentConfigTest, CollectorListProblemsNameTheEntry) {
+  const std::string tail = "tls: {cert: a.pem, key: a.key, ca: ca.pem}\n";
+  const std::pair<const char*, const char*> cases[] = {
+      {"{address: ['10.0.0.5:7443', 'nope']}",
+       "collector.address[1]: expected host:port, got 'nope'"},
+      {"{address: ['10.0.0.5:7443', '10.0.0.6:0'], server_name: c}",
+       "collector.address[1]: expected host:port, got '10.0.0.6:0': the port is 1 to 65535"},
+      {"{address: ['10.0.0.5:7443', 'b.example:7443'], server_name: c}",
+       "collector.address[1]: 'b.example:7443': several collectors are listed by IP address"},
+      {"{address: ['10.0.0.5:7443', '[fd00::6]:7443'], server_name: c}",
+       "collector.address[1]: '[fd00::6]:7443': the list mixes IPv4 and IPv6"},
+      {"{address: ['10.0.0.5:7443', '10.0.0.6:7443']}",
+       "collector.server_name: required: the addresses name different hosts ('10.0.0.5:7443', "
+       "'10.0.0.6:7443')"},
+      {"{address: []}", "collector.address: an empty list"},
+      {"{address: 'fd00::5:7443'}",
+       "collector.address: expected host:port, got 'fd00::5:7443': an "
+       "IPv6 address goes in brackets"},
+      {"{address: 'ipv4:10.0.0.5:7443,10.0.0.6:7443'}", "collector.address: expected host:port"},
+      {"{address: [{a: 1}]}", "collector.address"},
+  };
+  for (const auto& [collector, want] : cases) {
+    auto c =
+        ParseAgentConfig(dir_ + "/agent.yaml", absl::StrCat("collector: ", collector, "\n", tail));
+    ASSERT_FALSE(c.ok()) << collector;
+    EXPECT_THAT(std::string(c.status().message()), HasSubstr(want)) << collector;
+  }
+}
+
+TEST(CollectorTargetTest, AgentsSpreadByStartingEntry) {
+  const std::vector<std::string> entries = {"127.0.0.1:7001", "127.0.0.2:7002", "127.0.0.3:7003"};
+  EXPECT_EQ(*CollectorTarget(entries, "--collector", 0),
+            "ipv4:127.0.0.1:7001,127.0.0.2:7002,127.0.0.3:7003");
+  EXPECT_EQ(*CollectorTarget(entries, "--collector", 4),
+            "ipv4:127.0.0.2:7002,127.0.0.3:7003,127.0.0.1:7001");
+  EXPECT_EQ(*CollectorTarget({"c.example:7443"}, "--collector", 7), "c.example:7443");
+  EXPECT_THAT(std::string(CollectorTarget({}, "--collector").status().message()),
+              HasSubstr("--collector: required"));
 }
 
 }  // namespace

@@ -58,11 +58,12 @@ fault_cleanup() {
   exit "$rc"
 }
 
-# start_fixed_collector NAME PORT: start_collector on 127.0.0.1:PORT, so that a restart keeps the
-# address the agents dial.
+# start_fixed_collector NAME PORT [YAML LINE...]: start_collector on 127.0.0.1:PORT, so that a
+# restart keeps the address the agents dial.
 start_fixed_collector() {
   local name=$1 port=$2
-  collector_listen=127.0.0.1:$port start_collector "$name"
+  shift 2
+  collector_listen=127.0.0.1:$port start_collector "$name" "$@"
 }
 
 # collector_cpu_seconds NAME: user+system CPU seconds the running process NAME has used.
