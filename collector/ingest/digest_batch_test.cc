@@ -147,6 +147,7 @@ TEST(DigestBatcherTest, ConcurrentSubmitsAreEachAnsweredOnce) {
       8);
   Answers answers;
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {

@@ -719,6 +719,7 @@ TEST_F(PgStoreTest, ConcurrentDigestOnlyReportsAreEachStoredOnce) {
   }
   std::atomic<int> unchanged{0};
   std::vector<std::thread> threads;
+  threads.reserve(kHosts);
   for (int h = 0; h < kHosts; ++h) {
     threads.emplace_back([&, h] {
       for (int i = 1; i <= kReports; ++i) {
