@@ -76,6 +76,9 @@ struct CollectorConfig {
   // (`limits.max_queued_bytes`) besides the count; over it a call is answered UNAVAILABLE busy.
   uint64_t max_queued_bytes = 256ull << 20;
   uint32_t max_queued_calls = 10'000;
+  // Digest-only reports stored together in one transaction, at most
+  // (`limits.digest_batch_reports`).
+  uint32_t digest_batch_reports = 512;
   // gRPC's memory for the transport (`limits.transport_memory`), and HTTP/2 streams one
   // connection may have open at once (`limits.max_streams_per_connection`).
   uint64_t transport_memory = 512ull << 20;

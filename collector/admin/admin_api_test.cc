@@ -2,6 +2,7 @@
 #include "collector/admin/admin_api.h"
 
 #include <map>
+#include <memory>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -43,7 +44,7 @@ class AdminApiTest : public ::testing::Test {
     auto* share = r.mutable_posture()->add_shares();
     share->set_name("HR");
     share->set_path("/srv/hr");
-    auto result = pipeline_.Ingest(host, r);
+    auto result = pipeline_->Ingest(host, r);
     ASSERT_TRUE(result.ok()) << result.status();
   }
 
@@ -52,7 +53,8 @@ class AdminApiTest : public ::testing::Test {
   MemoryHostStore hosts_;
   MemoryComplianceStore compliance_{&hosts_};
   FakeRouter router_;
-  ReportPipeline pipeline_{&hosts_, &compliance_, nullptr};
+  std::unique_ptr<ReportPipeline> pipeline_ =
+      std::make_unique<ReportPipeline>(&hosts_, &compliance_, nullptr);
   AdminApi api_{&hosts_, &compliance_, &router_};
 };
 
@@ -147,7 +149,7 @@ TEST_F(AdminApiTest, UnknownHostIsNotFound) {
 
 TEST_F(AdminApiTest, GetHostShowsTheClassificationOfEachShare) {
   auto policy = testing::TinyPolicy();
-  pipeline_ = ReportPipeline(&hosts_, &compliance_, &policy);
+  pipeline_ = std::make_unique<ReportPipeline>(&hosts_, &compliance_, &policy);
   Report("fs01", 1);
   smbfleet::v1::GetHostRequest get;
   get.set_name("fs01");
@@ -454,12 +456,12 @@ TEST_F(AdminApiChangesTest, WithoutAWorkflowChangeCallsAreUnimplemented) {
 
 TEST_F(AdminApiChangesTest, ApprovedWaiverHidesAFindingThatIncludeWaivedShows) {
   auto policy = testing::TinyPolicy();
-  pipeline_ = ReportPipeline(&hosts_, &compliance_, &policy);
+  pipeline_ = std::make_unique<ReportPipeline>(&hosts_, &compliance_, &policy);
   auto report = [&](int n) {
     smbfleet::v1::ReportRequest r;
     r.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(n, absl::kZeroPad12)));
     r.mutable_posture()->mutable_server()->set_require_signing(false);
-    ASSERT_TRUE(pipeline_.Ingest("fs01", r).ok());
+    ASSERT_TRUE(pipeline_->Ingest("fs01", r).ok());
   };
   report(1);  // signing not required: a finding
   smbfleet::v1::ListFindingsRequest findings;

@@ -1,9 +1,12 @@
 #include "collector/ingest/pipeline.h"
 
+#include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "collector/ingest/digest.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -37,18 +40,35 @@ bool IsTransient(const absl::Status& status) {
 }  // namespace
 
 ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
-                               const policy::Policy* policy, Clock clock, IngestLimits limits)
+                               const policy::Policy* policy, Clock clock, IngestLimits limits,
+                               size_t digest_batch_reports)
     : hosts_(hosts),
       compliance_(compliance),
       policy_(policy),
       clock_(std::move(clock)),
-      limits_(limits) {}
+      limits_(std::move(limits)),
+      digest_batcher_(
+          [this](const std::vector<IncomingReport>& reports) { return StoreDigestBatch(reports); },
+          digest_batch_reports) {}
 
 absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
                                                     const smbfleet::v1::ReportRequest& request) {
+  absl::Notification done;
+  absl::StatusOr<IngestResult> out;
+  IngestAsync(host, request, [&](absl::StatusOr<IngestResult> result) {
+    out = std::move(result);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return out;
+}
+
+void ReportPipeline::IngestAsync(const std::string& host,
+                                 const smbfleet::v1::ReportRequest& request, Done done) {
   if (absl::Status valid = ValidateReport(request, limits_); !valid.ok()) {
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
-    return valid;
+    done(valid);
+    return;
   }
   const bool digest_only = !request.has_posture();
   IncomingReport incoming;
@@ -64,7 +84,23 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   }
   incoming.size_bytes = request.ByteSizeLong();
   incoming.received_at = clock_();
-  auto saved = hosts_->StoreReport(incoming);
+  if (!digest_only) {
+    absl::StatusOr<SavedReport> saved = hosts_->StoreReport(incoming);
+    done(Finish(host, request, incoming, std::move(saved), true));
+    return;
+  }
+  IncomingReport queued = incoming;
+  digest_batcher_.Submit(std::move(queued), [this, host, &request, incoming = std::move(incoming),
+                                             done = std::move(done)](DigestAnswer answer) {
+    done(Finish(host, request, incoming, std::move(answer.saved), answer.evaluation_current));
+  });
+}
+
+absl::StatusOr<IngestResult> ReportPipeline::Finish(
+    const std::string& host, const smbfleet::v1::ReportRequest& request,
+    const IncomingReport& incoming, absl::StatusOr<SavedReport> saved,
+    const absl::StatusOr<bool>& evaluation_current) {
+  const bool digest_only = incoming.posture == nullptr;
   if (absl::IsInvalidArgument(saved.status())) {
     // The database refused a value validation let through: a resend would fail the same way.
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
@@ -108,14 +144,13 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   }
   if (policy_ == nullptr || !saved->current) return result;
   if (digest_only) {
-    auto current = EvaluationCurrent(host, incoming.digest, incoming.received_at);
-    if (!current.ok() && IsTransient(current.status())) {
-      Log()->debug("not evaluating {}: {}", LogSafe(host), LogSafe(current.status()));
+    if (!evaluation_current.ok() && IsTransient(evaluation_current.status())) {
+      Log()->debug("not evaluating {}: {}", LogSafe(host), LogSafe(evaluation_current.status()));
       return absl::UnavailableError("report stored but not evaluated; send it again later");
     }
     // The stored report is kept: the full resend is a current duplicate and evaluates (or
     // meets the same error with the posture in hand, and reports it as a full report would).
-    result.send_full = !current.ok() || !*current;
+    result.send_full = !evaluation_current.ok() || !*evaluation_current;
     return result;
   }
 
@@ -142,17 +177,89 @@ absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
   return result;
 }
 
+std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
+    const std::vector<IncomingReport>& reports) {
+  std::vector<DigestAnswer> answers(reports.size());
+  absl::StatusOr<std::vector<SavedDigestReport>> stored = hosts_->StoreDigestReports(reports);
+  std::vector<SavedDigestReport> saved(reports.size());
+  if (stored.ok() && stored->size() == reports.size()) {
+    saved = *std::move(stored);
+    for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = saved[i].saved;
+  } else if (absl::IsInvalidArgument(stored.status()) && reports.size() > 1) {
+    // One report's value fails the batch: each alone, so that only that one is refused.
+    for (size_t i = 0; i < reports.size(); ++i) {
+      answers[i].saved = hosts_->StoreReport(reports[i]);
+      if (answers[i].saved.ok()) saved[i].saved = *answers[i].saved;
+    }
+  } else {
+    absl::Status failed = stored.ok()
+                              ? absl::InternalError("the store answered another number of reports")
+                              : stored.status();
+    for (DigestAnswer& a : answers) a.saved = failed;
+    return answers;
+  }
+  if (policy_ == nullptr) return answers;
+
+  // The evaluation check of each current stored report, with one read of the waivers and one
+  // of the labels for the whole batch.
+  std::vector<size_t> due;
+  std::vector<std::string> hosts;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (!answers[i].saved.ok() || answers[i].saved->unknown_digest || !answers[i].saved->current) {
+      continue;
+    }
+    due.push_back(i);
+    hosts.push_back(reports[i].host);
+  }
+  if (due.empty()) return answers;
+  absl::StatusOr<std::vector<smbfleet::v1::Waiver>> waivers = compliance_->ActiveWaivers();
+  absl::StatusOr<std::map<std::string, HostLabels>> labels = std::map<std::string, HostLabels>();
+  if (waivers.ok() && trusted_labels_ != nullptr) labels = trusted_labels_->GetHostLabelsOf(hosts);
+  for (size_t i : due) {
+    if (!waivers.ok()) {
+      answers[i].evaluation_current = waivers.status();
+      continue;
+    }
+    if (!labels.ok()) {
+      answers[i].evaluation_current = labels.status();
+      continue;
+    }
+    const IncomingReport& r = reports[i];
+    auto found = labels->find(r.host);
+    EvaluationInputs in = InputsFrom(
+        *waivers, found == labels->end() ? HostLabels() : found->second, r.digest, r.received_at);
+    absl::StatusOr<std::string> last_key = saved[i].evaluation_key.has_value()
+                                               ? *saved[i].evaluation_key
+                                               : compliance_->EvaluationKey(r.host);
+    if (!last_key.ok()) {
+      answers[i].evaluation_current = last_key.status();
+    } else {
+      answers[i].evaluation_current = in.key == *last_key;
+    }
+  }
+  return answers;
+}
+
 absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(const std::string& host,
                                                                           const std::string& digest,
                                                                           absl::Time now) {
+  ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
+  HostLabels trusted;
+  if (trusted_labels_ != nullptr) {
+    ASSIGN_OR_RETURN(trusted, trusted_labels_->GetHostLabels(host));
+  }
+  return InputsFrom(std::move(waivers), std::move(trusted), digest, now);
+}
+
+ReportPipeline::EvaluationInputs ReportPipeline::InputsFrom(
+    std::vector<smbfleet::v1::Waiver> stored_waivers, HostLabels trusted, const std::string& digest,
+    absl::Time now) const {
   EvaluationInputs in;
-  ASSIGN_OR_RETURN(in.waivers, compliance_->ActiveWaivers());
+  in.waivers = std::move(stored_waivers);
   for (const auto& w : policy_->waivers) {
     if (InForce(w, now)) in.waivers.push_back(w);
   }
-  if (trusted_labels_ != nullptr) {
-    ASSIGN_OR_RETURN(in.trusted, trusted_labels_->GetHostLabels(host));
-  }
+  in.trusted = std::move(trusted);
   // A change of the trusted labels changes what policy sees, as a new posture would.
   std::string subject_digest = digest;
   for (const auto& [k, v] : in.trusted) {
@@ -161,13 +268,6 @@ absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(const 
   in.key = EvaluationKey(subject_digest, policy_->name, policy_->version, policy_->source_digest,
                          in.waivers);
   return in;
-}
-
-absl::StatusOr<bool> ReportPipeline::EvaluationCurrent(const std::string& host,
-                                                       const std::string& digest, absl::Time now) {
-  ASSIGN_OR_RETURN(EvaluationInputs in, InputsOf(host, digest, now));
-  ASSIGN_OR_RETURN(std::string last_key, compliance_->EvaluationKey(host));
-  return in.key == last_key;
 }
 
 absl::StatusOr<std::optional<size_t>> ReportPipeline::Evaluate(const std::string& host,

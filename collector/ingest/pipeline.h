@@ -6,7 +6,8 @@
 //
 // A digest-only report (no posture, its digest instead) is stored as an unchanged report when
 // the digest is the host's current posture's and the stored evaluation is of the same inputs;
-// otherwise the agent is told to send the posture (send_full).
+// otherwise the agent is told to send the posture (send_full). Digest-only reports arriving
+// together are stored in one transaction (DigestBatcher, at most limits.digest_batch_reports).
 //
 // Nothing lost, nothing doubled:
 // - A report that can never be stored (a value the validation or the database refuses) is
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collector/ingest/change_counters_sink.h"
+#include "collector/ingest/digest_batch.h"
 #include "collector/ingest/refusals.h"
 #include "collector/ingest/validate.h"
 #include "collector/metrics/metrics.h"
@@ -61,14 +63,23 @@ class ReportPipeline {
   using Clock = std::function<absl::Time()>;
 
   // policy may be null: then nothing is evaluated.
+  using Done = std::function<void(absl::StatusOr<IngestResult>)>;
+
+  // policy may be null: then nothing is evaluated. digest_batch_reports bounds a batch of
+  // digest-only reports stored together.
   ReportPipeline(HostStore* hosts, ComplianceStore* compliance, const policy::Policy* policy,
-                 Clock clock = absl::Now, IngestLimits limits = {});
+                 Clock clock = absl::Now, IngestLimits limits = {},
+                 size_t digest_batch_reports = 512);
 
   // host is the certificate's name, never the posture's. Errors: INVALID_ARGUMENT naming the
   // field (do not resend), UNAVAILABLE when the report was not stored or not evaluated (keep
   // it, retry later).
   absl::StatusOr<IngestResult> Ingest(const std::string& host,
                                       const smbfleet::v1::ReportRequest& request);
+  // Ingest answering through `done`, which runs exactly once: on this thread, or for a
+  // digest-only report possibly on the thread storing its batch. `request` must stay valid
+  // until `done` runs.
+  void IngestAsync(const std::string& host, const smbfleet::v1::ReportRequest& request, Done done);
 
   // Gets the refusal events of stored reports from the hosts it watches (the change
   // workflow). Set before reports arrive; may stay null.
@@ -96,14 +107,23 @@ class ReportPipeline {
   };
   absl::StatusOr<EvaluationInputs> InputsOf(const std::string& host, const std::string& digest,
                                             absl::Time now);
+  // The inputs from the waivers stored in force and the host's trusted labels.
+  EvaluationInputs InputsFrom(std::vector<smbfleet::v1::Waiver> stored_waivers, HostLabels trusted,
+                              const std::string& digest, absl::Time now) const;
+  // Everything after the report is stored (or not): outcome, counters, refusals, evaluation.
+  // `evaluation_current`: of a digest-only report, what its batch found (see DigestAnswer).
+  absl::StatusOr<IngestResult> Finish(const std::string& host,
+                                      const smbfleet::v1::ReportRequest& request,
+                                      const IncomingReport& incoming,
+                                      absl::StatusOr<SavedReport> saved,
+                                      const absl::StatusOr<bool>& evaluation_current);
+  // DigestBatcher's StoreBatch: the batch stored, then its evaluation check with one read of
+  // the waivers and one of the hosts' labels.
+  std::vector<DigestAnswer> StoreDigestBatch(const std::vector<IncomingReport>& reports);
   // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
   absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
                                                  const smbfleet::v1::Posture& posture,
                                                  const std::string& digest, absl::Time now);
-  // A digest-only report of the host's current state: whether its stored evaluation is of the
-  // same inputs (nothing to evaluate).
-  absl::StatusOr<bool> EvaluationCurrent(const std::string& host, const std::string& digest,
-                                         absl::Time now);
 
   HostStore* hosts_;
   ComplianceStore* compliance_;
@@ -114,6 +134,7 @@ class ReportPipeline {
   ChangeCountersSink* counters_ = nullptr;
   EnrollmentStore* trusted_labels_ = nullptr;
   Metrics* metrics_ = nullptr;
+  DigestBatcher digest_batcher_;
 };
 
 // What policy evaluates: the report with the identity and labels the collector trusts in place

@@ -3,8 +3,13 @@
 #include "collector/ingest/pipeline.h"
 
 #include <functional>
+#include <memory>
+#include <thread>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "collector/ingest/digest.h"
 #include "collector/metrics/prometheus_text.h"
 #include "collector/store/memory/memory_enrollment_store.h"
@@ -466,6 +471,168 @@ TEST(TrustedSubjectTest, IdentityAndLabelsAreTheCollectors) {
   EXPECT_EQ(subject.host().labels().size(), 1u);
   EXPECT_EQ(subject.host().labels().at("site"), "ams");
   EXPECT_EQ(TrustedSubject("fs01.corp.example", {}, reported).host().fqdn(), "fs01.corp.example");
+}
+
+// The memory store behind a gate: its first batch of digest-only reports waits until released
+// (later reports queue behind it), and a batch fails with `fail` while it is set.
+class GatedHostStore : public HostStore {
+ public:
+  explicit GatedHostStore(MemoryHostStore* hosts) : hosts_(hosts) {}
+  absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override {
+    return hosts_->StoreReport(report);
+  }
+  absl::StatusOr<std::vector<SavedDigestReport>> StoreDigestReports(
+      const std::vector<IncomingReport>& reports) override {
+    bool first = false;
+    absl::Status fail;
+    {
+      absl::MutexLock lock(&mu_);
+      first = sizes_.empty();
+      sizes_.push_back(reports.size());
+      fail = fail_;
+    }
+    if (first) {
+      entered_.Notify();
+      release_.WaitForNotification();
+    }
+    if (!fail.ok()) return fail;
+    return HostStore::StoreDigestReports(reports);
+  }
+  absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery& q) override {
+    return hosts_->ListHosts(q);
+  }
+  absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override {
+    return hosts_->GetHost(name);
+  }
+  void Fail(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    fail_ = std::move(status);
+  }
+  std::vector<size_t> sizes() {
+    absl::MutexLock lock(&mu_);
+    return sizes_;
+  }
+
+  absl::Notification entered_;
+  absl::Notification release_;
+
+ private:
+  MemoryHostStore* hosts_;
+  absl::Mutex mu_;
+  std::vector<size_t> sizes_ ABSL_GUARDED_BY(mu_);
+  absl::Status fail_ ABSL_GUARDED_BY(mu_);
+};
+
+// Digest-only reports queued behind a held batch, sent with IngestAsync (which returns at once
+// while another thread stores); Run releases the held batch and collects every answer.
+class HeldBatch {
+ public:
+  HeldBatch(ReportPipeline& pipeline, GatedHostStore& gate) : pipeline_(pipeline), gate_(gate) {
+    held_ = std::thread([this] {
+      // Unknown host: SEND_FULL, or the error of a failing store; its answer is not the point.
+      pipeline_
+          .Ingest("gate", DigestOnly("00000000-0000-4000-8000-0000000000ff", std::string(64, '0')))
+          .IgnoreError();
+    });
+    gate_.entered_.WaitForNotification();
+  }
+  void Send(const std::string& host, smbfleet::v1::ReportRequest request) {
+    requests_.push_back(std::make_unique<smbfleet::v1::ReportRequest>(std::move(request)));
+    const size_t i = answers_.size();
+    answers_.emplace_back(absl::UnknownError("not answered"));
+    pipeline_.IngestAsync(host, *requests_.back(), [this, i](absl::StatusOr<IngestResult> r) {
+      answers_[i] = std::move(r);
+    });
+  }
+  std::vector<absl::StatusOr<IngestResult>> Run() {
+    gate_.release_.Notify();
+    held_.join();  // the held thread stores the queued batch before it returns
+    return answers_;
+  }
+
+ private:
+  ReportPipeline& pipeline_;
+  GatedHostStore& gate_;
+  std::thread held_;
+  std::vector<std::unique_ptr<smbfleet::v1::ReportRequest>> requests_;
+  std::vector<absl::StatusOr<IngestResult>> answers_;
+};
+
+// One batch with a host whose digest is current, one with another digest, one whose
+// evaluation is due (its trusted labels changed), and one the collector does not know.
+TEST_F(PipelineTest, DigestOnlyReportsOfOneBatchEachGetTheirOwnAnswer) {
+  GatedHostStore gate(&hosts_);
+  ReportPipeline pipeline(&gate, &compliance_, &policy_, [this] { return now_; });
+  MemoryEnrollmentStore trusted;
+  pipeline.SetTrustedLabels(&trusted);
+  const auto full = Report("00000000-0000-4000-8000-000000000001");
+  const std::string digest = PostureDigest(full.posture());
+  for (const char* host : {"fs01", "fs02", "fs03"}) {
+    ASSERT_TRUE(pipeline.Ingest(host, full)->evaluated) << host;
+  }
+  ASSERT_TRUE(trusted.SetHostLabels("fs03", {{"tier", "lab"}}, "alice", now_).ok());
+  const std::string other =
+      PostureDigest(Report("00000000-0000-4000-8000-000000000009", true).posture());
+
+  HeldBatch batch(pipeline, gate);
+  batch.Send("fs01", DigestOnly("00000000-0000-4000-8000-000000000011", digest));
+  batch.Send("fs02", DigestOnly("00000000-0000-4000-8000-000000000012", other));
+  batch.Send("fs03", DigestOnly("00000000-0000-4000-8000-000000000013", digest));
+  batch.Send("fs04", DigestOnly("00000000-0000-4000-8000-000000000014", digest));
+  auto answers = batch.Run();
+
+  EXPECT_EQ(gate.sizes(), (std::vector<size_t>{1, 4}));
+  ASSERT_EQ(answers.size(), 4u);
+  for (const auto& a : answers) ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(answers[0]->send_full);
+  EXPECT_EQ(answers[0]->outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(answers[1]->send_full);  // another digest: nothing stored
+  EXPECT_TRUE(answers[2]->send_full);  // stored, but its evaluation is due
+  EXPECT_TRUE(answers[3]->send_full);  // no posture of fs04
+  auto last_report = [&](const std::string& host) {
+    return (**hosts_.GetHost(host)).last_report_id;
+  };
+  EXPECT_EQ(last_report("fs01"), "00000000-0000-4000-8000-000000000011");
+  EXPECT_EQ(last_report("fs02"), "00000000-0000-4000-8000-000000000001");
+  EXPECT_EQ(last_report("fs03"), "00000000-0000-4000-8000-000000000013");
+  EXPECT_FALSE(hosts_.Exists("fs04"));
+}
+
+// A database error fails every report of the batch as retryable and stores none; their resends
+// are stored.
+TEST_F(PipelineTest, StoreErrorFailsEveryDigestOnlyReportOfTheBatch) {
+  GatedHostStore gate(&hosts_);
+  ReportPipeline pipeline(&gate, &compliance_, &policy_, [this] { return now_; });
+  const auto full = Report("00000000-0000-4000-8000-000000000001");
+  const std::string digest = PostureDigest(full.posture());
+  const std::vector<std::string> hosts = {"fs01", "fs02", "fs03"};
+  for (const auto& host : hosts) ASSERT_TRUE(pipeline.Ingest(host, full).ok()) << host;
+
+  gate.Fail(absl::UnavailableError("database unreachable"));
+  HeldBatch batch(pipeline, gate);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    batch.Send(hosts[i],
+               DigestOnly(absl::StrCat("00000000-0000-4000-8000-00000000002", i), digest));
+  }
+  auto answers = batch.Run();
+  ASSERT_EQ(answers.size(), hosts.size());
+  for (const auto& a : answers) {
+    EXPECT_TRUE(absl::IsUnavailable(a.status())) << a.status();
+    EXPECT_THAT(std::string(a.status().message()), HasSubstr("retry"));
+  }
+  for (const auto& host : hosts) {
+    EXPECT_EQ((**hosts_.GetHost(host)).last_report_id, "00000000-0000-4000-8000-000000000001");
+  }
+
+  gate.Fail(absl::OkStatus());
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const std::string id = absl::StrCat("00000000-0000-4000-8000-00000000002", i);
+    auto resent = pipeline.Ingest(hosts[i], DigestOnly(id, digest));
+    ASSERT_TRUE(resent.ok()) << resent.status();
+    EXPECT_EQ(resent->outcome, SaveOutcome::kUnchanged);
+    EXPECT_FALSE(resent->send_full);
+    EXPECT_EQ((**hosts_.GetHost(hosts[i])).last_report_id, id);
+  }
 }
 
 class BrokenHostStore : public HostStore {

@@ -28,47 +28,76 @@ v1::ReportResponse::Outcome ToProto(SaveOutcome outcome) {
 
 }  // namespace
 
-absl::StatusOr<v1::ReportResponse> AgentServiceImpl::HandleReport(
-    const Principal& agent, const v1::ReportRequest& request) {
+void AgentServiceImpl::HandleReport(const Principal& agent, const v1::ReportRequest& request,
+                                    std::function<void(absl::StatusOr<v1::ReportResponse>)> done) {
   if (absl::Status allowed = Authorize(agent, Permission::kReport); !allowed.ok()) {
     // A caller without a certificate gets here as anonymous: UNAUTHENTICATED, not "not an agent".
     if (metrics_ != nullptr) {
       metrics_->ReportRefused(absl::IsUnauthenticated(allowed) ? ReportRefusal::kUnauthenticated
                                                                : ReportRefusal::kNotAgent);
     }
-    return allowed;
+    done(allowed);
+    return;
   }
-  auto result = pipeline_->Ingest(agent.name, request);
-  if (absl::IsInvalidArgument(result.status())) {
-    Log()->warn("report from {} refused: {}", LogSafe(agent.name), LogSafe(result.status()));
-  }
-  RETURN_IF_ERROR(result);
-  v1::ReportResponse response;
-  response.set_host(agent.name);
-  *response.mutable_received_at() =
-      google::protobuf::util::TimeUtil::TimeTToTimestamp(absl::ToTimeT(result->received_at));
-  response.set_outcome(result->send_full ? v1::ReportResponse::OUTCOME_SEND_FULL
-                                         : ToProto(result->outcome));
-  response.set_digest_reports(true);
-  Log()->debug("report {} from {} (agent {}): {}", LogSafe(request.report_id()),
-               LogSafe(agent.name), LogSafe(request.posture().host().agent_version()),
-               v1::ReportResponse::Outcome_Name(response.outcome()));
-  return response;
+  pipeline_->IngestAsync(
+      agent.name, request,
+      [name = agent.name, &request, done = std::move(done)](absl::StatusOr<IngestResult> result) {
+        if (absl::IsInvalidArgument(result.status())) {
+          Log()->warn("report from {} refused: {}", LogSafe(name), LogSafe(result.status()));
+        }
+        if (!result.ok()) {
+          done(result.status());
+          return;
+        }
+        v1::ReportResponse response;
+        response.set_host(name);
+        *response.mutable_received_at() =
+            google::protobuf::util::TimeUtil::TimeTToTimestamp(absl::ToTimeT(result->received_at));
+        response.set_outcome(result->send_full ? v1::ReportResponse::OUTCOME_SEND_FULL
+                                               : ToProto(result->outcome));
+        response.set_digest_reports(true);
+        Log()->debug("report {} from {} (agent {}): {}", LogSafe(request.report_id()),
+                     LogSafe(name), LogSafe(request.posture().host().agent_version()),
+                     v1::ReportResponse::Outcome_Name(response.outcome()));
+        done(std::move(response));
+      });
 }
 
 grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* context,
                                                    const v1::ReportRequest* request,
                                                    v1::ReportResponse* response) {
   if (metrics_ != nullptr) metrics_->ReportReceived();
-  return SubmitUnary(
-      context, *authenticator_, work_, response,
-      [this, request](const Principal& p) { return HandleReport(p, *request); },
-      [metrics = metrics_](NotRun why) {
-        if (metrics == nullptr) return;
-        metrics->ReportRefused(why == NotRun::kBusy ? ReportRefusal::kBusy
-                                                    : ReportRefusal::kUnauthenticated);
+  auto* reactor = context->DefaultReactor();
+  // As SubmitUnary, except that the call may finish on another thread: a digest-only report
+  // waits for its batch without holding a store thread.
+  auto finish = [reactor, response](absl::StatusOr<v1::ReportResponse> result) {
+    if (!result.ok()) {
+      reactor->Finish(ToGrpcStatus(result.status()));
+      return;
+    }
+    *response = *std::move(result);
+    reactor->Finish(grpc::Status::OK);
+  };
+  WorkQueue::Submitted queued = work_->Submit(
+      [this, context, request, finish] {
+        absl::StatusOr<Principal> caller = authenticator_->Authenticate(*context);
+        if (!caller.ok()) {
+          if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kUnauthenticated);
+          finish(caller.status());
+          return;
+        }
+        HandleReport(*caller, *request, finish);
       },
-      request->ByteSizeLong());
+      request->ByteSizeLong(),
+      [this, reactor] {
+        if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kBusy);
+        reactor->Finish(ShuttingDown());
+      });
+  if (queued != WorkQueue::Submitted::kQueued) {
+    if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kBusy);
+    reactor->Finish(queued == WorkQueue::Submitted::kFull ? Busy() : ShuttingDown());
+  }
+  return reactor;
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(

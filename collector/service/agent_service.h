@@ -53,8 +53,10 @@ class AgentServiceImpl final : public smbfleet::v1::AgentService::WithRawCallbac
                                       grpc::ByteBuffer* response) override;
 
  private:
-  absl::StatusOr<smbfleet::v1::ReportResponse> HandleReport(
-      const Principal& agent, const smbfleet::v1::ReportRequest& request);
+  // Authorizes the caller and hands the report to the pipeline; `done` gets the answer (on
+  // this thread, or on the one storing the batch of a digest-only report).
+  void HandleReport(const Principal& agent, const smbfleet::v1::ReportRequest& request,
+                    std::function<void(absl::StatusOr<smbfleet::v1::ReportResponse>)> done);
 
   ReportPipeline* pipeline_;
   StreamRegistry* registry_;

@@ -57,6 +57,18 @@ class EnrollmentStore {
 
   // The trusted labels of a host (lower case name); empty when it has none.
   virtual absl::StatusOr<HostLabels> GetHostLabels(const std::string& host) = 0;
+  // The trusted labels of each of `hosts` (a host without labels maps to an empty set), in one
+  // read when the store can.
+  virtual absl::StatusOr<std::map<std::string, HostLabels>> GetHostLabelsOf(
+      const std::vector<std::string>& hosts) {
+    std::map<std::string, HostLabels> out;
+    for (const std::string& host : hosts) {
+      absl::StatusOr<HostLabels> labels = GetHostLabels(host);
+      if (!labels.ok()) return labels.status();
+      out[host] = *std::move(labels);
+    }
+    return out;
+  }
   // Replaces the host's trusted labels.
   virtual absl::Status SetHostLabels(const std::string& host, const HostLabels& labels,
                                      const std::string& set_by, absl::Time at) = 0;

@@ -44,6 +44,14 @@ struct IncomingReport {
   absl::Time received_at;
 };
 
+// StoreDigestReports' answer for one digest-only report.
+struct SavedDigestReport {
+  SavedReport saved;
+  // hosts.evaluation_key as read in the transaction that stored the report, when the store
+  // reads it there (nullopt: the caller asks ComplianceStore::EvaluationKey).
+  std::optional<std::string> evaluation_key;
+};
+
 struct HostRecord {
   // labels and reported_labels are both what the agent reported; AdminApi replaces labels with
   // the trusted ones (EnrollmentStore) before showing them.
@@ -86,6 +94,20 @@ class HostStore {
   // unknown_digest, nothing written (not even last_seen).
   // INVALID_ARGUMENT when the database refuses a value of the report (no resend can succeed).
   virtual absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) = 0;
+  // Digest-only reports (posture null) of distinct hosts, each handled as StoreReport would,
+  // in one transaction when the store can: the answers in the order of `reports`. An error
+  // fails them all and stores none of them. The default stores them one by one.
+  virtual absl::StatusOr<std::vector<SavedDigestReport>> StoreDigestReports(
+      const std::vector<IncomingReport>& reports) {
+    std::vector<SavedDigestReport> out;
+    out.reserve(reports.size());
+    for (const IncomingReport& r : reports) {
+      absl::StatusOr<SavedReport> saved = StoreReport(r);
+      if (!saved.ok()) return saved.status();
+      out.push_back({*saved, std::nullopt});
+    }
+    return out;
+  }
   // StoreReport's outcome only.
   absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) {
     absl::StatusOr<SavedReport> saved = StoreReport(report);

@@ -542,4 +542,70 @@ TEST_P(FleetStoreConformanceTest, DigestOnlyReportIsUnchangedOnlyWhenItsDigestIs
   EXPECT_EQ(again->outcome, SaveOutcome::kDuplicate);
 }
 
+// Digest-only reports stored together answer each as StoreReport would answer it alone.
+TEST_P(FleetStoreConformanceTest, DigestOnlyBatchAnswersEachReportAsAloneWould) {
+  HostStore& hosts = *under_test_.hosts;
+  const absl::Time t = kNow - absl::Hours(1);
+  Sent a = Report("batch-a", "9b000000-0000-4000-8000-000000000001", "beef20", "a", t);
+  Sent b = Report("batch-b", "9b000000-0000-4000-8000-000000000002", "beef21", "b", t);
+  // Quotes, backslashes, braces and commas: PostgreSQL's array syntax must not split them.
+  const std::string odd_name = "batch-c \"q\" \\ {x},y NULL";
+  Sent c = Report(odd_name, "9b000000-0000-4000-8000-000000000003", "beef22", "c", t);
+  Sent d = Report("batch-d", "9b000000-0000-4000-8000-000000000004", "beef23", "d", t);
+  for (Sent* s : {&a, &b, &c, &d}) ASSERT_EQ(Store(hosts, *s)->outcome, SaveOutcome::kStored);
+  auto digest_only = [](const std::string& host, const std::string& id, const std::string& digest,
+                        absl::Time collected) {
+    IncomingReport r;
+    r.host = host;
+    r.report_id = id;
+    r.reason = "schedule";
+    r.digest = digest;
+    r.collected_at = Ts(collected);
+    r.received_at = kNow;
+    return r;
+  };
+  const std::vector<IncomingReport> batch = {
+      digest_only("batch-a", "9b000000-0000-4000-8000-000000000011", "beef20", t),  // current
+      digest_only("batch-b", "9b000000-0000-4000-8000-000000000012", "beef99", t),  // other
+      digest_only("batch-x", "9b000000-0000-4000-8000-000000000013", "beef20", t),  // no host
+      digest_only(odd_name, c.report.report_id, "beef22", t),                       // duplicate
+      digest_only("batch-d", "9b000000-0000-4000-8000-000000000015", "beef23",
+                  t - absl::Minutes(5)),  // collected before the current state
+  };
+  auto saved = hosts.StoreDigestReports(batch);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_EQ(saved->size(), batch.size());
+  const auto& answers = *saved;
+  EXPECT_FALSE(answers[0].saved.unknown_digest);
+  EXPECT_EQ(answers[0].saved.outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(answers[0].saved.current);
+  EXPECT_TRUE(answers[1].saved.unknown_digest);
+  EXPECT_TRUE(answers[2].saved.unknown_digest);
+  EXPECT_FALSE(answers[3].saved.unknown_digest);
+  EXPECT_EQ(answers[3].saved.outcome, SaveOutcome::kDuplicate);
+  EXPECT_FALSE(answers[4].saved.unknown_digest);
+  EXPECT_EQ(answers[4].saved.outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(answers[4].saved.current);  // it says what the current state says
+
+  auto last_report = [&](const std::string& host) {
+    auto h = hosts.GetHost(host);
+    EXPECT_TRUE(h.ok() && h->has_value()) << host;
+    return h.ok() && h->has_value() ? (**h).last_report_id : std::string();
+  };
+  EXPECT_EQ(last_report("batch-a"), batch[0].report_id);
+  EXPECT_EQ(last_report("batch-b"), b.report.report_id);
+  EXPECT_EQ(last_report(odd_name), c.report.report_id);
+  EXPECT_EQ(last_report("batch-d"), d.report.report_id);  // history only
+  auto x = hosts.GetHost("batch-x");
+  ASSERT_TRUE(x.ok());
+  EXPECT_FALSE(x->has_value());
+
+  // The same batch again: each stored one is now a duplicate.
+  saved = hosts.StoreDigestReports(batch);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ((*saved)[0].saved.outcome, SaveOutcome::kDuplicate);
+  EXPECT_EQ((*saved)[4].saved.outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE((*saved)[1].saved.unknown_digest);
+}
+
 }  // namespace smbfleet::collector::store_testing

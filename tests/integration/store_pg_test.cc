@@ -1,6 +1,9 @@
 // The PostgreSQL store against a real server: migrations, dedupe, latest state.
+#include <atomic>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collector/admin/admin_api.h"
 #include "collector/changes/change_service.h"
@@ -640,6 +643,100 @@ TEST_F(PgStoreTest, OlderReportArrivingLateIsHistoryOnly) {
   auto host = store_->GetHost("fs01");
   ASSERT_TRUE(host.ok() && host->has_value());
   EXPECT_EQ((**host).posture.collected_at().seconds(), 1'800'000'600);
+}
+
+smbfleet::v1::ReportRequest DigestOnlyRequest(const std::string& id, const std::string& digest) {
+  smbfleet::v1::ReportRequest r;
+  r.set_report_id(id);
+  r.set_reason("schedule");
+  r.set_posture_digest(digest);
+  r.mutable_collected_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
+  return r;
+}
+
+// Two replicas on one database: what one stores or changes, the other's digest-only answers
+// follow (nothing of it is kept in a replica's memory).
+TEST_F(PgStoreTest, DigestOnlyAnswersFollowWhatAnotherReplicaWrote) {
+  auto policy = Baseline();
+  ASSERT_TRUE(compliance_->ActivatePolicy(policy.name, policy.version, "text").ok());
+  auto other = NewPgStore(dsn_, 2);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ReportPipeline a(store_, compliance_, &policy);
+  a.SetTrustedLabels(stores_.enrollment.get());
+  ReportPipeline b(other->hosts.get(), other->compliance.get(), &policy);
+  b.SetTrustedLabels(other->enrollment.get());
+
+  smbfleet::v1::ReportRequest first;
+  first.set_report_id("00000000-0000-4000-8000-0000000000d1");
+  *first.mutable_posture() = SamplePosture();
+  const std::string old_digest = PostureDigest(first.posture());
+  ASSERT_TRUE(a.Ingest("fs01", first)->evaluated);
+  auto same =
+      a.Ingest("fs01", DigestOnlyRequest("00000000-0000-4000-8000-0000000000d2", old_digest));
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->outcome, SaveOutcome::kUnchanged);
+  EXPECT_FALSE(same->send_full);
+
+  // The host moves to B with a new posture, then back to A with the old digest.
+  smbfleet::v1::ReportRequest changed = first;
+  changed.set_report_id("00000000-0000-4000-8000-0000000000d3");
+  changed.mutable_posture()->mutable_server()->set_require_signing(true);
+  ASSERT_EQ(b.Ingest("fs01", changed)->outcome, SaveOutcome::kStored);
+  auto stale =
+      a.Ingest("fs01", DigestOnlyRequest("00000000-0000-4000-8000-0000000000d4", old_digest));
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  EXPECT_TRUE(stale->send_full);
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT count(*) FROM reports WHERE report_id = "
+                       "'00000000-0000-4000-8000-0000000000d4'"),
+            "0");
+  const std::string new_digest = PostureDigest(changed.posture());
+  auto current =
+      a.Ingest("fs01", DigestOnlyRequest("00000000-0000-4000-8000-0000000000d5", new_digest));
+  ASSERT_TRUE(current.ok()) << current.status();
+  EXPECT_FALSE(current->send_full);
+
+  // Labels set through B: A's next digest-only report asks for the posture.
+  ASSERT_TRUE(
+      other->enrollment->SetHostLabels("fs01", {{"tier", "lab"}}, "alice", absl::Now()).ok());
+  auto due =
+      a.Ingest("fs01", DigestOnlyRequest("00000000-0000-4000-8000-0000000000d6", new_digest));
+  ASSERT_TRUE(due.ok()) << due.status();
+  EXPECT_TRUE(due->send_full);
+}
+
+// Many hosts' digest-only reports at once through one pipeline: batched, each stored once.
+TEST_F(PgStoreTest, ConcurrentDigestOnlyReportsAreEachStoredOnce) {
+  ReportPipeline pipeline(store_, compliance_, nullptr);
+  smbfleet::v1::ReportRequest full;
+  *full.mutable_posture() = SamplePosture();
+  const std::string digest = PostureDigest(full.posture());
+  constexpr int kHosts = 16;
+  constexpr int kReports = 20;
+  for (int h = 0; h < kHosts; ++h) {
+    full.set_report_id(absl::StrCat("00000000-0000-4000-8000-", absl::Dec(h, absl::kZeroPad12)));
+    ASSERT_EQ(pipeline.Ingest(absl::StrCat("host-", h), full)->outcome, SaveOutcome::kStored);
+  }
+  std::atomic<int> unchanged{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kHosts);
+  for (int h = 0; h < kHosts; ++h) {
+    threads.emplace_back([&, h] {
+      for (int i = 1; i <= kReports; ++i) {
+        const std::string id =
+            absl::StrCat("00000000-0000-4000-", absl::Dec(1000 + i, absl::kZeroPad4), "-",
+                         absl::Dec(h, absl::kZeroPad12));
+        auto r = pipeline.Ingest(absl::StrCat("host-", h), DigestOnlyRequest(id, digest));
+        if (r.ok() && r->outcome == SaveOutcome::kUnchanged && !r->send_full) ++unchanged;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(unchanged.load(), kHosts * kReports);
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports WHERE NOT changed"),
+            std::to_string(kHosts * kReports));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(DISTINCT last_report_id) FROM hosts"),
+            std::to_string(kHosts));
 }
 
 }  // namespace

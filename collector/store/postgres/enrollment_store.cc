@@ -229,6 +229,23 @@ class PgEnrollmentStore : public EnrollmentStore {
         });
   }
 
+  absl::StatusOr<std::map<std::string, HostLabels>> GetHostLabelsOf(
+      const std::vector<std::string>& hosts) override {
+    return pool_->Run<pqxx::read_transaction>(
+        "reading host labels",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, HostLabels>> {
+          pqxx::result r = tx.exec_params(
+              "SELECT host, key, value FROM host_labels WHERE host = ANY($1::text[])",
+              pg::TextArray(hosts));
+          std::map<std::string, HostLabels> out;
+          for (const std::string& host : hosts) out[host];
+          for (const auto& row : r) {
+            out[row[0].as<std::string>()][row[1].as<std::string>()] = row[2].as<std::string>();
+          }
+          return out;
+        });
+  }
+
   absl::Status SetHostLabels(const std::string& host, const HostLabels& labels,
                              const std::string& set_by, absl::Time at) override {
     return pool_->Run<pqxx::work>("setting host labels", [&](pqxx::work& tx) {

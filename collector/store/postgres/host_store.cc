@@ -2,6 +2,7 @@
 
 #include <map>
 #include <pqxx/pqxx>
+#include <set>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -78,12 +79,16 @@ class PgHostStore : public HostStore {
   explicit PgHostStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
 
   absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override;
+  absl::StatusOr<std::vector<SavedDigestReport>> StoreDigestReports(
+      const std::vector<IncomingReport>& reports) override;
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
   absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
 
  private:
   absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
+  std::vector<SavedDigestReport> SaveDigestReportsIn(pqxx::work& tx,
+                                                     const std::vector<IncomingReport>& reports);
   // The history row of a changed posture; returns its id.
   absl::StatusOr<int64_t> InsertPosture(pqxx::work& tx, int64_t host_id,
                                         const IncomingReport& report);
@@ -120,6 +125,134 @@ absl::StatusOr<SavedReport> PgHostStore::StoreReport(const IncomingReport& repor
               e.sqlstate(), "): ", FirstLine(e.what())));
         }
       });
+}
+
+absl::StatusOr<std::vector<SavedDigestReport>> PgHostStore::StoreDigestReports(
+    const std::vector<IncomingReport>& reports) {
+  std::set<std::string> hosts;
+  for (const IncomingReport& r : reports) {
+    if (r.posture != nullptr || r.digest.empty() || !hosts.insert(r.host).second) {
+      return HostStore::StoreDigestReports(reports);  // not a batch of this shape: one by one
+    }
+  }
+  if (reports.empty()) return std::vector<SavedDigestReport>();
+  return pool_->Run<pqxx::work>(
+      absl::StrCat("storing ", reports.size(), " digest-only report(s)"),
+      [&](pqxx::work& tx) -> absl::StatusOr<std::vector<SavedDigestReport>> {
+        try {
+          std::vector<SavedDigestReport> saved = SaveDigestReportsIn(tx, reports);
+          tx.commit();
+          return saved;
+        } catch (const pqxx::sql_error& e) {
+          if (!IsDataError(e)) throw;
+          return absl::InvalidArgumentError(
+              absl::StrCat("digest-only reports: PostgreSQL refuses a value of one (SQLSTATE ",
+                           e.sqlstate(), "): ", FirstLine(e.what())));
+        }
+      });
+}
+
+// Three statements for the whole batch, where StoreReport takes three per report: the hosts'
+// rows locked (in name order, so that batches of two replicas cannot deadlock) and read, the
+// report rows of the matching digests inserted, and the hosts of the inserted ones updated.
+std::vector<SavedDigestReport> PgHostStore::SaveDigestReportsIn(
+    pqxx::work& tx, const std::vector<IncomingReport>& reports) {
+  const size_t n = reports.size();
+  std::vector<std::string> names(n);
+  std::vector<std::string> collected(n);
+  std::vector<std::string> received(n);
+  for (size_t i = 0; i < n; ++i) {
+    names[i] = reports[i].host;
+    collected[i] = pg::TimestampText(reports[i].collected_at);
+    received[i] = pg::Rfc3339(reports[i].received_at);
+  }
+  std::vector<SavedDigestReport> out(n);
+  for (auto& o : out) o.saved.unknown_digest = true;  // until its host's digest is read
+  struct Match {
+    size_t index;
+    int64_t host_id;
+    bool older;
+  };
+  std::vector<Match> matches;
+  pqxx::result hosts = tx.exec_params(
+      "SELECT u.i, h.id, COALESCE(encode(h.posture_hash, 'hex'), '') AS posture_hash, "
+      "h.evaluation_key, COALESCE(NULLIF(u.collected, '')::timestamptz < h.last_collected_at, "
+      "false) AS older FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(name, "
+      "collected, i) JOIN hosts h ON h.name = u.name ORDER BY h.name FOR UPDATE OF h",
+      pg::TextArray(names), pg::TextArray(collected));
+  for (const auto& row : hosts) {
+    const auto i = static_cast<size_t>(row["i"].as<int64_t>() - 1);
+    if (row["posture_hash"].as<std::string>() != reports[i].digest) continue;
+    out[i].saved.unknown_digest = false;
+    out[i].evaluation_key = row["evaluation_key"].as<std::string>();
+    matches.push_back({i, row["id"].as<int64_t>(), row["older"].as<bool>()});
+  }
+  if (matches.empty()) return out;
+
+  std::vector<std::string> ids;
+  std::vector<int64_t> host_ids;
+  std::vector<std::string> m_received;
+  std::vector<std::string> m_collected;
+  std::vector<std::string> reasons;
+  std::vector<std::string> digests;
+  std::vector<int64_t> sizes;
+  for (const Match& m : matches) {
+    const IncomingReport& r = reports[m.index];
+    ids.push_back(r.report_id);
+    host_ids.push_back(m.host_id);
+    m_received.push_back(received[m.index]);
+    m_collected.push_back(collected[m.index]);
+    reasons.push_back(r.reason);
+    digests.push_back(r.digest);
+    sizes.push_back(static_cast<int64_t>(r.size_bytes));
+  }
+  pqxx::result inserted = tx.exec_params(
+      "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
+      "posture_hash, changed, size_bytes) SELECT u.id::uuid, u.host_id, "
+      "u.received::timestamptz, NULLIF(u.collected, '')::timestamptz, u.reason, "
+      "decode(u.digest, 'hex'), false, u.size FROM unnest($1::text[], $2::bigint[], "
+      "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS u(id, host_id, "
+      "received, collected, reason, digest, size) ON CONFLICT (host_id, report_id) DO NOTHING "
+      "RETURNING host_id",
+      pg::TextArray(ids), pg::BigintArray(host_ids), pg::TextArray(m_received),
+      pg::TextArray(m_collected), pg::TextArray(reasons), pg::TextArray(digests),
+      pg::BigintArray(sizes));
+  std::set<int64_t> stored;
+  for (const auto& row : inserted) stored.insert(row[0].as<int64_t>());
+
+  // A duplicate writes nothing, as in StoreReport (whose transaction it aborts).
+  std::vector<int64_t> u_ids;
+  std::vector<std::string> u_reports;
+  std::vector<std::string> u_received;
+  std::vector<std::string> u_collected;
+  std::vector<bool> u_older;
+  for (const Match& m : matches) {
+    SavedReport& saved = out[m.index].saved;
+    if (stored.count(m.host_id) == 0) {
+      saved.outcome = SaveOutcome::kDuplicate;
+      saved.current = true;
+      continue;
+    }
+    // Current even when collected before the current state: it says what that state says.
+    saved.outcome = SaveOutcome::kUnchanged;
+    saved.current = true;
+    u_ids.push_back(m.host_id);
+    u_reports.push_back(reports[m.index].report_id);
+    u_received.push_back(received[m.index]);
+    u_collected.push_back(collected[m.index]);
+    u_older.push_back(m.older);
+  }
+  if (u_ids.empty()) return out;
+  tx.exec_params(
+      "UPDATE hosts h SET last_seen = GREATEST(h.last_seen, u.received::timestamptz), "
+      "last_report_id = CASE WHEN u.older THEN h.last_report_id ELSE u.report_id::uuid END, "
+      "last_collected_at = CASE WHEN u.older THEN h.last_collected_at ELSE "
+      "COALESCE(NULLIF(u.collected, '')::timestamptz, h.last_collected_at) END "
+      "FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bool[]) AS u(id, "
+      "report_id, received, collected, older) WHERE h.id = u.id",
+      pg::BigintArray(u_ids), pg::TextArray(u_reports), pg::TextArray(u_received),
+      pg::TextArray(u_collected), pg::BoolArray(u_older));
+  return out;
 }
 
 absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,

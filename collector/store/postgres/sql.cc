@@ -65,6 +65,35 @@ std::string Literal(int64_t n) { return absl::StrCat(n); }
 // Full precision: absl::StrCat would round to six digits.
 std::string Literal(double d) { return absl::StrCat("'", pqxx::to_string(d), "'::float8"); }
 
+std::string TextArray(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  out += '}';
+  return out;
+}
+
+std::string BigintArray(const std::vector<int64_t>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
+
+std::string BoolArray(const std::vector<bool>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += values[i] ? 't' : 'f';
+  }
+  out += '}';
+  return out;
+}
+
 InsertBatch::InsertBatch(pqxx::transaction_base& tx, std::string head, std::string tail)
     : tx_(tx), head_(std::move(head)), tail_(std::move(tail)) {}
 

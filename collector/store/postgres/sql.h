@@ -35,6 +35,13 @@ std::string Literal(std::optional<bool> b);
 std::string Literal(int64_t n);
 std::string Literal(double d);
 
+// Array parameters (`$1::text[]`, `$1::bigint[]`, `$1::bool[]`) in PostgreSQL's array input
+// syntax, for unnest(): one statement over many rows, the values still bound, never pasted
+// into the SQL text.
+std::string TextArray(const std::vector<std::string>& values);
+std::string BigintArray(const std::vector<int64_t>& values);
+std::string BoolArray(const std::vector<bool>& values);
+
 // Rows of one INSERT sent a few hundred at a time instead of one round trip each. Values are
 // SQL literals (Literal() above, optionally with a ::cast).
 class InsertBatch {
