@@ -67,37 +67,19 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
                                                    const v1::ReportRequest* request,
                                                    v1::ReportResponse* response) {
   if (metrics_ != nullptr) metrics_->ReportReceived();
-  auto* reactor = context->DefaultReactor();
-  // As SubmitUnary, except that the call may finish on another thread: a digest-only report
-  // waits for its batch without holding a store thread.
-  auto finish = [reactor, response](absl::StatusOr<v1::ReportResponse> result) {
-    if (!result.ok()) {
-      reactor->Finish(ToGrpcStatus(result.status()));
-      return;
-    }
-    *response = *std::move(result);
-    reactor->Finish(grpc::Status::OK);
-  };
-  WorkQueue::Submitted queued = work_->Submit(
-      [this, context, request, finish] {
-        absl::StatusOr<Principal> caller = authenticator_->Authenticate(*context);
-        if (!caller.ok()) {
-          if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kUnauthenticated);
-          finish(caller.status());
-          return;
-        }
-        HandleReport(*caller, *request, finish);
+  // The call may finish on another thread: a digest-only report waits for its batch without
+  // holding a store thread.
+  return SubmitUnaryAsync(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p, const auto& finish) {
+        HandleReport(p, *request, finish);
       },
-      request->ByteSizeLong(),
-      [this, reactor] {
-        if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kBusy);
-        reactor->Finish(ShuttingDown());
-      });
-  if (queued != WorkQueue::Submitted::kQueued) {
-    if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kBusy);
-    reactor->Finish(queued == WorkQueue::Submitted::kFull ? Busy() : ShuttingDown());
-  }
-  return reactor;
+      [metrics = metrics_](NotRun why) {
+        if (metrics == nullptr) return;
+        metrics->ReportRefused(why == NotRun::kBusy ? ReportRefusal::kBusy
+                                                    : ReportRefusal::kUnauthenticated);
+      },
+      request->ByteSizeLong());
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* AgentServiceImpl::Watch(
