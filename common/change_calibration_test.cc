@@ -50,6 +50,7 @@ CalibrationInput Input(const H& h) {
 
 std::vector<CalibrationGroup> CalibrateHosts(const std::vector<H>& hosts) {
   std::vector<CalibrationInput> inputs;
+  inputs.reserve(hosts.size());
   for (const H& h : hosts) inputs.push_back(Input(h));
   return Calibrate(inputs);
 }
