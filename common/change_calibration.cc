@@ -8,7 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 
 namespace smbfleet {
 namespace {
@@ -94,6 +97,65 @@ std::vector<CalibrationGroup> Calibrate(const std::vector<CalibrationInput>& inp
     groups.push_back(std::move(g));
   }
   return groups;
+}
+
+std::string CalibrationPlatform(v1::Platform platform) {
+  if (platform == v1::PLATFORM_UNSPECIFIED || !v1::Platform_IsValid(platform)) return "";
+  absl::string_view name = v1::Platform_Name(platform);
+  absl::ConsumePrefix(&name, "PLATFORM_");
+  return absl::AsciiStrToLower(name);
+}
+
+bool ApplyCalibration(const v1::CostModelCalibration& calibration, const std::string& platform,
+                      v1::PredictedCost* cost) {
+  if (!cost->known() || !(cost->cpu_ratio() > 0) || !std::isfinite(cost->cpu_ratio())) {
+    return false;
+  }
+  const std::string& class_platform = platform.empty() ? std::string("unknown") : platform;
+  for (const v1::CostModelCalibrationGroup& g : calibration.groups()) {
+    if (g.platform() != class_platform || g.protection_before() != cost->before() ||
+        g.protection_after() != cost->after()) {
+      continue;
+    }
+    const double factor = g.suggested_cpu_per_byte_factor();
+    if (!g.has_suggested_cpu_per_byte_factor() || !(factor > 0) || !std::isfinite(factor)) {
+      return false;
+    }
+    cost->set_cpu_ratio(cost->cpu_ratio() * factor);
+    cost->set_calibration_id(calibration.id());
+    cost->set_calibration_factor(factor);
+    return true;
+  }
+  return false;
+}
+
+v1::CostModelCalibrationGroup ToProto(const CalibrationGroup& g) {
+  v1::CostModelCalibrationGroup out;
+  out.set_platform(g.platform);
+  out.set_protection_before(g.protection_before);
+  out.set_protection_after(g.protection_after);
+  out.set_changes(static_cast<uint32_t>(g.changes));
+  if (g.predicted_cpu_change_points) {
+    out.set_predicted_cpu_change_points(*g.predicted_cpu_change_points);
+  }
+  if (g.measured_cpu_change_points) {
+    out.set_measured_cpu_change_points(*g.measured_cpu_change_points);
+  }
+  if (g.cpu_change_points_error) out.set_cpu_change_points_error(*g.cpu_change_points_error);
+  out.set_cpu_change_points_pairs(static_cast<uint32_t>(g.cpu_change_points_pairs));
+  if (g.predicted_cpu_ratio) out.set_predicted_cpu_ratio(*g.predicted_cpu_ratio);
+  if (g.measured_cpu_per_byte_ratio) {
+    out.set_measured_cpu_per_byte_ratio(*g.measured_cpu_per_byte_ratio);
+  }
+  if (g.cpu_per_byte_measured_over_predicted) {
+    out.set_cpu_per_byte_measured_over_predicted(*g.cpu_per_byte_measured_over_predicted);
+  }
+  out.set_cpu_per_byte_pairs(static_cast<uint32_t>(g.cpu_per_byte_pairs));
+  if (g.suggested_cpu_per_byte_factor) {
+    out.set_suggested_cpu_per_byte_factor(*g.suggested_cpu_per_byte_factor);
+  }
+  out.set_suggestion(g.suggestion);
+  return out;
 }
 
 }  // namespace smbfleet

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "smbfleet/v1/change.pb.h"
+#include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet {
 
@@ -58,6 +59,21 @@ struct CalibrationGroup {
 // sorted by those three. A prediction counts only where the cost model knew it (prediction_known;
 // a ratio of 0 is unknown); a measured figure only where it is present.
 std::vector<CalibrationGroup> Calibrate(const std::vector<CalibrationInput>& inputs);
+
+// The platform as a class names it: "samba", "windows"; "" for PLATFORM_UNSPECIFIED (grouped as
+// "unknown").
+std::string CalibrationPlatform(smbfleet::v1::Platform platform);
+
+// Multiplies `cost`'s cpu_ratio by `calibration`'s suggested factor for the class (`platform`,
+// cost.before, cost.after) and names the calibration and factor in `cost`; `platform` as
+// CalibrationPlatform gives it ("" is "unknown"). Leaves `cost` as it is, and returns false, when
+// the calibration has no factor for the class or the model did not know the prediction (known
+// false, or a cpu_ratio of 0).
+bool ApplyCalibration(const smbfleet::v1::CostModelCalibration& calibration,
+                      const std::string& platform, smbfleet::v1::PredictedCost* cost);
+
+// A group as CostModelCalibrationGroup (admin.proto, change.proto).
+smbfleet::v1::CostModelCalibrationGroup ToProto(const CalibrationGroup& group);
 
 }  // namespace smbfleet
 

@@ -169,5 +169,76 @@ TEST(CalibrateTest, TwoPairsAreNotEnoughForAFactor) {
   EXPECT_EQ(groups[0].suggestion, "not enough changes (2 of 3)");
 }
 
+TEST(CalibrateTest, PlatformNamesAndTheGroupAsProto) {
+  EXPECT_EQ(CalibrationPlatform(smbfleet::v1::PLATFORM_SAMBA), "samba");
+  EXPECT_EQ(CalibrationPlatform(smbfleet::v1::PLATFORM_WINDOWS), "windows");
+  EXPECT_EQ(CalibrationPlatform(smbfleet::v1::PLATFORM_UNSPECIFIED), "");
+
+  const auto groups = CalibrateHosts({
+      Measured(0, 1.25, std::nullopt, 1.5),
+      Measured(0, 1.25, std::nullopt, 2.0),
+  });
+  ASSERT_EQ(groups.size(), 1u);
+  const smbfleet::v1::CostModelCalibrationGroup g = ToProto(groups[0]);
+  EXPECT_EQ(g.platform(), groups[0].platform);
+  EXPECT_EQ(g.changes(), 2u);
+  EXPECT_EQ(g.cpu_per_byte_pairs(), 2u);
+  EXPECT_NEAR(g.cpu_per_byte_measured_over_predicted(), 1.4, 1e-9);
+  EXPECT_FALSE(g.has_suggested_cpu_per_byte_factor());  // unset stays unset
+  EXPECT_FALSE(g.has_cpu_change_points_error());
+  EXPECT_EQ(g.suggestion(), "not enough changes (2 of 3)");
+}
+
+TEST(CalibrateTest, TheFactorOfTheHostsClassMultipliesTheCpuPerByte) {
+  smbfleet::v1::CostModelCalibration calibration;
+  calibration.set_id(3);
+  auto add = [&](const std::string& platform, const std::string& after,
+                 std::optional<double> factor) {
+    auto* g = calibration.add_groups();
+    g->set_platform(platform);
+    g->set_protection_before("signing AES_128_GMAC");
+    g->set_protection_after(after);
+    if (factor) g->set_suggested_cpu_per_byte_factor(*factor);
+  };
+  add("samba", "encryption AES_128_GCM", 1.12);
+  add("windows", "encryption AES_128_GCM", 0.8);
+  add("unknown", "encryption AES_128_GCM", 1.5);
+  add("samba", "encryption AES_256_GCM", std::nullopt);  // not enough changes
+
+  auto cost = [](const std::string& after, bool known = true, double ratio = 1.25) {
+    smbfleet::v1::PredictedCost c;
+    c.set_before("signing AES_128_GMAC");
+    c.set_after(after);
+    c.set_known(known);
+    c.set_cpu_ratio(ratio);
+    c.set_cpu_change_points(2.5);
+    return c;
+  };
+  smbfleet::v1::PredictedCost samba = cost("encryption AES_128_GCM");
+  ASSERT_TRUE(ApplyCalibration(calibration, "samba", &samba));
+  EXPECT_NEAR(samba.cpu_ratio(), 1.25 * 1.12, 1e-12);
+  EXPECT_DOUBLE_EQ(samba.cpu_change_points(), 2.5);  // the model's
+  EXPECT_EQ(samba.calibration_id(), 3);
+  EXPECT_DOUBLE_EQ(samba.calibration_factor(), 1.12);
+
+  smbfleet::v1::PredictedCost windows = cost("encryption AES_128_GCM");
+  ASSERT_TRUE(ApplyCalibration(calibration, "windows", &windows));
+  EXPECT_NEAR(windows.cpu_ratio(), 1.25 * 0.8, 1e-12);
+  smbfleet::v1::PredictedCost unknown = cost("encryption AES_128_GCM");
+  ASSERT_TRUE(ApplyCalibration(calibration, "", &unknown));
+  EXPECT_NEAR(unknown.cpu_ratio(), 1.25 * 1.5, 1e-12);
+
+  // Left as the model made it: no factor for the class, another class, an unknown prediction.
+  for (auto [platform, c] : std::vector<std::pair<std::string, smbfleet::v1::PredictedCost>>{
+           {"samba", cost("encryption AES_256_GCM")},
+           {"samba", cost("encryption AES_128_CCM")},
+           {"samba", cost("encryption AES_128_GCM", /*known=*/false)},
+           {"samba", cost("encryption AES_128_GCM", true, /*ratio=*/0)}}) {
+    const smbfleet::v1::PredictedCost before = c;
+    EXPECT_FALSE(ApplyCalibration(calibration, platform, &c)) << c.after();
+    EXPECT_EQ(c.SerializeAsString(), before.SerializeAsString()) << c.after();
+  }
+}
+
 }  // namespace
 }  // namespace smbfleet
