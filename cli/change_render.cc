@@ -162,11 +162,76 @@ void RenderHostDetail(const ChangeHost& h, std::ostream& out) {
       if (a.has_first_seen()) out << "      " << SeenText(a) << "\n";
     }
   }
-  if (!impact.cost().summary().empty()) out << "  cost: " << Clean(impact.cost().summary()) << "\n";
+  if (!impact.cost().summary().empty()) {
+    out << "  cost: " << Clean(impact.cost().summary());
+    if (impact.cost().calibration_id() != 0) {
+      out << absl::StrFormat("; calibrated x%.2f (calibration %d)",
+                             impact.cost().calibration_factor(), impact.cost().calibration_id());
+    }
+    out << "\n";
+  }
   RenderMeasured(h, out);
 }
 
+// "+2.5", "-0.8" points; "-" when unknown.
+std::string PointsText(bool has, double v) { return has ? absl::StrFormat("%+.1f", v) : "-"; }
+// "x1.30"; "-" when unknown.
+std::string RatioText(bool has, double v) { return has ? absl::StrFormat("x%.2f", v) : "-"; }
+
+std::string ClassText(const smbfleet::v1::CostModelCalibrationGroup& g) {
+  auto side = [](const std::string& s) { return s.empty() ? std::string("?") : Clean(s); };
+  return absl::StrCat(side(g.protection_before()), " -> ", side(g.protection_after()));
+}
+
 }  // namespace
+
+void RenderCalibration(const smbfleet::v1::CostModelCalibration& c, std::ostream& out) {
+  if (c.id() != 0) {
+    out << "calibration " << c.id() << " saved by " << Clean(c.saved_by()) << " at "
+        << TimeText(c.saved_at()) << "\n";
+  }
+  out << "change hosts measured since " << TimeText(c.since()) << ": " << c.input_count();
+  if (c.truncated()) out << " (truncated: the newest only)";
+  out << "\n";
+  if (c.groups_size() == 0) {
+    out << "(no change with a measured impact)\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {{"PLATFORM", "PROTECTION", "N", "CPU PTS PRED",
+                                                 "CPU PTS MEAS", "ERROR", "CPU/BYTE PRED",
+                                                 "CPU/BYTE MEAS", "SUGGESTION"}};
+  for (const auto& g : c.groups()) {
+    rows.push_back(
+        {Clean(g.platform()), ClassText(g), absl::StrCat(g.changes()),
+         PointsText(g.has_predicted_cpu_change_points(), g.predicted_cpu_change_points()),
+         PointsText(g.has_measured_cpu_change_points(), g.measured_cpu_change_points()),
+         PointsText(g.has_cpu_change_points_error(), g.cpu_change_points_error()),
+         RatioText(g.has_predicted_cpu_ratio(), g.predicted_cpu_ratio()),
+         RatioText(g.has_measured_cpu_per_byte_ratio(), g.measured_cpu_per_byte_ratio()),
+         Clean(g.suggestion())});
+  }
+  Table(rows, out);
+}
+
+void RenderCalibrationHistory(const smbfleet::v1::ListCostModelCalibrationsResponse& r,
+                              std::ostream& out) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "SAVED", "BY", "SINCE", "INPUTS", "CLASSES", "FACTORS"}};
+  for (const auto& c : r.calibrations()) {
+    std::vector<std::string> factors;
+    for (const auto& g : c.groups()) {
+      if (!g.has_suggested_cpu_per_byte_factor()) continue;
+      factors.push_back(absl::StrCat(Clean(g.platform()), " ", ClassText(g), " ",
+                                     RatioText(true, g.suggested_cpu_per_byte_factor())));
+    }
+    rows.push_back(
+        {absl::StrCat(c.id()), TimeText(c.saved_at()), Clean(c.saved_by()), TimeText(c.since()),
+         absl::StrCat(c.input_count(), c.truncated() ? " (truncated)" : ""),
+         absl::StrCat(c.groups_size()), factors.empty() ? "-" : absl::StrJoin(factors, "; ")});
+  }
+  Table(rows, out);
+  if (r.calibrations_size() == 0) out << "(no saved calibration)\n";
+}
 
 std::string AgeText(absl::Duration d) {
   if (d < absl::ZeroDuration()) d = absl::ZeroDuration();

@@ -38,6 +38,14 @@ void RenderAudit(const smbfleet::v1::ListAuditResponse& r, std::ostream& out);
 void RenderWaivers(const smbfleet::v1::ListWaiversResponse& r, std::ostream& out);
 void RenderWaiver(const std::string& action, const smbfleet::v1::Waiver& w, std::ostream& out);
 
+// `changes calibration`: what it covers, then one row per host class: platform, protection
+// before -> after, change hosts, predicted vs measured CPU change points and the error, the
+// model's vs the measured CPU per byte, and the suggestion. `--save` prints the id first.
+void RenderCalibration(const smbfleet::v1::CostModelCalibration& c, std::ostream& out);
+// `changes calibration --history`: one line per saved calibration, newest first.
+void RenderCalibrationHistory(const smbfleet::v1::ListCostModelCalibrationsResponse& r,
+                              std::ostream& out);
+
 // "42s", "5m", "3h", "2d": how long ago, for tables.
 std::string AgeText(absl::Duration d);
 

@@ -197,6 +197,46 @@ TEST(ChangeRenderTest, ShowPutsMeasuredBesideThePredictedCost) {
   EXPECT_THAT(plain.str(), Not(HasSubstr("measured:")));
 }
 
+TEST(ChangeRenderTest, ShowSaysWhichCalibrationCorrectedTheCost) {
+  v1::Change c = FinanceChange();
+  auto* cost = c.mutable_hosts(0)->mutable_impact()->mutable_cost();
+  cost->set_calibration_id(3);
+  cost->set_calibration_factor(1.12);
+  std::ostringstream out;
+  RenderChange(c, out);
+  EXPECT_THAT(out.str(),
+              HasSubstr("  cost: about 12% less throughput; calibrated x1.12 (calibration 3)\n"));
+  std::ostringstream plain;
+  RenderChange(FinanceChange(), plain);
+  EXPECT_THAT(plain.str(), Not(HasSubstr("calibrated")));
+}
+
+TEST(ChangeRenderTest, CalibrationSaysTruncatedAndWhatNobodyHad) {
+  v1::CostModelCalibration c;
+  *c.mutable_since() = At(kNow);
+  c.set_input_count(10000);
+  c.set_truncated(true);
+  auto* g = c.add_groups();
+  g->set_platform("unknown");
+  g->set_changes(2);
+  g->set_measured_cpu_per_byte_ratio(1.5);
+  g->set_suggestion("not enough changes (0 of 3)");
+  std::ostringstream out;
+  RenderCalibration(c, out);
+  const std::string s = out.str();
+  EXPECT_THAT(s, HasSubstr("10000 (truncated: the newest only)\n"));
+  // No protection known on either side, no prediction: "?" and "-".
+  EXPECT_THAT(s, HasSubstr("\nunknown   ? -> ?      2  -             -             -      -  "));
+  EXPECT_THAT(s, HasSubstr("  x1.50          not enough changes (0 of 3)"));
+
+  std::ostringstream none;
+  RenderCalibration(v1::CostModelCalibration(), none);
+  EXPECT_THAT(none.str(), HasSubstr("(no change with a measured impact)"));
+  std::ostringstream history;
+  RenderCalibrationHistory({}, history);
+  EXPECT_THAT(history.str(), HasSubstr("(no saved calibration)"));
+}
+
 TEST(ChangeRenderTest, ShowSaysHaltAndRollback) {
   v1::Change c = FinanceChange();
   c.set_state(v1::CHANGE_STATE_HALTED);

@@ -541,6 +541,18 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
   watch->add_option("ID", change_id, "change id")->required();
   watch->add_option("--interval", interval_text, "poll period (default 2s)");
   watch->add_option("--timeout", timeout_text, "give up (exit 1) after this long");
+  std::string calibration_since;
+  bool calibration_save = false, calibration_history = false;
+  auto* calibration = changes->add_subcommand(
+      "calibration",
+      "the cost model against what changes measured, per host class: predicted vs measured CPU "
+      "and a suggested factor");
+  calibration->add_option("--since", calibration_since,
+                          "change hosts acked within this long (default 30d)");
+  calibration->add_flag("--save", calibration_save,
+                        "save it with its inputs; its factors then correct new proposals' CPU "
+                        "predictions (approver or admin)");
+  calibration->add_flag("--history", calibration_history, "list the saved calibrations");
 
   // audit, waivers
   std::string audit_change, audit_waiver;
@@ -888,6 +900,34 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
       }
     }
     set(show->parsed() ? "changes show" : "changes watch", req);
+  } else if (calibration->parsed()) {
+    if (calibration_save && calibration_history) {
+      return absl::InvalidArgumentError("changes calibration: give --save or --history, not both");
+    }
+    if (calibration_history) {
+      if (!calibration_since.empty()) {
+        return absl::InvalidArgumentError("--since: not with --history (it lists what was saved)");
+      }
+      set("changes calibration history", smbfleet::v1::ListCostModelCalibrationsRequest());
+    } else {
+      google::protobuf::Duration since;
+      if (!calibration_since.empty()) {
+        ASSIGN_OR_RETURN(absl::Duration d, ParseDurationFlag("--since", calibration_since));
+        if (d <= absl::ZeroDuration()) {
+          return absl::InvalidArgumentError("--since must be more than 0");
+        }
+        since.set_seconds(absl::ToInt64Seconds(d));
+      }
+      if (calibration_save) {
+        smbfleet::v1::SaveCostModelCalibrationRequest req;
+        if (!calibration_since.empty()) *req.mutable_since() = since;
+        set("changes calibration save", req);
+      } else {
+        smbfleet::v1::CostModelCalibrationRequest req;
+        if (!calibration_since.empty()) *req.mutable_since() = since;
+        set("changes calibration", req);
+      }
+    }
   } else if (approve->parsed()) {
     ASSIGN_OR_RETURN(auto req, BuildApproveRequest(approve_flags));
     set("changes approve", req);

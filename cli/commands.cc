@@ -234,6 +234,39 @@ int Execute(const Invocation& inv, AdminStub& stub, std::ostream& out, std::ostr
     return kExitOk;
   }
   if (cmd == "changes watch") return Watch(inv, stub, out, err);
+  if (cmd == "changes calibration") {
+    v1::CostModelCalibrationResponse resp;
+    if (auto s = Call(&AdminStub::CostModelCalibration, stub,
+                      RequestOf<v1::CostModelCalibrationRequest>(inv), &resp);
+        !s.ok()) {
+      return FailedCall(s, "calibrating the cost model", err);
+    }
+    if (json) return PrintJson(resp, out, err);
+    RenderCalibration(resp.calibration(), out);
+    return kExitOk;
+  }
+  if (cmd == "changes calibration save") {
+    v1::SaveCostModelCalibrationResponse resp;
+    if (auto s = Call(&AdminStub::SaveCostModelCalibration, stub,
+                      RequestOf<v1::SaveCostModelCalibrationRequest>(inv), &resp);
+        !s.ok()) {
+      return FailedCall(s, "saving a cost model calibration", err);
+    }
+    if (json) return PrintJson(resp, out, err);
+    RenderCalibration(resp.calibration(), out);
+    return kExitOk;
+  }
+  if (cmd == "changes calibration history") {
+    v1::ListCostModelCalibrationsResponse resp;
+    if (auto s = Call(&AdminStub::ListCostModelCalibrations, stub,
+                      RequestOf<v1::ListCostModelCalibrationsRequest>(inv), &resp);
+        !s.ok()) {
+      return FailedCall(s, "listing cost model calibrations", err);
+    }
+    if (json) return PrintJson(resp, out, err);
+    RenderCalibrationHistory(resp, out);
+    return kExitOk;
+  }
   if (cmd == "changes approve") {
     const auto& req = RequestOf<v1::ApproveChangeRequest>(inv);
     v1::ApproveChangeResponse resp;

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cli/commands_approvals.h"
 #include "cli/run.h"
@@ -81,6 +82,59 @@ class FakeAdmin final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
+  // One class with a factor; a save answers it with id 3 and who saved it.
+  static v1::CostModelCalibration Calibration() {
+    v1::CostModelCalibration c;
+    c.mutable_since()->set_seconds(1'800'000'000);
+    c.set_input_count(5);
+    auto* g = c.add_groups();
+    g->set_platform("samba");
+    g->set_protection_before("signing AES_128_GMAC");
+    g->set_protection_after("encryption AES_128_GCM");
+    g->set_changes(5);
+    g->set_predicted_cpu_change_points(2.5);
+    g->set_measured_cpu_change_points(3.1);
+    g->set_cpu_change_points_error(0.6);
+    g->set_predicted_cpu_ratio(1.3);
+    g->set_measured_cpu_per_byte_ratio(1.46);
+    g->set_suggested_cpu_per_byte_factor(1.12);
+    g->set_suggestion("x1.12 (5 changes)");
+    return c;
+  }
+  grpc::Status CostModelCalibration(grpc::ServerContext*,
+                                    const v1::CostModelCalibrationRequest* req,
+                                    v1::CostModelCalibrationResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calibration_since_ = req->has_since() ? req->since().seconds() : -1;
+    *resp->mutable_calibration() = Calibration();
+    return grpc::Status::OK;
+  }
+  grpc::Status SaveCostModelCalibration(grpc::ServerContext*,
+                                        const v1::SaveCostModelCalibrationRequest* req,
+                                        v1::SaveCostModelCalibrationResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calibration_since_ = req->has_since() ? req->since().seconds() : -1;
+    *resp->mutable_calibration() = Calibration();
+    resp->mutable_calibration()->set_id(3);
+    resp->mutable_calibration()->set_saved_by("carol");
+    return grpc::Status::OK;
+  }
+  grpc::Status ListCostModelCalibrations(grpc::ServerContext*,
+                                         const v1::ListCostModelCalibrationsRequest*,
+                                         v1::ListCostModelCalibrationsResponse* resp) override {
+    for (int64_t id : {3, 2}) {
+      auto* c = resp->add_calibrations();
+      *c = Calibration();
+      c->set_id(id);
+      c->set_saved_by("carol");
+    }
+    return grpc::Status::OK;
+  }
+  int64_t calibration_since() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calibration_since_;
+  }
+
   grpc::Status RollbackChange(grpc::ServerContext*, const v1::ChangeActionRequest* req,
                               v1::ChangeActionResponse* resp) override {
     resp->mutable_change()->set_id(req->id());
@@ -126,6 +180,7 @@ class FakeAdmin final : public v1::AdminService::Service {
   v1::ProposeChangeRequest proposed_;
   std::map<std::string, std::string> payloads_;
   std::vector<v1::ApproveChangeRequest> approved_;
+  int64_t calibration_since_ = 0;  // -1: none was sent
 };
 
 // The canonical payload of a one-host change `id`.
@@ -309,6 +364,46 @@ TEST_F(CommandsTest, AuditReadsEveryPage) {
   EXPECT_EQ(limited.rc, 0) << limited.err;
   EXPECT_THAT(limited.out, HasSubstr("\n3 "));
   EXPECT_THAT(limited.out, Not(HasSubstr("\n4 ")));
+}
+
+TEST_F(CommandsTest, CalibrationShowsOneRowPerClassAndSavesAndListsHistory) {
+  Result r = Run({"changes", "calibration"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(admin_.calibration_since(), -1);  // the collector's default
+  EXPECT_THAT(r.out, HasSubstr("change hosts measured since 2027-01-15 08:00:00Z: 5\n"));
+  EXPECT_THAT(r.out, HasSubstr("PLATFORM"));
+  EXPECT_THAT(r.out, HasSubstr("samba     signing AES_128_GMAC -> encryption AES_128_GCM  5"));
+  EXPECT_THAT(r.out, HasSubstr("+2.5"));
+  EXPECT_THAT(r.out, HasSubstr("+3.1"));
+  EXPECT_THAT(r.out, HasSubstr("+0.6"));
+  EXPECT_THAT(r.out, HasSubstr("x1.30"));
+  EXPECT_THAT(r.out, HasSubstr("x1.46"));
+  EXPECT_THAT(r.out, HasSubstr("x1.12 (5 changes)"));
+  EXPECT_THAT(r.out, Not(HasSubstr("saved by")));
+
+  Result week = Run({"changes", "calibration", "--since", "7d", "--format=json"});
+  EXPECT_EQ(week.rc, 0) << week.err;
+  EXPECT_EQ(admin_.calibration_since(), 7 * 86400);
+  EXPECT_THAT(week.out, HasSubstr("\"suggestedCpuPerByteFactor\": 1.12"));
+
+  Result saved = Run({"changes", "calibration", "--save", "--since", "14d"});
+  EXPECT_EQ(saved.rc, 0) << saved.err;
+  EXPECT_EQ(admin_.calibration_since(), 14 * 86400);
+  EXPECT_THAT(saved.out, StartsWith("calibration 3 saved by carol"));
+
+  Result history = Run({"changes", "calibration", "--history"});
+  EXPECT_EQ(history.rc, 0) << history.err;
+  EXPECT_THAT(history.out, HasSubstr("\n3 "));
+  EXPECT_THAT(history.out, HasSubstr("\n2 "));
+  EXPECT_THAT(history.out, HasSubstr("samba signing AES_128_GMAC -> encryption AES_128_GCM x1.12"));
+
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"changes", "calibration", "--save", "--history"},
+        {"changes", "calibration", "--history", "--since", "7d"},
+        {"changes", "calibration", "--since", "soon"},
+        {"changes", "calibration", "--since", "0s"}}) {
+    EXPECT_FALSE(ParseCommandLine(bad, absl::Now()).ok()) << absl::StrJoin(bad, " ");
+  }
 }
 
 }  // namespace

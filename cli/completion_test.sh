@@ -37,7 +37,7 @@ expect "changes" smbfleetctl ch
 expect "compliance changes certs completion" smbfleetctl c
 expect "--config --collector --cert --ca" smbfleetctl --c
 # Level 2: subcommands of a command, its own and the global flags.
-expect "propose list show approve reject halt resume rollback watch" smbfleetctl changes ""
+expect "propose list show approve reject halt resume rollback watch calibration" smbfleetctl changes ""
 expect "approve" smbfleetctl changes ap
 expect "init-root sign-approvers publish show" smbfleetctl trust ""
 expect "--waves --watch --window" smbfleetctl changes approve --w

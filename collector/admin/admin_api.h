@@ -91,6 +91,15 @@ class AdminApi {
       const Principal& caller, const smbfleet::v1::ChangeActionRequest& request);
   absl::StatusOr<smbfleet::v1::ListAuditResponse> ListAudit(
       const Principal& caller, const smbfleet::v1::ListAuditRequest& request);
+  // The cost model against what changes measured (calibration_api.cc): whoever reads changes
+  // computes it and lists the saved ones; saving (with its inputs, audited) needs
+  // calibrate-cost-model. INVALID_ARGUMENT for a since that is not a positive duration.
+  absl::StatusOr<smbfleet::v1::CostModelCalibrationResponse> CostModelCalibration(
+      const Principal& caller, const smbfleet::v1::CostModelCalibrationRequest& request);
+  absl::StatusOr<smbfleet::v1::SaveCostModelCalibrationResponse> SaveCostModelCalibration(
+      const Principal& caller, const smbfleet::v1::SaveCostModelCalibrationRequest& request);
+  absl::StatusOr<smbfleet::v1::ListCostModelCalibrationsResponse> ListCostModelCalibrations(
+      const Principal& caller, const smbfleet::v1::ListCostModelCalibrationsRequest& request);
   absl::StatusOr<smbfleet::v1::ListWaiversResponse> ListWaivers(
       const Principal& caller, const smbfleet::v1::ListWaiversRequest& request);
   absl::StatusOr<smbfleet::v1::RequestWaiverResponse> RequestWaiver(
@@ -144,6 +153,10 @@ class AdminApi {
   // Authorizes `permission` and maps the caller to the change rules' actor; UNIMPLEMENTED when
   // this collector has no change workflow.
   absl::StatusOr<changes::Actor> ChangeActor(const Principal& caller, Permission permission);
+  // Calibrates over the change hosts acked within `since` (unset: 30 days) before now; the
+  // inputs are kept in the answer only when `with_inputs`.
+  absl::StatusOr<smbfleet::v1::CostModelCalibration> ComputeCalibration(
+      const google::protobuf::Duration& since, bool has_since, bool with_inputs);
   // Also puts the trusted labels in place of the reported ones in each summary's labels.
   absl::Status FillChangeStatus(std::vector<smbfleet::v1::HostSummary*> hosts);
 

@@ -447,6 +447,114 @@ TEST_F(AdminApiChangesTest, AdminsRegisterListAndRevokeApproverKeys) {
                                               "proposed"));
 }
 
+// A change whose hosts were acked `ago` and measured: CPU per byte x`ratios[i]` against a
+// predicted x1.25, CPU +3 points against a predicted +2.
+void AddMeasuredChange(MemoryChangeStore& store, const std::string& id, absl::Duration ago,
+                       const std::vector<double>& ratios) {
+  smbfleet::v1::Change c;
+  c.set_id(id);
+  c.set_state(smbfleet::v1::CHANGE_STATE_COMPLETED);
+  c.set_proposed_by("pat");
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    auto* h = c.add_hosts();
+    h->set_host(absl::StrCat("fs0", i + 1));
+    h->set_state(smbfleet::v1::HOST_CHANGE_STATE_APPLIED);
+    h->mutable_finished_at()->set_seconds(absl::ToUnixSeconds(absl::Now() - ago));
+    h->mutable_impact()->mutable_cost()->set_before("signing AES_128_GMAC");
+    h->mutable_impact()->mutable_cost()->set_after("encryption AES_128_GCM");
+  }
+  ASSERT_TRUE(store.CreateChange(c, {}).ok());
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    smbfleet::v1::MeasuredImpact m;
+    m.set_prediction_known(true);
+    m.set_predicted_cpu_ratio(1.25);
+    m.set_predicted_cpu_change_points(2);
+    m.set_cpu_per_byte_ratio(ratios[i]);
+    m.set_cpu_change_points(3);
+    auto wrote = store.UpdateHostCounters(
+        id, absl::StrCat("fs0", i + 1),
+        [&](const smbfleet::v1::Change&,
+            const smbfleet::v1::ChangeHost&) -> absl::StatusOr<HostCounters> {
+          HostCounters out;
+          out.measured = m;
+          return out;
+        });
+    ASSERT_TRUE(wrote.ok()) << wrote;
+  }
+}
+
+TEST_F(AdminApiChangesTest, CalibrationIsReadByViewersAndSavedWithItsAuditByApproversOrAdmins) {
+  AddMeasuredChange(changes_, "chg-a", absl::Hours(1), {1.5, 1.4, 1.6});
+  AddMeasuredChange(changes_, "chg-old", absl::Hours(24 * 40), {2.5});
+
+  auto now = changes_api_.CostModelCalibration(As("vic", "viewer"), {});
+  ASSERT_TRUE(now.ok()) << now.status();
+  const smbfleet::v1::CostModelCalibration& c = now->calibration();
+  EXPECT_EQ(c.id(), 0);
+  EXPECT_EQ(c.input_count(), 3u);  // chg-old is older than the default 30 days
+  EXPECT_FALSE(c.truncated());
+  EXPECT_EQ(c.inputs_size(), 0);
+  EXPECT_NEAR(static_cast<double>(c.since().seconds()),
+              static_cast<double>(absl::ToUnixSeconds(absl::Now() - absl::Hours(24 * 30))), 60);
+  ASSERT_EQ(c.groups_size(), 1);
+  const auto& g = c.groups(0);
+  EXPECT_EQ(g.platform(), "unknown");  // no host store entry
+  EXPECT_EQ(g.protection_before(), "signing AES_128_GMAC");
+  EXPECT_EQ(g.changes(), 3u);
+  EXPECT_NEAR(g.cpu_change_points_error(), 1.0, 1e-9);
+  EXPECT_NEAR(g.suggested_cpu_per_byte_factor(), 1.5 / 1.25, 1e-9);
+
+  smbfleet::v1::CostModelCalibrationRequest longer;
+  longer.mutable_since()->set_seconds(60 * 86400);
+  EXPECT_EQ(
+      changes_api_.CostModelCalibration(As("vic", "viewer"), longer)->calibration().input_count(),
+      4u);
+  smbfleet::v1::CostModelCalibrationRequest negative;
+  negative.mutable_since()->set_seconds(-5);
+  auto refused = changes_api_.CostModelCalibration(As("vic", "viewer"), negative);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("since"));
+
+  // Saving corrects later proposals: not for viewers nor proposers.
+  for (const char* role : {"viewer", "proposer", ""}) {
+    auto denied = changes_api_.SaveCostModelCalibration(As("pat", role), {});
+    EXPECT_TRUE(absl::IsPermissionDenied(denied.status())) << role << ": " << denied.status();
+  }
+  EXPECT_TRUE(absl::IsPermissionDenied(changes_api_.CostModelCalibration(agent_, {}).status()));
+  EXPECT_TRUE(
+      absl::IsPermissionDenied(changes_api_.ListCostModelCalibrations(agent_, {}).status()));
+
+  auto saved = changes_api_.SaveCostModelCalibration(As("carol", "approver"), {});
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->calibration().id(), 1);
+  EXPECT_EQ(saved->calibration().saved_by(), "carol");
+  EXPECT_EQ(saved->calibration().input_count(), 3u);
+  smbfleet::v1::SaveCostModelCalibrationRequest save_longer;
+  *save_longer.mutable_since() = longer.since();
+  auto by_admin = changes_api_.SaveCostModelCalibration(As("root", "admin"), save_longer);
+  ASSERT_TRUE(by_admin.ok()) << by_admin.status();
+  EXPECT_EQ(by_admin->calibration().id(), 2);
+
+  auto history = changes_api_.ListCostModelCalibrations(As("vic", "viewer"), {});
+  ASSERT_TRUE(history.ok()) << history.status();
+  ASSERT_EQ(history->calibrations_size(), 2);
+  EXPECT_EQ(history->calibrations(0).id(), 2);
+  EXPECT_EQ(history->calibrations(0).input_count(), 4u);
+  EXPECT_EQ(history->calibrations(1).saved_by(), "carol");
+  EXPECT_EQ(history->calibrations(1).groups_size(), 1);
+
+  auto audit = changes_api_.ListAudit(As("vic", "viewer"), {});
+  ASSERT_TRUE(audit.ok()) << audit.status();
+  std::vector<std::string> saves;
+  for (const auto& e : audit->entries()) {
+    if (e.action() == "cost_model_calibrated") saves.push_back(e.actor() + ": " + e.detail());
+  }
+  EXPECT_THAT(saves,
+              ::testing::ElementsAre(
+                  "carol: 1 host classes (1 with a factor) from 3 change hosts (calibration 1)",
+                  "root: 1 host classes (1 with a factor) from 4 change hosts (calibration 2)"));
+}
+
 TEST_F(AdminApiChangesTest, WithoutAWorkflowChangeCallsAreUnimplemented) {
   auto r = api_.ProposeChange(As("pat", "proposer"), ForFs01());
   EXPECT_TRUE(absl::IsUnimplemented(r.status())) << r.status();

@@ -49,6 +49,7 @@ constexpr Grant kGrants[] = {
     {PrincipalKind::kOperator, Permission::kRequestWaiver, kProposer | kAdmin},
     {PrincipalKind::kOperator, Permission::kApproveWaiver, kApprover},
     {PrincipalKind::kOperator, Permission::kRevokeWaiver, kApprover | kAdmin},
+    {PrincipalKind::kOperator, Permission::kCalibrateCostModel, kApprover | kAdmin},
     {PrincipalKind::kAnonymous, Permission::kEnroll, 0},
     {PrincipalKind::kAgent, Permission::kRenewCertificate, 0},
     {PrincipalKind::kOperator, Permission::kWhoAmI, 0},
@@ -82,6 +83,9 @@ constexpr MethodPermission kMethods[] = {
     {"smbfleet.v1.AdminService.ResumeChange", Permission::kApproveChange},
     {"smbfleet.v1.AdminService.RollbackChange", Permission::kApproveChange},
     {"smbfleet.v1.AdminService.ListAudit", Permission::kReadChanges},
+    {"smbfleet.v1.AdminService.CostModelCalibration", Permission::kReadChanges},
+    {"smbfleet.v1.AdminService.SaveCostModelCalibration", Permission::kCalibrateCostModel},
+    {"smbfleet.v1.AdminService.ListCostModelCalibrations", Permission::kReadChanges},
     {"smbfleet.v1.AdminService.ListWaivers", Permission::kReadChanges},
     {"smbfleet.v1.AdminService.RequestWaiver", Permission::kRequestWaiver},
     {"smbfleet.v1.AdminService.ApproveWaiver", Permission::kApproveWaiver},
@@ -190,6 +194,8 @@ absl::string_view PermissionName(Permission p) {
       return "approve-waiver";
     case Permission::kRevokeWaiver:
       return "revoke-waiver";
+    case Permission::kCalibrateCostModel:
+      return "calibrate-cost-model";
     case Permission::kEnroll:
       return "enroll";
     case Permission::kRenewCertificate:

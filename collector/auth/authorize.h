@@ -53,6 +53,10 @@ enum class Permission {
   kRequestWaiver,  // proposer, admin
   kApproveWaiver,  // approver (never the requester)
   kRevokeWaiver,   // approver, admin
+  // Save a calibration of the cost model, which then corrects the CPU predictions of new
+  // proposals: approver (whose decisions the predictions inform), admin (the collector's
+  // settings); not a proposer, whose own proposals it would price.
+  kCalibrateCostModel,
   // Identity and trust (docs/roles.md).
   kEnroll,              // EnrollmentService.Enroll: anonymous; the enrollment token decides
   kRenewCertificate,    // EnrollmentService.RenewCertificate: the agent itself

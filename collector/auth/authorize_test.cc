@@ -85,6 +85,7 @@ TEST(AuthorizeTest, ChangeManagementGoesByRole) {
       {Permission::kRequestWaiver, {"proposer", "admin"}},
       {Permission::kApproveWaiver, {"approver"}},
       {Permission::kRevokeWaiver, {"approver", "admin"}},
+      {Permission::kCalibrateCostModel, {"approver", "admin"}},
   };
   for (const Case& c : cases) {
     for (const std::string role : {"viewer", "proposer", "approver", "admin", "", "root"}) {
@@ -124,6 +125,7 @@ constexpr Permission kEveryPermission[] = {
     Permission::kRequestWaiver,
     Permission::kApproveWaiver,
     Permission::kRevokeWaiver,
+    Permission::kCalibrateCostModel,
     Permission::kEnroll,
     Permission::kRenewCertificate,
     Permission::kWhoAmI,

@@ -142,6 +142,7 @@ class ChangeServiceTest : public ::testing::Test {
     for (auto& e : events) *p->add_events() = std::move(e);
     for (auto& c : next_counters_) *r.add_change_counters() = std::move(c);
     next_counters_.clear();
+    for (const auto& b : benchmarks_) *p->add_benchmarks() = b;
     auto result = pipeline_.Ingest(name, r);
     ASSERT_TRUE(result.ok()) << result.status();
   }
@@ -232,6 +233,7 @@ class ChangeServiceTest : public ::testing::Test {
   Actor vic_{"vic", Role::kViewer};
   int reports_ = 0;
   std::vector<v1::ChangeCounters> next_counters_;  // sent with the next Report
+  std::vector<v1::Benchmark> benchmarks_;          // sent with every Report
 };
 
 TEST_F(ChangeServiceTest, ProposeByHostStoresThePlanWithExpectedAndRollbackValues) {
@@ -649,6 +651,59 @@ TEST_F(ChangeServiceTest, CountersAroundTheApplyGiveTheMeasuredEffect) {
   next_counters_ = {late_before};
   Report("fs1");
   EXPECT_DOUBLE_EQ(HostOf(Get(c.id()), "fs1").counters_before().summary().cpu_percent(), 11.0);
+}
+
+TEST_F(ChangeServiceTest, TheNewestSavedCalibrationCorrectsTheCpuPredictionOfItsClass) {
+  // A host with a benchmark of every algorithm, so that the model knows its prediction.
+  for (int alg = v1::AES_128_CCM; alg <= v1::HMAC_SHA256; ++alg) {
+    for (uint64_t size : {64u << 10, 1u << 20}) {
+      v1::Benchmark b;
+      b.set_algorithm(static_cast<v1::CryptoAlgorithm>(alg));
+      b.set_buffer_bytes(size);
+      b.set_bytes_per_second(2e9);
+      b.set_threads(1);
+      benchmarks_.push_back(b);
+    }
+  }
+  Report("fs1");
+  const v1::Change plain = ProposeHosts({"fs1"});
+  ASSERT_EQ(plain.hosts_size(), 1);
+  const v1::PredictedCost& model = plain.hosts(0).impact().cost();
+  ASSERT_TRUE(model.known()) << model.summary();
+  ASSERT_GT(model.cpu_ratio(), 0);
+  EXPECT_EQ(model.calibration_id(), 0);
+
+  // fs1 reported no platform: its class is "unknown" with the model's protection.
+  auto calibration = [&](double factor) {
+    v1::CostModelCalibration c;
+    c.set_saved_by("carol");
+    *c.mutable_since() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(now_));
+    auto* g = c.add_groups();
+    g->set_platform("unknown");
+    g->set_protection_before(model.before());
+    g->set_protection_after(model.after());
+    g->set_suggested_cpu_per_byte_factor(factor);
+    auto* other = c.add_groups();  // another class: not fs1's
+    *other = *g;
+    other->set_platform("windows");
+    other->set_suggested_cpu_per_byte_factor(3.0);
+    return c;
+  };
+  ASSERT_TRUE(changes_.SaveCostModelCalibration(calibration(2.0), {}).ok());
+  auto newest = changes_.SaveCostModelCalibration(calibration(1.5), {});
+  ASSERT_TRUE(newest.ok()) << newest.status();
+
+  const v1::Change calibrated = ProposeHosts({"fs1"});
+  ASSERT_EQ(calibrated.hosts_size(), 1);
+  const v1::PredictedCost& cost = calibrated.hosts(0).impact().cost();
+  EXPECT_NEAR(cost.cpu_ratio(), model.cpu_ratio() * 1.5, 1e-9);
+  EXPECT_DOUBLE_EQ(cost.cpu_change_points(), model.cpu_change_points());
+  EXPECT_EQ(cost.summary(), model.summary());
+  EXPECT_EQ(cost.calibration_id(), *newest);
+  EXPECT_DOUBLE_EQ(cost.calibration_factor(), 1.5);
+  // The change as stored says so too; the first proposal keeps the model's figure.
+  EXPECT_EQ(HostOf(Get(calibrated.id()), "fs1").impact().cost().calibration_id(), *newest);
+  EXPECT_EQ(HostOf(Get(plain.id()), "fs1").impact().cost().calibration_id(), 0);
 }
 
 TEST_F(ChangeServiceTest, MetricsCountOrdersSentAndAcksWithTheirLatency) {

@@ -12,6 +12,7 @@
 #include "collector/changes/change_rollout.h"
 #include "collector/changes/change_service.h"
 #include "collector/ingest/pipeline.h"
+#include "common/change_calibration.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "policy/evaluate.h"
@@ -216,6 +217,16 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
     ASSIGN_OR_RETURN(waivers, compliance_->ActiveWaivers());
   }
 
+  // The newest saved calibration corrects the CPU predictions of its host classes
+  // (docs/cost-model.md "Calibration against measured changes"); a store without calibrations
+  // leaves the model's.
+  std::optional<v1::CostModelCalibration> calibration;
+  if (auto saved = changes_->ListCostModelCalibrations(1); saved.ok()) {
+    if (!saved->empty()) calibration = std::move(saved->front());
+  } else if (!absl::IsUnimplemented(saved.status())) {
+    return saved.status();
+  }
+
   v1::Change change;
   v1::ProposeChangeResponse response;
   for (const std::string& name : targets) {
@@ -295,6 +306,10 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
       }
     }
     *host.mutable_impact() = policy::PlanImpact(subject, steps, peers);
+    if (calibration.has_value()) {
+      ApplyCalibration(*calibration, CalibrationPlatform(record.summary.platform()),
+                       host.mutable_impact()->mutable_cost());
+    }
     for (auto& s : steps) *host.add_steps() = std::move(s);
     *change.add_hosts() = std::move(host);
   }

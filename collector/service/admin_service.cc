@@ -131,6 +131,30 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListAudit(grpc::CallbackServerContex
                      [this, request](const Principal& p) { return api_->ListAudit(p, *request); });
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::CostModelCalibration(
+    grpc::CallbackServerContext* context, const v1::CostModelCalibrationRequest* request,
+    v1::CostModelCalibrationResponse* response) {
+  return SubmitUnary(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p) { return api_->CostModelCalibration(p, *request); });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::SaveCostModelCalibration(
+    grpc::CallbackServerContext* context, const v1::SaveCostModelCalibrationRequest* request,
+    v1::SaveCostModelCalibrationResponse* response) {
+  return SubmitUnary(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p) { return api_->SaveCostModelCalibration(p, *request); });
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListCostModelCalibrations(
+    grpc::CallbackServerContext* context, const v1::ListCostModelCalibrationsRequest* request,
+    v1::ListCostModelCalibrationsResponse* response) {
+  return SubmitUnary(
+      context, *authenticator_, work_, response,
+      [this, request](const Principal& p) { return api_->ListCostModelCalibrations(p, *request); });
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::ListWaivers(grpc::CallbackServerContext* context,
                                                         const v1::ListWaiversRequest* request,
                                                         v1::ListWaiversResponse* response) {

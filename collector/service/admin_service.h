@@ -66,6 +66,18 @@ class AdminServiceImpl final : public smbfleet::v1::AdminService::CallbackServic
   grpc::ServerUnaryReactor* ListAudit(grpc::CallbackServerContext* context,
                                       const smbfleet::v1::ListAuditRequest* request,
                                       smbfleet::v1::ListAuditResponse* response) override;
+  grpc::ServerUnaryReactor* CostModelCalibration(
+      grpc::CallbackServerContext* context,
+      const smbfleet::v1::CostModelCalibrationRequest* request,
+      smbfleet::v1::CostModelCalibrationResponse* response) override;
+  grpc::ServerUnaryReactor* SaveCostModelCalibration(
+      grpc::CallbackServerContext* context,
+      const smbfleet::v1::SaveCostModelCalibrationRequest* request,
+      smbfleet::v1::SaveCostModelCalibrationResponse* response) override;
+  grpc::ServerUnaryReactor* ListCostModelCalibrations(
+      grpc::CallbackServerContext* context,
+      const smbfleet::v1::ListCostModelCalibrationsRequest* request,
+      smbfleet::v1::ListCostModelCalibrationsResponse* response) override;
   grpc::ServerUnaryReactor* ListWaivers(grpc::CallbackServerContext* context,
                                         const smbfleet::v1::ListWaiversRequest* request,
                                         smbfleet::v1::ListWaiversResponse* response) override;

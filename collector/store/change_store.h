@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "smbfleet/v1/change.pb.h"
 #include "smbfleet/v1/policy.pb.h"
+#include "smbfleet/v1/posture.pb.h"
 
 namespace smbfleet::collector {
 
@@ -26,6 +27,20 @@ struct HostCounters {
   std::optional<smbfleet::v1::CounterWindow> before;
   std::optional<smbfleet::v1::CounterWindow> after;
   std::optional<smbfleet::v1::MeasuredImpact> measured;
+};
+
+// A change host with a measured impact (ChangeHost.measured), for calibrating the cost model.
+struct MeasuredChangeHost {
+  std::string change_id;
+  // The host's platform as the host store knows it; UNSPECIFIED when the host is not stored.
+  smbfleet::v1::Platform platform = smbfleet::v1::PLATFORM_UNSPECIFIED;
+  // Its impact (with the prediction) and measured; without the counter windows.
+  smbfleet::v1::ChangeHost host;
+};
+
+struct MeasuredChangeHosts {
+  std::vector<MeasuredChangeHost> hosts;  // newest finished_at first
+  bool truncated = false;                 // more matched than the limit
 };
 
 struct ChangeQuery {
@@ -86,6 +101,26 @@ class ChangeStore {
   virtual absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
                                           const CountersStepFn& step) {
     return absl::UnimplementedError("this change store does not keep counters");
+  }
+
+  // The change hosts with a measured impact that finished (were acked) at or after `since`,
+  // newest first, at most `limit`, each with its host's platform.
+  virtual absl::StatusOr<MeasuredChangeHosts> ListMeasuredChangeHosts(absl::Time since,
+                                                                      uint32_t limit) {
+    return absl::UnimplementedError("this change store does not list measured change hosts");
+  }
+
+  // Saved calibrations of the cost model (migration 0013). Save stores `calibration` (its id is
+  // assigned: the returned one) with its groups and inputs, and `audit` in the same transaction,
+  // its detail ending with " (calibration ID)". List: newest first, at most `limit`, each with
+  // its groups and input_count but without inputs.
+  virtual absl::StatusOr<int64_t> SaveCostModelCalibration(
+      const smbfleet::v1::CostModelCalibration& calibration, smbfleet::v1::AuditEntry audit) {
+    return absl::UnimplementedError("this change store does not keep calibrations");
+  }
+  virtual absl::StatusOr<std::vector<smbfleet::v1::CostModelCalibration>> ListCostModelCalibrations(
+      uint32_t limit) {
+    return absl::UnimplementedError("this change store does not keep calibrations");
   }
 
   // The orders `host` should have now: changes in which it is DISPATCHED and its order's

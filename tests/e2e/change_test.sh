@@ -166,6 +166,21 @@ scenario_flow() {
   grep -q "^  measured: .*CPU" "$work/show-measured.txt" ||
     fail "changes show has no measured line: $(cat "$work/show-measured.txt")"
 
+  step "the cost model against what it measured: changes calibration, saved and listed"
+  ctl viewer changes calibration --format=json >"$work/calibration.json"
+  jq -e '.calibration.inputCount >= 1 and (.calibration.groups | length) >= 1
+     and ([.calibration.groups[] | select(.platform == "samba") | .changes] | add) >= 1' \
+    "$work/calibration.json" >/dev/null ||
+    fail "changes calibration does not count the measured change: $(cat "$work/calibration.json")"
+  ctl viewer changes calibration | sed 's/^/   | /'
+  expect_exit 4 "a viewer saving a calibration" viewer changes calibration --save
+  ctl approver-a changes calibration --save | tee "$work/calibration-saved.txt" | sed 's/^/   | /'
+  grep -q "^calibration [0-9][0-9]* saved by" "$work/calibration-saved.txt" ||
+    fail "changes calibration --save printed no id: $(cat "$work/calibration-saved.txt")"
+  ctl viewer changes calibration --history >"$work/calibration-history.txt"
+  grep -q "^1  " "$work/calibration-history.txt" ||
+    fail "changes calibration --history does not list it: $(cat "$work/calibration-history.txt")"
+
   step "smb.conf changed and reloaded: SMB2_10 refused, SMB3 encrypted"
   [[ $(lab param "$work/$host" finance 'smb encrypt') == required ]] ||
     fail "finance is not 'smb encrypt = required' after the change"

@@ -1,6 +1,7 @@
 // The ChangeStore contract, run against each implementation (see the header).
 #include "tests/integration/change_store_conformance.h"
 
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -482,6 +483,153 @@ TEST_P(ChangeStoreConformanceTest, CountersAreKeptApartFromTheWorkflowSteps) {
   };
   EXPECT_TRUE(absl::IsNotFound(store_->UpdateHostCounters("chg-none", "fs01", never)));
   EXPECT_TRUE(absl::IsNotFound(store_->UpdateHostCounters("chg-c", "fs09", never)));
+}
+
+TEST_P(ChangeStoreConformanceTest, MeasuredChangeHostsNewestFirstWithTheirPlatform) {
+  ASSERT_NE(under_test_.hosts, nullptr);
+  v1::Posture posture;
+  posture.mutable_host()->set_hostname("fs01");
+  posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
+  *posture.mutable_collected_at() = Ts(kT0 - 7200);
+  IncomingReport report;
+  report.host = "fs01";
+  report.report_id = "7c1b2c3d-0000-4000-8000-000000000001";
+  report.posture = &posture;
+  report.digest = "c0ffee01";
+  report.received_at = absl::FromUnixSeconds(kT0 - 7200);
+  auto saved = under_test_.hosts->SaveReport(report);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+
+  // fs01 is a stored Samba host, fs02 is not stored, fs03 has no measured impact; chg-old
+  // finished before `since`.
+  auto applied = [](v1::Change c, std::map<std::string, int64_t> finished) {
+    c.set_state(v1::CHANGE_STATE_COMPLETED);
+    for (auto& h : *c.mutable_hosts()) {
+      h.set_state(v1::HOST_CHANGE_STATE_APPLIED);
+      *h.mutable_finished_at() = Ts(finished.at(h.host()));
+      h.mutable_impact()->mutable_cost()->set_cpu_ratio(1.3);
+      h.mutable_impact()->mutable_cost()->set_before("signing AES_128_GMAC");
+    }
+    return c;
+  };
+  ASSERT_TRUE(store_
+                  ->CreateChange(applied(NewChange("chg-m", "alice", {"fs01", "fs02", "fs03"}),
+                                         {{"fs01", kT0 - 100}, {"fs02", kT0 - 50}, {"fs03", kT0}}),
+                                 {})
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->CreateChange(
+                      applied(NewChange("chg-old", "alice", {"fs01"}), {{"fs01", kT0 - 9000}}), {})
+                  .ok());
+  auto measure = [&](const std::string& change, const std::string& host, double points) {
+    v1::MeasuredImpact m;
+    m.set_cpu_change_points(points);
+    m.set_cpu_per_byte_ratio(1.4);
+    m.set_prediction_known(true);
+    m.set_predicted_cpu_ratio(1.3);
+    auto wrote = store_->UpdateHostCounters(
+        change, host,
+        [&](const v1::Change&, const v1::ChangeHost&) -> absl::StatusOr<HostCounters> {
+          HostCounters out;
+          out.before = CounterWindowOf(kT0 - 1200, {10, 11});
+          out.measured = m;
+          return out;
+        });
+    EXPECT_TRUE(wrote.ok()) << wrote;
+    return m;
+  };
+  const v1::MeasuredImpact fs01 = measure("chg-m", "fs01", 3.5);
+  const v1::MeasuredImpact fs02 = measure("chg-m", "fs02", 2.0);
+  measure("chg-old", "fs01", 9.0);
+
+  auto got = store_->ListMeasuredChangeHosts(absl::FromUnixSeconds(kT0 - 3600), 10);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->truncated);
+  ASSERT_EQ(got->hosts.size(), 2u);
+  EXPECT_EQ(got->hosts[0].change_id, "chg-m");
+  EXPECT_EQ(got->hosts[0].host.host(), "fs02");
+  EXPECT_EQ(got->hosts[0].platform, v1::PLATFORM_UNSPECIFIED);
+  EXPECT_EQ(Diff(fs02, got->hosts[0].host.measured()), "");
+  EXPECT_EQ(got->hosts[1].host.host(), "fs01");
+  EXPECT_EQ(got->hosts[1].platform, v1::PLATFORM_SAMBA);
+  EXPECT_EQ(Diff(fs01, got->hosts[1].host.measured()), "");
+  EXPECT_DOUBLE_EQ(got->hosts[1].host.impact().cost().cpu_ratio(), 1.3);
+  EXPECT_EQ(got->hosts[1].host.impact().cost().before(), "signing AES_128_GMAC");
+  EXPECT_FALSE(got->hosts[1].host.has_counters_before());  // the windows are not read
+
+  auto first = store_->ListMeasuredChangeHosts(absl::FromUnixSeconds(kT0 - 3600), 1);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->truncated);
+  ASSERT_EQ(first->hosts.size(), 1u);
+  EXPECT_EQ(first->hosts[0].host.host(), "fs02");
+
+  auto all = store_->ListMeasuredChangeHosts(absl::FromUnixSeconds(kT0 - 10000), 3);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_FALSE(all->truncated);
+  ASSERT_EQ(all->hosts.size(), 3u);
+  EXPECT_EQ(all->hosts[2].change_id, "chg-old");
+  EXPECT_DOUBLE_EQ(all->hosts[2].host.measured().cpu_change_points(), 9.0);
+}
+
+v1::CostModelCalibration Calibration(const std::string& by, double factor) {
+  v1::CostModelCalibration c;
+  c.set_saved_by(by);
+  *c.mutable_saved_at() = Ts(kT0);
+  *c.mutable_since() = Ts(kT0 - 30 * 86400);
+  c.set_truncated(true);
+  c.set_input_count(2);
+  auto* g = c.add_groups();
+  g->set_platform("samba");
+  g->set_protection_before("signing AES_128_GMAC");
+  g->set_protection_after("encryption AES_128_GCM");
+  g->set_changes(2);
+  g->set_cpu_per_byte_pairs(2);
+  g->set_suggested_cpu_per_byte_factor(factor);
+  g->set_suggestion("x1.12 (2 changes)");
+  for (const char* host : {"fs01", "fs02"}) {
+    auto* in = c.add_inputs();
+    in->set_change_id("chg-1");
+    in->set_host(host);
+    in->set_platform("samba");
+    in->mutable_measured()->set_cpu_per_byte_ratio(1.4);
+  }
+  return c;
+}
+
+TEST_P(ChangeStoreConformanceTest, CalibrationsAreSavedWithTheirAuditEntryAndListedNewestFirst) {
+  EXPECT_THAT(*store_->ListCostModelCalibrations(10), IsEmpty());
+  v1::AuditEntry audit;
+  audit.set_actor("carol");
+  audit.set_action("cost_model_calibrated");
+  audit.set_detail("1 host classes");
+  auto first = store_->SaveCostModelCalibration(Calibration("carol", 1.12), audit);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = store_->SaveCostModelCalibration(Calibration("dave", 0.9), audit);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_GT(*second, *first);
+
+  auto listed = store_->ListCostModelCalibrations(10);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  v1::CostModelCalibration want = Calibration("dave", 0.9);
+  want.set_id(*second);
+  want.clear_inputs();  // kept, not listed
+  EXPECT_EQ(Diff(want, (*listed)[0]), "");
+  EXPECT_EQ((*listed)[1].id(), *first);
+  EXPECT_EQ((*listed)[1].saved_by(), "carol");
+  ASSERT_EQ(store_->ListCostModelCalibrations(1)->size(), 1u);
+  EXPECT_EQ((*store_->ListCostModelCalibrations(1))[0].id(), *second);
+
+  auto entries = store_->ListAudit({});
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].action(), "cost_model_calibrated");
+  EXPECT_EQ((*entries)[0].actor(), "carol");
+  EXPECT_EQ((*entries)[0].detail(), absl::StrCat("1 host classes (calibration ", *first, ")"));
+
+  // Who saved it is required.
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      store_->SaveCostModelCalibration(Calibration("", 1.0), audit).status()));
 }
 
 TEST_P(ChangeStoreConformanceTest, HostStatusKeepsDesiredAndApplied) {

@@ -15,6 +15,7 @@
 
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
+#include "collector/store/host_store.h"
 #include "gtest/gtest.h"
 
 namespace smbfleet::collector::store_testing {
@@ -25,6 +26,10 @@ struct ChangeStoreUnderTest {
   // The same backend's ComplianceStore, for ActiveWaivers; destroyed after `changes`.
   std::unique_ptr<ComplianceStore> compliance;
   std::unique_ptr<ChangeStore> changes;
+  // The same backend's hosts (whose platform ListMeasuredChangeHosts joins), owned by
+  // `compliance` or by `owned_hosts`.
+  std::unique_ptr<HostStore> owned_hosts;
+  HostStore* hosts = nullptr;
 };
 
 struct ChangeStoreFactory {

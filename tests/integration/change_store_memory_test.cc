@@ -40,6 +40,7 @@ ChangeStoreUnderTest MakeMemoryStore() {
   ChangeStoreUnderTest out;
   auto compliance = std::make_unique<OwningComplianceStore>(std::make_unique<MemoryHostStore>());
   out.changes = std::make_unique<MemoryChangeStore>(compliance.get());
+  out.hosts = compliance->host_store();
   out.compliance = std::move(compliance);
   return out;
 }

@@ -56,6 +56,8 @@ ChangeStoreUnderTest MakePgStore() {
   return MakePg<ChangeStoreUnderTest>(4, [](Stores& stores, ChangeStoreUnderTest& out) {
     out.compliance = std::move(stores.compliance);
     out.changes = std::move(stores.changes);
+    out.owned_hosts = std::move(stores.hosts);
+    out.hosts = out.owned_hosts.get();
   });
 }
 
@@ -226,6 +228,38 @@ TEST_F(PgChangeStoreTest, TheAuditLogIsAppendOnlyForTheCollectorsRole) {
   ASSERT_TRUE(entries.ok()) << entries.status();
   ASSERT_EQ(entries->size(), 1u);
   EXPECT_EQ((*entries)[0].actor(), "alice");
+}
+
+TEST_F(PgChangeStoreTest, ACalibrationKeepsItsInputsWithThePredictedAndMeasuredFigures) {
+  v1::CostModelCalibration c;
+  c.set_saved_by("carol");
+  c.mutable_since()->set_seconds(1'800'000'000);
+  c.set_input_count(2);
+  c.add_groups()->set_platform("samba");
+  for (const char* host : {"fs01", "fs02"}) {
+    auto* in = c.add_inputs();
+    in->set_change_id("chg-1");
+    in->set_host(host);
+    in->set_platform("samba");
+    in->set_protection_before("signing AES_128_GMAC");
+    in->set_protection_after("encryption AES_128_GCM");
+    in->mutable_measured()->set_predicted_cpu_ratio(1.25);
+    in->mutable_measured()->set_cpu_per_byte_ratio(1.5);
+  }
+  v1::AuditEntry audit;
+  audit.set_actor("carol");
+  audit.set_action("cost_model_calibrated");
+  auto id = changes_->SaveCostModelCalibration(c, audit);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(QueryValue(dsn_, absl::StrCat("SELECT string_agg(host || ' ' || platform || ' ' || "
+                                          "protection_after || ' ' || "
+                                          "(measured->>'cpuPerByteRatio') || '/' || "
+                                          "(measured->>'predictedCpuRatio'), ', ' ORDER BY host) "
+                                          "FROM cost_model_calibration_inputs "
+                                          "WHERE calibration_id = ",
+                                          *id)),
+            "fs01 samba encryption AES_128_GCM 1.5/1.25, fs02 samba encryption AES_128_GCM "
+            "1.5/1.25");
 }
 
 TEST_F(PgChangeStoreTest, PendingOrdersAreAnIndexLookupByHost) {

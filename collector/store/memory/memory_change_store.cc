@@ -1,6 +1,7 @@
 #include "collector/store/memory/memory_change_store.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -247,6 +248,72 @@ absl::Status MemoryChangeStore::UpdateHostCounters(const std::string& change_id,
   if (counters.after.has_value()) *stored.mutable_counters_after() = std::move(*counters.after);
   if (counters.measured.has_value()) *stored.mutable_measured() = std::move(*counters.measured);
   return absl::OkStatus();
+}
+
+absl::StatusOr<MeasuredChangeHosts> MemoryChangeStore::ListMeasuredChangeHosts(absl::Time since,
+                                                                               uint32_t limit) {
+  std::vector<MeasuredChangeHost> found;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, s] : changes_) {
+      for (const auto& [name, counters] : s.counters) {
+        if (!counters.has_measured()) continue;
+        const v1::ChangeHost* h = FindHost(s.change, name);
+        if (h == nullptr || !h->has_finished_at() || FromProto(h->finished_at()) < since) continue;
+        MeasuredChangeHost m;
+        m.change_id = id;
+        m.host = *h;
+        *m.host.mutable_measured() = counters.measured();
+        found.push_back(std::move(m));
+      }
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    const absl::Time at = FromProto(a.host.finished_at()), bt = FromProto(b.host.finished_at());
+    if (at != bt) return at > bt;
+    return std::tie(a.change_id, a.host.host()) < std::tie(b.change_id, b.host.host());
+  });
+  MeasuredChangeHosts out;
+  out.truncated = found.size() > limit;
+  if (out.truncated) found.resize(limit);
+  // The host store is asked without this store's lock held, as the SQL join reads another table.
+  MemoryHostStore* hosts = compliance_ == nullptr ? nullptr : compliance_->host_store();
+  for (auto& m : found) {
+    if (hosts != nullptr) {
+      auto record = hosts->GetHost(m.host.host());
+      if (!record.ok()) return record.status();
+      if (record->has_value()) m.platform = (*record)->summary.platform();
+    }
+    out.hosts.push_back(std::move(m));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> MemoryChangeStore::SaveCostModelCalibration(
+    const v1::CostModelCalibration& calibration, v1::AuditEntry audit) {
+  if (calibration.saved_by().empty()) {
+    return absl::InvalidArgumentError("calibration: saved_by is empty");
+  }
+  if (!calibration.has_since()) return absl::InvalidArgumentError("calibration: since is unset");
+  absl::MutexLock lock(&mu_);
+  const int64_t id = static_cast<int64_t>(calibrations_.size()) + 1;
+  v1::CostModelCalibration& saved = calibrations_.emplace_back(calibration);
+  saved.set_id(id);
+  if (!saved.has_saved_at()) *saved.mutable_saved_at() = ToProto(absl::Now());
+  audit.set_detail(absl::StrCat(audit.detail(), " (calibration ", id, ")"));
+  AppendAuditLocked({std::move(audit)});
+  return id;
+}
+
+absl::StatusOr<std::vector<v1::CostModelCalibration>> MemoryChangeStore::ListCostModelCalibrations(
+    uint32_t limit) {
+  absl::MutexLock lock(&mu_);
+  std::vector<v1::CostModelCalibration> out;
+  for (auto it = calibrations_.rbegin(); it != calibrations_.rend() && out.size() < limit; ++it) {
+    v1::CostModelCalibration& c = out.emplace_back(*it);
+    c.clear_inputs();
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<v1::Change>> MemoryChangeStore::PendingForHost(const std::string& host,

@@ -34,6 +34,13 @@ class MemoryChangeStore : public ChangeStore {
                                                     const StepFn& step) override;
   absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
                                   const CountersStepFn& step) override;
+  absl::StatusOr<MeasuredChangeHosts> ListMeasuredChangeHosts(absl::Time since,
+                                                              uint32_t limit) override;
+  absl::StatusOr<int64_t> SaveCostModelCalibration(
+      const smbfleet::v1::CostModelCalibration& calibration,
+      smbfleet::v1::AuditEntry audit) override;
+  absl::StatusOr<std::vector<smbfleet::v1::CostModelCalibration>> ListCostModelCalibrations(
+      uint32_t limit) override;
   absl::StatusOr<std::vector<smbfleet::v1::Change>> PendingForHost(const std::string& host,
                                                                    absl::Time now) override;
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
@@ -78,6 +85,7 @@ class MemoryChangeStore : public ChangeStore {
   std::map<std::string, smbfleet::v1::HostChangeStatus> host_statuses_ ABSL_GUARDED_BY(mu_);
   std::vector<smbfleet::v1::AuditEntry> audit_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, smbfleet::v1::Waiver> waivers_ ABSL_GUARDED_BY(mu_);
+  std::vector<smbfleet::v1::CostModelCalibration> calibrations_ ABSL_GUARDED_BY(mu_);  // by id
   std::map<std::string, std::shared_ptr<absl::Mutex>> waiver_locks_ ABSL_GUARDED_BY(mu_);
 };
 

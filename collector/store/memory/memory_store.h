@@ -87,6 +87,9 @@ class MemoryComplianceStore : public ComplianceStore {
                                                                         const std::string& rule_id,
                                                                         uint32_t limit) override;
 
+  // The hosts it shares (for MemoryChangeStore's platform of a host).
+  MemoryHostStore* host_store() const { return hosts_; }
+
   // Test controls and observations.
   void SetActiveWaivers(std::vector<smbfleet::v1::Waiver> waivers);
   // ActiveWaivers asks `source` instead (MemoryChangeStore's waivers in force now); null: the

@@ -13,6 +13,7 @@
 #include "collector/store/postgres/change_rows.h"
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/sql.h"
+#include "common/json.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -200,6 +201,12 @@ class PgChangeStore : public ChangeStore {
   absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override;
   absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
                                   const CountersStepFn& step) override;
+  absl::StatusOr<MeasuredChangeHosts> ListMeasuredChangeHosts(absl::Time since,
+                                                              uint32_t limit) override;
+  absl::StatusOr<int64_t> SaveCostModelCalibration(const v1::CostModelCalibration& calibration,
+                                                   v1::AuditEntry audit) override;
+  absl::StatusOr<std::vector<v1::CostModelCalibration>> ListCostModelCalibrations(
+      uint32_t limit) override;
   absl::StatusOr<std::vector<v1::Change>> PendingForHost(const std::string& host,
                                                          absl::Time now) override;
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
@@ -484,6 +491,111 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
   } catch (...) {
     return MapWriteError(*pool_, what, written);
   }
+}
+
+absl::StatusOr<MeasuredChangeHosts> PgChangeStore::ListMeasuredChangeHosts(absl::Time since,
+                                                                           uint32_t limit) {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing the change hosts with a measured impact",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<MeasuredChangeHosts> {
+        // One more than the limit says whether it was reached; the windows are not read.
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", pg::kHostColumns,
+                         ", NULL::text AS counters_before, NULL::text AS counters_after, "
+                         "h.measured::text AS measured, x.platform AS platform "
+                         "FROM change_hosts h LEFT JOIN hosts x ON x.name = h.host "
+                         "WHERE h.measured IS NOT NULL AND h.finished_at >= $1::timestamptz "
+                         "ORDER BY h.finished_at DESC, h.change_id, h.host LIMIT $2"),
+            pg::Rfc3339(since), static_cast<int64_t>(limit) + 1);
+        MeasuredChangeHosts out;
+        for (const auto& r : rows) {
+          if (out.hosts.size() == limit) {
+            out.truncated = true;
+            break;
+          }
+          MeasuredChangeHost m;
+          m.change_id = r["change_id"].as<std::string>();
+          ASSIGN_OR_RETURN(m.host, pg::HostFromRow(r));
+          RETURN_IF_ERROR(pg::MergeHostCounters(r, &m.host));
+          if (!r["platform"].is_null()) {
+            v1::Platform_Parse(r["platform"].as<std::string>(), &m.platform);
+          }
+          out.hosts.push_back(std::move(m));
+        }
+        return out;
+      });
+}
+
+absl::StatusOr<int64_t> PgChangeStore::SaveCostModelCalibration(
+    const v1::CostModelCalibration& calibration, v1::AuditEntry audit) {
+  if (calibration.saved_by().empty()) {
+    return absl::InvalidArgumentError("calibration: saved_by is empty");
+  }
+  if (!calibration.has_since()) return absl::InvalidArgumentError("calibration: since is unset");
+  v1::CostModelCalibration groups;
+  *groups.mutable_groups() = calibration.groups();
+  ASSIGN_OR_RETURN(std::string groups_json, ToJson(groups, /*pretty=*/false));
+  const std::string what = "saving a cost model calibration";
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    const std::string saved_at = pg::TimestampText(calibration.saved_at());
+    const int64_t id =
+        tx.exec_params1(
+              "INSERT INTO cost_model_calibrations (saved_at, saved_by, since, truncated, "
+              "input_count, groups) VALUES (COALESCE(NULLIF($1, '')::timestamptz, now()), $2, "
+              "$3::timestamptz, $4, $5, $6::jsonb) RETURNING id",
+              saved_at, calibration.saved_by(), pg::TimestampText(calibration.since()),
+              calibration.truncated(), static_cast<int64_t>(calibration.input_count()),
+              groups_json)[0]
+            .as<int64_t>();
+    pg::InsertBatch inputs(tx,
+                           "INSERT INTO cost_model_calibration_inputs (calibration_id, change_id, "
+                           "host, platform, protection_before, protection_after, measured)",
+                           "");
+    for (const v1::CostModelCalibrationInput& in : calibration.inputs()) {
+      ASSIGN_OR_RETURN(std::string measured, ToJson(in.measured(), /*pretty=*/false));
+      inputs.Add({absl::StrCat(id), tx.quote(in.change_id()), tx.quote(in.host()),
+                  tx.quote(in.platform()), tx.quote(in.protection_before()),
+                  tx.quote(in.protection_after()), tx.quote(measured) + "::jsonb"});
+    }
+    inputs.Flush();
+    audit.set_detail(absl::StrCat(audit.detail(), " (calibration ", id, ")"));
+    InsertAudit(tx, {audit});
+    tx.commit();
+    return id;
+  } catch (...) {
+    return MapWriteError(*pool_, what, {});
+  }
+}
+
+absl::StatusOr<std::vector<v1::CostModelCalibration>> PgChangeStore::ListCostModelCalibrations(
+    uint32_t limit) {
+  return pool_->Run<pqxx::read_transaction>(
+      "listing cost model calibrations",
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<v1::CostModelCalibration>> {
+        pqxx::result rows = tx.exec_params(
+            "SELECT id, (EXTRACT(EPOCH FROM saved_at) * 1000000)::bigint AS saved_at, saved_by, "
+            "(EXTRACT(EPOCH FROM since) * 1000000)::bigint AS since, truncated, input_count, "
+            "groups::text AS groups FROM cost_model_calibrations ORDER BY id DESC LIMIT $1",
+            static_cast<int64_t>(limit));
+        std::vector<v1::CostModelCalibration> out;
+        out.reserve(rows.size());
+        for (const auto& r : rows) {
+          v1::CostModelCalibration& c = out.emplace_back();
+          const int64_t id = r["id"].as<int64_t>();
+          RETURN_IF_ERROR(FromJson(r["groups"].as<std::string>(),
+                                   absl::StrCat("calibration ", id, ", column groups"), &c,
+                                   /*ignore_unknown=*/true));
+          c.set_id(id);
+          pg::SetTimestampFromMicros(r["saved_at"], c.mutable_saved_at());
+          c.set_saved_by(r["saved_by"].as<std::string>());
+          pg::SetTimestampFromMicros(r["since"], c.mutable_since());
+          c.set_truncated(r["truncated"].as<bool>());
+          c.set_input_count(r["input_count"].as<uint32_t>());
+        }
+        return out;
+      });
 }
 
 absl::StatusOr<std::vector<v1::Change>> PgChangeStore::PendingForHost(const std::string& host,
