@@ -120,6 +120,8 @@ scenario_flow() {
   # Not a terminal: one line per state change; exit 0 once COMPLETED with every host APPLIED.
   ctl viewer changes watch "$id" --interval 200ms --timeout 100s >"$work/watch.txt" 2>&1 &
   local watch_pid=$!
+  # The watch has seen the change as it is before the approval goes in.
+  poll 30 "changes watch to print PROPOSED" grep -q "  change  PROPOSED" "$work/watch.txt"
   local t0
   t0=$(epoch_ms)
   expect_exit 0 "second approval" approver-b changes approve "$id" --comment "go"
