@@ -12,21 +12,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/median.h"
 
 namespace smbfleet {
 namespace {
 
 namespace v1 = smbfleet::v1;
-
-std::optional<double> Median(std::vector<double> values) {
-  if (values.empty()) return std::nullopt;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  const double upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + mid);
-  return lower + (upper - lower) / 2;
-}
 
 // The figures of one class before they are reduced to medians.
 struct Collected {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/median.h"
 
 namespace smbfleet {
 namespace {
@@ -30,17 +31,6 @@ bool ValidTime(const google::protobuf::Timestamp& ts) {
 
 int64_t Micros(const google::protobuf::Timestamp& ts) {
   return ts.seconds() * 1000000 + ts.nanos() / 1000;
-}
-
-template <typename T>
-std::optional<T> Median(std::vector<T> values) {
-  if (values.empty()) return std::nullopt;
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  const T upper = values[mid];
-  if (values.size() % 2 == 1) return upper;
-  const T lower = *std::max_element(values.begin(), values.begin() + mid);
-  return lower + (upper - lower) / 2;
 }
 
 bool CpuInRange(double v) { return std::isfinite(v) && v >= 0 && v <= 100 + kCpuPercentSlack; }
