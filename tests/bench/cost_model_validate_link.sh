@@ -100,6 +100,15 @@ done
 command -v jq >/dev/null || die "needs jq"
 warm_mib=$((mib < 16 ? mib : 16))
 
+# shellcheck source=postures.sh
+source "$here/postures.sh"
+if [[ -n "$only_postures" ]]; then
+  for p in $only_postures; do
+    [[ " ${postures[*]} " == *" $p "* ]] || die "--postures: '$p' is not one of: ${postures[*]}"
+  done
+  read -r -a postures <<<"$only_postures"
+fi
+
 # shellcheck source=../netpath/lib.sh
 source "$here/../netpath/lib.sh"
 why=$(netpath_check) || die "$why"
@@ -125,14 +134,6 @@ cleanup() {
   rmdir -- "$work" 2>/dev/null || true  # kept when --out is inside it
 }
 
-# shellcheck source=postures.sh
-source "$here/postures.sh"
-if [[ -n "$only_postures" ]]; then
-  for p in $only_postures; do
-    [[ " ${postures[*]} " == *" $p "* ]] || die "--postures: '$p' is not one of: ${postures[*]}"
-  done
-  read -r -a postures <<<"$only_postures"
-fi
 
 lab="$netpath_root/deploy/samba-lab.sh"
 apply_posture() {
