@@ -166,6 +166,10 @@ double ModelParameters::WindowBytes(ClientKind client) const {
   return client == ClientKind::kSmbclient ? smbclient_window_bytes : window_bytes;
 }
 
+bool ModelParameters::CryptoInSeries(ClientKind client) const {
+  return client == ClientKind::kSmbclient && smbclient_crypto_in_series;
+}
+
 std::string Workload::Name() const {
   return kind == Kind::kLargeSequential ? "large files" : "small files";
 }
@@ -733,6 +737,13 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
     double wire_rate = r.wire_bytes_per_second / wire_overhead;
     // The window holds wire bytes: compressed data fits more payload in flight.
     double latency_rate = r.channels * p.WindowBytes(workload.client) / r.rtt / (on_wire(io) / io);
+    if (p.CryptoInSeries(workload.client)) {
+      // Each channel's bytes wait for the server's crypto before they leave and for the
+      // client's after they arrive: both add to the time per byte of the wire and of the window.
+      double serial_seconds_per_byte = (crypto(false) + crypto(true)) / io / r.channels;
+      wire_rate = 1 / (1 / wire_rate + serial_seconds_per_byte);
+      latency_rate = 1 / (1 / latency_rate + serial_seconds_per_byte);
+    }
 
     out.throughput_bytes_per_second = cpu_rate;
     out.limit = Prediction::Limit::kCpu;

@@ -266,6 +266,16 @@ struct ModelParameters {
   double smbclient_window_bytes = 0;
   // The window of `client`.
   double WindowBytes(ClientKind client) const;
+  // Whether the client's reads pay their crypto in series with the transfer: SMB 3 signs or
+  // encrypts a whole message, the signature (or the transform header) goes before the data, so
+  // the server has to finish a READ response's crypto before its first byte leaves and the
+  // client needs its last byte before it can check it. A client with few, large reads
+  // outstanding (smbclient: 2 x 8 MiB) then adds both ends' crypto time per byte to the wire
+  // time per byte instead of hiding it behind the transfer (docs/cost-model.md, "Validation
+  // across a link"). True for smbclient (measured through the delay link); false for the
+  // Windows client (not measured here: it keeps many 1 MiB reads outstanding).
+  bool smbclient_crypto_in_series = false;
+  bool CryptoInSeries(ClientKind client) const;
   // Payload share of the line rate (Ethernet/IP/TCP/NetBIOS/SMB2 headers).
   double link_efficiency = 0;
   // Defaults when the host does not say.

@@ -416,6 +416,67 @@ TEST(PredictTest, TheClientSetsTheWindow) {
   }
 }
 
+// smbclient pays the crypto of both ends in series with the transfer (parameters.cc): through a
+// link or a window that sets the pace, the time per byte is the wire's (or the window's) plus
+// the server's and the client's crypto per byte. The Windows client's predictions stay as they
+// were: its crypto hides behind the transfer.
+TEST(PredictTest, SmbclientPaysCryptoInSeriesWithTheTransfer) {
+  HostProfile h;
+  h.link_bits_per_second = 1e9;
+  h.logical_cores = 2;
+  const ModelParameters& p = DefaultParameters();
+  ASSERT_TRUE(p.CryptoInSeries(ClientKind::kSmbclient));
+  ASSERT_FALSE(p.CryptoInSeries(ClientKind::kWindows));
+  Workload windows = Workload::LargeSequential();
+  Workload smbclient = Workload::LargeSequential();
+  smbclient.client = ClientKind::kSmbclient;
+  const double io = static_cast<double>(smbclient.io_bytes);
+  for (double rtt_ms : {0.5, 60.0}) {
+    SCOPED_TRACE(rtt_ms);
+    h.rtt_seconds = rtt_ms / 1000;
+    const Prediction none = Predict(h, ProtectionLevel::None(), smbclient);
+    for (const ProtectionLevel& level :
+         {ProtectionLevel::Signing(v1::AES_128_CMAC), ProtectionLevel::Encryption(v1::AES_128_CCM),
+          ProtectionLevel::Encryption(v1::AES_128_GCM)}) {
+      SCOPED_TRACE(level.ToString());
+      const Prediction s = Predict(h, level, smbclient);
+      // The crypto per byte of each end: what the level adds to its CPU per byte.
+      const double crypto = (s.server_cpu_seconds_per_byte - none.server_cpu_seconds_per_byte) +
+                            (s.client_cpu_seconds_per_byte - none.client_cpu_seconds_per_byte);
+      ASSERT_GT(crypto, 0);
+      // Encryption also carries the transform header on the wire (and in the window).
+      const double wire_share = level.is_encrypted() ? (io + p.transform_header_bytes) / io : 1;
+      const double expected = rtt_ms < 1
+                                  ? 1 / (wire_share / none.throughput_bytes_per_second + crypto)
+                                  : 1 / (1 / none.throughput_bytes_per_second + crypto);
+      EXPECT_EQ(s.limit, none.limit);
+      EXPECT_NEAR(s.throughput_bytes_per_second / expected, 1, 1e-9);
+      EXPECT_LT(s.throughput_bytes_per_second, none.throughput_bytes_per_second);
+      // The Windows client: the link's (or the window's) pace whatever the protection.
+      const Prediction w = Predict(h, level, windows);
+      const Prediction w_none = Predict(h, ProtectionLevel::None(), windows);
+      EXPECT_NEAR(w.throughput_bytes_per_second * wire_share / w_none.throughput_bytes_per_second,
+                  1, rtt_ms < 1 ? 1e-9 : 1e-4);
+    }
+  }
+  // The validation's case (1 Gbit, 0.5 ms): AES-128-CCM, a few ns/B at the two ends over
+  // 9.26 ns/B of wire, carries well below the link's 108 MB/s.
+  h.rtt_seconds = 0.0005;
+  const double link = Predict(h, ProtectionLevel::None(), smbclient).throughput_bytes_per_second;
+  const double ccm = Predict(h, ProtectionLevel::Encryption(v1::AES_128_CCM), smbclient)
+                         .throughput_bytes_per_second;
+  EXPECT_NEAR(link / 1e6, 108, 0.1);
+  EXPECT_LT(ccm, 0.9 * link);
+  EXPECT_GT(ccm, 0.5 * link);
+  // A slower crypto costs more throughput: AES-256-CCM below AES-128-CCM below AES-128-GCM.
+  EXPECT_LT(Predict(h, ProtectionLevel::Encryption(v1::AES_256_CCM), smbclient)
+                .throughput_bytes_per_second,
+            ccm);
+  EXPECT_GT(Predict(h, ProtectionLevel::Encryption(v1::AES_128_GCM), smbclient)
+                .throughput_bytes_per_second,
+            ccm);
+}
+
 TEST(PredictTest, CpuBoundThroughputFollowsCryptoCost) {
   HostProfile h = FastLinkHost();
   Workload large = Workload::LargeSequential();

@@ -56,6 +56,14 @@ const ModelParameters& DefaultParameters() {
     // measured in flight through smbfleet-delay-link: 2.65 MB at 60 ms over 256 MiB copies
     // (docs/netpath.md).
     p->smbclient_window_bytes = 4194304.0 * 2 / 3;
+    // smbclient's reads pay both ends' crypto in series with the transfer: SMB 3 signs or
+    // encrypts whole messages (smbd's READ response, 8 MiB), so the server finishes a message's
+    // crypto before its first byte leaves and smbclient checks it only after its last byte has
+    // arrived, and with 2 reads outstanding neither is hidden. Derived from that structure, not
+    // fitted: the crypto times are the factors above (run E, loopback); through the delay link
+    // (docs/cost-model.md, "Validation across a link") the CCM postures at 1 Gbit carried what
+    // wire + server crypto + client crypto per byte gives, whatever the link program's CPU share.
+    p->smbclient_crypto_in_series = true;
     // Reference host (2 vCPU AMD EPYC VM, AES-NI, PCLMULQDQ, VAES, VPCLMULQDQ, SHA-NI;
     // OpenSSL 3.0): one-thread agent benchmark (crypto_bench_compare), fitted as
     // seconds = per_call + per_byte x size through 4 KiB and 1 MiB.

@@ -242,6 +242,8 @@ TEST(BenchSmokeTest, CostModelValidateLinkRejectsBadFlags) {
       {{"--statistic", "mean"}, "--statistic: want median or best, got 'mean'"},
       {{"--runs"}, "--runs wants a value"},
       {{"--colour"}, "unknown argument '--colour'"},
+      {{"--mtu", "jumbo"}, "--mtu: want 576..65000, got 'jumbo'"},
+      {{"--postures", "none rot13"}, "--postures: 'rot13' is not one of: none sign-hmac-sha256"},
   };
   for (const auto& c : kCases) {
     std::vector<std::string> argv = base;

@@ -11,6 +11,7 @@
 #   cost_model_validate_link.sh --link LINK_BIN --report REPORT_BIN [--rates "1000 100"]
 #                               [--one-way "0.25 30"] [--runs N] [--mib M] [--queue PACKETS]
 #                               [--nice N] [--statistic median|best] [--out DIR] [--markdown]
+#                               [--mtu BYTES] [--postures "none enc-aes-128-ccm ..."]
 #
 # LINK_BIN is the built smbfleet-delay-link, REPORT_BIN the built cost_model_report. Postures are
 # interleaved run by run, in a new random order each run, so that other work on the machine falls
@@ -23,7 +24,12 @@
 # from a cpuacct cgroup holding smbd and its connection children (nanoseconds) where cgroup v1
 # cpuacct is writable, else from /proc (utime + stime, clock ticks). smbd, smbclient and the
 # link program run at nice N (default -10); nothing is pinned: the link's user-space forwarding
-# needs a core too. Prints one JSON document (and, with --markdown, a table per point before it).
+# needs a core too. Each measured line also carries the CPU seconds of the client (smbclient)
+# and of the link program during the get, the host's idle CPU seconds and the load average; the
+# JSON gives their medians per GB per point. --mtu sets the path's MTU (default 1500, what the
+# model's link efficiency assumes; 9000 halves the link program's CPU). --postures measures a
+# subset (diagnosis). Prints one JSON document (and, with --markdown, a table per point before
+# it).
 # Needs root, network namespaces, the Debian packages samba, smbclient, libnss-wrapper, iproute2,
 # jq. Bounded: with the defaults (4 points, 8 postures, 3 runs of 16 + 64 MiB) about nine
 # minutes, most of it at 100 Mbit. Not part of ctest.
@@ -41,6 +47,8 @@ nice_level=-10
 statistic=median
 out=""
 markdown=0
+mtu=1500
+only_postures=""
 
 die() {
   echo "cost_model_validate_link: $*" >&2
@@ -49,7 +57,7 @@ die() {
 
 while (($#)); do
   case "$1" in
-    --link | --report | --rates | --one-way | --runs | --mib | --queue | --nice | --statistic | --out)
+    --link | --report | --rates | --one-way | --runs | --mib | --queue | --nice | --statistic | --out | --mtu | --postures)
       (($# >= 2)) || die "$1 wants a value"
       case "$1" in
         --link) link_bin=$2 ;;
@@ -62,6 +70,8 @@ while (($#)); do
         --nice) nice_level=$2 ;;
         --statistic) statistic=$2 ;;
         --out) out=$2 ;;
+        --mtu) mtu=$2 ;;
+        --postures) only_postures=$2 ;;
       esac
       shift 2
       ;;
@@ -77,6 +87,7 @@ done
 [[ "$nice_level" =~ ^-?[0-9]+$ ]] && ((nice_level >= -20 && nice_level <= 19)) ||
   die "--nice: want -20..19, got '$nice_level'"
 [[ "$statistic" == median || "$statistic" == best ]] || die "--statistic: want median or best, got '$statistic'"
+[[ "$mtu" =~ ^[0-9]+$ ]] && ((mtu >= 576 && mtu <= 65000)) || die "--mtu: want 576..65000, got '$mtu'"
 [[ -n "$rates" ]] || die "--rates: want at least one rate"
 [[ -n "$one_ways" ]] || die "--one-way: want at least one delay"
 for r in $rates; do
@@ -88,6 +99,15 @@ for d in $one_ways; do
 done
 command -v jq >/dev/null || die "needs jq"
 warm_mib=$((mib < 16 ? mib : 16))
+
+# shellcheck source=postures.sh
+source "$here/postures.sh"
+if [[ -n "$only_postures" ]]; then
+  for p in $only_postures; do
+    [[ " ${postures[*]} " == *" $p "* ]] || die "--postures: '$p' is not one of: ${postures[*]}"
+  done
+  read -r -a postures <<<"$only_postures"
+fi
 
 # shellcheck source=../netpath/lib.sh
 source "$here/../netpath/lib.sh"
@@ -114,8 +134,6 @@ cleanup() {
   rmdir -- "$work" 2>/dev/null || true  # kept when --out is inside it
 }
 
-# shellcheck source=postures.sh
-source "$here/postures.sh"
 
 lab="$netpath_root/deploy/samba-lab.sh"
 apply_posture() {
@@ -123,6 +141,16 @@ apply_posture() {
   posture_conf "$1" >"$dir/conf.d/posture.conf"
   env "${labenv[@]}" testparm -s "$conf" >/dev/null 2>&1 || die "testparm rejects posture $1"
   env "${labenv[@]}" smbcontrol -s "$conf" smbd reload-config || die "reload-config failed"
+}
+
+# The CPU seconds (utime + stime) of one live process so far, from /proc.
+proc_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.4f", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
+# The host's idle CPU seconds so far, all cores together (idle + iowait of /proc/stat).
+host_idle() {
+  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.4f", ($5 + $6) / hz; exit }' /proc/stat
 }
 
 # smbd's CPU seconds so far: the cgroup's usage, else from /proc: its reaped children's and
@@ -150,20 +178,32 @@ wait_reaped() {
 # measure POSTURE RUN: a held session from the client namespace gets warm.bin, then large.bin;
 # appends a measured line with large.bin's rate and smbd's CPU during that get alone.
 measure() {
-  local posture=$1 run=$2 before after kbps name="m-$1-$2"
+  local posture=$1 run=$2 before after kbps name="m-$1-$2" client_pid
+  local client_before client_after link_before link_after idle_before idle_after
   wait_reaped
   netpath_hold "$name" >/dev/null
+  read -r client_pid _ <"$netpath_work/lab/holds/$name.pids"
   # The client (the held smbclient) at the same nice level as smbd and the link.
   renice -n "$nice_level" -p $(ip netns pids "$netpath_client_ns") >/dev/null
   netpath_get "$name" warm.bin >/dev/null || die "warm-up get failed under $posture"
+  client_before=$(proc_cpu "$client_pid")
+  link_before=$(proc_cpu "$netpath_link_pid")
+  idle_before=$(host_idle)
   before=$(server_cpu)
   kbps=$(netpath_get "$name" large.bin) || die "get failed under $posture"
   after=$(server_cpu)
+  idle_after=$(host_idle)
+  link_after=$(proc_cpu "$netpath_link_pid")
+  client_after=$(proc_cpu "$client_pid")
   bash "$lab" release "$netpath_work/lab" "$name" >/dev/null
   jq -cn --arg p "$posture" --argjson r "$run" --argjson b "$((mib << 20))" --argjson k "$kbps" \
     --argjson c "$(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.6f", b - a }')" \
+    --argjson cc "$(awk -v a="$client_before" -v b="$client_after" 'BEGIN { printf "%.4f", b - a }')" \
+    --argjson lc "$(awk -v a="$link_before" -v b="$link_after" 'BEGIN { printf "%.4f", b - a }')" \
+    --argjson ic "$(awk -v a="$idle_before" -v b="$idle_after" 'BEGIN { printf "%.4f", b - a }')" \
+    --arg load "$(cut -d' ' -f1 /proc/loadavg)" \
     '{posture: $p, workload: "large", run: $r, bytes: $b, files: 0, seconds: ($b / ($k * 1024)),
-      serverCpu: $c, clientCpu: 0}' >>"$point_out/measured.jsonl"
+      serverCpu: $c, clientCpu: $cc, linkCpu: $lc, hostIdleCpu: $ic, loadAverage: ($load | tonumber)}' >>"$point_out/measured.jsonl"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -174,7 +214,7 @@ for rate in $rates; do
     point_out="$out/rate-$rate-oneway-$one_way"
     mkdir -p "$point_out/smbstatus"
     : >"$point_out/measured.jsonl"
-    netpath_up "$link_bin" "$one_way" "$rate" "$queue"
+    netpath_up "$link_bin" "$one_way" "$rate" "$queue" "$mtu"
     trap cleanup EXIT  # netpath_up set its own; this one also removes the cgroup
     conf=$(bash "$lab" conf "$netpath_work/lab")
     mapfile -t labenv < <(bash "$lab" env "$netpath_work/lab")
@@ -221,7 +261,16 @@ for rate in $rates; do
       echo
       awk '$0 == "{" { exit } { print }' "$point_out/report.out"
     fi
-    awk 'f || $0 == "{" { f = 1; print }' "$point_out/report.out" >"$point_out/report.json"
+    # Beside the report: the CPU of the client (smbclient) and of the link program per get, in
+    # seconds per GB (medians over all gets at this point, /proc utime + stime).
+    awk 'f || $0 == "{" { f = 1; print }' "$point_out/report.out" |
+      jq --slurpfile m "$point_out/measured.jsonl" '
+        def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+        def per_gb(f): [$m[] | f / .bytes * 1e9] | median | . * 1000 | round / 1000;
+        . + {clientCpuSecondsPerGB: per_gb(.clientCpu), linkCpuSecondsPerGB: per_gb(.linkCpu),
+             mtu: '"$mtu"',
+             clientCpuSecondsPerGBByPosture: ([$m[] | .posture] | unique | map({key: ., value: (. as $p | [$m[] | select(.posture == $p) | .clientCpu / .bytes * 1e9] | median | . * 1000 | round / 1000)}) | from_entries)}' \
+        >"$point_out/report.json"
     points+=("$point_out/report.json")
   done
 done
@@ -238,6 +287,7 @@ jq -s --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" --arg lb "$load_before" \
     loadAverageAfter: $la, logicalCores: .[0].logicalCores, samba: $samba, runsPerPosture: $runs,
     fileMiB: $mib, warmUpMiB: $warm, queuePackets: $queue, nice: $nice, statistic: $statistic,
     serverCpuFrom: $cpu, tcpCongestionControl: $cc, tcpRmem: $rmem, tcpWmem: $wmem,
+    mtu: .[0].mtu, linkCpuSecondsPerGB: [.[] | {linkMbit, rttMs, linkCpuSecondsPerGB}],
     predictions: ([.[].comparedPredictions] | add),
     withinTwentyFivePercent: ([.[].withinTwentyFivePercent] | add),
     orderingDiscordantByThroughput: [.[] | (.linkMbit | tostring) + " Mbit " + (.rttMs | tostring) + " ms: " + .orderingByThroughput.discordant[]],

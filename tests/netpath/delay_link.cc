@@ -13,7 +13,8 @@
 // Gigabit Ethernet, and frames wait in a queue of --queue_packets behind it (drop tail). Without
 // a rate cap, --queue_packets bounds the frames on the delay line. Drops are counted.
 //
-// The devices are up-to-the-caller: addresses, MTU (1500) and `up` are set with `ip`. They
+// The devices are up-to-the-caller: addresses, MTU (1500, or up to 65521) and `up` are set with
+// `ip`. They
 // vanish when the program exits: on SIGTERM/SIGINT, or after --max_seconds (default 600).
 // It prints "ready" on stdout once both devices exist. --stats writes JSON counters at exit.
 // The process sleeps until the next frame is due or a device is readable (no busy polling).
@@ -47,8 +48,9 @@ namespace {
 // Ethernet preamble + start delimiter (8), FCS (4) and inter-frame gap (12): what a frame costs
 // on a real line beyond the bytes a TAP device hands over.
 constexpr int64_t kLineOverheadBytes = 24;
-// Larger than any frame of an MTU-1500 device (1514, or 1518 with a VLAN tag).
-constexpr size_t kMaxFrameBytes = 2048;
+// Larger than any frame of a device of the largest MTU `ip` lets a TAP device have (65521, plus
+// the 14-byte Ethernet header), so that jumbo frames (MTU 9000) pass as well as 1500.
+constexpr size_t kMaxFrameBytes = 65536;
 // Frames taken from one device per wakeup before the other gets its turn.
 constexpr int kReadBurst = 64;
 

@@ -9,6 +9,8 @@
 # never below the configured round trip (the link delays every frame at least that long), and
 # above it by no more than the forwarding, scheduling and TCP stack time of the fastest of the
 # session's round trips. Prints the throughput of each get (not asserted: docs/netpath.md).
+# Then, with MTU 9000 at both ends, a 32 MiB get must cross in frames larger than MTU 1500's,
+# none dropped as oversize.
 # Exits 77 (skipped) when the machine cannot build the path (no root or no network namespaces).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd -P)
@@ -61,5 +63,25 @@ for one_way in 0.25 30; do
     echo "  ok: $verdict"
   fi
 done
+
+# Jumbo frames: with MTU 9000 at both ends, the get goes in frames larger than any of MTU 1500
+# (1514 bytes with the Ethernet header), and the link drops none of them as oversize.
+netpath_up "$link_bin" 0.25 0 8192 9000
+netpath_file big.bin 32
+netpath_hold jumbo
+kib_per_second=$(netpath_get jumbo big.bin)
+netpath_down
+ab=$(grep -o '"direction": "ab"[^}]*' <<<"$netpath_link_stats")
+counter() { grep -o "\"$1\": [0-9]*" <<<"$ab" | grep -o '[0-9]*$'; }
+frames_out=$(counter framesOut)
+bytes_out=$(counter bytesOut)
+oversize=$(counter droppedOversize)
+echo "MTU 9000: get 32 MiB at $kib_per_second KiB/s; server->client frames $frames_out, bytes $bytes_out, dropped oversize $oversize"
+if [[ -z "$frames_out" ]] || ((frames_out == 0 || oversize != 0 || bytes_out / frames_out <= 1514)); then
+  echo "FAIL: MTU 9000: want frames of more than 1514 bytes on average and none dropped oversize"
+  failures=$((failures + 1))
+else
+  echo "  ok: $((bytes_out / frames_out)) bytes per frame on average"
+fi
 ((failures == 0)) || exit 1
 echo "PASS"

@@ -5,9 +5,10 @@
 #
 #   source tests/netpath/lib.sh
 #   netpath_check || exit 77             # root, ip, network namespaces; prints why not
-#   netpath_up LINK_BIN ONE_WAY_MS [RATE_MBIT] [QUEUE_PACKETS]
+#   netpath_up LINK_BIN ONE_WAY_MS [RATE_MBIT] [QUEUE_PACKETS] [MTU]
 #                                        namespaces "server" and "client", the link between
-#                                        them, smbd on $netpath_server_ip:445 in "server"
+#                                        them (MTU 1500 unless given), smbd on
+#                                        $netpath_server_ip:445 in "server"
 #   netpath_hold NAME                    a real smbclient session from "client" to share demo
 #   netpath_get NAME FILE                `get FILE /dev/null` in that session; prints KiB/s
 #   netpath_min_rtts                     min_rtt (ms) of each smbd-side TCP connection, one a line
@@ -63,9 +64,9 @@ netpath_check() {
   ip netns del "$probe"
 }
 
-# netpath_up LINK_BIN ONE_WAY_MS [RATE_MBIT] [QUEUE_PACKETS]
+# netpath_up LINK_BIN ONE_WAY_MS [RATE_MBIT] [QUEUE_PACKETS] [MTU]
 netpath_up() {
-  local link_bin=$1 one_way_ms=$2 rate_mbit=${3:-0} queue_packets=${4:-8192}
+  local link_bin=$1 one_way_ms=$2 rate_mbit=${3:-0} queue_packets=${4:-8192} mtu=${5:-1500}
   [[ -x "$link_bin" ]] || { netpath_log "link program '$link_bin' is not executable"; return 1; }
   ((netpath_up_done == 0)) || { netpath_log "the path is already up"; return 1; }
   netpath_up_done=1
@@ -95,9 +96,9 @@ netpath_up() {
   done
   grep -qx ready "$netpath_work/link.out" || { netpath_log "the link program did not get ready in 10 s"; return 1; }
   ip -n "$netpath_server_ns" addr add "$netpath_server_ip/24" dev "$netpath_server_dev"
-  ip -n "$netpath_server_ns" link set "$netpath_server_dev" mtu 1500 up
+  ip -n "$netpath_server_ns" link set "$netpath_server_dev" mtu "$mtu" up
   ip -n "$netpath_client_ns" addr add "$netpath_client_ip/24" dev "$netpath_client_dev"
-  ip -n "$netpath_client_ns" link set "$netpath_client_dev" mtu 1500 up
+  ip -n "$netpath_client_ns" link set "$netpath_client_dev" mtu "$mtu" up
 
   # smbd in the server namespace, bound to its end of the link.
   SAMBA_LAB_ADDRESS=$netpath_server_ip ip netns exec "$netpath_server_ns" \
