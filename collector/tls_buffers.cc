@@ -1,14 +1,19 @@
-// SSL_MODE_RELEASE_BUFFERS for every TLS context of the collector executable.
+// The collector executable's TLS buffers: what an idle connection keeps (docs/scaling.md).
 //
-// An idle connection keeps OpenSSL's read and write record buffers (about 34 KB together) unless
-// its SSL_CTX has SSL_MODE_RELEASE_BUFFERS, which frees them while no record is in transit and
-// allocates them again for the next one. gRPC 1.51 makes its own SSL_CTX for the server's
-// credentials and offers no option for the mode, so this executable defines SSL_CTX_new: it
-// calls OpenSSL's and sets the mode. Measured with tests/bench/scale.sh (docs/scaling.md). The
-// definition is linked into the executable only, not the libraries the tests use.
+// gRPC 1.51 makes its own SSL_CTX and BIO pair for each server connection and offers no option
+// for either, so this executable defines the two OpenSSL functions it calls. The definitions are
+// linked into the executable only, not the libraries the tests use; collector/CMakeLists.txt
+// exports them so that gRPC's libraries find them before OpenSSL's.
 #include <dlfcn.h>
+#include <openssl/bio.h>
 #include <openssl/ssl.h>
 
+#include <cstddef>
+
+#include "collector/tls_bio_pair.h"
+
+// SSL_MODE_RELEASE_BUFFERS: OpenSSL frees a connection's read and write record buffers (about
+// 34 KB together) while no record is in transit and allocates them again for the next one.
 extern "C" SSL_CTX* SSL_CTX_new(const SSL_METHOD* method) {
   using Fn = SSL_CTX* (*)(const SSL_METHOD*);
   static const Fn openssl = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "SSL_CTX_new"));
@@ -16,4 +21,11 @@ extern "C" SSL_CTX* SSL_CTX_new(const SSL_METHOD* method) {
   SSL_CTX* ctx = openssl(method);
   if (ctx != nullptr) SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   return ctx;
+}
+
+// gRPC's TLS keeps a BIO pair between the socket and OpenSSL; OpenSSL's pair holds both of its
+// 17 KB buffers for the connection's life. This one behaves the same but holds a buffer only
+// while bytes are in it (collector/tls_bio_pair.h).
+extern "C" int BIO_new_bio_pair(BIO** bio1, size_t writebuf1, BIO** bio2, size_t writebuf2) {
+  return smbfleet::collector::NewReleasingBioPair(bio1, writebuf1, bio2, writebuf2);
 }
