@@ -258,12 +258,12 @@ TEST_F(CollectorConfigTest, ReevaluateThreadsDefaultAndBounds) {
   auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
   ASSERT_TRUE(defaults.ok()) << defaults.status();
   EXPECT_EQ(defaults->reevaluate_threads, 2u);
-  auto off = ParseCollectorConfig(dir_ + "/collector.yaml",
-                                  base + "policy: {reevaluate_threads: 0}\n");
+  auto off =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "policy: {reevaluate_threads: 0}\n");
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_EQ(off->reevaluate_threads, 0u);
-  auto bad = ParseCollectorConfig(dir_ + "/collector.yaml",
-                                  base + "policy: {reevaluate_threads: 17}\n");
+  auto bad =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "policy: {reevaluate_threads: 17}\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("policy.reevaluate_threads"));
 }

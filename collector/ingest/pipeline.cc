@@ -241,9 +241,10 @@ std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
 }
 
 absl::StatusOr<std::vector<size_t>> ReportPipeline::DueForEvaluation(
-    const std::vector<EvaluationState>& states, absl::Time now) {
+    const std::vector<EvaluationState>& states) {
   std::vector<size_t> due;
   if (policy_ == nullptr || states.empty()) return due;
+  const absl::Time now = clock_();
   ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
   std::map<std::string, HostLabels> labels;
   if (trusted_labels_ != nullptr) {
@@ -261,9 +262,9 @@ absl::StatusOr<std::vector<size_t>> ReportPipeline::DueForEvaluation(
   return due;
 }
 
-absl::StatusOr<std::optional<size_t>> ReportPipeline::EvaluateStored(const std::string& host,
-                                                                     absl::Time now) {
+absl::StatusOr<std::optional<size_t>> ReportPipeline::EvaluateStored(const std::string& host) {
   if (policy_ == nullptr) return std::optional<size_t>();
+  const absl::Time now = clock_();
   ASSIGN_OR_RETURN(std::optional<HostRecord> record, hosts_->GetHost(host));
   if (!record.has_value() || record->posture_digest.empty()) return std::optional<size_t>();
   // What the agent reported: classifications are evaluation's output, not its input.

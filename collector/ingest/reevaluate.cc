@@ -73,7 +73,7 @@ absl::StatusOr<ReevaluationPass> Reevaluator::RunPass() {
     }
     if (page->empty()) break;
     after = page->back().host;
-    absl::StatusOr<std::vector<size_t>> due = pipeline_->DueForEvaluation(*page, absl::Now());
+    absl::StatusOr<std::vector<size_t>> due = pipeline_->DueForEvaluation(*page);
     if (!due.ok()) {
       read = due.status();
       break;
@@ -87,8 +87,7 @@ absl::StatusOr<ReevaluationPass> Reevaluator::RunPass() {
     if (absl::Now() >= next_progress) {
       next_progress = absl::Now() + options_.progress_every;
       Log()->info("re-evaluation: {} hosts checked, {} evaluated, {} failed ({}s)", pass.checked,
-                  pass.evaluated, pass.failed,
-                  absl::ToInt64Seconds(absl::Now() - started));
+                  pass.evaluated, pass.failed, absl::ToInt64Seconds(absl::Now() - started));
     }
   }
   pass.took = absl::Now() - started;
@@ -115,14 +114,14 @@ void Reevaluator::EvaluateDue(const std::vector<EvaluationState>& states,
   auto work = [&] {
     for (size_t i = next++; i < due.size() && !stopping(); i = next++) {
       const std::string& host = states[due[i]].host;
-      absl::StatusOr<std::optional<size_t>> result = pipeline_->EvaluateStored(host, absl::Now());
+      absl::StatusOr<std::optional<size_t>> result = pipeline_->EvaluateStored(host);
       if (result.ok()) {
         // nullopt: a report evaluated the host meanwhile, or its posture is gone.
         if (result->has_value()) ++evaluated;
         if (metrics_ != nullptr) {
-          metrics_->HostsReevaluated(result->has_value() ? ReevaluationResult::kEvaluated
-                                                         : ReevaluationResult::kCurrent,
-                                     1);
+          metrics_->HostsReevaluated(
+              result->has_value() ? ReevaluationResult::kEvaluated : ReevaluationResult::kCurrent,
+              1);
         }
         continue;
       }

@@ -29,17 +29,17 @@
 namespace smbfleet::collector {
 
 struct ReevaluationOptions {
-  size_t threads = 2;          // hosts evaluated at once (each holds a database connection)
-  uint32_t page_hosts = 500;   // hosts read and checked per page
+  size_t threads = 2;         // hosts evaluated at once (each holds a database connection)
+  uint32_t page_hosts = 500;  // hosts read and checked per page
   absl::Duration retry = absl::Seconds(5);  // wait before claiming again or retrying a pass
   absl::Duration progress_every = absl::Seconds(10);  // progress lines in the log
 };
 
 struct ReevaluationPass {
-  bool claimed = false;  // false: another process held the claim; nothing was done
-  size_t checked = 0;    // hosts with a posture whose key was compared
-  size_t evaluated = 0;  // evaluated again (their key differed)
-  size_t failed = 0;     // due but not evaluated (logged); a later pass tries again
+  bool claimed = false;           // false: another process held the claim; nothing was done
+  size_t checked = 0;             // hosts with a posture whose key was compared
+  size_t evaluated = 0;           // evaluated again (their key differed)
+  size_t failed = 0;              // due but not evaluated (logged); a later pass tries again
   size_t transient_failures = 0;  // of `failed`: the database away, busy or racing
   bool stopped = false;           // Stop() ended it before the last host
   absl::Duration took;

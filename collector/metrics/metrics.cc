@@ -232,9 +232,7 @@ void Metrics::HostsReevaluated(ReevaluationResult result, size_t hosts) {
   if (it != reevaluated_.end() && hosts > 0) it->second->Increment(static_cast<double>(hosts));
 }
 
-void Metrics::SetReevaluationRunning(bool running) {
-  reevaluation_running_->Set(running ? 1 : 0);
-}
+void Metrics::SetReevaluationRunning(bool running) { reevaluation_running_->Set(running ? 1 : 0); }
 
 std::string Metrics::Text() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

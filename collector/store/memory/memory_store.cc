@@ -459,8 +459,8 @@ absl::StatusOr<std::vector<EvaluationState>> MemoryComplianceStore::EvaluationSt
     if (out.size() >= limit) break;
     if (h.summary.name() <= after_host || h.posture_digest.empty()) continue;
     auto key = keys_.find(h.summary.name());
-    out.push_back({h.summary.name(), h.posture_digest,
-                   key == keys_.end() ? std::string() : key->second});
+    out.push_back(
+        {h.summary.name(), h.posture_digest, key == keys_.end() ? std::string() : key->second});
   }
   return out;
 }

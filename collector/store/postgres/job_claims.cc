@@ -42,8 +42,7 @@ class PgJobClaims : public JobClaims {
       bool claimed = false;
       {
         pqxx::nontransaction tx(*conn);
-        claimed =
-            tx.exec_params1("SELECT pg_try_advisory_lock(hashtext($1))", key)[0].as<bool>();
+        claimed = tx.exec_params1("SELECT pg_try_advisory_lock(hashtext($1))", key)[0].as<bool>();
       }
       if (!claimed) return std::unique_ptr<JobClaim>();
       return std::unique_ptr<JobClaim>(std::make_unique<PgJobClaim>(std::move(conn), key));
