@@ -29,7 +29,7 @@ Reevaluator::Reevaluator(ReportPipeline* pipeline, ComplianceStore* compliance, 
     : pipeline_(pipeline),
       compliance_(compliance),
       claims_(claims),
-      options_(std::move(options)),
+      options_(options),
       metrics_(metrics) {}
 
 Reevaluator::~Reevaluator() { Stop(); }
