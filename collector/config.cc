@@ -175,7 +175,11 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node policy = root["policy"];
   if (IsSection(policy, "policy", &problems)) {
-    CheckKeys(policy, {"file"}, "policy", &problems);
+    CheckKeys(policy, {"file", "reevaluate_threads"}, "policy", &problems);
+    uint64_t reevaluate = c.reevaluate_threads;
+    if (ReadUint(policy, "reevaluate_threads", "policy", 0, 16, &reevaluate, &problems)) {
+      c.reevaluate_threads = static_cast<uint32_t>(reevaluate);
+    }
     if (ReadString(policy, "file", "policy", &c.policy_file, &problems)) {
       c.policy_file = ResolvePath(file, c.policy_file);
       if (!FileExists(c.policy_file)) {

@@ -251,6 +251,23 @@ TEST_F(CollectorConfigTest, StaleAfterDefaultsToTwoReportIntervals) {
   EXPECT_THAT(bad.status().message(), HasSubstr("stale_after: must be between 1m and 365d"));
 }
 
+TEST_F(CollectorConfigTest, ReevaluateThreadsDefaultAndBounds) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->reevaluate_threads, 2u);
+  auto off =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "policy: {reevaluate_threads: 0}\n");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->reevaluate_threads, 0u);
+  auto bad =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "policy: {reevaluate_threads: 17}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("policy.reevaluate_threads"));
+}
+
 TEST_F(CollectorConfigTest, SectionThatIsNotAMappingIsAProblemNotAnException) {
   // Found by the collector_config fuzzer: `approver_sets: x` made ReadDuration index a scalar,
   // and yaml-cpp's BadSubscript ended the collector instead of naming the key.

@@ -240,6 +240,41 @@ std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
   return answers;
 }
 
+absl::StatusOr<std::vector<size_t>> ReportPipeline::DueForEvaluation(
+    const std::vector<EvaluationState>& states) {
+  std::vector<size_t> due;
+  if (policy_ == nullptr || states.empty()) return due;
+  const absl::Time now = clock_();
+  ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
+  std::map<std::string, HostLabels> labels;
+  if (trusted_labels_ != nullptr) {
+    std::vector<std::string> hosts;
+    hosts.reserve(states.size());
+    for (const EvaluationState& s : states) hosts.push_back(s.host);
+    ASSIGN_OR_RETURN(labels, trusted_labels_->GetHostLabelsOf(hosts));
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    auto found = labels.find(states[i].host);
+    EvaluationInputs in = InputsFrom(waivers, found == labels.end() ? HostLabels() : found->second,
+                                     states[i].posture_digest, now);
+    if (in.key != states[i].evaluation_key) due.push_back(i);
+  }
+  return due;
+}
+
+absl::StatusOr<std::optional<size_t>> ReportPipeline::EvaluateStored(const std::string& host) {
+  if (policy_ == nullptr) return std::optional<size_t>();
+  const absl::Time now = clock_();
+  ASSIGN_OR_RETURN(std::optional<HostRecord> record, hosts_->GetHost(host));
+  if (!record.has_value() || record->posture_digest.empty()) return std::optional<size_t>();
+  // What the agent reported: classifications are evaluation's output, not its input.
+  for (auto& share : *record->posture.mutable_shares()) {
+    share.clear_classification();
+    share.clear_classification_rule();
+  }
+  return Evaluate(host, record->posture, record->posture_digest, now);
+}
+
 absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(const std::string& host,
                                                                           const std::string& digest,
                                                                           absl::Time now) {

@@ -98,6 +98,19 @@ class ReportPipeline {
   // arrive; may stay null.
   void SetMetrics(Metrics* metrics) { metrics_ = metrics; }
 
+  // The policy evaluated (null: none).
+  const policy::Policy* policy() const { return policy_; }
+
+  // For the re-evaluation of stored postures (reevaluate.h), without a report:
+  // The indices of `states` whose stored key is not the one their digest, trusted labels, the
+  // policy and the waivers in force now (the pipeline's clock) give, with one read of the
+  // waivers and one of the labels for all of them. Empty without a policy.
+  absl::StatusOr<std::vector<size_t>> DueForEvaluation(const std::vector<EvaluationState>& states);
+  // Evaluates the host's stored posture as a report of it would be: the same key, results,
+  // transitions and the same guard against a concurrent evaluation. Returns the number of
+  // transitions, or nullopt when nothing was due (the key matches, no posture, no policy).
+  absl::StatusOr<std::optional<size_t>> EvaluateStored(const std::string& host);
+
  private:
   // What an evaluation of the host's posture with `digest` reads besides the posture.
   struct EvaluationInputs {

@@ -79,6 +79,18 @@ absl::string_view DatabaseOperationName(DatabaseOperation operation) {
   return "unknown";
 }
 
+absl::string_view ReevaluationResultName(ReevaluationResult result) {
+  switch (result) {
+    case ReevaluationResult::kCurrent:
+      return "current";
+    case ReevaluationResult::kEvaluated:
+      return "evaluated";
+    case ReevaluationResult::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
 Metrics::Metrics() : Metrics(kVersion) {}
 
 Metrics::Metrics(absl::string_view version) : registry_(std::make_shared<prometheus::Registry>()) {
@@ -150,6 +162,21 @@ Metrics::Metrics(absl::string_view version) : registry_(std::make_shared<prometh
                       .Help("Calls waiting in the work queue for a database thread")
                       .Register(*registry_)
                       .Add({});
+  auto& reevaluated = BuildCounter()
+                          .Name("smbfleet_policy_reevaluated_hosts_total")
+                          .Help(
+                              "Hosts checked by the re-evaluation of stored postures after a "
+                              "policy change, by what was done")
+                          .Register(*registry_);
+  for (ReevaluationResult r : {ReevaluationResult::kCurrent, ReevaluationResult::kEvaluated,
+                               ReevaluationResult::kFailed}) {
+    reevaluated_[r] = &reevaluated.Add({{"result", std::string(ReevaluationResultName(r))}});
+  }
+  reevaluation_running_ = &BuildGauge()
+                               .Name("smbfleet_policy_reevaluation_running")
+                               .Help("1 while this collector re-evaluates stored postures")
+                               .Register(*registry_)
+                               .Add({});
   BuildGauge()
       .Name("smbfleet_build_info")
       .Help("Always 1; the collector's version as a label")
@@ -199,6 +226,13 @@ void Metrics::PolicyEvaluated(absl::Duration took) {
 }
 
 void Metrics::SetIngestQueueDepth(size_t tasks) { queue_depth_->Set(static_cast<double>(tasks)); }
+
+void Metrics::HostsReevaluated(ReevaluationResult result, size_t hosts) {
+  auto it = reevaluated_.find(result);
+  if (it != reevaluated_.end() && hosts > 0) it->second->Increment(static_cast<double>(hosts));
+}
+
+void Metrics::SetReevaluationRunning(bool running) { reevaluation_running_->Set(running ? 1 : 0); }
 
 std::string Metrics::Text() const {
   return prometheus::TextSerializer().Serialize(registry_->Collect());

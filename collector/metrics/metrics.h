@@ -41,6 +41,14 @@ enum class DatabaseOperation {
   kWrite,    // "write": a writing transaction
 };
 
+// What the re-evaluation of stored postures did with a host:
+// smbfleet_policy_reevaluated_hosts_total{result}.
+enum class ReevaluationResult {
+  kCurrent,    // "current": its stored evaluation key was the current one; nothing to do
+  kEvaluated,  // "evaluated": evaluated again from its stored posture
+  kFailed,     // "failed": due but not evaluated (a later pass tries again)
+};
+
 class Metrics {
  public:
   // `version` is smbfleet_build_info's label.
@@ -72,6 +80,10 @@ class Metrics {
   void PolicyEvaluated(absl::Duration took);
   // Tasks waiting in the work queue (not counting the ones running).
   void SetIngestQueueDepth(size_t tasks);
+  // The re-evaluation of stored postures (ingest/reevaluate.h): hosts handled, and whether a
+  // pass runs in this process now.
+  void HostsReevaluated(ReevaluationResult result, size_t hosts);
+  void SetReevaluationRunning(bool running);
 
   // Every family in the Prometheus text exposition format (version 0.0.4).
   std::string Text() const;
@@ -90,11 +102,14 @@ class Metrics {
   prometheus::Histogram* pool_wait_;
   prometheus::Histogram* policy_evaluation_;
   prometheus::Gauge* queue_depth_;
+  std::map<ReevaluationResult, prometheus::Counter*> reevaluated_;
+  prometheus::Gauge* reevaluation_running_;
 };
 
 // The label values, for tests and docs.
 absl::string_view ReportRefusalName(ReportRefusal reason);
 absl::string_view DatabaseOperationName(DatabaseOperation operation);
+absl::string_view ReevaluationResultName(ReevaluationResult result);
 
 }  // namespace smbfleet::collector
 

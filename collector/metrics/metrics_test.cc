@@ -131,6 +131,15 @@ TEST(MetricsTest, EachEventMovesOnlyItsSeries) {
       {"queue depth",
        [](Metrics& m) { m.SetIngestQueueDepth(7); },
        {{"smbfleet_ingest_queue_depth", 7}}},
+      {"hosts re-evaluated",
+       [](Metrics& m) { m.HostsReevaluated(ReevaluationResult::kEvaluated, 3); },
+       {{"smbfleet_policy_reevaluated_hosts_total,result=evaluated", 3}}},
+      {"hosts found current",
+       [](Metrics& m) { m.HostsReevaluated(ReevaluationResult::kCurrent, 500); },
+       {{"smbfleet_policy_reevaluated_hosts_total,result=current", 500}}},
+      {"re-evaluation running",
+       [](Metrics& m) { m.SetReevaluationRunning(true); },
+       {{"smbfleet_policy_reevaluation_running", 1}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -168,6 +177,11 @@ TEST(MetricsTest, EverySeriesStartsAtZeroWithFixedLabels) {
   EXPECT_EQ(FindSample(samples, "smbfleet_order_ack_latency_seconds_count"), 0);
   EXPECT_EQ(FindSample(samples, "smbfleet_database_pool_wait_seconds_count"), 0);
   EXPECT_EQ(FindSample(samples, "smbfleet_policy_evaluation_seconds_count"), 0);
+  for (const char* r : {"current", "evaluated", "failed"}) {
+    EXPECT_EQ(FindSample(samples, "smbfleet_policy_reevaluated_hosts_total", {{"result", r}}), 0)
+        << r;
+  }
+  EXPECT_EQ(FindSample(samples, "smbfleet_policy_reevaluation_running"), 0);
   // Nothing but the fixed series: no label value can come from outside.
   for (const auto& s : samples) {
     EXPECT_THAT(s.name, testing::StartsWith("smbfleet_"));

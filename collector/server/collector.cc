@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   if (c->stores_.enrollment == nullptr) {
     c->stores_.enrollment = std::make_unique<MemoryEnrollmentStore>();
   }
+  if (c->stores_.claims == nullptr) c->stores_.claims = NewLocalJobClaims();
   if (!config.enrollment.ca_cert.empty()) {
     ASSIGN_OR_RETURN(c->issuing_ca_,
                      IssuingCa::Load(config.enrollment.ca_cert, config.enrollment.ca_key,
@@ -209,6 +210,16 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.listen));
   }
   if (config.console.enabled) RETURN_IF_ERROR(c->StartConsole(config, tls));
+  if (c->policy_ != nullptr && config.reevaluate_threads > 0) {
+    // Started once the server takes reports: a host's report and its re-evaluation are
+    // serialised by the stored evaluation key, whichever comes first.
+    ReevaluationOptions options;
+    options.threads = config.reevaluate_threads;
+    c->reevaluator_ =
+        std::make_unique<Reevaluator>(c->pipeline_.get(), c->stores_.compliance.get(),
+                                      c->stores_.claims.get(), options, c->metrics_.get());
+    c->reevaluator_->Start();
+  }
   return c;
 }
 
@@ -249,6 +260,7 @@ void Collector::Shutdown() {
   const absl::Time deadline = absl::Now() + shutdown_timeout_;
   if (web_) web_->Stop();
   scheduler_->Stop();
+  if (reevaluator_) reevaluator_->Stop();
   // Agents reconnect after their jittered backoff, to this collector once it is back or to
   // another one.
   registry_->CloseAll();

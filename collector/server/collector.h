@@ -20,6 +20,7 @@
 #include "collector/enroll/enrollment_api.h"
 #include "collector/enroll/issuing_ca.h"
 #include "collector/ingest/pipeline.h"
+#include "collector/ingest/reevaluate.h"
 #include "collector/metrics/metrics.h"
 #include "collector/push/order_signal.h"
 #include "collector/push/stream_registry.h"
@@ -62,6 +63,8 @@ class Collector {
   StreamRegistry* registry() { return registry_.get(); }
   ApproverSets* approver_sets() { return approver_sets_.get(); }
   changes::ChangeService* workflow() { return workflow_.get(); }
+  // Null when nothing is re-evaluated (no policy, or policy.reevaluate_threads 0).
+  Reevaluator* reevaluator() { return reevaluator_.get(); }
   EnrollmentApi* enrollment() { return enrollment_api_.get(); }
   // Stops accepting, closes the Watch streams (UNAVAILABLE), finishes the queued calls for up to
   // config.shutdown_timeout and answers those not started UNAVAILABLE.
@@ -86,6 +89,9 @@ class Collector {
   std::unique_ptr<changes::ChangeService> workflow_;
   std::unique_ptr<OrderSignal> signal_;  // its handler calls dispatcher_
   std::unique_ptr<changes::Scheduler> scheduler_;
+  // Re-evaluates stored postures whose evaluation key the policy changed; null without a policy
+  // or with policy.reevaluate_threads 0.
+  std::unique_ptr<Reevaluator> reevaluator_;
   std::unique_ptr<AdminApi> admin_api_;
   std::unique_ptr<Authenticator> authenticator_;
   std::unique_ptr<ApiTokens> api_tokens_;

@@ -37,6 +37,14 @@ struct EvaluationWrite {
   std::string expected_key;
 };
 
+// What a host's current evaluation stands on (EvaluationStates): its current posture's digest
+// and the key stored by its last evaluation.
+struct EvaluationState {
+  std::string host;
+  std::string posture_digest;  // hex, as HostRecord::posture_digest
+  std::string evaluation_key;  // "" when never evaluated
+};
+
 // What GetFleetOverview aggregates over (AdminApi fills it from the request and the config).
 struct OverviewQuery {
   uint32_t trend_days = 30;  // days of the trend, the last one being now's UTC day
@@ -58,6 +66,13 @@ class ComplianceStore {
 
   // The evaluation key stored by the host's last SaveEvaluation; "" when there is none.
   virtual absl::StatusOr<std::string> EvaluationKey(const std::string& host) = 0;
+  // One page of the hosts that have a posture, by name, those after `after_host`: what the
+  // re-evaluation of stored postures (ingest/reevaluate.h) checks for a key that is not the
+  // one the current policy gives.
+  virtual absl::StatusOr<std::vector<EvaluationState>> EvaluationStates(
+      const std::string& after_host, uint32_t limit) {
+    return absl::UnimplementedError("this compliance store does not list evaluation states");
+  }
   virtual absl::StatusOr<std::vector<ResultStatus>> CurrentResults(
       const std::string& host, const std::string& policy_name) = 0;
   // In one transaction: appends the transitions, replaces the host's results of that policy,

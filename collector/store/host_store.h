@@ -60,6 +60,8 @@ struct HostRecord {
   // evaluation (the agent does not classify).
   smbfleet::v1::Posture posture;
   std::string last_report_id;
+  // PostureDigest of `posture` as stored with it (hex); "" for a host with no posture.
+  std::string posture_digest;
 };
 
 // ListHosts filters, all ANDed (admin.proto ListHostsRequest).

@@ -13,6 +13,7 @@
 #include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
 #include "collector/store/identity_store.h"
+#include "collector/store/job_claims.h"
 
 namespace smbfleet::collector {
 
@@ -26,6 +27,7 @@ struct Stores {
   std::unique_ptr<ApproverSetStore> approver_sets;  // null: kept in memory by this process
   std::unique_ptr<IdentityStore> identity;          // tokens, revocations; null: kept in memory
   std::unique_ptr<EnrollmentStore> enrollment;      // null: kept in memory by this process
+  std::unique_ptr<JobClaims> claims;                // null: claimed within this process only
   // Where the backend counts database errors and pool waits (PostgreSQL: its connection pool);
   // empty: the backend counts nothing. Called once, before the stores are shared.
   std::function<void(Metrics*)> set_metrics;

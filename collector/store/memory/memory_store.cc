@@ -139,7 +139,8 @@ absl::StatusOr<std::optional<HostRecord>> MemoryHostStore::GetHost(const std::st
   absl::MutexLock lock(&mu_);
   auto it = hosts_.find(name);
   if (it == hosts_.end()) return std::optional<HostRecord>();
-  HostRecord record{it->second.summary, it->second.posture, it->second.last_report_id};
+  HostRecord record{it->second.summary, it->second.posture, it->second.last_report_id,
+                    it->second.digest};
   for (auto& share : *record.posture.mutable_shares()) {
     auto c = it->second.classifications.find(share.name());
     if (c == it->second.classifications.end()) continue;
@@ -447,6 +448,21 @@ absl::StatusOr<std::string> MemoryComplianceStore::EvaluationKey(const std::stri
   absl::MutexLock lock(&mu_);
   auto it = keys_.find(host);
   return it == keys_.end() ? std::string() : it->second;
+}
+
+absl::StatusOr<std::vector<EvaluationState>> MemoryComplianceStore::EvaluationStates(
+    const std::string& after_host, uint32_t limit) {
+  std::vector<HostRecord> hosts = hosts_->Snapshot();  // by name
+  absl::MutexLock lock(&mu_);
+  std::vector<EvaluationState> out;
+  for (const HostRecord& h : hosts) {
+    if (out.size() >= limit) break;
+    if (h.summary.name() <= after_host || h.posture_digest.empty()) continue;
+    auto key = keys_.find(h.summary.name());
+    out.push_back(
+        {h.summary.name(), h.posture_digest, key == keys_.end() ? std::string() : key->second});
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<ResultStatus>> MemoryComplianceStore::CurrentResults(

@@ -74,6 +74,8 @@ class MemoryComplianceStore : public ComplianceStore {
                               const std::string& source) override;
   absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override;
   absl::StatusOr<std::string> EvaluationKey(const std::string& host) override;
+  absl::StatusOr<std::vector<EvaluationState>> EvaluationStates(const std::string& after_host,
+                                                                uint32_t limit) override;
   absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
                                                            const std::string& policy_name) override;
   absl::Status SaveEvaluation(const EvaluationWrite& write) override;

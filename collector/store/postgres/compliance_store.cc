@@ -327,6 +327,25 @@ class PgComplianceStore : public ComplianceStore {
         });
   }
 
+  absl::StatusOr<std::vector<EvaluationState>> EvaluationStates(const std::string& after_host,
+                                                                uint32_t limit) override {
+    return pool_->Run<pqxx::read_transaction>(
+        "listing evaluation keys",
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<EvaluationState>> {
+          pqxx::result rows = tx.exec_params(
+              "SELECT name, encode(posture_hash, 'hex') AS digest, evaluation_key FROM hosts "
+              "WHERE name > $1 AND posture_hash IS NOT NULL ORDER BY name LIMIT $2",
+              after_host, static_cast<int64_t>(limit));
+          std::vector<EvaluationState> out;
+          out.reserve(rows.size());
+          for (const auto& r : rows) {
+            out.push_back({r["name"].as<std::string>(), r["digest"].as<std::string>(),
+                           r["evaluation_key"].as<std::string>()});
+          }
+          return out;
+        });
+  }
+
   absl::StatusOr<std::vector<ResultStatus>> CurrentResults(
       const std::string& host, const std::string& policy_name) override {
     return pool_->Run<pqxx::read_transaction>(

@@ -465,7 +465,8 @@ absl::StatusOr<std::optional<HostRecord>> PgHostStore::ReadHost(pqxx::transactio
   pqxx::result rows =
       tx.exec_params(absl::StrCat("SELECT ", kSummaryColumns,
                                   ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
-                                  "COALESCE(h.last_report_id::text, '') AS last_report_id",
+                                  "COALESCE(h.last_report_id::text, '') AS last_report_id, "
+                                  "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
                                   kLatestPosture, "WHERE h.name = $1"),
                      name);
   if (rows.empty()) return std::optional<HostRecord>();
@@ -476,6 +477,7 @@ absl::StatusOr<std::optional<HostRecord>> PgHostStore::ReadHost(pqxx::transactio
     return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
   }
   record.last_report_id = rows[0]["last_report_id"].as<std::string>();
+  if (!bytes.empty()) record.posture_digest = rows[0]["digest"].as<std::string>();
   ReadLatestBenchmarks(tx, name, &record.posture);
   ReadShareClassifications(tx, name, &record.posture);
   return std::optional<HostRecord>(std::move(record));
