@@ -492,15 +492,15 @@ TEST_P(ChangeStoreConformanceTest, AStepOnSomeHostsSeesOnlyThemAndCountsTheOther
   fs02.set_state(v1::HOST_CHANGE_STATE_FAILED);
   EXPECT_EQ(store_->UpdateChangeHosts("chg-h", {"fs01"}, returns(fs02)).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store_
-                ->UpdateChangeHosts("chg-h", {"fs02"},
-                                    [](const v1::Change&, const std::vector<v1::ChangeHost>&,
-                                       const OtherHosts&)
-                                        -> absl::StatusOr<std::optional<HostsUpdate>> {
-                                      return absl::AbortedError("no");
-                                    })
-                .code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(
+      store_
+          ->UpdateChangeHosts("chg-h", {"fs02"},
+                              [](const v1::Change&, const std::vector<v1::ChangeHost>&,
+                                 const OtherHosts&) -> absl::StatusOr<std::optional<HostsUpdate>> {
+                                return absl::AbortedError("no");
+                              })
+          .code(),
+      absl::StatusCode::kAborted);
   EXPECT_EQ(store_->UpdateChangeHosts("chg-none", {"fs02"}, returns(fs02)).code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(Diff(acked, **store_->GetChange("chg-h")), "");

@@ -220,8 +220,9 @@ TEST_F(PgChangeStoreTest, AStepOnSomeHostsReadsNoOtherHost) {
       });
   ASSERT_TRUE(acked.ok()) << acked;
   EXPECT_EQ(QueryValue(dsn_, "SELECT state FROM change_hosts WHERE host = 'fs01'"), "APPLIED");
-  EXPECT_EQ(QueryValue(dsn_, "SELECT applied_change_id FROM host_change_status WHERE host = 'fs01'"),
-            "chg-1");
+  EXPECT_EQ(
+      QueryValue(dsn_, "SELECT applied_change_id FROM host_change_status WHERE host = 'fs01'"),
+      "chg-1");
 }
 
 TEST_F(PgChangeStoreTest, AStepApprovingTwiceNamesTheApprover) {

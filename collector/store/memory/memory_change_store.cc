@@ -269,8 +269,8 @@ absl::Status MemoryChangeStore::UpdateChangeHosts(const std::string& id,
     auto given = std::find_if(mine.begin(), mine.end(),
                               [&](const v1::ChangeHost& m) { return m.host() == h.host(); });
     if (given == mine.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "change ", id, ": the step returned host '", h.host(), "', which it was not given"));
+      return absl::InvalidArgumentError(absl::StrCat("change ", id, ": the step returned host '",
+                                                     h.host(), "', which it was not given"));
     }
     *before.add_hosts() = *given;
     *after.add_hosts() = h;

@@ -518,11 +518,11 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       const size_t end = std::min(names.size(), begin + kHostsPerQuery);
       const std::vector<std::string> chunk(names.begin() + static_cast<std::ptrdiff_t>(begin),
                                            names.begin() + static_cast<std::ptrdiff_t>(end));
-      pqxx::result host_rows = tx.exec_params(
-          absl::StrCat("SELECT h.position, ", pg::kHostColumns,
-                       " FROM change_hosts h WHERE h.change_id = $1 AND h.host IN ",
-                       QuotedList(tx, chunk)),
-          id);
+      pqxx::result host_rows =
+          tx.exec_params(absl::StrCat("SELECT h.position, ", pg::kHostColumns,
+                                      " FROM change_hosts h WHERE h.change_id = $1 AND h.host IN ",
+                                      QuotedList(tx, chunk)),
+                         id);
       for (const auto& r : host_rows) {
         ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
         const std::string name = h.host();
@@ -539,24 +539,24 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
     // change_hosts_dispatched (migration 0014), never a read of every host.
     const std::string others_only =
         names.empty() ? "" : absl::StrCat(" AND host NOT IN ", QuotedList(tx, names));
-    const std::string of_change = absl::StrCat("FROM change_hosts WHERE change_id = $1", others_only);
+    const std::string of_change =
+        absl::StrCat("FROM change_hosts WHERE change_id = $1", others_only);
     const pqxx::row tally = tx.exec_params1(
-        absl::StrCat("SELECT EXISTS (SELECT 1 ", of_change,
-                     " AND state = 'PENDING' AND wave = $2) AS wave_pending, EXISTS (SELECT 1 ",
-                     of_change,
-                     " AND state = 'DISPATCHED' AND wave = $2) AS wave_dispatched, (SELECT count(*) ",
-                     of_change,
-                     " AND state = 'PRECONDITION_FAILED') AS precondition_failed, (SELECT "
-                     "(EXTRACT(EPOCH FROM min(dispatched_at)) * 1000000)::bigint ",
-                     of_change, " AND state = 'DISPATCHED') AS earliest_dispatched"),
+        absl::StrCat(
+            "SELECT EXISTS (SELECT 1 ", of_change,
+            " AND state = 'PENDING' AND wave = $2) AS wave_pending, EXISTS (SELECT 1 ", of_change,
+            " AND state = 'DISPATCHED' AND wave = $2) AS wave_dispatched, (SELECT count(*) ",
+            of_change,
+            " AND state = 'PRECONDITION_FAILED') AS precondition_failed, (SELECT "
+            "(EXTRACT(EPOCH FROM min(dispatched_at)) * 1000000)::bigint ",
+            of_change, " AND state = 'DISPATCHED') AS earliest_dispatched"),
         id, current.current_wave());
     OtherHosts others;
     others.wave_pending = tally["wave_pending"].as<bool>();
     others.wave_dispatched = tally["wave_dispatched"].as<bool>();
     others.precondition_failed = tally["precondition_failed"].as<uint32_t>();
     if (!tally["earliest_dispatched"].is_null()) {
-      others.earliest_dispatched =
-          absl::FromUnixMicros(tally["earliest_dispatched"].as<int64_t>());
+      others.earliest_dispatched = absl::FromUnixMicros(tally["earliest_dispatched"].as<int64_t>());
     }
 
     ASSIGN_OR_RETURN(std::optional<HostsUpdate> update, step(current, mine, others));
@@ -571,8 +571,8 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
     for (const v1::ChangeHost& h : update->hosts) {
       auto it = found.find(h.host());
       if (it == found.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "change ", id, ": the step returned host '", h.host(), "', which it was not given"));
+        return absl::InvalidArgumentError(absl::StrCat("change ", id, ": the step returned host '",
+                                                       h.host(), "', which it was not given"));
       }
       if (h.state() == v1::HOST_CHANGE_STATE_UNSPECIFIED) {
         return absl::InvalidArgumentError(
