@@ -74,8 +74,9 @@ bool MayAdvance(const v1::Change& c, const std::vector<v1::ChangeHost>& mine,
   bool wave_pending = others.wave_pending;
   int precondition_failed = static_cast<int>(others.precondition_failed);
   for (const v1::ChangeHost& h : mine) {
-    if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED && h.has_dispatched_at()) {
-      earliest = std::min(earliest, FromProto(h.dispatched_at()));
+    if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED) {
+      earliest = std::min(
+          earliest, h.has_dispatched_at() ? FromProto(h.dispatched_at()) : absl::InfinitePast());
     }
     if (h.wave() == c.current_wave() && Waiting(h.state())) wave_waiting = true;
     if (h.wave() == c.current_wave() && h.state() == v1::HOST_CHANGE_STATE_PENDING) {
@@ -83,7 +84,9 @@ bool MayAdvance(const v1::Change& c, const std::vector<v1::ChangeHost>& mine,
     }
     if (h.state() == v1::HOST_CHANGE_STATE_PRECONDITION_FAILED) ++precondition_failed;
   }
-  if (earliest != absl::InfiniteFuture() && now >= earliest + spec->ack_timeout) return true;
+  if (earliest != absl::InfiniteFuture() && now >= earliest + spec->ack_timeout) {
+    return true;  // a host times out (one never dispatched at a known time at once, as in Advance)
+  }
   if (state == v1::CHANGE_STATE_HALTED) return false;
   if (state == v1::CHANGE_STATE_ROLLING_OUT && precondition_failed_acked &&
       precondition_failed - static_cast<int>(c.precondition_failed_forgiven()) >

@@ -72,7 +72,8 @@ struct OtherHosts {
   bool wave_pending = false;
   bool wave_dispatched = false;
   uint32_t precondition_failed = 0;  // hosts PRECONDITION_FAILED, in any wave
-  // The earliest dispatched_at of a DISPATCHED host; InfiniteFuture when none is DISPATCHED.
+  // The earliest dispatched_at of a DISPATCHED host (InfinitePast for one without it, which the
+  // rollout takes as timed out); InfiniteFuture when none is DISPATCHED.
   absl::Time earliest_dispatched = absl::InfiniteFuture();
 };
 

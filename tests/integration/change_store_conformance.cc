@@ -505,6 +505,24 @@ TEST_P(ChangeStoreConformanceTest, AStepOnSomeHostsSeesOnlyThemAndCountsTheOther
             absl::StatusCode::kNotFound);
   EXPECT_EQ(Diff(acked, **store_->GetChange("chg-h")), "");
   EXPECT_THAT(Actions(*store_, q), ElementsAre("proposed", "acked"));
+
+  // A DISPATCHED host without a dispatch time counts as dispatched at the beginning of time.
+  v1::Change undated = NewChange("chg-u", "alice", {"fs01", "fs02"});
+  Dispatch(HostOf(undated, "fs01"), "n1", kT0 + 600);
+  HostOf(undated, "fs01")->clear_dispatched_at();
+  Dispatch(HostOf(undated, "fs02"), "n2", kT0 + 600);
+  ASSERT_TRUE(store_->CreateChange(undated, {}).ok());
+  absl::Time earliest;
+  ASSERT_TRUE(store_
+                  ->UpdateChangeHosts(
+                      "chg-u", {"fs02"},
+                      [&](const v1::Change&, const std::vector<v1::ChangeHost>&,
+                          const OtherHosts& others) -> absl::StatusOr<std::optional<HostsUpdate>> {
+                        earliest = others.earliest_dispatched;
+                        return std::optional<HostsUpdate>();
+                      })
+                  .ok());
+  EXPECT_EQ(earliest, absl::InfinitePast());
 }
 
 // Steps on some hosts and whole-change steps on one change run one after another.

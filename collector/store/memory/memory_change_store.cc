@@ -241,10 +241,9 @@ absl::Status MemoryChangeStore::UpdateChangeHosts(const std::string& id,
       if (h.state() == v1::HOST_CHANGE_STATE_PENDING && in_wave) others.wave_pending = true;
       if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED) {
         if (in_wave) others.wave_dispatched = true;
-        if (h.has_dispatched_at()) {
-          others.earliest_dispatched =
-              std::min(others.earliest_dispatched, FromProto(h.dispatched_at()));
-        }
+        others.earliest_dispatched =
+            std::min(others.earliest_dispatched,
+                     h.has_dispatched_at() ? FromProto(h.dispatched_at()) : absl::InfinitePast());
       }
       if (h.state() == v1::HOST_CHANGE_STATE_PRECONDITION_FAILED) ++others.precondition_failed;
     }

@@ -549,13 +549,16 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
             of_change,
             " AND state = 'PRECONDITION_FAILED') AS precondition_failed, (SELECT "
             "(EXTRACT(EPOCH FROM min(dispatched_at)) * 1000000)::bigint ",
-            of_change, " AND state = 'DISPATCHED') AS earliest_dispatched"),
+            of_change, " AND state = 'DISPATCHED') AS earliest_dispatched, EXISTS (SELECT 1 ",
+            of_change, " AND state = 'DISPATCHED' AND dispatched_at IS NULL) AS undated"),
         id, current.current_wave());
     OtherHosts others;
     others.wave_pending = tally["wave_pending"].as<bool>();
     others.wave_dispatched = tally["wave_dispatched"].as<bool>();
     others.precondition_failed = tally["precondition_failed"].as<uint32_t>();
-    if (!tally["earliest_dispatched"].is_null()) {
+    if (tally["undated"].as<bool>()) {
+      others.earliest_dispatched = absl::InfinitePast();
+    } else if (!tally["earliest_dispatched"].is_null()) {
       others.earliest_dispatched = absl::FromUnixMicros(tally["earliest_dispatched"].as<int64_t>());
     }
 
