@@ -391,6 +391,7 @@ TEST_P(ChangeStoreConformanceTest, AStepWritesHostsApprovalsAuditAndTheLinkedCha
 // The names of `hosts`, in order.
 std::vector<std::string> NamesOf(const std::vector<v1::ChangeHost>& hosts) {
   std::vector<std::string> out;
+  out.reserve(hosts.size());
   for (const auto& h : hosts) out.push_back(h.host());
   return out;
 }
@@ -477,7 +478,7 @@ TEST_P(ChangeStoreConformanceTest, AStepOnSomeHostsSeesOnlyThemAndCountsTheOther
   EXPECT_THAT(Actions(*store_, q), ElementsAre("proposed", "acked"));
 
   // A host it was not given, a failed step and an unknown change write nothing.
-  auto returns = [&](v1::ChangeHost host) -> ChangeStore::HostsStepFn {
+  auto returns = [&](const v1::ChangeHost& host) -> ChangeStore::HostsStepFn {
     return [host](const v1::Change& change, const std::vector<v1::ChangeHost>&,
                   const OtherHosts&) -> absl::StatusOr<std::optional<HostsUpdate>> {
       HostsUpdate u;
