@@ -515,17 +515,6 @@ absl::StatusOr<v1::ChangeActionResponse> ChangeService::Rollback(const Actor& ac
   return response;
 }
 
-// One agent's ack on its way into a step, and what became of it.
-struct ChangeService::PendingAck {
-  std::string host;
-  v1::AckChangeRequest ack;
-  AckDone done;
-  v1::HostChangeState result = v1::HOST_CHANGE_STATE_UNSPECIFIED;
-  absl::Status status;                           // its own outcome
-  bool moved = false;                            // it changed the host's state
-  std::optional<absl::Duration> since_dispatch;  // of the order acked, when the change says
-};
-
 ChangeService::~ChangeService() = default;
 
 absl::StatusOr<v1::AckChangeResponse> ChangeService::Ack(const std::string& host,
@@ -597,10 +586,13 @@ void ChangeService::FinishAck(const std::string& id, PendingAck& a) {
 }
 
 void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks) {
+  if (ApplyAcksToHosts(id, acks)) return;
   auto prepare = [&](v1::Change& c) -> absl::StatusOr<Prepared> {
     Prepared p;
     p.person = false;
     p.skip = true;
+    // Each host's state after the acks before it in this step: the same ack twice is one.
+    std::map<std::string, v1::HostChangeState> acked;
     for (PendingAck* a : acks) {
       a->status = absl::OkStatus();
       a->moved = false;
@@ -619,7 +611,9 @@ void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAc
                          " nonce '", h->nonce(), "'"));
         continue;
       }
-      if (h->state() == a->result) continue;  // the same ack again: already recorded and audited
+      v1::HostChangeState& state = acked.try_emplace(a->host, h->state()).first->second;
+      if (state == a->result) continue;  // the same ack again: already recorded and audited
+      state = a->result;
       a->moved = true;
       p.skip = false;
       if (h->has_dispatched_at()) {

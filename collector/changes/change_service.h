@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -93,7 +94,9 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
   // again is accepted and changes nothing. A REFUSED ack halts the rollout like FAILED: the
   // host will not apply what the rollout expects of every host. Acks of one change that arrive
   // while a step on it runs wait and are then applied together, in one step (a push to many
-  // hosts would otherwise take one whole-change step per host, one after another).
+  // hosts would otherwise take one step per host, one after another). That step reads and
+  // writes only the acking hosts unless an ack can move the rollout on (its wave done, a halt,
+  // a timeout or window due): then it is the whole-change step.
   absl::StatusOr<smbfleet::v1::AckChangeResponse> Ack(const std::string& host,
                                                       const smbfleet::v1::AckChangeRequest& ack);
   // The same, answering through `done`: when a step on the change runs, the ack waits for the
@@ -130,10 +133,23 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
 
  private:
   struct Prepared;
-  struct PendingAck;
+  // One agent's ack on its way into a step, and what became of it.
+  struct PendingAck {
+    std::string host;
+    smbfleet::v1::AckChangeRequest ack;
+    AckDone done;
+    smbfleet::v1::HostChangeState result = smbfleet::v1::HOST_CHANGE_STATE_UNSPECIFIED;
+    absl::Status status;                           // its own outcome
+    bool moved = false;                            // it changed the host's state
+    std::optional<absl::Duration> since_dispatch;  // of the order acked, when the change says
+  };
   // Applies `acks` (all of one change) in one workflow step; should that step fail, each again
   // in a step of its own, so that one ack's error is its own. Sets each one's outcome.
   void ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks);
+  // The same in a step on the acking hosts alone (ChangeStore::UpdateChangeHosts), when none of
+  // the acks can move the rollout on (ack_step.cc). False when one can, or the step failed:
+  // then nothing was written and ApplyAcks takes the whole change.
+  bool ApplyAcksToHosts(const std::string& id, const std::vector<PendingAck*>& acks);
   // Its metrics, counters and log line, then its answer.
   void FinishAck(const std::string& id, PendingAck& ack);
   using Prepare = std::function<absl::StatusOr<Prepared>(smbfleet::v1::Change& change)>;

@@ -48,28 +48,43 @@ class FakeRouter : public PushRouter {
   std::map<std::string, std::vector<v1::WatchResponse>> sent;
 };
 
-// The memory store, counting workflow steps; with `hold` set, the next step waits until it is
-// cleared (so that acks arrive while a step runs).
+// The memory store, counting workflow steps (whole-change and host-scoped); with `hold` set, the
+// next step waits until it is cleared (so that acks arrive while a step runs).
 class GatedChangeStore : public MemoryChangeStore {
  public:
   using MemoryChangeStore::MemoryChangeStore;
   absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override {
-    {
-      absl::MutexLock lock(&mu);
-      ++steps;
-      if (hold) {
-        held = true;
-        mu.Await(absl::Condition(
-            +[](bool* h) { return !*h; }, &hold));
-      }
-    }
+    Gate(/*whole=*/true);
     return MemoryChangeStore::UpdateChange(id, step);
+  }
+  absl::Status UpdateChangeHosts(const std::string& id, const std::vector<std::string>& hosts,
+                                 const HostsStepFn& step) override {
+    Gate(/*whole=*/false);
+    return MemoryChangeStore::UpdateChangeHosts(id, hosts, step);
+  }
+
+  int WholeSteps() {
+    absl::MutexLock lock(&mu);
+    return whole_steps;
   }
 
   absl::Mutex mu;
   int steps ABSL_GUARDED_BY(mu) = 0;
+  int whole_steps ABSL_GUARDED_BY(mu) = 0;  // UpdateChange
   bool hold ABSL_GUARDED_BY(mu) = false;
   bool held ABSL_GUARDED_BY(mu) = false;  // a step is waiting on `hold`
+
+ private:
+  void Gate(bool whole) {
+    absl::MutexLock lock(&mu);
+    ++steps;
+    whole_steps += whole ? 1 : 0;
+    if (hold) {
+      held = true;
+      mu.Await(absl::Condition(
+          +[](bool* h) { return !*h; }, &hold));
+    }
+  }
 };
 
 class ChangeServiceTest : public ::testing::Test {
@@ -561,6 +576,67 @@ TEST_F(ChangeServiceTest, AcksArrivingTogetherAreAppliedTogetherEachWithItsOwnAn
   acks[5].set_nonce(HostOf(c, names[5]).nonce());
   ASSERT_TRUE(service_.Ack(names[5], acks[5]).ok());
   EXPECT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_COMPLETED);
+}
+
+// An ack that only records its host's result is a step on that host alone (the store reads no
+// other host: ChangeStore::UpdateChangeHosts); one that moves the rollout on (a halt, a timeout
+// due, the wave's last) takes the whole change, with the same outcome as before.
+TEST_F(ChangeServiceTest, AcksThatOnlyRecordTheirHostTakeNoWholeChangeStep) {
+  const std::vector<std::string> names = {"fs1", "fs2", "fs3", "fs4", "fs5"};
+  for (const auto& n : names) Report(n);
+  v1::Change c = ProposeHosts(names);
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  if (Get(c.id()).state() == v1::CHANGE_STATE_PROPOSED) {
+    ASSERT_TRUE(ApproveBy(bob_, c.id()).ok());
+  }
+  ASSERT_EQ(Get(c.id()).state(), v1::CHANGE_STATE_ROLLING_OUT);
+  const int whole = changes_.WholeSteps();
+
+  now_ += absl::Seconds(30);
+  v1::SettingChange before;
+  before.set_setting("server.requireSigning");
+  before.set_value("false");
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED, {before}).ok());
+  ASSERT_TRUE(AckAs("fs1", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());  // again
+  EXPECT_EQ(changes_.WholeSteps(), whole);
+  c = Get(c.id());
+  EXPECT_EQ(c.state(), v1::CHANGE_STATE_ROLLING_OUT);
+  EXPECT_EQ(TimeUtil::TimestampToNanoseconds(c.updated_at()), absl::ToUnixNanos(now_));
+  const v1::ChangeHost& fs1 = HostOf(c, "fs1");
+  EXPECT_EQ(fs1.state(), v1::HOST_CHANGE_STATE_APPLIED);
+  EXPECT_EQ(TimeUtil::TimestampToNanoseconds(fs1.finished_at()), absl::ToUnixNanos(now_));
+  ASSERT_EQ(fs1.before_size(), 1);
+  EXPECT_EQ(fs1.before(0).value(), "false");
+  auto status = changes_.HostStatuses({"fs1"})->at("fs1");
+  EXPECT_EQ(status.applied_change_id(), c.id());
+  EXPECT_EQ(status.last_result(), v1::HOST_CHANGE_STATE_APPLIED);
+
+  // More PRECONDITION_FAILED acks than the rollout allows (none): the halt is the whole step's.
+  ASSERT_TRUE(
+      AckAs("fs2", c.id(), v1::AckChangeRequest::RESULT_PRECONDITION_FAILED, {}, "drifted").ok());
+  EXPECT_EQ(changes_.WholeSteps(), whole + 1);
+  c = Get(c.id());
+  EXPECT_EQ(c.state(), v1::CHANGE_STATE_HALTED);
+  EXPECT_THAT(c.halt_reason(), HasSubstr("PRECONDITION_FAILED"));
+
+  // Halted, an ack is only recorded: a step on its host alone.
+  ASSERT_TRUE(AckAs("fs3", c.id(), v1::AckChangeRequest::RESULT_FAILED, {}, "no").ok());
+  EXPECT_EQ(changes_.WholeSteps(), whole + 1);
+  EXPECT_EQ(HostOf(Get(c.id()), "fs3").state(), v1::HOST_CHANGE_STATE_FAILED);
+  EXPECT_EQ(changes_.HostStatuses({"fs3"})->at("fs3").last_error(), "no");
+
+  // Past the ack timeout, fs5's ack also times fs4 out: the whole change's step.
+  now_ += ChangeOptions{}.ack_timeout;
+  ASSERT_TRUE(AckAs("fs5", c.id(), v1::AckChangeRequest::RESULT_APPLIED).ok());
+  EXPECT_EQ(changes_.WholeSteps(), whole + 2);
+  c = Get(c.id());
+  EXPECT_EQ(HostOf(c, "fs4").state(), v1::HOST_CHANGE_STATE_TIMED_OUT);
+  EXPECT_EQ(HostOf(c, "fs5").state(), v1::HOST_CHANGE_STATE_APPLIED);
+  const auto actions = AuditActions(c.id());
+  EXPECT_EQ(std::count(actions.begin(), actions.end(), "acked"), 4);
+  ASSERT_GE(actions.size(), 6u);
+  EXPECT_THAT(std::vector<std::string>(actions.end() - 6, actions.end()),
+              ElementsAre("acked", "acked", "halted", "acked", "acked", "timed_out"));
 }
 
 // `cpu` percentages one minute apart from `start`, each sample moving `mb` MB/s.

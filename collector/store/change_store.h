@@ -64,6 +64,29 @@ struct ChangeUpdate {
   std::optional<smbfleet::v1::Change> created;
 };
 
+// What a step on some of a change's hosts (UpdateChangeHosts) knows of every other host of the
+// change, counted under the change's lock: enough for the rollout to tell whether the step
+// could move it on (collector/changes/, ChangeService's acks).
+struct OtherHosts {
+  // A host of the change's current wave (Change.current_wave) is PENDING, or DISPATCHED.
+  bool wave_pending = false;
+  bool wave_dispatched = false;
+  uint32_t precondition_failed = 0;  // hosts PRECONDITION_FAILED, in any wave
+  // The earliest dispatched_at of a DISPATCHED host (InfinitePast for one without it, which the
+  // rollout takes as timed out); InfiniteFuture when none is DISPATCHED.
+  absl::Time earliest_dispatched = absl::InfiniteFuture();
+};
+
+// What a step on some of a change's hosts writes, in the same transaction as it read them.
+struct HostsUpdate {
+  // The change after the step (same id); its own row is written, never its hosts or approvals.
+  smbfleet::v1::Change change;
+  // The step's hosts after it, each one it was given (by name); one left out is left as it is.
+  std::vector<smbfleet::v1::ChangeHost> hosts;
+  // One per transition; the store assigns seq and, when unset, at.
+  std::vector<smbfleet::v1::AuditEntry> audit;
+};
+
 // Every failure is an absl::Status naming what failed; no database exception crosses this
 // interface.
 class ChangeStore {
@@ -90,6 +113,22 @@ class ChangeStore {
   using StepFn = std::function<absl::StatusOr<ChangeUpdate>(const smbfleet::v1::Change& current)>;
   virtual absl::StatusOr<smbfleet::v1::Change> UpdateChange(const std::string& id,
                                                             const StepFn& step) = 0;
+
+  // A workflow step scoped to `hosts` of change `id` (an agent's ack): locks the change as
+  // UpdateChange does (both kinds of step on one change run one after another, across collector
+  // processes), reads the change without hosts and approvals, those of `hosts` it names (in that
+  // order, each once; hosts it does not name are left out) and OtherHosts, calls `step`, and
+  // writes the change's row, the hosts it returns (never their counters), their HostChangeStatus
+  // as UpdateChange keeps it, and the audit entries. It reads and writes no other host's row, so
+  // its cost does not grow with the change. When `step` returns nullopt nothing is written (the
+  // step needs the whole change: UpdateChange); when it fails nothing is written and its error
+  // is returned. NotFound for an unknown id.
+  using HostsStepFn = std::function<absl::StatusOr<std::optional<HostsUpdate>>(
+      const smbfleet::v1::Change& change, const std::vector<smbfleet::v1::ChangeHost>& hosts,
+      const OtherHosts& others)>;
+  virtual absl::Status UpdateChangeHosts(const std::string& id,
+                                         const std::vector<std::string>& hosts,
+                                         const HostsStepFn& step) = 0;
 
   // Counters arrive with acks and later reports and may be large, so they are kept apart from
   // the workflow: UpdateChange's steps neither see nor write them. This reads the change (without

@@ -388,6 +388,184 @@ TEST_P(ChangeStoreConformanceTest, AStepWritesHostsApprovalsAuditAndTheLinkedCha
               ElementsAre("proposed", "approved", "approved", "acked", "rolled_back"));
 }
 
+// The names of `hosts`, in order.
+std::vector<std::string> NamesOf(const std::vector<v1::ChangeHost>& hosts) {
+  std::vector<std::string> out;
+  out.reserve(hosts.size());
+  for (const auto& h : hosts) out.push_back(h.host());
+  return out;
+}
+
+// A step on some hosts (an ack): it is given the change without hosts or approvals, only the
+// hosts it names (in that order, each once, unknown ones left out) and the other hosts counted;
+// it writes the change's row, its hosts, their status and the audit, and nothing else. A step
+// that asks for the whole change (nullopt) or fails writes nothing.
+TEST_P(ChangeStoreConformanceTest, AStepOnSomeHostsSeesOnlyThemAndCountsTheOthers) {
+  v1::Change c = NewChange("chg-h", "alice", {"fs01", "fs02", "fs03", "fs04", "fs05"});
+  c.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  c.set_wave_count(2);
+  c.set_current_wave(0);
+  auto* approval = c.add_approvals();
+  approval->set_approver("carol");
+  *approval->mutable_at() = Ts(kT0 - 60);
+  Dispatch(HostOf(c, "fs01"), "n1", kT0 + 600);
+  Dispatch(HostOf(c, "fs02"), "n2", kT0 + 600);
+  *HostOf(c, "fs02")->mutable_dispatched_at() = Ts(kT0 + 5);
+  Dispatch(HostOf(c, "fs03"), "n3", kT0 + 600);
+  Ack(HostOf(c, "fs03"), v1::HOST_CHANGE_STATE_PRECONDITION_FAILED, "drifted", kT0 + 20);
+  HostOf(c, "fs04")->set_wave(0);  // waiting for its window
+  HostOf(c, "fs05")->set_wave(1);
+  ASSERT_TRUE(store_->CreateChange(c, {Audit("alice", "proposed", "chg-h")}).ok());
+
+  int calls = 0;
+  absl::Status whole = store_->UpdateChangeHosts(
+      "chg-h", {"fs02", "nope", "fs01", "fs02"},
+      [&](const v1::Change& change, const std::vector<v1::ChangeHost>& hosts,
+          const OtherHosts& others) -> absl::StatusOr<std::optional<HostsUpdate>> {
+        ++calls;
+        v1::Change row = c;
+        row.clear_hosts();
+        row.clear_approvals();
+        EXPECT_EQ(Diff(row, change), "");
+        EXPECT_THAT(NamesOf(hosts), ElementsAre("fs02", "fs01"));
+        if (hosts.size() == 2) {
+          EXPECT_EQ(Diff(*HostOf(c, "fs02"), hosts[0]), "");
+        }
+        EXPECT_TRUE(others.wave_pending);      // fs04
+        EXPECT_FALSE(others.wave_dispatched);  // fs01 and fs02 are the step's
+        EXPECT_EQ(others.precondition_failed, 1u);
+        EXPECT_EQ(others.earliest_dispatched, absl::InfiniteFuture());
+        return std::optional<HostsUpdate>();
+      });
+  ASSERT_TRUE(whole.ok()) << whole;
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(Diff(c, **store_->GetChange("chg-h")), "");
+
+  // fs01's ack: its row, its status, the change's row and the audit entry.
+  v1::Change acked = c;
+  *acked.mutable_updated_at() = Ts(kT0 + 30);
+  Ack(HostOf(acked, "fs01"), v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 30);
+  auto* before = HostOf(acked, "fs01")->add_before();
+  before->set_setting("share.encryptData");
+  before->set_share("finance");
+  before->set_value("false");
+  absl::Status step = store_->UpdateChangeHosts(
+      "chg-h", {"fs01"},
+      [&](const v1::Change& change, const std::vector<v1::ChangeHost>& hosts,
+          const OtherHosts& others) -> absl::StatusOr<std::optional<HostsUpdate>> {
+        EXPECT_THAT(NamesOf(hosts), ElementsAre("fs01"));
+        EXPECT_TRUE(others.wave_pending);
+        EXPECT_TRUE(others.wave_dispatched);  // fs02
+        EXPECT_EQ(others.precondition_failed, 1u);
+        EXPECT_EQ(absl::ToUnixSeconds(others.earliest_dispatched), kT0 + 5);
+        HostsUpdate u;
+        u.change = change;
+        *u.change.mutable_updated_at() = Ts(kT0 + 30);
+        u.hosts = {*HostOf(acked, "fs01")};
+        u.audit = {Audit("fs01", "acked", "chg-h")};
+        return std::optional<HostsUpdate>(u);
+      });
+  ASSERT_TRUE(step.ok()) << step;
+  EXPECT_EQ(Diff(acked, **store_->GetChange("chg-h")), "");
+  auto status = store_->HostStatuses({"fs01", "fs02"});
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->at("fs01").applied_change_id(), "chg-h");
+  EXPECT_EQ(status->at("fs01").last_result(), v1::HOST_CHANGE_STATE_APPLIED);
+  EXPECT_EQ(status->at("fs02").desired_change_id(), "chg-h");
+  EXPECT_EQ(status->at("fs02").last_result(), v1::HOST_CHANGE_STATE_UNSPECIFIED);
+  AuditQuery q;
+  q.change_id = "chg-h";
+  EXPECT_THAT(Actions(*store_, q), ElementsAre("proposed", "acked"));
+
+  // A host it was not given, a failed step and an unknown change write nothing.
+  auto returns = [&](const v1::ChangeHost& host) -> ChangeStore::HostsStepFn {
+    return [host](const v1::Change& change, const std::vector<v1::ChangeHost>&,
+                  const OtherHosts&) -> absl::StatusOr<std::optional<HostsUpdate>> {
+      HostsUpdate u;
+      u.change = change;
+      u.change.set_halt_reason("should not be written");
+      u.hosts = {host};
+      u.audit = {Audit("collector", "halted", "chg-h")};
+      return std::optional<HostsUpdate>(u);
+    };
+  };
+  v1::ChangeHost fs02 = *HostOf(acked, "fs02");
+  fs02.set_state(v1::HOST_CHANGE_STATE_FAILED);
+  EXPECT_EQ(store_->UpdateChangeHosts("chg-h", {"fs01"}, returns(fs02)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      store_
+          ->UpdateChangeHosts("chg-h", {"fs02"},
+                              [](const v1::Change&, const std::vector<v1::ChangeHost>&,
+                                 const OtherHosts&) -> absl::StatusOr<std::optional<HostsUpdate>> {
+                                return absl::AbortedError("no");
+                              })
+          .code(),
+      absl::StatusCode::kAborted);
+  EXPECT_EQ(store_->UpdateChangeHosts("chg-none", {"fs02"}, returns(fs02)).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(Diff(acked, **store_->GetChange("chg-h")), "");
+  EXPECT_THAT(Actions(*store_, q), ElementsAre("proposed", "acked"));
+
+  // A DISPATCHED host without a dispatch time counts as dispatched at the beginning of time.
+  v1::Change undated = NewChange("chg-u", "alice", {"fs01", "fs02"});
+  Dispatch(HostOf(undated, "fs01"), "n1", kT0 + 600);
+  HostOf(undated, "fs01")->clear_dispatched_at();
+  Dispatch(HostOf(undated, "fs02"), "n2", kT0 + 600);
+  ASSERT_TRUE(store_->CreateChange(undated, {}).ok());
+  absl::Time earliest;
+  ASSERT_TRUE(store_
+                  ->UpdateChangeHosts(
+                      "chg-u", {"fs02"},
+                      [&](const v1::Change&, const std::vector<v1::ChangeHost>&,
+                          const OtherHosts& others) -> absl::StatusOr<std::optional<HostsUpdate>> {
+                        earliest = others.earliest_dispatched;
+                        return std::optional<HostsUpdate>();
+                      })
+                  .ok());
+  EXPECT_EQ(earliest, absl::InfinitePast());
+}
+
+// Steps on some hosts and whole-change steps on one change run one after another.
+TEST_P(ChangeStoreConformanceTest, StepsOnSomeHostsAndOnTheWholeChangeRunInOrder) {
+  ASSERT_TRUE(store_->CreateChange(NewChange("chg-1", "alice", {"fs01"}), {}).ok());
+  constexpr int kSteps = 6;
+  auto whole = [&] {
+    for (int i = 0; i < kSteps; ++i) {
+      auto done = store_->UpdateChange(
+          "chg-1", [](const v1::Change& current) -> absl::StatusOr<ChangeUpdate> {
+            ChangeUpdate u;
+            u.change = current;
+            absl::SleepFor(absl::Milliseconds(5));
+            u.change.set_version(current.version() + 1);
+            return u;
+          });
+      ASSERT_TRUE(done.ok()) << done.status();
+    }
+  };
+  auto scoped = [&] {
+    for (int i = 0; i < kSteps; ++i) {
+      absl::Status done = store_->UpdateChangeHosts(
+          "chg-1", {"fs01"},
+          [](const v1::Change& change, const std::vector<v1::ChangeHost>&,
+             const OtherHosts&) -> absl::StatusOr<std::optional<HostsUpdate>> {
+            HostsUpdate u;
+            u.change = change;
+            // Read, wait, write: without the change's lock, a step would be lost.
+            absl::SleepFor(absl::Milliseconds(5));
+            u.change.set_version(change.version() + 1);
+            return std::optional<HostsUpdate>(u);
+          });
+      ASSERT_TRUE(done.ok()) << done;
+    }
+  };
+  std::thread t1(whole);
+  std::thread t2(scoped);
+  t1.join();
+  t2.join();
+  EXPECT_EQ((*store_->GetChange("chg-1"))->version(), 1u + 2 * kSteps);
+}
+
 v1::CounterWindow CounterWindowOf(int64_t start, std::vector<double> cpu) {
   v1::CounterWindow w;
   *w.mutable_start() = Ts(start);

@@ -189,6 +189,42 @@ TEST_F(PgChangeStoreTest, FourEyesIsADatabaseConstraint) {
               HasSubstr("waivers_approved_has_approver"));
 }
 
+// A step on some hosts of a change reads no other host's row: it goes through while another
+// host's row no longer parses (the whole change, as GetChange and UpdateChange read it, does not).
+TEST_F(PgChangeStoreTest, AStepOnSomeHostsReadsNoOtherHost) {
+  v1::Change c = Proposed("chg-1", "alice");
+  c.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  c.mutable_hosts(0)->set_state(v1::HOST_CHANGE_STATE_DISPATCHED);
+  c.mutable_hosts(0)->set_wave(0);
+  c.mutable_hosts(0)->set_nonce("n1");
+  auto* other = c.add_hosts();
+  other->set_host("fs02");
+  other->set_state(v1::HOST_CHANGE_STATE_DISPATCHED);
+  other->set_wave(0);
+  ASSERT_TRUE(changes_->CreateChange(c, {}).ok());
+  Exec(dsn_, "UPDATE change_hosts SET impact = '[1, 2]' WHERE host = 'fs02'");
+  auto whole = changes_->GetChange("chg-1");
+  ASSERT_FALSE(whole.ok());  // the row is really unreadable
+  EXPECT_THAT(whole.status().message(), HasSubstr("fs02"));
+
+  absl::Status acked = changes_->UpdateChangeHosts(
+      "chg-1", {"fs01"},
+      [](const v1::Change& change, const std::vector<v1::ChangeHost>& hosts,
+         const OtherHosts& others) -> absl::StatusOr<std::optional<HostsUpdate>> {
+        EXPECT_TRUE(others.wave_dispatched);  // fs02, counted
+        HostsUpdate u;
+        u.change = change;
+        u.hosts = hosts;
+        if (!u.hosts.empty()) u.hosts[0].set_state(v1::HOST_CHANGE_STATE_APPLIED);
+        return std::optional<HostsUpdate>(u);
+      });
+  ASSERT_TRUE(acked.ok()) << acked;
+  EXPECT_EQ(QueryValue(dsn_, "SELECT state FROM change_hosts WHERE host = 'fs01'"), "APPLIED");
+  EXPECT_EQ(
+      QueryValue(dsn_, "SELECT applied_change_id FROM host_change_status WHERE host = 'fs01'"),
+      "chg-1");
+}
+
 TEST_F(PgChangeStoreTest, AStepApprovingTwiceNamesTheApprover) {
   v1::Change c = Proposed("chg-1", "alice");
   ASSERT_TRUE(changes_->CreateChange(c, {}).ok());

@@ -216,6 +216,86 @@ absl::StatusOr<v1::Change> MemoryChangeStore::UpdateChange(const std::string& id
   return update.change;
 }
 
+absl::Status MemoryChangeStore::UpdateChangeHosts(const std::string& id,
+                                                  const std::vector<std::string>& hosts,
+                                                  const HostsStepFn& step) {
+  std::shared_ptr<absl::Mutex> step_lock = StepLock(id);
+  absl::MutexLock in_order(step_lock.get());
+  v1::Change change;
+  std::vector<v1::ChangeHost> mine;
+  OtherHosts others;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = changes_.find(id);
+    if (it == changes_.end()) return absl::NotFoundError(absl::StrCat("no change ", id));
+    const v1::Change& stored = it->second.change;
+    std::map<std::string, const v1::ChangeHost*> named;
+    for (const std::string& host : hosts) named.emplace(host, nullptr);
+    for (const auto& h : stored.hosts()) {
+      auto n = named.find(h.host());
+      if (n != named.end()) {
+        n->second = &h;
+        continue;
+      }
+      const bool in_wave = h.wave() == stored.current_wave();
+      if (h.state() == v1::HOST_CHANGE_STATE_PENDING && in_wave) others.wave_pending = true;
+      if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED) {
+        if (in_wave) others.wave_dispatched = true;
+        others.earliest_dispatched =
+            std::min(others.earliest_dispatched,
+                     h.has_dispatched_at() ? FromProto(h.dispatched_at()) : absl::InfinitePast());
+      }
+      if (h.state() == v1::HOST_CHANGE_STATE_PRECONDITION_FAILED) ++others.precondition_failed;
+    }
+    for (const std::string& host : hosts) {
+      auto n = named.find(host);
+      if (n == named.end() || n->second == nullptr) continue;
+      mine.push_back(*n->second);
+      named.erase(n);  // each once
+    }
+    change = stored;
+    change.clear_hosts();
+    change.clear_approvals();
+  }
+  ASSIGN_OR_RETURN(std::optional<HostsUpdate> update, step(change, mine, others));
+  if (!update.has_value()) return absl::OkStatus();
+  if (update->change.id() != id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("change ", id, ": the step returned change '", update->change.id(), "'"));
+  }
+  v1::Change before, after;
+  for (const v1::ChangeHost& h : update->hosts) {
+    auto given = std::find_if(mine.begin(), mine.end(),
+                              [&](const v1::ChangeHost& m) { return m.host() == h.host(); });
+    if (given == mine.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("change ", id, ": the step returned host '",
+                                                     h.host(), "', which it was not given"));
+    }
+    *before.add_hosts() = *given;
+    *after.add_hosts() = h;
+    ClearCounters(after.mutable_hosts(after.hosts_size() - 1));
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = changes_.find(id);
+  v1::Change& stored = it->second.change;
+  // The change's own fields from the step; its hosts and approvals as stored.
+  v1::Change row = std::move(update->change);
+  *row.mutable_hosts() = std::move(*stored.mutable_hosts());
+  *row.mutable_approvals() = std::move(*stored.mutable_approvals());
+  stored = std::move(row);
+  after.set_id(stored.id());
+  after.set_version(stored.version());
+  UpdateHostStatusesLocked(&before, after);
+  std::map<std::string, const v1::ChangeHost*> written;
+  for (const v1::ChangeHost& h : after.hosts()) written[h.host()] = &h;
+  for (auto& h : *stored.mutable_hosts()) {
+    auto w = written.find(h.host());
+    if (w != written.end()) h = *w->second;
+  }
+  AppendAuditLocked(std::move(update->audit));
+  return absl::OkStatus();
+}
+
 absl::Status MemoryChangeStore::UpdateHostCounters(const std::string& change_id,
                                                    const std::string& host,
                                                    const CountersStepFn& step) {

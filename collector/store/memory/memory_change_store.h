@@ -32,6 +32,8 @@ class MemoryChangeStore : public ChangeStore {
   absl::StatusOr<std::vector<smbfleet::v1::Change>> ListChanges(const ChangeQuery& query) override;
   absl::StatusOr<smbfleet::v1::Change> UpdateChange(const std::string& id,
                                                     const StepFn& step) override;
+  absl::Status UpdateChangeHosts(const std::string& id, const std::vector<std::string>& hosts,
+                                 const HostsStepFn& step) override;
   absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
                                   const CountersStepFn& step) override;
   absl::StatusOr<MeasuredChangeHosts> ListMeasuredChangeHosts(absl::Time since,

@@ -199,6 +199,8 @@ class PgChangeStore : public ChangeStore {
   absl::StatusOr<std::optional<v1::Change>> GetChange(const std::string& id) override;
   absl::StatusOr<std::vector<v1::Change>> ListChanges(const ChangeQuery& query) override;
   absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override;
+  absl::Status UpdateChangeHosts(const std::string& id, const std::vector<std::string>& hosts,
+                                 const HostsStepFn& step) override;
   absl::Status UpdateHostCounters(const std::string& change_id, const std::string& host,
                                   const CountersStepFn& step) override;
   absl::StatusOr<MeasuredChangeHosts> ListMeasuredChangeHosts(absl::Time since,
@@ -490,6 +492,119 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
     return std::move(update->change);
   } catch (...) {
     return MapWriteError(*pool_, what, written);
+  }
+}
+
+absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
+                                              const std::vector<std::string>& hosts,
+                                              const HostsStepFn& step) {
+  const std::string what = absl::StrCat("updating hosts of change ", id);
+  try {
+    ConnectionPool::Lease conn = pool_->Acquire();
+    pqxx::work tx(*conn);
+    pqxx::result rows = tx.exec_params(
+        absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id = $1 FOR UPDATE"),
+        id);
+    if (rows.empty()) return absl::NotFoundError(absl::StrCat("no change ", id));
+    ASSIGN_OR_RETURN(v1::Change current, pg::ChangeFromRow(rows[0]));
+
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    for (const std::string& h : hosts) {
+      if (seen.insert(h).second) names.push_back(h);
+    }
+    std::map<std::string, std::pair<int, v1::ChangeHost>> found;  // by name: position, host
+    for (size_t begin = 0; begin < names.size(); begin += kHostsPerQuery) {
+      const size_t end = std::min(names.size(), begin + kHostsPerQuery);
+      const std::vector<std::string> chunk(names.begin() + static_cast<std::ptrdiff_t>(begin),
+                                           names.begin() + static_cast<std::ptrdiff_t>(end));
+      pqxx::result host_rows =
+          tx.exec_params(absl::StrCat("SELECT h.position, ", pg::kHostColumns,
+                                      " FROM change_hosts h WHERE h.change_id = $1 AND h.host IN ",
+                                      QuotedList(tx, chunk)),
+                         id);
+      for (const auto& r : host_rows) {
+        ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+        const std::string name = h.host();
+        found[name] = {r["position"].as<int>(), std::move(h)};
+      }
+    }
+    std::vector<v1::ChangeHost> mine;
+    for (const std::string& name : names) {
+      auto it = found.find(name);
+      if (it != found.end()) mine.push_back(it->second.second);
+    }
+
+    // The other hosts, counted: each an index range of change_hosts_progress or
+    // change_hosts_dispatched (migration 0014), never a read of every host.
+    const std::string others_only =
+        names.empty() ? "" : absl::StrCat(" AND host NOT IN ", QuotedList(tx, names));
+    const std::string of_change =
+        absl::StrCat("FROM change_hosts WHERE change_id = $1", others_only);
+    const pqxx::row tally = tx.exec_params1(
+        absl::StrCat(
+            "SELECT EXISTS (SELECT 1 ", of_change,
+            " AND state = 'PENDING' AND wave = $2) AS wave_pending, EXISTS (SELECT 1 ", of_change,
+            " AND state = 'DISPATCHED' AND wave = $2) AS wave_dispatched, (SELECT count(*) ",
+            of_change,
+            " AND state = 'PRECONDITION_FAILED') AS precondition_failed, (SELECT "
+            "(EXTRACT(EPOCH FROM min(dispatched_at)) * 1000000)::bigint ",
+            of_change, " AND state = 'DISPATCHED') AS earliest_dispatched, EXISTS (SELECT 1 ",
+            of_change, " AND state = 'DISPATCHED' AND dispatched_at IS NULL) AS undated"),
+        id, current.current_wave());
+    OtherHosts others;
+    others.wave_pending = tally["wave_pending"].as<bool>();
+    others.wave_dispatched = tally["wave_dispatched"].as<bool>();
+    others.precondition_failed = tally["precondition_failed"].as<uint32_t>();
+    if (tally["undated"].as<bool>()) {
+      others.earliest_dispatched = absl::InfinitePast();
+    } else if (!tally["earliest_dispatched"].is_null()) {
+      others.earliest_dispatched = absl::FromUnixMicros(tally["earliest_dispatched"].as<int64_t>());
+    }
+
+    ASSIGN_OR_RETURN(std::optional<HostsUpdate> update, step(current, mine, others));
+    if (!update.has_value()) return absl::OkStatus();
+    if (update->change.id() != id) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("change ", id, ": the step returned change '", update->change.id(), "'"));
+    }
+    RETURN_IF_ERROR(CheckChange(update->change));
+    v1::Change before, after;
+    std::vector<pg::RowValues> changed;
+    for (const v1::ChangeHost& h : update->hosts) {
+      auto it = found.find(h.host());
+      if (it == found.end()) {
+        return absl::InvalidArgumentError(absl::StrCat("change ", id, ": the step returned host '",
+                                                       h.host(), "', which it was not given"));
+      }
+      if (h.state() == v1::HOST_CHANGE_STATE_UNSPECIFIED) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("change ", id, ", host '", h.host(), "': state is unspecified"));
+      }
+      *before.add_hosts() = it->second.second;
+      *after.add_hosts() = h;
+      if (!MessageDifferencer::Equals(it->second.second, h)) {
+        changed.push_back(pg::HostRow(tx, id, it->second.first, h, /*with_counters=*/false));
+      }
+    }
+    if (RowDiffers(current, update->change)) {
+      const pg::RowValues row = pg::ChangeRow(tx, update->change);
+      tx.exec_params(absl::StrCat("UPDATE changes SET ", row.Assignments({"id"}), " WHERE id = $1"),
+                     id);
+    }
+    if (!changed.empty()) {
+      InsertRows(tx, "change_hosts", changed,
+                 absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
+                              changed[0].ExcludedAssignments({"change_id", "host"})));
+    }
+    after.set_id(id);
+    after.set_version(update->change.version());
+    WriteHostStatuses(tx, &before, after);
+    InsertAudit(tx, update->audit);
+    tx.commit();
+    return absl::OkStatus();
+  } catch (...) {
+    return MapWriteError(*pool_, what, {});
   }
 }
 
