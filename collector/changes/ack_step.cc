@@ -121,18 +121,8 @@ bool ChangeService::ApplyAcksToHosts(const std::string& id, const std::vector<Pe
       const v1::AckChangeRequest& ack = a->ack;
       auto found = by_name.find(a->host);
       v1::ChangeHost* h = found == by_name.end() ? nullptr : found->second;
-      if (h == nullptr || h->nonce().empty()) {
-        a->status =
-            absl::NotFoundError(absl::StrCat("no order of change ", id, " was sent to ", a->host));
-        continue;
-      }
-      if (c.version() != ack.version() || h->nonce() != ack.nonce()) {
-        a->status = absl::FailedPreconditionError(
-            absl::StrCat("change ", id, ": ", a->host, " acked version ", ack.version(), " nonce '",
-                         ack.nonce().substr(0, 64), "', the order sent was version ", c.version(),
-                         " nonce '", h->nonce(), "'"));
-        continue;
-      }
+      a->status = MatchesOrder(id, c, h, *a);
+      if (!a->status.ok()) continue;
       if (h->state() == a->result) continue;  // the same ack again: already recorded and audited
       if (!OnlyRecords(c, *h, a->result)) {
         whole = true;

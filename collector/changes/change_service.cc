@@ -585,6 +585,20 @@ void ChangeService::FinishAck(const std::string& id, PendingAck& a) {
   a.done(v1::AckChangeResponse());
 }
 
+absl::Status ChangeService::MatchesOrder(const std::string& id, const v1::Change& change,
+                                         const v1::ChangeHost* h, const PendingAck& ack) {
+  if (h == nullptr || h->nonce().empty()) {
+    return absl::NotFoundError(absl::StrCat("no order of change ", id, " was sent to ", ack.host));
+  }
+  if (change.version() != ack.ack.version() || h->nonce() != ack.ack.nonce()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("change ", id, ": ", ack.host, " acked version ", ack.ack.version(),
+                     " nonce '", ack.ack.nonce().substr(0, 64), "', the order sent was version ",
+                     change.version(), " nonce '", h->nonce(), "'"));
+  }
+  return absl::OkStatus();
+}
+
 void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks) {
   if (ApplyAcksToHosts(id, acks)) return;
   auto prepare = [&](v1::Change& c) -> absl::StatusOr<Prepared> {
@@ -599,18 +613,8 @@ void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAc
       a->since_dispatch.reset();
       const v1::AckChangeRequest& ack = a->ack;
       v1::ChangeHost* h = FindHost(c, a->host);
-      if (h == nullptr || h->nonce().empty()) {
-        a->status =
-            absl::NotFoundError(absl::StrCat("no order of change ", id, " was sent to ", a->host));
-        continue;
-      }
-      if (c.version() != ack.version() || h->nonce() != ack.nonce()) {
-        a->status = absl::FailedPreconditionError(
-            absl::StrCat("change ", id, ": ", a->host, " acked version ", ack.version(), " nonce '",
-                         ack.nonce().substr(0, 64), "', the order sent was version ", c.version(),
-                         " nonce '", h->nonce(), "'"));
-        continue;
-      }
+      a->status = MatchesOrder(id, c, h, *a);
+      if (!a->status.ok()) continue;
       v1::HostChangeState& state = acked.try_emplace(a->host, h->state()).first->second;
       if (state == a->result) continue;  // the same ack again: already recorded and audited
       state = a->result;

@@ -143,6 +143,11 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
     bool moved = false;                            // it changed the host's state
     std::optional<absl::Duration> since_dispatch;  // of the order acked, when the change says
   };
+  // Whether `ack` answers the order change `id` (at `change`'s version) sent to its host `h`
+  // (nullptr: the change has no such host): NOT_FOUND when no order went there,
+  // FAILED_PRECONDITION naming both when the version or the nonce is not the order's.
+  static absl::Status MatchesOrder(const std::string& id, const smbfleet::v1::Change& change,
+                                   const smbfleet::v1::ChangeHost* h, const PendingAck& ack);
   // Applies `acks` (all of one change) in one workflow step; should that step fail, each again
   // in a step of its own, so that one ack's error is its own. Sets each one's outcome.
   void ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks);

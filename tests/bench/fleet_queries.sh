@@ -52,16 +52,7 @@ if ((2 * round + 1000 > $(ulimit -n))); then
 fi
 kGoalReevaluateS=30 kGoalQueryMs=100
 
-pg_dir=$(mktemp -d /tmp/smbfleet-fq-pg.XXXXXX)
-trap fault_cleanup EXIT
-for attempt in 1 2 3; do
-  if SMBFLEET_TEST_PG_DSN=$(bash "$fq_root/deploy/pg.sh" start "$pg_dir" "$(free_port)" 2>"$pg_dir/start.err"); then
-    break
-  fi
-  SMBFLEET_TEST_PG_DSN=
-  ((attempt < 3)) || { cat "$pg_dir/start.err" >&2; echo "FAIL: PostgreSQL did not start" >&2; exit 1; }
-done
-export SMBFLEET_TEST_PG_DSN
+start_private_pg fq
 e2e_init "$build/collector/smbfleet-collector" "$build/agent/smbfleet-agent" "$build/cli/smbfleetctl" >&2
 trap fault_cleanup EXIT
 note() { echo "-- $*" >&2; }

@@ -61,16 +61,7 @@ kGoalKbPerAgent=50 kGoalAgents=100000
 kSpareFiles=1000
 
 # A private, fast PostgreSQL (this measures the collector, not fsync).
-pg_dir=$(mktemp -d /tmp/smbfleet-scale-pg.XXXXXX)
-trap fault_cleanup EXIT
-for attempt in 1 2 3; do
-  if SMBFLEET_TEST_PG_DSN=$(bash "$scale_root/deploy/pg.sh" start "$pg_dir" "$(free_port)" 2>"$pg_dir/start.err"); then
-    break
-  fi
-  SMBFLEET_TEST_PG_DSN=
-  ((attempt < 3)) || { cat "$pg_dir/start.err" >&2; echo "FAIL: PostgreSQL did not start" >&2; exit 1; }
-done
-export SMBFLEET_TEST_PG_DSN
+start_private_pg scale
 e2e_init "$build/collector/smbfleet-collector" "$build/agent/smbfleet-agent" "$build/cli/smbfleetctl" >&2
 trap fault_cleanup EXIT
 

@@ -30,20 +30,28 @@ fault_init() {  # fault_init SCENARIO [--short|--long] [HOST...]
   done
   # The scenario's own durable server: killed and restarted by some scenarios, so it proves that
   # what was committed stays committed.
-  pg_dir=$(mktemp -d /tmp/smbfleet-fault-pg.XXXXXX)
-  trap fault_cleanup EXIT
-  local attempt
-  for attempt in 1 2 3; do
-    pg_port=$(free_port)
-    if SMBFLEET_TEST_PG_DSN=$(bash "$fault_root/deploy/pg.sh" start "$pg_dir" "$pg_port" --durable 2>"$pg_dir/start.err"); then
-      break
-    fi
-    SMBFLEET_TEST_PG_DSN=
-  done
-  [[ -n "$SMBFLEET_TEST_PG_DSN" ]] || { cat "$pg_dir/start.err" >&2; echo "FAIL: PostgreSQL did not start" >&2; exit 1; }
-  export SMBFLEET_TEST_PG_DSN
+  start_private_pg fault --durable
   e2e_init "$b/collector/smbfleet-collector" "$b/agent/smbfleet-agent" "$b/cli/smbfleetctl" "$@"
   trap fault_cleanup EXIT  # e2e_init set its own: ours calls it, then stops PostgreSQL
+}
+
+# start_private_pg NAME [pg.sh start OPTION...]: a PostgreSQL of its own in a new folder,
+# $pg_dir (fault_cleanup stops it and removes the folder), on a free port (three tries);
+# exports its DSN as SMBFLEET_TEST_PG_DSN.
+start_private_pg() {
+  local name=$1 attempt
+  shift
+  pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/smbfleet-$name-pg.XXXXXX")
+  trap fault_cleanup EXIT
+  for attempt in 1 2 3; do
+    if SMBFLEET_TEST_PG_DSN=$(bash "$fault_root/deploy/pg.sh" start "$pg_dir" "$(free_port)" "$@" 2>"$pg_dir/start.err"); then
+      export SMBFLEET_TEST_PG_DSN
+      return 0
+    fi
+  done
+  cat "$pg_dir/start.err" >&2
+  echo "FAIL: PostgreSQL did not start" >&2
+  exit 1
 }
 
 fault_cleanup() {
