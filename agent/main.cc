@@ -373,6 +373,7 @@ int RunService(const Flags& flags) {
 
 int main(int argc, char** argv) {
   using namespace smbfleet::agent;
+  platform::LimitHeapArenas();  // before any thread starts
   platform::UseBinaryStdout();
   const std::vector<std::string> args = platform::Arguments(argc, argv);
   if (args.size() < 2) return Usage("no command given");

@@ -288,7 +288,8 @@ absl::Status Agent::Flush() {
       continue;
     }
     bool digest_only = false;
-    auto response = Deliver(*report, &digest_only);
+    size_t sent_bytes = 0;
+    auto response = Deliver(*report, &digest_only, &sent_bytes);
     if (!response.ok()) {
       if (IsPermanentReportError(response.status())) {
         Log()->error("collector refused report {} for good: {}; kept in {}/rejected", LogSafe(id),
@@ -298,9 +299,11 @@ absl::Status Agent::Flush() {
       }
       return response.status();
     }
-    Log()->info("report {} delivered as {}: {}{}", LogSafe(id), LogSafe(response->host()),
+    // The size is the serialised request of the send that was answered (tests/bench reads it).
+    Log()->info("report {} delivered as {}: {}{} ({} bytes)", LogSafe(id),
+                LogSafe(response->host()),
                 smbfleet::v1::ReportResponse::Outcome_Name(response->outcome()),
-                digest_only ? " (digest only)" : "");
+                digest_only ? " (digest only)" : "", sent_bytes);
     // A DUPLICATE too: the collector has this report, counts included, from an earlier send.
     if (auto carried = carried_counts_.find(id); carried != carried_counts_.end()) {
       spool_->Forget(carried->second);
@@ -312,7 +315,7 @@ absl::Status Agent::Flush() {
 }
 
 absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
-    const smbfleet::v1::ReportRequest& report, bool* digest_only) {
+    const smbfleet::v1::ReportRequest& report, bool* digest_only, size_t* sent_bytes) {
   if (!acked_loaded_) {
     auto bytes = ReadFile(config_.spool_dir + kAckedDigestFile, 1024);
     if (bytes.ok()) acked_ = std::string(absl::StripAsciiWhitespace(*bytes));
@@ -342,6 +345,7 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
       *brief.mutable_collected_at() = report.posture().collected_at();
     }
     for (const auto& c : counters) *brief.add_change_counters() = c;
+    *sent_bytes = brief.ByteSizeLong();
     auto response = client_->Report(brief);
     if (response.ok() && response->outcome() != smbfleet::v1::ReportResponse::OUTCOME_SEND_FULL) {
       *digest_only = true;
@@ -361,10 +365,12 @@ absl::StatusOr<smbfleet::v1::ReportResponse> Agent::Deliver(
   }
   absl::StatusOr<smbfleet::v1::ReportResponse> response;
   if (counters.empty()) {
+    *sent_bytes = report.ByteSizeLong();
     response = client_->Report(report);
   } else {
     smbfleet::v1::ReportRequest with_counters = report;
     for (const auto& c : counters) *with_counters.add_change_counters() = c;
+    *sent_bytes = with_counters.ByteSizeLong();
     response = client_->Report(with_counters);
   }
   if (response.ok()) SetAcked(response->digest_reports() ? key : "");

@@ -110,9 +110,9 @@ class Agent {
 
  private:
   // Sends one spooled report: digest-only when it can, else (or when asked) whole. *digest_only:
-  // the collector took it as its digest.
+  // the collector took it as its digest; *sent_bytes: the serialised size of the last send.
   absl::StatusOr<smbfleet::v1::ReportResponse> Deliver(const smbfleet::v1::ReportRequest& report,
-                                                       bool* digest_only);
+                                                       bool* digest_only, size_t* sent_bytes);
   // Remembers (in memory and in <spool_dir>/acked_digest) the AckKey of the posture the
   // collector acknowledged last; empty: send the next report whole.
   void SetAcked(const std::string& key);

@@ -5,6 +5,13 @@
 #include "common/version.h"
 
 namespace smbfleet::agent {
+namespace {
+
+// A posture's repeated field names and values take gzip well; a digest-only report is a few
+// hundred bytes, which gzip would not shrink.
+constexpr size_t kCompressReportsFromBytes = 1024;
+
+}  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view what) {
   if (status.ok()) return absl::OkStatus();
@@ -62,6 +69,9 @@ absl::StatusOr<smbfleet::v1::ReportResponse> GrpcCollectorClient::Report(
     const smbfleet::v1::ReportRequest& request) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout_);
+  if (request.ByteSizeLong() >= kCompressReportsFromBytes) {
+    ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  }
   smbfleet::v1::ReportResponse response;
   grpc::Status status = Stub()->Report(&ctx, request, &response);
   if (!status.ok()) {

@@ -20,7 +20,8 @@ class CollectorClient {
 
   virtual ~CollectorClient() = default;
 
-  // One report, bounded by the configured deadline.
+  // One report, bounded by the configured deadline. Over gRPC a report of 1 KiB or more goes
+  // gzip-compressed (the collector takes gzip as every gRPC server does).
   virtual absl::StatusOr<smbfleet::v1::ReportResponse> Report(
       const smbfleet::v1::ReportRequest& request) = 0;
 

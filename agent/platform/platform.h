@@ -25,6 +25,12 @@ std::vector<std::string> Arguments(int argc, char** argv);
 // JSON output is the same bytes as on Linux). Nothing to do on POSIX.
 void UseBinaryStdout();
 
+// Has every thread allocate from one heap arena (glibc: M_ARENA_MAX 1) instead of one arena per
+// thread, each keeping the pages its thread freed: the agent's threads mostly wait, and one arena
+// kept about 5 MB less resident (docs/scaling.md "The agent"). Call at the start of main, before
+// any thread starts. Nothing to do with other C libraries (Windows: one process heap).
+void LimitHeapArenas();
+
 // How this OS runs programs: fork/exec, or CreateProcess in a job object.
 std::unique_ptr<CommandRunner> NewCommandRunner();
 

@@ -174,7 +174,7 @@ start_collector() {
     echo "listen: ${collector_listen:-127.0.0.1:0}"  # a fixed port for restarts (tests/fault)
     echo "tls: {cert: pki/collector.pem, key: pki/collector.key, client_ca: pki/ca.pem}"
     echo "database: {dsn: '$dsn'}"
-    echo "watch: {keepalive_interval: 5s}"
+    echo "watch: {keepalive_interval: ${collector_keepalive:-5s}}"  # bench: the default 60s
     # The tests nudge a host several times within seconds; docs/roles.md has the limits' tests.
     # $collector_limits: more limits keys (tests/bench/scale.sh measures some).
     echo "limits: {nudge_interval: 0s${collector_limits:+, $collector_limits}}"

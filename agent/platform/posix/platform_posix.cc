@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -37,6 +40,12 @@ std::vector<std::string> Arguments(int argc, char** argv) {
 }
 
 void UseBinaryStdout() {}
+
+void LimitHeapArenas() {
+#ifdef __GLIBC__
+  ::mallopt(M_ARENA_MAX, 1);
+#endif
+}
 
 std::unique_ptr<CommandRunner> NewCommandRunner() { return NewPosixCommandRunner(); }
 

@@ -1,8 +1,16 @@
 #include <signal.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "agent/platform/platform.h"
 #include "gmock/gmock.h"
@@ -40,6 +48,48 @@ TEST(PlatformPosixTest, RunsProgramsAndHasNoLiveWindowsSource) {
   EXPECT_EQ(source.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(source.status().message()), HasSubstr("windows-capture:DIR"));
 }
+
+#ifdef __GLIBC__
+// The heaps (arenas) glibc's malloc has made so far, as malloc_info lists them.
+int HeapArenas() {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* out = ::open_memstream(&text, &size);
+  if (out == nullptr) return -1;
+  ::malloc_info(0, out);
+  std::fclose(out);
+  int n = 0;
+  for (const char* p = text; (p = std::strstr(p, "<heap nr=")) != nullptr; ++p) ++n;
+  std::free(text);
+  return n;
+}
+
+TEST(PlatformPosixTest, ThreadsAllocatingAtOnceMakeNoNewHeapArena) {
+  LimitHeapArenas();
+  const int before = HeapArenas();
+  ASSERT_GE(before, 1);
+  // Eight threads, each allocating while all are alive: without the limit glibc gives each
+  // thread without an arena a new one.
+  constexpr int kThreads = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  int allocated = 0;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&] {
+      std::vector<char*> blocks;
+      for (int j = 0; j < 16; ++j) blocks.push_back(new char[1000]);
+      std::unique_lock<std::mutex> lock(mu);
+      ++allocated;
+      cv.notify_all();
+      cv.wait(lock, [&] { return allocated == kThreads; });
+      for (char* b : blocks) delete[] b;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(HeapArenas(), before);
+}
+#endif
 
 }  // namespace
 }  // namespace smbfleet::agent::platform

@@ -40,6 +40,8 @@ void UseBinaryStdout() {
   ::_setmode(::_fileno(stdout), _O_BINARY);
 }
 
+void LimitHeapArenas() {}
+
 std::unique_ptr<CommandRunner> NewCommandRunner() { return windows::NewWindowsCommandRunner(); }
 
 absl::Status InstallStopHandler(std::function<void()> on_stop) {
