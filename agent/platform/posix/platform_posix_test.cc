@@ -75,9 +75,11 @@ TEST(PlatformPosixTest, ThreadsAllocatingAtOnceMakeNoNewHeapArena) {
   std::condition_variable cv;
   int allocated = 0;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&] {
       std::vector<char*> blocks;
+      blocks.reserve(16);
       for (int j = 0; j < 16; ++j) blocks.push_back(new char[1000]);
       std::unique_lock<std::mutex> lock(mu);
       ++allocated;
