@@ -55,7 +55,9 @@ CREATE INDEX compliance_host_failing_since
   ON compliance_host_failing (policy_name, policy_version, since);
 
 -- The trend: what the transitions of each UTC day changed, per status (+1 into to_status, -1
--- out of from_status). A day's counts are the sum of every day up to it.
+-- out of from_status). A day's counts are the sum of every day up to it: each key's last status
+-- by then, as long as each transition's from_status is its key's status before it (what
+-- RecordEvaluation writes: transitions against the stored results, in time order).
 CREATE TABLE compliance_trend_counts (
   policy_name text NOT NULL,
   day         date NOT NULL,
