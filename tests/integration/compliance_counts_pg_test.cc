@@ -209,6 +209,7 @@ TEST_F(ComplianceCountsPgTest, KeptCountsEqualARecountAfterMixedWrites) {
 
   // Two collectors at once, each with two connections, on interleaved hosts.
   std::vector<std::thread> writers;
+  writers.reserve(4);
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
       Stores& stores = w % 2 == 0 ? a_ : b_;
