@@ -104,13 +104,14 @@ void UpdateShareClassifications(pqxx::work& tx, int64_t host_id, const HostEvalu
       ") AS c (name, classification, rule) WHERE s.host_id = ", host_id, " AND s.name = c.name"));
 }
 
-// Counts of a slice of current results (compliance_current `c`), by status.
+// Counts of a slice of the current results, by status, from their kept counts (`c`: rows of
+// compliance_counts_current or compliance_host_counts, migration 0015).
 constexpr char kSliceCounts[] = R"sql(
-  count(*) FILTER (WHERE c.status = 'COMPLIANT') AS compliant,
-  count(*) FILTER (WHERE c.status = 'NON_COMPLIANT') AS non_compliant,
-  count(*) FILTER (WHERE c.status = 'WAIVED') AS waived,
-  count(*) FILTER (WHERE c.status = 'UNKNOWN') AS unknown,
-  count(*) FILTER (WHERE c.status = 'ERROR') AS errors
+  COALESCE(sum(c.n) FILTER (WHERE c.status = 'COMPLIANT'), 0)::bigint AS compliant,
+  COALESCE(sum(c.n) FILTER (WHERE c.status = 'NON_COMPLIANT'), 0)::bigint AS non_compliant,
+  COALESCE(sum(c.n) FILTER (WHERE c.status = 'WAIVED'), 0)::bigint AS waived,
+  COALESCE(sum(c.n) FILTER (WHERE c.status = 'UNKNOWN'), 0)::bigint AS unknown,
+  COALESCE(sum(c.n) FILTER (WHERE c.status = 'ERROR'), 0)::bigint AS errors
 )sql";
 
 double Pct(uint64_t good, uint64_t applicable) {
@@ -147,54 +148,42 @@ bool LegacyDialect(const std::string& name) {
 
 // Everything of the overview but by_rule (GetCompliance) and drift, aggregated in SQL.
 void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std::string& policy,
-                  smbfleet::v1::GetFleetOverviewResponse* out) {
+                  const std::string& version, smbfleet::v1::GetFleetOverviewResponse* out) {
   const auto top = static_cast<int64_t>(q.top);
   out->set_hosts(tx.exec("SELECT count(*) FROM hosts")[0][0].as<uint32_t>());
   AddSlices(tx.exec(absl::StrCat("SELECT c.classification AS key, ", kSliceCounts,
-                                 " FROM compliance_current c WHERE c.share_name <> '' "
-                                 "GROUP BY c.classification")),
+                                 " FROM compliance_counts_current c WHERE c.on_share "
+                                 "GROUP BY c.classification HAVING sum(c.n) > 0")),
             out->mutable_by_classification());
-  AddSlices(tx.exec(absl::StrCat("SELECT hl.key || '=' || hl.value AS key, ", kSliceCounts,
-                                 " FROM compliance_current c JOIN host_labels hl ON hl.host = "
-                                 "c.host GROUP BY hl.key, hl.value")),
+  AddSlices(tx.exec(absl::StrCat(
+                "SELECT hl.key || '=' || hl.value AS key, ", kSliceCounts,
+                " FROM compliance_host_counts c JOIN policy_versions v ON v.policy_name = "
+                "c.policy_name AND v.version = c.policy_version AND v.active "
+                "JOIN hosts h ON h.id = c.host_id JOIN host_labels hl ON hl.host = h.name "
+                "GROUP BY hl.key, hl.value HAVING sum(c.n) > 0")),
             out->mutable_by_label());
 
-  // The trend: for each day, the last transition of every (host, rule, share) before the day
-  // ended. A transition holds from its day until the day before the next one of its key ends;
-  // each such range adds one on its first day and takes it back after its last, and a running
-  // sum per status gives each day's counts (one pass over the transitions, not one per day).
+  // The trend, from what each day's transitions changed per status (compliance_trend_counts):
+  // a day's counts are the changes of every day up to it, so the days before the window add up
+  // to its first day and a running sum per status gives the others.
   pqxx::result trend = tx.exec_params(
       R"sql(
       WITH w AS (
-        SELECT date_trunc('day', $1::timestamptz, 'UTC') - ($2::int - 1) * interval '1 day'
-                 AS first_day,
-               date_trunc('day', $1::timestamptz, 'UTC') AS last_day),
+        SELECT (date_trunc('day', $1::timestamptz, 'UTC') AT TIME ZONE 'UTC')::date AS last_day),
+      bounds AS (SELECT last_day - ($2::int - 1) AS first_day, last_day FROM w),
       days AS (
-        SELECT d AS day FROM w, generate_series(w.first_day, w.last_day, interval '1 day') d),
-      spans AS (
-        SELECT t.to_status AS status, t.at,
-               lead(t.at) OVER (PARTITION BY t.host_id, t.rule_id, t.share_name
-                                ORDER BY t.at, t.id) AS next_at
-        FROM compliance_transitions t, w
-        WHERE t.policy_name = $3 AND t.at < w.last_day + interval '1 day'),
-      ranges AS (
-        SELECT s.status, greatest(date_trunc('day', s.at, 'UTC'), w.first_day) AS from_day,
-               CASE WHEN s.next_at IS NULL THEN w.last_day
-                    ELSE least(date_trunc('day', s.next_at - interval '1 day', 'UTC'), w.last_day)
-               END AS to_day
-        FROM spans s, w WHERE s.status IS NOT NULL),
-      deltas AS (
-        SELECT from_day AS day, status, 1 AS delta FROM ranges WHERE to_day >= from_day
-        UNION ALL
-        SELECT to_day + interval '1 day', status, -1 FROM ranges, w
-        WHERE to_day >= from_day AND to_day < w.last_day),
-      g AS (SELECT day, status, sum(delta) AS n FROM deltas GROUP BY day, status),
+        SELECT d::date AS day
+        FROM bounds, generate_series(bounds.first_day, bounds.last_day, interval '1 day') d),
+      g AS (
+        SELECT greatest(t.day, b.first_day) AS day, t.status, sum(t.n) AS n
+        FROM compliance_trend_counts t, bounds b
+        WHERE t.policy_name = $3 AND t.day <= b.last_day GROUP BY 1, 2),
       per_day AS (
         SELECT d.day, st.status,
                sum(COALESCE(g.n, 0)) OVER (PARTITION BY st.status ORDER BY d.day) AS n
         FROM days d CROSS JOIN (SELECT DISTINCT status FROM g) st
         LEFT JOIN g ON g.day = d.day AND g.status = st.status)
-      SELECT to_char(d.day AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+      SELECT to_char(d.day, 'YYYY-MM-DD') AS day,
              COALESCE(sum(p.n) FILTER (WHERE p.status = 'COMPLIANT'), 0)::bigint AS compliant,
              COALESCE(sum(p.n) FILTER (WHERE p.status = 'NON_COMPLIANT'), 0)::bigint
                AS non_compliant,
@@ -213,11 +202,14 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
                              r["applicable"].as<uint64_t>()));
   }
 
+  // The hosts failing longest under the active version of the overview's policy: one kept row
+  // per host (compliance_host_failing), read in order of its index.
   for (const auto& r : tx.exec_params(
-           "SELECT host, EXTRACT(EPOCH FROM min(failing_since))::float8 AS since, "
-           "count(DISTINCT rule_id) AS rules FROM compliance_failing_since GROUP BY host "
-           "ORDER BY min(failing_since), host COLLATE \"C\" LIMIT $1",
-           top)) {
+           "SELECT h.name AS host, EXTRACT(EPOCH FROM f.since)::float8 AS since, f.rules "
+           "FROM compliance_host_failing f JOIN hosts h ON h.id = f.host_id "
+           "WHERE f.policy_name = $2 AND f.policy_version = $3 "
+           "ORDER BY f.since, h.name COLLATE \"C\" LIMIT $1",
+           top, policy, version)) {
     auto* h = out->add_failing_longest();
     h->set_name(r["host"].as<std::string>());
     pg::SetTimestamp(r["since"], h->mutable_since());
@@ -431,7 +423,7 @@ class PgComplianceStore : public ComplianceStore {
           out.set_policy_name(compliance.policy_name());
           out.set_policy_version(compliance.policy_version());
           *out.mutable_by_rule() = compliance.rules();
-          ReadOverview(tx, query, compliance.policy_name(), &out);
+          ReadOverview(tx, query, compliance.policy_name(), compliance.policy_version(), &out);
           return out;
         });
   }

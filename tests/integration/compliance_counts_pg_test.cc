@@ -1,0 +1,262 @@
+// The compliance counts kept by migration 0015 against a recount of the stored results and
+// transitions, after every kind of write that changes them: new hosts, changed results, waivers
+// coming and going, a policy version change, trusted labels, a host deleted, and two collectors
+// (two stores, two connections each) saving at once.
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "collector/ingest/digest.h"
+#include "collector/ingest/pipeline.h"
+#include "collector/store/postgres/pg_store.h"
+#include "gtest/gtest.h"
+#include "policy/evaluate.h"
+#include "policy/policy.h"
+#include "tests/testing/pg_fixture.h"
+
+namespace smbfleet::collector {
+namespace {
+
+using ::smbfleet::testing::CreateTestDatabase;
+using ::smbfleet::testing::QueryValue;
+
+smbfleet::policy::Policy Baseline(const std::string& version) {
+  std::string path = std::string(SMBFLEET_SOURCE_DIR) + "/policy/policies/baseline.yaml";
+  FILE* f = std::fopen(path.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while (f != nullptr && (n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  if (f != nullptr) std::fclose(f);
+  auto p = smbfleet::policy::ParsePolicy(path, text);
+  EXPECT_TRUE(p.ok()) << p.status();
+  p->version = version;
+  return *p;
+}
+
+// A posture that differs with `variant`: SMB1, signing, shares and their names.
+smbfleet::v1::Posture PostureOf(const std::string& host, int variant) {
+  smbfleet::v1::Posture p;
+  p.mutable_host()->set_hostname(host);
+  p.mutable_host()->set_platform(smbfleet::v1::PLATFORM_SAMBA);
+  p.mutable_server()->set_smb1_enabled(variant % 2 == 1);
+  p.mutable_server()->set_require_signing(variant % 3 == 0);
+  for (int i = 0; i < variant % 4; ++i) {
+    auto* share = p.add_shares();
+    share->set_name(i == 0 ? "finance" : absl::StrCat("data", i));
+    share->set_path(absl::StrCat("/srv/", share->name()));
+  }
+  return p;
+}
+
+// Rows in one query's answer and not the other's, either way (0: the same rows).
+std::string Difference(const std::string& dsn, const std::string& a, const std::string& b) {
+  return QueryValue(dsn, absl::StrCat("SELECT count(*) FROM ((", a, " EXCEPT ALL ", b,
+                                      ") UNION ALL (", b, " EXCEPT ALL ", a, ")) d"));
+}
+
+// What migration 0002's views computed from every current result.
+constexpr char kRecountByRule[] = R"sql(
+  SELECT policy_name, rule_id,
+         count(*) FILTER (WHERE status = 'COMPLIANT') AS compliant,
+         count(*) FILTER (WHERE status = 'NON_COMPLIANT') AS non_compliant,
+         count(*) FILTER (WHERE status = 'WAIVED') AS waived,
+         count(*) FILTER (WHERE status = 'UNKNOWN') AS unknown,
+         count(*) FILTER (WHERE status = 'ERROR') AS errors,
+         count(*) FILTER (WHERE status = 'NOT_APPLICABLE') AS not_applicable,
+         round(100.0 * count(*) FILTER (WHERE status IN ('COMPLIANT', 'WAIVED'))
+               / NULLIF(count(*) FILTER (WHERE status <> 'NOT_APPLICABLE'), 0), 2) AS compliant_pct
+  FROM compliance_current GROUP BY policy_name, rule_id)sql";
+constexpr char kRecountByClassification[] = R"sql(
+  SELECT policy_name, classification,
+         count(*) FILTER (WHERE status = 'COMPLIANT') AS compliant,
+         count(*) FILTER (WHERE status = 'NON_COMPLIANT') AS non_compliant,
+         count(*) FILTER (WHERE status = 'WAIVED') AS waived,
+         round(100.0 * count(*) FILTER (WHERE status IN ('COMPLIANT', 'WAIVED'))
+               / NULLIF(count(*) FILTER (WHERE status <> 'NOT_APPLICABLE'), 0), 2) AS compliant_pct
+  FROM compliance_current WHERE share_name <> '' GROUP BY policy_name, classification)sql";
+constexpr char kRecountByLabel[] = R"sql(
+  SELECT c.policy_name, l.key, l.value,
+         count(*) FILTER (WHERE c.status = 'COMPLIANT') AS compliant,
+         count(*) FILTER (WHERE c.status = 'NON_COMPLIANT') AS non_compliant,
+         count(*) FILTER (WHERE c.status = 'WAIVED') AS waived,
+         round(100.0 * count(*) FILTER (WHERE c.status IN ('COMPLIANT', 'WAIVED'))
+               / NULLIF(count(*) FILTER (WHERE c.status <> 'NOT_APPLICABLE'), 0), 2)
+  FROM compliance_current c CROSS JOIN LATERAL jsonb_each_text(c.labels) l
+  GROUP BY c.policy_name, l.key, l.value)sql";
+constexpr char kRecountByHost[] = R"sql(
+  SELECT host_id, policy_name, policy_version, status, count(*)
+  FROM compliance_results GROUP BY 1, 2, 3, 4)sql";
+constexpr char kRecountFailing[] = R"sql(
+  SELECT host_id, policy_name, policy_version, min(failing_since), count(DISTINCT rule_id)
+  FROM compliance_failing_since GROUP BY 1, 2, 3)sql";
+constexpr char kKeptFailing[] = R"sql(
+  SELECT f.host_id, f.policy_name, f.policy_version, f.since, f.rules
+  FROM compliance_host_failing f JOIN policy_versions v
+    ON v.policy_name = f.policy_name AND v.version = f.policy_version AND v.active)sql";
+// Each day's status of every key, from its transitions (0002's compliance_daily_status), and the
+// same from the kept day changes: the running sum up to each day.
+constexpr char kRecountDaily[] = R"sql(
+  SELECT (day AT TIME ZONE 'UTC')::date, policy_name, status, count(*)
+  FROM compliance_daily_status GROUP BY 1, 2, 3)sql";
+constexpr char kKeptDaily[] = R"sql(
+  SELECT d.day, s.policy_name, s.status, s.n FROM
+    (SELECT DISTINCT (day AT TIME ZONE 'UTC')::date AS day FROM compliance_daily_status) d
+    CROSS JOIN LATERAL (
+      SELECT policy_name, status, sum(n)::bigint AS n FROM compliance_trend_counts
+      WHERE day <= d.day GROUP BY 1, 2 HAVING sum(n) <> 0) s)sql";
+
+class ComplianceCountsPgTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SMBFLEET_REQUIRE_PG();
+    dsn_ = CreateTestDatabase();
+    ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
+    for (auto* s : {&a_, &b_}) {
+      auto stores = NewPgStore(dsn_, 2);
+      ASSERT_TRUE(stores.ok()) << stores.status();
+      *s = *std::move(stores);
+    }
+  }
+
+  // Stores a report of `host` and records its evaluation under `policy`.
+  void Report(Stores& stores, const std::string& host, int variant,
+              const smbfleet::policy::Policy& policy,
+              const std::vector<smbfleet::v1::Waiver>& waivers, absl::Time at) {
+    auto posture = PostureOf(host, variant);
+    IncomingReport r;
+    r.host = host;
+    r.report_id = absl::StrCat("00000000-0000-4000-8000-", absl::Dec(++reports_, absl::kZeroPad12));
+    r.reason = "test";
+    r.posture = &posture;
+    r.digest = PostureDigest(posture);
+    r.size_bytes = posture.ByteSizeLong();
+    r.received_at = absl::Now();
+    ASSERT_TRUE(stores.hosts->SaveReport(r).ok()) << host;
+    auto eval = smbfleet::policy::EvaluateHost(policy, posture, waivers, at);
+    auto n = RecordEvaluation(*stores.compliance, host, eval);
+    ASSERT_TRUE(n.ok()) << host << ": " << n.status();
+  }
+
+  void ExpectKeptEqualsRecount(const std::string& when) {
+    EXPECT_EQ(Difference(dsn_, kRecountByRule, "SELECT * FROM compliance_now_by_rule"), "0")
+        << when;
+    EXPECT_EQ(Difference(dsn_, kRecountByClassification,
+                         "SELECT * FROM compliance_now_by_classification"),
+              "0")
+        << when;
+    EXPECT_EQ(Difference(dsn_, kRecountByLabel, "SELECT * FROM compliance_now_by_label"), "0")
+        << when;
+    EXPECT_EQ(Difference(dsn_, kRecountByHost,
+                         "SELECT host_id, policy_name, policy_version, status, n "
+                         "FROM compliance_host_counts"),
+              "0")
+        << when;
+    EXPECT_EQ(Difference(dsn_, kRecountFailing, kKeptFailing), "0") << when;
+    EXPECT_EQ(Difference(dsn_, kRecountDaily, kKeptDaily), "0") << when;
+  }
+
+  std::string dsn_;
+  Stores a_;
+  Stores b_;
+  std::atomic<int> reports_{0};
+};
+
+TEST_F(ComplianceCountsPgTest, KeptCountsEqualARecountAfterMixedWrites) {
+  auto v1 = Baseline("1");
+  ASSERT_TRUE(a_.compliance->ActivatePolicy(v1.name, v1.version, "text").ok());
+  // Days before now: the daily recount reaches up to today.
+  const absl::Time t0 = absl::Now() - absl::Hours(24 * 10);
+  for (int i = 0; i < 8; ++i) {
+    Report(a_, absl::StrCat("fs", i), i, v1, {}, t0 + absl::Hours(i));
+  }
+  ExpectKeptEqualsRecount("new hosts");
+  EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM compliance_daily_status"), "0");
+  EXPECT_NE(QueryValue(dsn_, "SELECT sum(non_compliant) FROM compliance_now_by_rule"), "0");
+
+  // Changed results, on later days.
+  for (int i = 0; i < 8; i += 2) {
+    Report(a_, absl::StrCat("fs", i), i + 1, v1, {}, t0 + absl::Hours(30 + i));
+  }
+  ExpectKeptEqualsRecount("changed results");
+
+  // A waiver for SMB1 on fs1, then its expiry (the next evaluation without it).
+  QueryValue(dsn_,
+             "INSERT INTO waivers (id, rule_id, host_name, justification, approved_by, "
+             "created_by, created_at, expires_at) VALUES ('w1', 'smb1-server-disabled', 'fs1', "
+             "'legacy scanner', "
+             "'carol', 'bob', now() - interval '20 days', now() + interval '1 day') RETURNING id");
+  auto waivers = a_.compliance->ActiveWaivers();
+  ASSERT_TRUE(waivers.ok()) << waivers.status();
+  Report(a_, "fs1", 1, v1, *waivers, t0 + absl::Hours(50));
+  EXPECT_NE(QueryValue(dsn_, "SELECT sum(waived) FROM compliance_now_by_rule"), "0");
+  ExpectKeptEqualsRecount("waiver added");
+  Report(a_, "fs1", 1, v1, {}, t0 + absl::Hours(75));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT sum(waived) FROM compliance_now_by_rule"), "0");
+  ExpectKeptEqualsRecount("waiver expired");
+
+  // Labels as reported (the 0002 view) and trusted ones (the overview).
+  QueryValue(dsn_,
+             "UPDATE hosts SET labels = jsonb_build_object('site', CASE WHEN id % 2 = 0 THEN "
+             "'paris' ELSE 'oslo' END) RETURNING id");
+  ASSERT_TRUE(a_.enrollment == nullptr ||
+              a_.enrollment->SetHostLabels("fs2", {{"tier", "gold"}}, "carol", absl::Now()).ok());
+  ExpectKeptEqualsRecount("labels");
+
+  // Two collectors at once, each with two connections, on interleaved hosts.
+  std::vector<std::thread> writers;
+  writers.reserve(4);
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      Stores& stores = w % 2 == 0 ? a_ : b_;
+      for (int round = 0; round < 6; ++round) {
+        for (int i = w; i < 16; i += 4) {
+          Report(stores, absl::StrCat(i % 2 == 0 ? "fs" : "web", i), i + round, v1, {},
+                 t0 + absl::Hours(80 + round));
+        }
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  ExpectKeptEqualsRecount("concurrent saves");
+
+  // A new version: results of version 1 stop counting until each host is evaluated again.
+  auto v2 = Baseline("2");
+  ASSERT_TRUE(b_.compliance->ActivatePolicy(v2.name, v2.version, "text").ok());
+  ExpectKeptEqualsRecount("version 2 active, nothing evaluated under it");
+  for (int i = 0; i < 8; i += 3) {
+    Report(b_, absl::StrCat("fs", i), i, v2, {}, t0 + absl::Hours(100));
+  }
+  EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM compliance_now_by_rule"), "0");
+  ExpectKeptEqualsRecount("some hosts under version 2");
+
+  // A host deleted takes its results and transitions with it.
+  QueryValue(dsn_, "DELETE FROM hosts WHERE name = 'fs3' RETURNING id");
+  ExpectKeptEqualsRecount("host deleted");
+
+  // The connections that wrote are closed; their counts fold into one slot, unchanged.
+  a_ = Stores{};
+  b_ = Stores{};
+  auto c = NewPgStore(dsn_, 1);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->compliance->ActivatePolicy(v2.name, v2.version, "text").ok());
+  ExpectKeptEqualsRecount("folded");
+  // A closed connection's backend may take a moment to leave pg_stat_activity.
+  for (int i = 0; i < 100 && QueryValue(dsn_,
+                                        "SELECT count(*) FROM compliance_counts "
+                                        "WHERE slot <> 0") != "0";
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    QueryValue(dsn_, "SELECT 1 FROM compliance_counts_fold()");
+  }
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_counts WHERE slot <> 0"), "0");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_trend_counts WHERE slot <> 0"), "0");
+  ExpectKeptEqualsRecount("folded, every connection closed");
+}
+
+}  // namespace
+}  // namespace smbfleet::collector
