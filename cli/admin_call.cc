@@ -17,7 +17,9 @@ std::atomic<int64_t> call_timeout_ms{kDefaultCallTimeout.count()};
 
 void SetCallTimeout(std::chrono::milliseconds timeout) { call_timeout_ms = timeout.count(); }
 
-std::chrono::milliseconds CallTimeout() { return std::chrono::milliseconds(call_timeout_ms.load()); }
+std::chrono::milliseconds CallTimeout() {
+  return std::chrono::milliseconds(call_timeout_ms.load());
+}
 
 int FailedCall(const grpc::Status& status, const std::string& what, std::ostream& err) {
   err << "smbfleetctl: " << Clean(what) << ": " << Clean(status.error_message()) << " ("

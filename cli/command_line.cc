@@ -755,9 +755,9 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
     // Bare digits are seconds.
     const bool seconds = std::all_of(call_timeout_text.begin(), call_timeout_text.end(),
                                      [](unsigned char c) { return absl::ascii_isdigit(c); });
-    ASSIGN_OR_RETURN(inv.global.call_timeout,
-                     ParseDurationFlag("--call-timeout", seconds ? call_timeout_text + "s"
-                                                                 : call_timeout_text));
+    ASSIGN_OR_RETURN(
+        inv.global.call_timeout,
+        ParseDurationFlag("--call-timeout", seconds ? call_timeout_text + "s" : call_timeout_text));
     if (inv.global.call_timeout <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--call-timeout must be more than 0");
     }

@@ -292,9 +292,9 @@ TEST_F(CommandsTest, ProposeSendsTheHostsAndPrintsTheIdFirst) {
 }
 
 TEST_F(CommandsTest, CallTimeoutIsTheDeadlineOfEachCall) {
-  StubFactory connect = [this](const GlobalFlags&)
-      -> absl::StatusOr<std::unique_ptr<v1::AdminService::StubInterface>> {
-    return std::unique_ptr<v1::AdminService::StubInterface>(v1::AdminService::NewStub(channel_));
+  using Connected = absl::StatusOr<std::unique_ptr<v1::AdminService::StubInterface>>;
+  StubFactory connect = [this](const GlobalFlags&) {
+    return Connected(v1::AdminService::NewStub(channel_));
   };
   auto propose = [&](std::vector<std::string> args) {
     std::ostringstream out, err;
