@@ -126,8 +126,8 @@ struct LoadGen::State {
   std::optional<Clock::time_point> all_connected;  // when every agent's stream first was open
   std::optional<Clock::time_point> report_start, last_ack;
   int64_t orders_received = 0, orders_acked = 0, orders_failed = 0, ack_errors = 0;
-  std::vector<double> ack_ms;       // from an order's arrival to its ack's answer
-  std::vector<double> acked_at_ms;  // when each ack's answer came, from the start
+  std::vector<double> ack_ms;          // from an order's arrival to its ack's answer
+  std::vector<double> acked_at_ms;     // when each ack's answer came, from the start
   std::vector<double> received_at_ms;  // when each order arrived, from the start
   int64_t streams_opened = 0;
   nlohmann::json curve = nlohmann::json::array();

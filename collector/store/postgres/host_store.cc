@@ -106,8 +106,8 @@ class PgHostStore : public HostStore {
   void StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t posture_id,
                            const IncomingReport& report);
   // The records of `names` that exist, by name: three statements however many names.
-  absl::StatusOr<std::map<std::string, HostRecord>> ReadHosts(pqxx::transaction_base& tx,
-                                                              const std::vector<std::string>& names);
+  absl::StatusOr<std::map<std::string, HostRecord>> ReadHosts(
+      pqxx::transaction_base& tx, const std::vector<std::string>& names);
 
   std::shared_ptr<ConnectionPool> pool_;
 };
