@@ -1,10 +1,25 @@
 #include "cli/admin_call.h"
 
+#include <atomic>
+
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/json.h"
 
 namespace smbfleet::cli {
+namespace {
+
+// One smbfleetctl run makes its calls with one deadline; atomic because a command may call
+// from more than one thread.
+std::atomic<int64_t> call_timeout_ms{kDefaultCallTimeout.count()};
+
+}  // namespace
+
+void SetCallTimeout(std::chrono::milliseconds timeout) { call_timeout_ms = timeout.count(); }
+
+std::chrono::milliseconds CallTimeout() {
+  return std::chrono::milliseconds(call_timeout_ms.load());
+}
 
 int FailedCall(const grpc::Status& status, const std::string& what, std::ostream& err) {
   err << "smbfleetctl: " << Clean(what) << ": " << Clean(status.error_message()) << " ("

@@ -15,7 +15,13 @@
 
 namespace smbfleet::cli {
 
-inline constexpr auto kCallTimeout = std::chrono::seconds(30);
+// Each call's deadline unless --call-timeout says otherwise.
+inline constexpr std::chrono::milliseconds kDefaultCallTimeout = std::chrono::seconds(30);
+
+// The deadline of every call from here on (the global --call-timeout; RunCommandLine sets it
+// before the command's first call).
+void SetCallTimeout(std::chrono::milliseconds timeout);
+std::chrono::milliseconds CallTimeout();
 
 using AdminStub = smbfleet::v1::AdminService::StubInterface;
 
@@ -23,7 +29,7 @@ using AdminStub = smbfleet::v1::AdminService::StubInterface;
 template <typename Fn>
 grpc::Status WithDeadline(Fn fn) {
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  context.set_deadline(std::chrono::system_clock::now() + CallTimeout());
   return fn(&context);
 }
 

@@ -435,7 +435,7 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
       "The configuration file (YAML: collector, server_name, tls: {cert, key, ca}) comes from\n"
       "--config or $SMBFLEET_CTL_CONFIG. Offline policy work: smbfleetctl policy check|eval.\n"
       "Global flags, accepted after any command too: --config, --collector, --cert, --key,\n"
-      "--ca, --format.\n"
+      "--ca, --format, --call-timeout.\n"
       "Exit codes: 0 ok, 1 failed, 2 usage, 3 not found, 4 permission denied, 5 refused by the\n"
       "workflow.");
   GlobalFlags& g = inv.global;
@@ -447,6 +447,9 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
   app.add_option("--format", g.format,
                  "output: text, json (protobuf's JSON mapping) or, for compliance, csv")
       ->check(CLI::IsMember({"text", "json", "csv"}));
+  std::string call_timeout_text;
+  app.add_option("--call-timeout", call_timeout_text,
+                 "each call's deadline: seconds or a duration such as 90s or 10m (default 30s)");
 
   // hosts, host, compliance, findings
   std::string prefix;
@@ -745,6 +748,18 @@ absl::StatusOr<Invocation> ParseTree(const std::vector<std::string>& args, absl:
       return absl::InvalidArgumentError(absl::StrCat(
           group == &app ? "no command given" : group->get_name() + ": no subcommand given",
           " (one of ", absl::StrJoin(names, ", "), ")"));
+    }
+  }
+
+  if (!call_timeout_text.empty()) {
+    // Bare digits are seconds.
+    const bool seconds = std::all_of(call_timeout_text.begin(), call_timeout_text.end(),
+                                     [](unsigned char c) { return absl::ascii_isdigit(c); });
+    ASSIGN_OR_RETURN(
+        inv.global.call_timeout,
+        ParseDurationFlag("--call-timeout", seconds ? call_timeout_text + "s" : call_timeout_text));
+    if (inv.global.call_timeout <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--call-timeout must be more than 0");
     }
   }
 

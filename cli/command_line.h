@@ -24,6 +24,8 @@ namespace smbfleet::cli {
 struct GlobalFlags {
   std::string config, collector, cert, key, ca;
   std::string format = "text";  // text, json, or csv (compliance only)
+  // Each call's deadline (--call-timeout).
+  absl::Duration call_timeout = absl::Seconds(30);
 };
 
 // `changes watch`: how often to poll and when to give up (infinite = never).

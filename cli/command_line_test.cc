@@ -294,6 +294,28 @@ TEST(CommandLineTest, GlobalFlagsBeforeOrAfterTheCommand) {
   EXPECT_THAT(bad_format.status().message(), HasSubstr("--format"));
 }
 
+TEST(CommandLineTest, CallTimeoutIsSecondsOrADuration) {
+  auto defaults = Parse({"hosts"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->global.call_timeout, absl::Seconds(30));
+  auto seconds = Parse({"--call-timeout", "600", "changes", "propose", "--host", "fs01"});
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_EQ(seconds->global.call_timeout, absl::Minutes(10));
+  auto after = Parse({"changes", "approve", "c-1", "--call-timeout=2m"});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->global.call_timeout, absl::Minutes(2));
+  // `changes watch --timeout` stays the watch's own bound.
+  auto watch = Parse({"changes", "watch", "c-1", "--timeout", "5m", "--call-timeout", "90s"});
+  ASSERT_TRUE(watch.ok()) << watch.status();
+  EXPECT_EQ(watch->watch.timeout, absl::Minutes(5));
+  EXPECT_EQ(watch->global.call_timeout, absl::Seconds(90));
+  for (const char* bad : {"0", "0s", "soon", "-5"}) {
+    auto refused = Parse({"hosts", "--call-timeout", bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_THAT(refused.status().message(), HasSubstr("--call-timeout")) << bad;
+  }
+}
+
 TEST(CommandLineTest, ExistingCommandsKeepTheirLines) {
   auto findings = Parse({"findings", "--host", "fs01", "--rule", "r1", "--include-waived"});
   ASSERT_TRUE(findings.ok()) << findings.status();

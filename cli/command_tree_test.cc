@@ -129,7 +129,7 @@ TEST(CommandTreeTest, HelpOnEveryCommandExitsZeroAndNamesItAndItsFlags) {
   }
   // Each lists its own flags.
   const std::map<std::string, std::vector<std::string>> kFlags = {
-      {"", {"--config", "--collector", "--cert", "--key", "--ca", "--format"}},
+      {"", {"--config", "--collector", "--cert", "--key", "--ca", "--format", "--call-timeout"}},
       {"changes approve", {"--comment", "--canary", "--waves", "--watch", "--window", "--key"}},
       {"changes watch", {"--interval", "--timeout"}},
       {"enroll-tokens create", {"--uses", "--expires", "--label", "--allow-reenrollment"}},

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -30,10 +31,11 @@ using ::testing::StartsWith;
 // The collector's side of the calls, scripted: each test sets the answers it needs.
 class FakeAdmin final : public v1::AdminService::Service {
  public:
-  grpc::Status ProposeChange(grpc::ServerContext*, const v1::ProposeChangeRequest* req,
+  grpc::Status ProposeChange(grpc::ServerContext* context, const v1::ProposeChangeRequest* req,
                              v1::ProposeChangeResponse* resp) override {
     std::lock_guard<std::mutex> lock(mu_);
     proposed_ = *req;
+    deadline_left_ = context->deadline() - std::chrono::system_clock::now();
     if (!answer_.ok()) return answer_;
     resp->mutable_change()->set_id("c-42");
     resp->mutable_change()->set_approvals_required(2);
@@ -171,6 +173,11 @@ class FakeAdmin final : public v1::AdminService::Service {
     std::lock_guard<std::mutex> lock(mu_);
     return proposed_;
   }
+  // How long the last proposal's caller still gave it when it arrived.
+  std::chrono::system_clock::duration deadline_left() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return deadline_left_;
+  }
 
  private:
   std::mutex mu_;
@@ -178,6 +185,7 @@ class FakeAdmin final : public v1::AdminService::Service {
   std::vector<v1::Change> polls_;
   size_t gets_ = 0;
   v1::ProposeChangeRequest proposed_;
+  std::chrono::system_clock::duration deadline_left_{};
   std::map<std::string, std::string> payloads_;
   std::vector<v1::ApproveChangeRequest> approved_;
   int64_t calibration_since_ = 0;  // -1: none was sent
@@ -213,8 +221,9 @@ class CommandsTest : public ::testing::Test {
     builder.RegisterService(&admin_);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    stub_ = v1::AdminService::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+    stub_ = v1::AdminService::NewStub(channel_);
   }
   void TearDown() override {
     server_->Shutdown();
@@ -251,6 +260,7 @@ class CommandsTest : public ::testing::Test {
   std::string key_path_;
   int keys_ = 0;
   std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AdminService::Stub> stub_;
 };
 
@@ -279,6 +289,25 @@ TEST_F(CommandsTest, ProposeSendsTheHostsAndPrintsTheIdFirst) {
   EXPECT_THAT(json.out, StartsWith("{"));
   EXPECT_THAT(json.out, HasSubstr("\"id\": \"c-42\""));
   EXPECT_THAT(json.out, Not(HasSubstr("skipped")));  // the Change alone
+}
+
+TEST_F(CommandsTest, CallTimeoutIsTheDeadlineOfEachCall) {
+  using Connected = absl::StatusOr<std::unique_ptr<v1::AdminService::StubInterface>>;
+  StubFactory connect = [this](const GlobalFlags&) {
+    return Connected(v1::AdminService::NewStub(channel_));
+  };
+  auto propose = [&](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    args.insert(args.end(), {"changes", "propose", "--host", "fs01"});
+    EXPECT_EQ(RunCommandLine(args, connect, out, err), 0) << err.str();
+    return std::chrono::duration_cast<std::chrono::seconds>(admin_.deadline_left()).count();
+  };
+  const int64_t longer = propose({"--call-timeout", "10m"});
+  EXPECT_GT(longer, 500);
+  EXPECT_LE(longer, 600);
+  const int64_t by_default = propose({});
+  EXPECT_GT(by_default, 20);
+  EXPECT_LE(by_default, 30);
 }
 
 TEST_F(CommandsTest, TheCollectorsRefusalsBecomeTheContractsExitCodes) {

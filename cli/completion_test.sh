@@ -35,7 +35,7 @@ expect() {
 # Level 1: commands, and the global flags.
 expect "changes" smbfleetctl ch
 expect "compliance changes certs completion" smbfleetctl c
-expect "--config --collector --cert --ca" smbfleetctl --c
+expect "--config --collector --cert --ca --call-timeout" smbfleetctl --c
 # Level 2: subcommands of a command, its own and the global flags.
 expect "propose list show approve reject halt resume rollback watch calibration" smbfleetctl changes ""
 expect "approve" smbfleetctl changes ap

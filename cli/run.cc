@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "cli/admin_call.h"
 #include "cli/commands.h"
 #include "cli/commands_approvals.h"
 #include "cli/commands_enrollment.h"
@@ -24,6 +25,7 @@ int RunCommandLine(const std::vector<std::string>& args, const StubFactory& conn
     return kExitUsage;
   }
   const Invocation& inv = *parsed;
+  SetCallTimeout(absl::ToChronoMilliseconds(inv.global.call_timeout));
   const std::string& cmd = inv.command;
   if (cmd == "help" || cmd == "completion") {
     out << inv.help;

@@ -126,8 +126,9 @@ struct LoadGen::State {
   std::optional<Clock::time_point> all_connected;  // when every agent's stream first was open
   std::optional<Clock::time_point> report_start, last_ack;
   int64_t orders_received = 0, orders_acked = 0, orders_failed = 0, ack_errors = 0;
-  std::vector<double> ack_ms;       // from an order's arrival to its ack's answer
-  std::vector<double> acked_at_ms;  // when each ack's answer came, from the start
+  std::vector<double> ack_ms;          // from an order's arrival to its ack's answer
+  std::vector<double> acked_at_ms;     // when each ack's answer came, from the start
+  std::vector<double> received_at_ms;  // when each order arrived, from the start
   int64_t streams_opened = 0;
   nlohmann::json curve = nlohmann::json::array();
   double elapsed_s = 0;
@@ -177,7 +178,10 @@ class WatchStream final : public grpc::ClientReadReactor<v1::WatchResponse> {
         }
         agent_->watch_backoff.Reset();
       }
-      if (message_.has_change_order()) ++state_->orders_received;
+      if (message_.has_change_order()) {
+        ++state_->orders_received;
+        state_->received_at_ms.push_back(Ms(Clock::now() - state_->start));
+      }
     }
     if (message_.has_change_order()) Ack(message_.change_order());
     StartRead(&message_);
@@ -534,7 +538,12 @@ nlohmann::json LoadGen::Summary() const {
                      {"failed", st.orders_failed},
                      {"ack_errors", st.ack_errors},
                      {"ack_ms", ack_ms},
-                     {"acked_at_ms", Distribution(st.acked_at_ms)}};
+                     {"acked_at_ms", Distribution(st.acked_at_ms)},
+                     {"received_at_ms", Distribution(st.received_at_ms)}};
+    if (!st.received_at_ms.empty()) {
+      out["orders"]["received_at_ms"]["min"] =
+          *std::min_element(st.received_at_ms.begin(), st.received_at_ms.end());
+    }
   }
   // Reports acked per second from the first report made to the last ack.
   nlohmann::json phase = nullptr;

@@ -357,14 +357,17 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
   std::vector<v1::RemediationPlan> plans;
   std::map<std::string, HostRecord> records;
   std::map<std::string, const v1::Posture*> latest;
-  for (const auto& h : current->hosts()) {
-    if (rollback) break;
-    v1::RemediationPlan plan;
-    plan.set_hostname(h.host());
-    *plan.mutable_steps() = h.steps();
-    plans.push_back(std::move(plan));
-    ASSIGN_OR_RETURN(std::optional<HostRecord> record, hosts_->GetHost(h.host()));
-    if (record.has_value()) records[h.host()] = std::move(*record);
+  if (!rollback) {
+    std::vector<std::string> names;
+    names.reserve(current->hosts_size());
+    for (const auto& h : current->hosts()) {
+      v1::RemediationPlan plan;
+      plan.set_hostname(h.host());
+      *plan.mutable_steps() = h.steps();
+      plans.push_back(std::move(plan));
+      names.push_back(h.host());
+    }
+    ASSIGN_OR_RETURN(records, hosts_->GetHosts(names));  // one read, not one per host
   }
   for (const auto& [name, record] : records) latest[name] = &record.posture;
   ASSIGN_OR_RETURN(std::optional<StaleSetting> stale, FindStaleSetting(plans, latest));

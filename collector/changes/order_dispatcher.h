@@ -6,8 +6,10 @@
 // PostgreSQL NOTIFY, from another) and a new Watch stream (its pending orders, minus the ones
 // the agent says it completed). The orders themselves always come from the ChangeStore.
 //
-// Cost: per signalled host one hash lookup in the stream registry; only hosts whose stream is
-// here cost a store read. No scan of every stream, no thread per agent.
+// Cost: per signalled host one hash lookup in the stream registry; the hosts whose stream is
+// here are read from the store together (PendingForHosts, kHostsPerRead at a time), so a
+// wave's dispatch is a few reads, not one per host. No scan of every stream, no thread per
+// agent.
 
 #include <functional>
 #include <string>
@@ -29,6 +31,9 @@ class OrderDispatcher {
   // Counts the orders sent (not owned; may stay null). Set before use.
   void SetMetrics(Metrics* metrics) { metrics_ = metrics; }
 
+  // Hosts read from the store in one PendingForHosts.
+  static constexpr size_t kHostsPerRead = 1000;
+
   // The OrderSignal handler.
   void HostsHaveOrders(const std::vector<std::string>& hosts);
   // A Watch stream of `host` opened here. Returns how many orders were sent.
@@ -36,6 +41,10 @@ class OrderDispatcher {
 
  private:
   size_t SendPending(const std::string& host, const std::vector<std::string>& completed);
+  // Sends `pending` (orders of `host`) but those in `completed`; stops at the first the stream
+  // refuses. Returns how many were sent.
+  size_t SendOrders(const std::string& host, const std::vector<smbfleet::v1::Change>& pending,
+                    const std::vector<std::string>& completed);
 
   ChangeStore* changes_;
   PushRouter* router_;

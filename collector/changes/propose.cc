@@ -3,9 +3,12 @@
 // client connections), or gets the hand-written typed settings; hosts that need nothing are
 // skipped with why, and a change with no host left is refused and not stored.
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -66,24 +69,57 @@ absl::StatusOr<std::map<std::string, HostRecord>> LoadFleet(HostStore& hosts) {
   q.limit = kFleetPage;
   while (true) {
     ASSIGN_OR_RETURN(std::vector<v1::HostSummary> page, hosts.ListHosts(q));
-    for (const auto& s : page) {
-      ASSIGN_OR_RETURN(std::optional<HostRecord> record, hosts.GetHost(s.name()));
-      if (record.has_value()) fleet[s.name()] = std::move(*record);
-    }
+    std::vector<std::string> names;
+    names.reserve(page.size());
+    for (const auto& s : page) names.push_back(s.name());
+    ASSIGN_OR_RETURN(auto records, hosts.GetHosts(names));  // the page in one read
+    fleet.merge(records);
     if (page.size() < q.limit) break;
     q.after_name = page.back().name();
   }
   return fleet;
 }
 
-std::vector<policy::PeerConnection> PeersOf(const std::string& host, const v1::Posture& posture,
-                                            const std::map<std::string, HostRecord>& fleet) {
+// Every stored connection, in fleet (name) order, and where each server name (lower case) is
+// named: a target's peers are a lookup of its names, not a scan of the fleet's connections
+// (which made a proposal to every host quadratic).
+struct PeerIndex {
   std::vector<policy::PeerConnection> all;
+  std::map<std::string, std::vector<size_t>> by_server;  // positions in `all`
+};
+
+PeerIndex IndexPeers(const std::map<std::string, HostRecord>& fleet) {
+  PeerIndex index;
   for (const auto& [name, record] : fleet) {
-    if (name == host) continue;
-    for (const auto& c : record.posture.connections()) all.push_back({name, c});
+    for (const auto& c : record.posture.connections()) {
+      if (c.server_name().empty()) continue;
+      index.by_server[absl::AsciiStrToLower(c.server_name())].push_back(index.all.size());
+      index.all.push_back({name, c});
+    }
   }
-  return policy::PeerConnectionsTowards(posture.host(), all);
+  return index;
+}
+
+// The connections of other hosts towards `host`, as policy::PeerConnectionsTowards picks them
+// from every stored connection (and in the same order).
+std::vector<policy::PeerConnection> PeersOf(const std::string& host, const v1::Posture& posture,
+                                            const PeerIndex& index) {
+  const v1::HostInfo& info = posture.host();
+  std::vector<size_t> at;
+  for (const std::string& key :
+       {info.hostname(), info.fqdn(), info.fqdn().substr(0, info.fqdn().find('.'))}) {
+    if (key.empty()) continue;
+    auto it = index.by_server.find(absl::AsciiStrToLower(key));
+    if (it != index.by_server.end()) at.insert(at.end(), it->second.begin(), it->second.end());
+  }
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  std::vector<policy::PeerConnection> candidates;
+  candidates.reserve(at.size());
+  for (size_t i : at) {
+    if (index.all[i].reporter != host) candidates.push_back(index.all[i]);
+  }
+  return policy::PeerConnectionsTowards(info, candidates);
 }
 
 bool HasShare(const v1::Posture& posture, const std::string& share) {
@@ -173,10 +209,14 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
   const absl::Time now = clock_();
   ASSIGN_OR_RETURN(auto fleet, LoadFleet(*hosts_));
   if (trusted_labels_ != nullptr) {
+    std::vector<std::string> names;
+    names.reserve(fleet.size());
+    for (const auto& [name, record] : fleet) names.push_back(name);
+    ASSIGN_OR_RETURN(auto trusted, trusted_labels_->GetHostLabelsOf(names));  // one read
     for (auto& [name, record] : fleet) {
-      ASSIGN_OR_RETURN(HostLabels trusted, trusted_labels_->GetHostLabels(name));
+      const HostLabels& labels = trusted[name];
       record.summary.mutable_labels()->clear();
-      record.summary.mutable_labels()->insert(trusted.begin(), trusted.end());
+      record.summary.mutable_labels()->insert(labels.begin(), labels.end());
     }
   }
 
@@ -227,6 +267,7 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
     return saved.status();
   }
 
+  const PeerIndex peer_index = IndexPeers(fleet);
   v1::Change change;
   v1::ProposeChangeResponse response;
   for (const std::string& name : targets) {
@@ -239,7 +280,7 @@ absl::StatusOr<v1::ProposeChangeResponse> ChangeService::Propose(
                   name, HostLabels(record.summary.labels().begin(), record.summary.labels().end()),
                   record.posture);
     subject.mutable_host()->set_hostname(name);
-    const auto peers = PeersOf(name, subject, fleet);
+    const auto peers = PeersOf(name, subject, peer_index);
     v1::ChangeHost host;
     host.set_host(name);
     host.set_state(v1::HOST_CHANGE_STATE_PENDING);

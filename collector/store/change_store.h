@@ -166,6 +166,19 @@ class ChangeStore {
   // not-after is later than `now`, oldest first. Each change carries only that host in hosts[].
   virtual absl::StatusOr<std::vector<smbfleet::v1::Change>> PendingForHost(const std::string& host,
                                                                            absl::Time now) = 0;
+  // PendingForHost of each of `hosts` in one read (the dispatch of a wave): by host, only the
+  // hosts that have an order, each host's changes oldest first and carrying only that host.
+  // The default reads them one host at a time.
+  virtual absl::StatusOr<std::map<std::string, std::vector<smbfleet::v1::Change>>> PendingForHosts(
+      const std::vector<std::string>& hosts, absl::Time now) {
+    std::map<std::string, std::vector<smbfleet::v1::Change>> out;
+    for (const std::string& host : hosts) {
+      absl::StatusOr<std::vector<smbfleet::v1::Change>> pending = PendingForHost(host, now);
+      if (!pending.ok()) return pending.status();
+      if (!pending->empty()) out[host] = *std::move(pending);
+    }
+    return out;
+  }
   // Changes the scheduler must tick: APPROVED, ROLLING_OUT and HALTED.
   virtual absl::StatusOr<std::vector<std::string>> LiveChangeIds() = 0;
   // Desired vs applied for these hosts; hosts that never had a change are absent.

@@ -123,6 +123,18 @@ class HostStore {
     return absl::UnimplementedError("this host store does not filter hosts");
   }
   virtual absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) = 0;
+  // GetHost of each of `names` in one read where the store can (a change's hosts): by name,
+  // the hosts that exist. The default reads them one at a time.
+  virtual absl::StatusOr<std::map<std::string, HostRecord>> GetHosts(
+      const std::vector<std::string>& names) {
+    std::map<std::string, HostRecord> out;
+    for (const std::string& name : names) {
+      absl::StatusOr<std::optional<HostRecord>> record = GetHost(name);
+      if (!record.ok()) return record.status();
+      if (record->has_value()) out[name] = **std::move(record);
+    }
+    return out;
+  }
 };
 
 }  // namespace smbfleet::collector

@@ -82,12 +82,18 @@ until_status() {
   waited_ms=$(($(epoch_ms) - t0))
 }
 
-# push N LOADGEN: proposes a change to every host, approves it (two approvers, one wave) and
-# waits for the loadgen's agents to ack it. Sets $push (JSON): the change, its hosts, the approval's time (Unix ms, taken before the approving command) and
-# whether acks from 99% of the hosts came within the bound. The latency itself comes from the
-# loadgen's summary (orders.acked_at_ms), once it ended.
+# push N LOADGEN COLLECTOR: proposes a change to every host, approves it (two approvers, one
+# wave) and waits for the loadgen's agents to ack it. Sets $push (JSON): the change, its hosts,
+# the approval's time (Unix ms, taken before the approving command), whether acks from 99% of
+# the hosts came within the bound, and the parts before the acks: each smbfleetctl call's time
+# and the dispatch (the collector's first and last "sent ... change orders" log line). The
+# latency itself, and when the orders arrived, come from the loadgen's summary once it ended.
 push() {
-  local n=$1 load=$2 id out hosts t0 bound want acked_all=true
+  local n=$1 load=$2 collector=$3 id out hosts t0 t1 bound want acked_all=true
+  local propose_ms approve_a_ms approve_b_ms=null
+  # A proposal or approval of many hosts may take longer than smbfleetctl's default deadline
+  # (30 s; docs/scaling.md, the push).
+  local deadline=(--call-timeout 10m)
   # Every host, one harmless setting the simulated postures leave unset (an audit switch), so
   # that the change goes to every agent. The hosts by name: a settings file (at most 1 MiB).
   {
@@ -96,20 +102,24 @@ push() {
     echo "settings:"
     echo "  - {setting: server.auditClientDoesNotSupportSigning, value: \"true\"}"
   } >"$work/push-$n.yaml"
-  if ! out=$(ctl proposer changes propose --settings "$work/push-$n.yaml" --reason "scale: push to $n agents" 2>&1); then
+  t1=$(epoch_ms)
+  if ! out=$(ctl proposer "${deadline[@]}" changes propose --settings "$work/push-$n.yaml" --reason "scale: push to $n agents" 2>&1); then
     push=$(jq -nc --arg why "$(head -c 500 <<<"$out")" '{skipped: "the proposal was refused: \($why)"}')
     return 0
   fi
+  propose_ms=$(($(epoch_ms) - t1))
   id=$(head -n1 <<<"$out")
-  hosts=$(ctl viewer changes show "$id" --format=json | jq '.change.hosts | length')
+  hosts=$(ctl viewer "${deadline[@]}" changes show "$id" --format=json | jq '.change.hosts | length')
   want=$(((hosts * 99 + 99) / 100))
   # Generous: each ack is one workflow step on the whole change (docs/scaling.md, the push).
   bound=$((60 + hosts / 5))
   t0=$(epoch_ms)
-  out=$(ctl approver-a changes approve "$id" 2>&1) || { echo "$out" >&2; fail "approve $id"; }
+  out=$(ctl approver-a "${deadline[@]}" changes approve "$id" 2>&1) || { echo "$out" >&2; fail "approve $id"; }
+  approve_a_ms=$(($(epoch_ms) - t0))
   if grep -q "approval 1 of 2" <<<"$out"; then
     t0=$(epoch_ms)
-    out=$(ctl approver-b changes approve "$id" 2>&1) || { echo "$out" >&2; fail "second approval of $id"; }
+    out=$(ctl approver-b "${deadline[@]}" changes approve "$id" 2>&1) || { echo "$out" >&2; fail "second approval of $id"; }
+    approve_b_ms=$(($(epoch_ms) - t0))
   fi
   # 99% first (seen on the status file, every 200 ms), then every host: with every ack in, the
   # loadgen's own times of the acks give the 99% point exactly.
@@ -117,10 +127,21 @@ push() {
   until_status "$load" orders_acked "$want" "$bound" && t99=$(epoch_ms) || acked_all=false
   [[ $acked_all == false ]] || until_status "$load" orders_acked "$hosts" 60 || true
   note "   pushed $id to $hosts hosts: 99% acked: $acked_all ($(((${t99/null/$t0} - t0) / 1000)) s after the approval began)"
+  # The dispatch: the first and the last log line of orders sent (the log's own clock, ms).
+  local sent first=null last=null
+  sent=$(grep -a "sent [0-9]* change orders" "$work/$collector.log" | awk '{print $1}' || true)
+  if [[ -n $sent ]]; then
+    first=$(epoch_ms "$(head -n1 <<<"$sent")")
+    last=$(epoch_ms "$(tail -n1 <<<"$sent")")
+  fi
   push=$(jq -nc --arg id "$id" --argjson hosts "$hosts" --argjson want "$want" \
     --argjson t0 "$t0" --argjson t99 "$t99" --argjson ok "$acked_all" --argjson bound "$bound" \
+    --argjson propose_ms "$propose_ms" --argjson approve_a_ms "$approve_a_ms" \
+    --argjson approve_b_ms "$approve_b_ms" --argjson first "$first" --argjson last "$last" \
     '{change: $id, hosts: $hosts, acks_wanted: $want, approved_unix_ms: $t0,
-      acked_99_seen_unix_ms: $t99, acked_99_within_bound: $ok, bound_s: $bound}')
+      acked_99_seen_unix_ms: $t99, acked_99_within_bound: $ok, bound_s: $bound,
+      propose_ms: $propose_ms, approve_ms: [$approve_a_ms, $approve_b_ms],
+      dispatch_first_unix_ms: $first, dispatch_last_unix_ms: $last}')
 }
 
 results=()
@@ -165,7 +186,7 @@ for n in $steps; do
   rss_after=$(rss_kb "$name" VmRSS)
   hwm_after=$(rss_kb "$name" VmHWM)
   push='{"skipped": "not every report was acked"}'
-  [[ $all_acked != true ]] || push "$n" "load-$n"
+  [[ $all_acked != true ]] || push "$n" "load-$n" "$name"
   kill -TERM "${e2e_pid[load-$n]}"
   wait_loadgen "load-$n" 120
   loadgen_figures "load-$n" >&2
@@ -195,6 +216,18 @@ for n in $steps; do
           elif $push.acked_99_seen_unix_ms != null
           then ((($push.acked_99_seen_unix_ms - $push.approved_unix_ms) / 100 | round) / 10)
           else null end),
+        # Where the time went, in s from the start of the (last) approving command: its call,
+        # the dispatch (first and last order sent), the arrival of the orders at the agents.
+        breakdown: (def s(ms): if ms == null then null
+                               else (((ms - $push.approved_unix_ms) / 10 | round) / 100) end; {
+          approve_call_s: (($push.approve_ms | map(select(. != null)) | last) / 1000),
+          dispatch_first_s: s($push.dispatch_first_unix_ms),
+          dispatch_last_s: s($push.dispatch_last_unix_ms),
+          received_first_s: s(if $s.orders.received_at_ms.min == null then null
+                              else $s.start_unix_ms + $s.orders.received_at_ms.min end),
+          received_99_s: s(if $s.orders.received_at_ms.p99 == null then null
+                           else $s.start_unix_ms + $s.orders.received_at_ms.p99 end),
+          ack_ms_p50: $s.orders.ack_ms.p50, ack_ms_p99: $s.orders.ack_ms.p99}),
         latency_all_s: (if $s.orders.acked >= $push.hosts and $s.orders.acked_at_ms.max != null
           then ((($s.start_unix_ms + $s.orders.acked_at_ms.max - $push.approved_unix_ms) / 10
                  | round) / 100) else null end)} end)}')")

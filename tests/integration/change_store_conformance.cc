@@ -902,6 +902,56 @@ TEST_P(ChangeStoreConformanceTest, PendingForHostHasOnlyDispatchedUnexpiredOrder
   EXPECT_THAT(*store_->PendingForHost("fs01", absl::FromUnixSeconds(kT0 + 600)), IsEmpty());
 }
 
+TEST_P(ChangeStoreConformanceTest, PendingForHostsReadsManyHostsAsPendingForHostDoes) {
+  const absl::Time now = absl::FromUnixSeconds(kT0 + 60);
+  v1::Change first = NewChange("chg-1", "alice", {"fs01", "fs02", "fs03"});
+  first.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(first, "fs01"), "n1", kT0 + 600);
+  Dispatch(HostOf(first, "fs02"), "n2", kT0 + 600);  // fs03 stays PENDING
+  v1::Change expired = NewChange("chg-2", "alice", {"fs01", "fs02"});
+  expired.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(expired, "fs01"), "n3", kT0 + 30);
+  Dispatch(HostOf(expired, "fs02"), "n4", kT0 + 30);
+  v1::Change acked = NewChange("chg-3", "alice", {"fs02"});
+  acked.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(acked, "fs02"), "n5", kT0 + 600);
+  Ack(HostOf(acked, "fs02"), v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 10);
+  v1::Change second = NewChange("chg-4", "alice", {"fs02", "fs04"});
+  second.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  Dispatch(HostOf(second, "fs02"), "n6", kT0 + 600);
+  Dispatch(HostOf(second, "fs04"), "n7", kT0 + 600);
+  for (const auto* c : {&first, &expired, &acked, &second}) {
+    ASSERT_TRUE(store_->CreateChange(*c, {}).ok()) << c->id();
+  }
+
+  // fs04 is not asked for, fs03 has nothing pending, fs09 is in no change.
+  auto pending = store_->PendingForHosts({"fs01", "fs02", "fs03", "fs09"}, now);
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_EQ(pending->size(), 2u);
+  ASSERT_EQ(pending->count("fs01"), 1u);
+  ASSERT_EQ(pending->count("fs02"), 1u);
+  const std::vector<v1::Change>& fs02 = pending->at("fs02");
+  ASSERT_EQ(fs02.size(), 2u);
+  EXPECT_EQ(fs02[0].id(), "chg-1");  // oldest first
+  EXPECT_EQ(fs02[1].id(), "chg-4");
+  // Each one as PendingForHost has it: the whole change with only that host.
+  for (const std::string host : {"fs01", "fs02"}) {
+    auto one = store_->PendingForHost(host, now);
+    ASSERT_TRUE(one.ok()) << one.status();
+    const std::vector<v1::Change>& many = pending->at(host);
+    ASSERT_EQ(many.size(), one->size()) << host;
+    for (size_t i = 0; i < many.size(); ++i) {
+      EXPECT_EQ(Diff((*one)[i], many[i]), "") << host << " " << i;
+      ASSERT_EQ(many[i].hosts_size(), 1);
+      EXPECT_EQ(many[i].hosts(0).host(), host);
+    }
+  }
+  EXPECT_EQ(Diff(*HostOf(second, "fs02"), fs02[1].hosts(0)), "");
+  EXPECT_THAT(*store_->PendingForHosts({}, now), IsEmpty());
+  EXPECT_THAT(*store_->PendingForHosts({"fs01", "fs02"}, absl::FromUnixSeconds(kT0 + 600)),
+              IsEmpty());
+}
+
 TEST_P(ChangeStoreConformanceTest, LiveChangesAreApprovedRollingOutOrHalted) {
   const std::vector<std::pair<std::string, v1::ChangeState>> states = {
       {"p", v1::CHANGE_STATE_PROPOSED},    {"a", v1::CHANGE_STATE_APPROVED},

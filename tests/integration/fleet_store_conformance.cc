@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace smbfleet::collector::store_testing {
@@ -401,6 +402,35 @@ Sent Report(const std::string& host, const std::string& id, const std::string& d
 absl::StatusOr<SavedReport> Store(HostStore& hosts, Sent& sent) {
   sent.report.posture = &sent.posture;
   return hosts.StoreReport(sent.report);
+}
+
+// GetHosts (a change's hosts in one read) answers each host as GetHost does.
+TEST_P(FleetStoreConformanceTest, GetHostsReadsEachHostAsGetHostDoes) {
+  HostStore& hosts = *under_test_.hosts;
+  const std::vector<std::string> names = {"fs01", "fs02", "web03", "nobody"};
+  auto many = hosts.GetHosts(names);
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_EQ(many->count("nobody"), 0u);
+  EXPECT_EQ(many->size(), 3u);
+  for (const std::string& name : names) {
+    auto one = hosts.GetHost(name);
+    ASSERT_TRUE(one.ok()) << one.status();
+    if (!one->has_value()) continue;
+    ASSERT_EQ(many->count(name), 1u) << name;
+    const HostRecord& got = many->at(name);
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got.summary, (*one)->summary))
+        << name;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got.posture, (*one)->posture))
+        << name;
+    EXPECT_EQ(got.last_report_id, (*one)->last_report_id);
+    EXPECT_EQ(got.posture_digest, (*one)->posture_digest);
+  }
+  // The shares carry the classification of the latest evaluation.
+  const v1::Posture& fs01 = many->at("fs01").posture;
+  ASSERT_GE(fs01.shares_size(), 1);
+  EXPECT_EQ(fs01.shares(0).name(), "finance");
+  EXPECT_EQ(fs01.shares(0).classification(), "confidential");
+  EXPECT_THAT(*hosts.GetHosts({}), IsEmpty());
 }
 
 // Report ids are the agent's: another host may use the same one.

@@ -1,6 +1,8 @@
 #include "collector/store/memory/memory_change_store.h"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -414,6 +416,31 @@ absl::StatusOr<std::vector<v1::Change>> MemoryChangeStore::PendingForHost(const 
     c.clear_hosts();
     *c.add_hosts() = *FindHost(s->change, host);
     out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> MemoryChangeStore::PendingForHosts(
+    const std::vector<std::string>& hosts, absl::Time now) {
+  const std::set<std::string> wanted(hosts.begin(), hosts.end());
+  absl::MutexLock lock(&mu_);
+  std::vector<const Stored*> by_age;
+  for (const auto& [id, s] : changes_) by_age.push_back(&s);
+  std::sort(by_age.begin(), by_age.end(),
+            [](const Stored* a, const Stored* b) { return a->created_seq < b->created_seq; });
+  std::map<std::string, std::vector<v1::Change>> out;
+  for (const Stored* s : by_age) {
+    std::optional<v1::Change> bare;  // the change without its hosts, copied once
+    for (const v1::ChangeHost& h : s->change.hosts()) {
+      if (h.state() != v1::HOST_CHANGE_STATE_DISPATCHED || wanted.count(h.host()) == 0) continue;
+      if (FromProto(h.order_not_after()) <= now) continue;
+      if (!bare.has_value()) {
+        bare = s->change;
+        bare->clear_hosts();
+      }
+      v1::Change& c = out[h.host()].emplace_back(*bare);
+      *c.add_hosts() = h;
+    }
   }
   return out;
 }

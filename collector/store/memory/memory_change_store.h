@@ -45,6 +45,8 @@ class MemoryChangeStore : public ChangeStore {
       uint32_t limit) override;
   absl::StatusOr<std::vector<smbfleet::v1::Change>> PendingForHost(const std::string& host,
                                                                    absl::Time now) override;
+  absl::StatusOr<std::map<std::string, std::vector<smbfleet::v1::Change>>> PendingForHosts(
+      const std::vector<std::string>& hosts, absl::Time now) override;
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
   absl::StatusOr<std::map<std::string, smbfleet::v1::HostChangeStatus>> HostStatuses(
       const std::vector<std::string>& hosts) override;

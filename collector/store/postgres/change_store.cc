@@ -211,6 +211,8 @@ class PgChangeStore : public ChangeStore {
       uint32_t limit) override;
   absl::StatusOr<std::vector<v1::Change>> PendingForHost(const std::string& host,
                                                          absl::Time now) override;
+  absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PendingForHosts(
+      const std::vector<std::string>& hosts, absl::Time now) override;
   absl::StatusOr<std::vector<std::string>> LiveChangeIds() override;
   absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> HostStatuses(
       const std::vector<std::string>& hosts) override;
@@ -742,6 +744,54 @@ absl::StatusOr<std::vector<v1::Change>> PgChangeStore::PendingForHost(const std:
           out.push_back(std::move(c));
         }
         AddApprovals(tx, out);
+        return out;
+      });
+}
+
+absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::PendingForHosts(
+    const std::vector<std::string>& hosts, absl::Time now) {
+  using Pending = std::map<std::string, std::vector<v1::Change>>;
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading the pending orders of ", hosts.size(), " hosts"),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<Pending> {
+        // The hosts' DISPATCHED rows, a chunk of hosts per lookup on change_hosts (host, state),
+        // then each of their changes (with approvals) once.
+        std::map<std::string, std::vector<v1::ChangeHost>> by_change;
+        for (size_t begin = 0; begin < hosts.size(); begin += kHostsPerQuery) {
+          const size_t end = std::min(hosts.size(), begin + kHostsPerQuery);
+          std::vector<std::string> chunk(hosts.begin() + static_cast<std::ptrdiff_t>(begin),
+                                         hosts.begin() + static_cast<std::ptrdiff_t>(end));
+          pqxx::result rows = tx.exec(absl::StrCat(
+              "SELECT ", pg::kHostColumns, " FROM change_hosts h WHERE h.host IN ",
+              QuotedList(tx, chunk), " AND h.state = 'DISPATCHED' AND h.order_not_after > ",
+              tx.quote(pg::Rfc3339(now)), "::timestamptz"));
+          for (const auto& r : rows) {
+            ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+            by_change[r["change_id"].as<std::string>()].push_back(std::move(h));
+          }
+        }
+        Pending out;
+        if (by_change.empty()) return out;
+        std::vector<std::string> ids;
+        ids.reserve(by_change.size());
+        for (const auto& [id, unused] : by_change) ids.push_back(id);
+        pqxx::result rows =
+            tx.exec(absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id IN ",
+                                 QuotedList(tx, ids), " ORDER BY c.seq"));
+        std::vector<v1::Change> changes;
+        changes.reserve(rows.size());
+        for (const auto& r : rows) {
+          ASSIGN_OR_RETURN(v1::Change c, pg::ChangeFromRow(r));
+          changes.push_back(std::move(c));
+        }
+        AddApprovals(tx, changes);
+        for (const v1::Change& c : changes) {  // oldest first
+          for (v1::ChangeHost& h : by_change[c.id()]) {
+            const std::string host = h.host();
+            v1::Change& order = out[host].emplace_back(c);
+            *order.add_hosts() = std::move(h);
+          }
+        }
         return out;
       });
 }

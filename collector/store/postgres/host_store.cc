@@ -1,11 +1,15 @@
 #include "collector/store/postgres/host_store.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <pqxx/pqxx>
 #include <set>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/posture_rows.h"
 #include "collector/store/postgres/sql.h"
@@ -30,6 +34,9 @@ constexpr char kSummaryColumns[] = R"sql(
   (SELECT count(*) FROM host_sessions s WHERE s.host_id = h.id) AS sessions,
   COALESCE(jsonb_array_length(p.posture_json -> 'probeErrors'), 0) AS probe_errors
 )sql";
+
+// Hosts read by one statement of GetHosts.
+constexpr size_t kHostsPerRead = 1000;
 
 constexpr char kLatestPosture[] =
     " FROM hosts h LEFT JOIN host_state st ON st.host_id = h.id "
@@ -83,6 +90,8 @@ class PgHostStore : public HostStore {
       const std::vector<IncomingReport>& reports) override;
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
+  absl::StatusOr<std::map<std::string, HostRecord>> GetHosts(
+      const std::vector<std::string>& names) override;
   absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
 
  private:
@@ -96,8 +105,9 @@ class PgHostStore : public HostStore {
   // shares.
   void StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t posture_id,
                            const IncomingReport& report);
-  absl::StatusOr<std::optional<HostRecord>> ReadHost(pqxx::transaction_base& tx,
-                                                     const std::string& name);
+  // The records of `names` that exist, by name: three statements however many names.
+  absl::StatusOr<std::map<std::string, HostRecord>> ReadHosts(
+      pqxx::transaction_base& tx, const std::vector<std::string>& names);
 
   std::shared_ptr<ConnectionPool> pool_;
 };
@@ -416,78 +426,119 @@ absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
       });
 }
 
-// The latest benchmark run, which may be newer than the latest changed posture.
-void ReadLatestBenchmarks(pqxx::transaction_base& tx, const std::string& name, Posture* posture) {
-  pqxx::result bench = tx.exec_params(
-      "SELECT algorithm, buffer_bytes, threads, bytes_per_second, "
+// The latest benchmark run of each of `names`, which may be newer than its latest changed
+// posture, by host name.
+std::map<std::string, std::vector<smbfleet::v1::Benchmark>> ReadLatestBenchmarks(
+    pqxx::transaction_base& tx, const std::string& names) {
+  pqxx::result bench = tx.exec(absl::StrCat(
+      "SELECT h.name AS host, algorithm, buffer_bytes, threads, bytes_per_second, "
       "EXTRACT(EPOCH FROM measured_at)::float8 AS measured_at FROM host_benchmarks b JOIN "
-      "hosts h ON h.id = b.host_id WHERE h.name = $1 AND b.measured_at = (SELECT "
-      "max(measured_at) FROM host_benchmarks WHERE host_id = h.id) "
-      "ORDER BY threads, algorithm, buffer_bytes",
-      name);
-  if (bench.empty()) return;
-  posture->clear_benchmarks();
+      "hosts h ON h.id = b.host_id WHERE h.name IN ",
+      names,
+      " AND b.measured_at = (SELECT max(measured_at) FROM host_benchmarks WHERE host_id = h.id) "
+      "ORDER BY h.name, threads, algorithm, buffer_bytes"));
+  std::map<std::string, std::vector<smbfleet::v1::Benchmark>> out;
   for (const auto& r : bench) {
-    auto* b = posture->add_benchmarks();
+    smbfleet::v1::Benchmark& b = out[r["host"].as<std::string>()].emplace_back();
     smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
     smbfleet::v1::CryptoAlgorithm_Parse(r["algorithm"].as<std::string>(), &algorithm);
-    b->set_algorithm(algorithm);
-    b->set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
-    b->set_threads(r["threads"].as<uint32_t>());
-    b->set_bytes_per_second(r["bytes_per_second"].as<double>());
-    pg::SetTimestamp(r["measured_at"], b->mutable_measured_at());
+    b.set_algorithm(algorithm);
+    b.set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
+    b.set_threads(r["threads"].as<uint32_t>());
+    b.set_bytes_per_second(r["bytes_per_second"].as<double>());
+    pg::SetTimestamp(r["measured_at"], b.mutable_measured_at());
   }
+  return out;
 }
 
 // Classifications are written by evaluation (ComplianceStore::SaveEvaluation), after the
-// posture was stored.
-void ReadShareClassifications(pqxx::transaction_base& tx, const std::string& name,
-                              Posture* posture) {
-  pqxx::result rows = tx.exec_params(
-      "SELECT s.name, s.classification, s.classification_rule FROM host_shares s JOIN hosts h "
-      "ON h.id = s.host_id WHERE h.name = $1",
-      name);
-  std::map<std::string, std::pair<std::string, std::string>> by_share;
+// posture was stored. By host name, then share name: (classification, rule).
+using ShareClassifications =
+    std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>;
+ShareClassifications ReadShareClassifications(pqxx::transaction_base& tx,
+                                              const std::string& names) {
+  pqxx::result rows = tx.exec(absl::StrCat(
+      "SELECT h.name AS host, s.name, s.classification, s.classification_rule FROM host_shares s "
+      "JOIN hosts h ON h.id = s.host_id WHERE h.name IN ",
+      names));
+  ShareClassifications out;
   for (const auto& r : rows) {
-    by_share[r["name"].as<std::string>()] = {r["classification"].as<std::string>(),
-                                             r["classification_rule"].as<std::string>()};
+    out[r["host"].as<std::string>()][r["name"].as<std::string>()] = {
+        r["classification"].as<std::string>(), r["classification_rule"].as<std::string>()};
   }
-  for (auto& share : *posture->mutable_shares()) {
-    auto it = by_share.find(share.name());
-    if (it == by_share.end() || it->second.first.empty()) continue;
-    share.set_classification(it->second.first);
-    share.set_classification_rule(it->second.second);
-  }
+  return out;
 }
 
-absl::StatusOr<std::optional<HostRecord>> PgHostStore::ReadHost(pqxx::transaction_base& tx,
-                                                                const std::string& name) {
+absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
+    pqxx::transaction_base& tx, const std::vector<std::string>& names) {
+  std::map<std::string, HostRecord> out;
+  if (names.empty()) return out;
+  std::vector<std::string> quoted;
+  quoted.reserve(names.size());
+  for (const std::string& name : names) quoted.push_back(tx.quote(name));
+  const std::string in = absl::StrCat("(", absl::StrJoin(quoted, ","), ")");
   pqxx::result rows =
-      tx.exec_params(absl::StrCat("SELECT ", kSummaryColumns,
-                                  ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
-                                  "COALESCE(h.last_report_id::text, '') AS last_report_id, "
-                                  "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
-                                  kLatestPosture, "WHERE h.name = $1"),
-                     name);
-  if (rows.empty()) return std::optional<HostRecord>();
-  HostRecord record;
-  record.summary = SummaryFromRow(rows[0]);
-  std::string bytes = absl::HexStringToBytes(rows[0]["posture"].as<std::string>());
-  if (!bytes.empty() && !record.posture.ParseFromString(bytes)) {
-    return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
+      tx.exec(absl::StrCat("SELECT ", kSummaryColumns,
+                           ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
+                           "COALESCE(h.last_report_id::text, '') AS last_report_id, "
+                           "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
+                           kLatestPosture, "WHERE h.name IN ", in));
+  if (rows.empty()) return out;
+  auto benchmarks = ReadLatestBenchmarks(tx, in);
+  ShareClassifications classifications = ReadShareClassifications(tx, in);
+  for (const auto& row : rows) {
+    HostRecord record;
+    record.summary = SummaryFromRow(row);
+    const std::string name = record.summary.name();
+    std::string bytes = absl::HexStringToBytes(row["posture"].as<std::string>());
+    if (!bytes.empty() && !record.posture.ParseFromString(bytes)) {
+      return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
+    }
+    record.last_report_id = row["last_report_id"].as<std::string>();
+    if (!bytes.empty()) record.posture_digest = row["digest"].as<std::string>();
+    if (auto b = benchmarks.find(name); b != benchmarks.end()) {
+      record.posture.clear_benchmarks();
+      for (auto& one : b->second) *record.posture.add_benchmarks() = std::move(one);
+    }
+    if (auto c = classifications.find(name); c != classifications.end()) {
+      for (auto& share : *record.posture.mutable_shares()) {
+        auto it = c->second.find(share.name());
+        if (it == c->second.end() || it->second.first.empty()) continue;
+        share.set_classification(it->second.first);
+        share.set_classification_rule(it->second.second);
+      }
+    }
+    out[name] = std::move(record);
   }
-  record.last_report_id = rows[0]["last_report_id"].as<std::string>();
-  if (!bytes.empty()) record.posture_digest = rows[0]["digest"].as<std::string>();
-  ReadLatestBenchmarks(tx, name, &record.posture);
-  ReadShareClassifications(tx, name, &record.posture);
-  return std::optional<HostRecord>(std::move(record));
+  return out;
 }
 
 absl::StatusOr<std::optional<HostRecord>> PgHostStore::GetHost(const std::string& name) {
   return pool_->Run<pqxx::read_transaction>(
       absl::StrCat("reading host ", name),
       [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::optional<HostRecord>> {
-        return ReadHost(tx, name);
+        ASSIGN_OR_RETURN(auto records, ReadHosts(tx, {name}));
+        auto it = records.find(name);
+        if (it == records.end()) return std::optional<HostRecord>();
+        return std::optional<HostRecord>(std::move(it->second));
+      });
+}
+
+absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::GetHosts(
+    const std::vector<std::string>& names) {
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading ", names.size(), " hosts"),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, HostRecord>> {
+        std::map<std::string, HostRecord> out;
+        for (size_t begin = 0; begin < names.size(); begin += kHostsPerRead) {
+          const size_t end = std::min(names.size(), begin + kHostsPerRead);
+          ASSIGN_OR_RETURN(auto chunk,
+                           ReadHosts(tx, std::vector<std::string>(
+                                             names.begin() + static_cast<std::ptrdiff_t>(begin),
+                                             names.begin() + static_cast<std::ptrdiff_t>(end))));
+          out.merge(chunk);
+        }
+        return out;
       });
 }
 
