@@ -84,6 +84,8 @@ class PgHostStore : public HostStore {
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
   absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
+  absl::StatusOr<std::map<std::string, StoredPosture>> CurrentPostures(
+      const std::vector<std::string>& hosts) override;
 
  private:
   absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
@@ -416,27 +418,37 @@ absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
       });
 }
 
+// The columns of a benchmark row of host_benchmarks `b`, and its message.
+constexpr char kBenchmarkColumns[] =
+    "b.algorithm, b.buffer_bytes, b.threads, b.bytes_per_second, "
+    "EXTRACT(EPOCH FROM b.measured_at)::float8 AS measured_at";
+// A host's latest benchmark run: the rows of its latest measured_at.
+constexpr char kLatestBenchmarkRun[] =
+    "b.measured_at = (SELECT max(measured_at) FROM host_benchmarks WHERE host_id = h.id)";
+constexpr char kBenchmarkOrder[] = "b.threads, b.algorithm, b.buffer_bytes";
+
+void AddBenchmark(const pqxx::row& r, Posture* posture) {
+  auto* b = posture->add_benchmarks();
+  smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+  smbfleet::v1::CryptoAlgorithm_Parse(r["algorithm"].as<std::string>(), &algorithm);
+  b->set_algorithm(algorithm);
+  b->set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
+  b->set_threads(r["threads"].as<uint32_t>());
+  b->set_bytes_per_second(r["bytes_per_second"].as<double>());
+  pg::SetTimestamp(r["measured_at"], b->mutable_measured_at());
+}
+
 // The latest benchmark run, which may be newer than the latest changed posture.
 void ReadLatestBenchmarks(pqxx::transaction_base& tx, const std::string& name, Posture* posture) {
   pqxx::result bench = tx.exec_params(
-      "SELECT algorithm, buffer_bytes, threads, bytes_per_second, "
-      "EXTRACT(EPOCH FROM measured_at)::float8 AS measured_at FROM host_benchmarks b JOIN "
-      "hosts h ON h.id = b.host_id WHERE h.name = $1 AND b.measured_at = (SELECT "
-      "max(measured_at) FROM host_benchmarks WHERE host_id = h.id) "
-      "ORDER BY threads, algorithm, buffer_bytes",
+      absl::StrCat("SELECT ", kBenchmarkColumns,
+                   " FROM host_benchmarks b JOIN hosts h ON h.id = b.host_id WHERE h.name = $1 "
+                   "AND ",
+                   kLatestBenchmarkRun, " ORDER BY ", kBenchmarkOrder),
       name);
   if (bench.empty()) return;
   posture->clear_benchmarks();
-  for (const auto& r : bench) {
-    auto* b = posture->add_benchmarks();
-    smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
-    smbfleet::v1::CryptoAlgorithm_Parse(r["algorithm"].as<std::string>(), &algorithm);
-    b->set_algorithm(algorithm);
-    b->set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
-    b->set_threads(r["threads"].as<uint32_t>());
-    b->set_bytes_per_second(r["bytes_per_second"].as<double>());
-    pg::SetTimestamp(r["measured_at"], b->mutable_measured_at());
-  }
+  for (const auto& r : bench) AddBenchmark(r, posture);
 }
 
 // Classifications are written by evaluation (ComplianceStore::SaveEvaluation), after the
@@ -488,6 +500,52 @@ absl::StatusOr<std::optional<HostRecord>> PgHostStore::GetHost(const std::string
       absl::StrCat("reading host ", name),
       [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::optional<HostRecord>> {
         return ReadHost(tx, name);
+      });
+}
+
+// Two statements for the page, where GetHost takes three per host: the postures with their
+// digests, and the latest benchmark runs.
+absl::StatusOr<std::map<std::string, StoredPosture>> PgHostStore::CurrentPostures(
+    const std::vector<std::string>& hosts) {
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading the postures of ", hosts.size(), " host(s)"),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, StoredPosture>> {
+        const std::string names = pg::TextArray(hosts);
+        pqxx::result rows = tx.exec_params(
+            "SELECT h.name, encode(p.posture, 'hex') AS posture, encode(h.posture_hash, 'hex') "
+            "AS digest FROM hosts h JOIN host_state st ON st.host_id = h.id JOIN postures p ON "
+            "p.id = st.posture_id WHERE h.name = ANY($1::text[]) AND h.posture_hash IS NOT NULL",
+            names);
+        std::map<std::string, StoredPosture> out;
+        for (const auto& r : rows) {
+          const std::string name = r["name"].as<std::string>();
+          std::string bytes = absl::HexStringToBytes(r["posture"].as<std::string>());
+          if (bytes.empty()) continue;  // as GetHost: no posture
+          StoredPosture& p = out[name];
+          if (!p.posture.ParseFromString(bytes)) {
+            return absl::DataLossError(
+                absl::StrCat("stored posture of ", name, " cannot be parsed"));
+          }
+          p.digest = r["digest"].as<std::string>();
+        }
+        pqxx::result bench =
+            tx.exec_params(absl::StrCat("SELECT h.name, ", kBenchmarkColumns,
+                                        " FROM hosts h JOIN host_benchmarks b ON b.host_id = h.id "
+                                        "WHERE h.name = ANY($1::text[]) AND ",
+                                        kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder),
+                           names);
+        std::string cleared;  // the host whose posture's benchmarks were replaced last
+        for (const auto& r : bench) {
+          const std::string name = r["name"].as<std::string>();
+          auto found = out.find(name);
+          if (found == out.end()) continue;
+          if (name != cleared) {
+            found->second.posture.clear_benchmarks();
+            cleared = name;
+          }
+          AddBenchmark(r, &found->second.posture);
+        }
+        return out;
       });
 }
 
