@@ -100,7 +100,7 @@ struct CollectorConfig {
   uint32_t store_threads = 4;
   std::string log_level = "info";
   std::string policy_file;  // empty: no evaluation
-  // Hosts the re-evaluation of stored postures evaluates at once after a policy change
+  // Pages of hosts the re-evaluation of stored postures evaluates at once after a policy change
   // (`policy.reevaluate_threads`; 0: none, hosts wait for their next report).
   uint32_t reevaluate_threads = 2;
   ChangesConfig changes;

@@ -275,6 +275,146 @@ absl::StatusOr<std::optional<size_t>> ReportPipeline::EvaluateStored(const std::
   return Evaluate(host, record->posture, record->posture_digest, now);
 }
 
+absl::StatusOr<StoredPageOutcome> ReportPipeline::EvaluateStoredPage(
+    const std::vector<EvaluationState>& states) {
+  StoredPageOutcome out;
+  if (policy_ == nullptr) {
+    out.current = states.size();
+    return out;
+  }
+  const absl::Time now = clock_();
+  ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
+  std::map<std::string, HostLabels> labels;
+  if (trusted_labels_ != nullptr) {
+    std::vector<std::string> hosts;
+    hosts.reserve(states.size());
+    for (const EvaluationState& s : states) hosts.push_back(s.host);
+    ASSIGN_OR_RETURN(labels, trusted_labels_->GetHostLabelsOf(hosts));
+  }
+  auto trusted_of = [&](const std::string& host) {
+    auto found = labels.find(host);
+    return found == labels.end() ? HostLabels() : found->second;
+  };
+  std::vector<std::string> due;
+  for (const EvaluationState& s : states) {
+    if (InputsFrom(waivers, trusted_of(s.host), s.posture_digest, now).key == s.evaluation_key) {
+      ++out.current;
+    } else {
+      due.push_back(s.host);
+    }
+  }
+  if (due.empty()) return out;
+
+  // The postures as they are now (a report may have replaced one since the page was listed),
+  // and the keys and results the transitions are computed against, read together.
+  absl::StatusOr<std::map<std::string, StoredPosture>> postures = hosts_->CurrentPostures(due);
+  if (!postures.ok()) {
+    PageFailed(due, postures.status(), &out);
+    return out;
+  }
+  absl::StatusOr<std::map<std::string, StoredEvaluation>> stored =
+      compliance_->StoredEvaluations(due, policy_->name);
+  if (!stored.ok()) {
+    PageFailed(due, stored.status(), &out);
+    return out;
+  }
+  std::vector<smbfleet::v1::HostEvaluation> evaluations;
+  evaluations.reserve(due.size());  // the writes point into it
+  std::vector<EvaluationWrite> writes;
+  writes.reserve(due.size());
+  for (const std::string& host : due) {
+    auto posture = postures->find(host);
+    if (posture == postures->end()) {  // no posture any more
+      ++out.current;
+      continue;
+    }
+    // What the agent reported: classifications are evaluation's output, not its input.
+    for (auto& share : *posture->second.posture.mutable_shares()) {
+      share.clear_classification();
+      share.clear_classification_rule();
+    }
+    EvaluationInputs in = InputsFrom(waivers, trusted_of(host), posture->second.digest, now);
+    auto found = stored->find(host);
+    StoredEvaluation previous_evaluation =
+        found == stored->end() ? StoredEvaluation() : std::move(found->second);
+    if (in.key == previous_evaluation.evaluation_key) {
+      ++out.current;
+      continue;
+    }
+    const smbfleet::v1::Posture subject = TrustedSubject(host, in.trusted, posture->second.posture);
+    const absl::Time started = absl::Now();
+    evaluations.push_back(policy::EvaluateHost(*policy_, subject, in.waivers, now));
+    if (metrics_ != nullptr) metrics_->PolicyEvaluated(absl::Now() - started);
+    std::vector<policy::StoredResult> previous;
+    previous.reserve(previous_evaluation.results.size());
+    for (auto& r : previous_evaluation.results) {
+      previous.push_back(
+          {std::move(r.rule_id), std::move(r.share), std::move(r.policy_version), r.status});
+    }
+    EvaluationWrite& w = writes.emplace_back();
+    w.host = host;
+    w.evaluation = &evaluations.back();
+    w.transitions = policy::ComputeTransitions(previous, evaluations.back());
+    w.evaluation_key = std::move(in.key);
+    w.expected_key = std::move(previous_evaluation.evaluation_key);
+  }
+  if (writes.empty()) return out;
+
+  absl::StatusOr<std::vector<absl::Status>> saved = compliance_->SaveEvaluations(writes);
+  if (saved.ok() && saved->size() != writes.size()) {
+    saved = absl::InternalError("the store answered another number of evaluations");
+  }
+  std::vector<std::string> written;
+  written.reserve(writes.size());
+  for (const EvaluationWrite& w : writes) written.push_back(w.host);
+  if (!saved.ok()) {
+    PageFailed(written, saved.status(), &out);
+    return out;
+  }
+  std::vector<std::string> raced;  // evaluated meanwhile: their transitions are stale
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const absl::Status& status = (*saved)[i];
+    if (status.ok()) {
+      ++out.evaluated;
+      Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(writes[i].host),
+                   evaluations[i].compliant(), evaluations[i].non_compliant(),
+                   writes[i].transitions.size());
+    } else if (absl::IsAborted(status)) {
+      raced.push_back(writes[i].host);
+    } else if (absl::IsNotFound(status)) {
+      ++out.current;  // the host is gone, as EvaluateStored finds no posture
+    } else {
+      out.failed.emplace_back(writes[i].host, status);
+    }
+  }
+  EvaluateEachStored(raced, &out);
+  return out;
+}
+
+void ReportPipeline::PageFailed(const std::vector<std::string>& hosts, const absl::Status& failed,
+                                StoredPageOutcome* out) {
+  if (IsTransient(failed)) {
+    for (const std::string& host : hosts) out->failed.emplace_back(host, failed);
+    return;
+  }
+  Log()->warn("re-evaluating {} host(s) one by one: {}", hosts.size(), LogSafe(failed));
+  EvaluateEachStored(hosts, out);
+}
+
+void ReportPipeline::EvaluateEachStored(const std::vector<std::string>& hosts,
+                                        StoredPageOutcome* out) {
+  for (const std::string& host : hosts) {
+    absl::StatusOr<std::optional<size_t>> result = EvaluateStored(host);
+    if (!result.ok()) {
+      out->failed.emplace_back(host, result.status());
+    } else if (result->has_value()) {
+      ++out->evaluated;
+    } else {
+      ++out->current;
+    }
+  }
+}
+
 absl::StatusOr<ReportPipeline::EvaluationInputs> ReportPipeline::InputsOf(const std::string& host,
                                                                           const std::string& digest,
                                                                           absl::Time now) {

@@ -22,6 +22,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -56,6 +57,16 @@ struct IngestResult {
   // current posture has another digest (nothing stored), or its evaluation is due and needs the
   // posture (stored; the full resend is a current duplicate and evaluates).
   bool send_full = false;
+};
+
+// What ReportPipeline::EvaluateStoredPage did with each host of a page.
+struct StoredPageOutcome {
+  // Nothing due: the key matched (also when a report evaluated the host meanwhile), or the
+  // host has no posture any more.
+  size_t current = 0;
+  size_t evaluated = 0;  // results written
+  // Due but not evaluated: the host and why. A later pass tries again.
+  std::vector<std::pair<std::string, absl::Status>> failed;
 };
 
 class ReportPipeline {
@@ -110,6 +121,17 @@ class ReportPipeline {
   // transitions and the same guard against a concurrent evaluation. Returns the number of
   // transitions, or nullopt when nothing was due (the key matches, no posture, no policy).
   absl::StatusOr<std::optional<size_t>> EvaluateStored(const std::string& host);
+  // EvaluateStored for each host of `states` (a page of EvaluationStates), set-based, with the
+  // same keys, results, transitions and guard: the waivers and trusted labels read once, the
+  // postures of the due hosts in one read (HostStore::CurrentPostures), their stored keys and
+  // results in one (ComplianceStore::StoredEvaluations), each evaluated here, and all written
+  // in one transaction (ComplianceStore::SaveEvaluations). A host whose stored key changed
+  // since it was read (a report evaluated it) is not written by the page: it is evaluated
+  // again alone (EvaluateStored), which finds it current or computes its transitions anew. When
+  // a read or the write of the page fails for another reason than a transient one (a posture
+  // that cannot be parsed, a value the database refuses), each due host is evaluated alone, so
+  // that only the host at fault fails. Errors: the waivers or labels not read (nothing done).
+  absl::StatusOr<StoredPageOutcome> EvaluateStoredPage(const std::vector<EvaluationState>& states);
 
  private:
   // What an evaluation of the host's posture with `digest` reads besides the posture.
@@ -133,6 +155,12 @@ class ReportPipeline {
   // DigestBatcher's StoreBatch: the batch stored, then its evaluation check with one read of
   // the waivers and one of the hosts' labels.
   std::vector<DigestAnswer> StoreDigestBatch(const std::vector<IncomingReport>& reports);
+  // The due hosts of a page evaluated alone (EvaluateStored), counted into `out`.
+  void EvaluateEachStored(const std::vector<std::string>& hosts, StoredPageOutcome* out);
+  // After `failed` of a read or write of the page: each host alone, or all failed with it when
+  // it is transient (the database away or busy: the next pass tries again).
+  void PageFailed(const std::vector<std::string>& hosts, const absl::Status& failed,
+                  StoredPageOutcome* out);
   // Returns the number of transitions, or nullopt when the evaluation key says nothing changed.
   absl::StatusOr<std::optional<size_t>> Evaluate(const std::string& host,
                                                  const smbfleet::v1::Posture& posture,

@@ -1,8 +1,8 @@
 #include "collector/ingest/reevaluate.h"
 
 #include <algorithm>
-#include <atomic>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,37 +58,72 @@ absl::StatusOr<ReevaluationPass> Reevaluator::RunPass() {
   const policy::Policy* policy = pipeline_->policy();
   if (policy == nullptr) return pass;
   const absl::Time started = absl::Now();
-  absl::Time next_progress = started + options_.progress_every;
   if (metrics_ != nullptr) metrics_->SetReevaluationRunning(true);
   Log()->info("re-evaluation: checking every stored posture against policy {} version {}",
               LogSafe(policy->name), LogSafe(policy->version));
-  std::string after;
+  // Pages are listed one after another by name; options_.threads workers each evaluate the
+  // page they took (one database connection each at a time).
+  struct Cursor {
+    absl::Mutex mu;
+    std::string after ABSL_GUARDED_BY(mu);
+    bool end ABSL_GUARDED_BY(mu) = false;
+    absl::Status read ABSL_GUARDED_BY(mu);
+    absl::Time next_progress ABSL_GUARDED_BY(mu);
+    ReevaluationPass pass ABSL_GUARDED_BY(mu);
+  } cursor;
+  {
+    absl::MutexLock lock(&cursor.mu);
+    cursor.next_progress = started + options_.progress_every;
+  }
+  auto work = [&] {
+    while (!stopping()) {
+      std::vector<EvaluationState> page;
+      {
+        absl::MutexLock lock(&cursor.mu);
+        if (cursor.end || !cursor.read.ok()) return;
+        absl::StatusOr<std::vector<EvaluationState>> listed =
+            compliance_->EvaluationStates(cursor.after, options_.page_hosts);
+        if (!listed.ok()) {
+          cursor.read = listed.status();
+          return;
+        }
+        if (listed->empty()) {
+          cursor.end = true;
+          return;
+        }
+        page = *std::move(listed);
+        cursor.after = page.back().host;
+      }
+      absl::StatusOr<StoredPageOutcome> outcome = pipeline_->EvaluateStoredPage(page);
+      absl::MutexLock lock(&cursor.mu);
+      if (!outcome.ok()) {
+        if (cursor.read.ok()) cursor.read = outcome.status();
+        return;
+      }
+      Count(page.size(), *outcome, &cursor.pass);
+      if (absl::Now() >= cursor.next_progress) {
+        cursor.next_progress = absl::Now() + options_.progress_every;
+        Log()->info("re-evaluation: {} hosts checked, {} evaluated, {} failed ({}s)",
+                    cursor.pass.checked, cursor.pass.evaluated, cursor.pass.failed,
+                    absl::ToInt64Seconds(absl::Now() - started));
+      }
+    }
+  };
+  const size_t n = std::max<size_t>(1, options_.threads);
+  std::vector<std::thread> threads;
+  threads.reserve(n - 1);
+  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
   absl::Status read;
-  while (!pass.stopped) {
-    absl::StatusOr<std::vector<EvaluationState>> page =
-        compliance_->EvaluationStates(after, options_.page_hosts);
-    if (!page.ok()) {
-      read = page.status();
-      break;
-    }
-    if (page->empty()) break;
-    after = page->back().host;
-    absl::StatusOr<std::vector<size_t>> due = pipeline_->DueForEvaluation(*page);
-    if (!due.ok()) {
-      read = due.status();
-      break;
-    }
-    pass.checked += page->size();
-    if (metrics_ != nullptr) {
-      metrics_->HostsReevaluated(ReevaluationResult::kCurrent, page->size() - due->size());
-    }
-    EvaluateDue(*page, *due, &pass);
-    pass.stopped = pass.stopped || stopping();
-    if (absl::Now() >= next_progress) {
-      next_progress = absl::Now() + options_.progress_every;
-      Log()->info("re-evaluation: {} hosts checked, {} evaluated, {} failed ({}s)", pass.checked,
-                  pass.evaluated, pass.failed, absl::ToInt64Seconds(absl::Now() - started));
-    }
+  {
+    absl::MutexLock lock(&cursor.mu);
+    read = cursor.read;
+    pass.checked = cursor.pass.checked;
+    pass.evaluated = cursor.pass.evaluated;
+    pass.failed = cursor.pass.failed;
+    pass.transient_failures = cursor.pass.transient_failures;
+    pass.stopped = !cursor.end && read.ok();
   }
   pass.took = absl::Now() - started;
   if (metrics_ != nullptr) metrics_->SetReevaluationRunning(false);
@@ -103,45 +138,20 @@ absl::StatusOr<ReevaluationPass> Reevaluator::RunPass() {
   return pass;
 }
 
-void Reevaluator::EvaluateDue(const std::vector<EvaluationState>& states,
-                              const std::vector<size_t>& due, ReevaluationPass* pass) {
-  if (due.empty()) return;
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> evaluated{0};
-  std::atomic<size_t> failed{0};
-  std::atomic<size_t> transient{0};
-  std::atomic<size_t> logged{pass->failed};
-  auto work = [&] {
-    for (size_t i = next++; i < due.size() && !stopping(); i = next++) {
-      const std::string& host = states[due[i]].host;
-      absl::StatusOr<std::optional<size_t>> result = pipeline_->EvaluateStored(host);
-      if (result.ok()) {
-        // nullopt: a report evaluated the host meanwhile, or its posture is gone.
-        if (result->has_value()) ++evaluated;
-        if (metrics_ != nullptr) {
-          metrics_->HostsReevaluated(
-              result->has_value() ? ReevaluationResult::kEvaluated : ReevaluationResult::kCurrent,
-              1);
-        }
-        continue;
-      }
-      ++failed;
-      if (IsTransient(result.status())) ++transient;
-      if (metrics_ != nullptr) metrics_->HostsReevaluated(ReevaluationResult::kFailed, 1);
-      if (logged++ < kFailuresLogged) {
-        Log()->warn("re-evaluation of {} failed: {}", LogSafe(host), LogSafe(result.status()));
-      }
+void Reevaluator::Count(size_t checked, const StoredPageOutcome& outcome, ReevaluationPass* pass) {
+  pass->checked += checked;
+  pass->evaluated += outcome.evaluated;
+  for (const auto& [host, status] : outcome.failed) {
+    if (IsTransient(status)) ++pass->transient_failures;
+    if (pass->failed++ < kFailuresLogged) {
+      Log()->warn("re-evaluation of {} failed: {}", LogSafe(host), LogSafe(status));
     }
-  };
-  const size_t n = std::max<size_t>(1, std::min(options_.threads, due.size()));
-  std::vector<std::thread> threads;
-  threads.reserve(n - 1);
-  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
-  work();
-  for (auto& t : threads) t.join();
-  pass->evaluated += evaluated;
-  pass->failed += failed;
-  pass->transient_failures += transient;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->HostsReevaluated(ReevaluationResult::kCurrent, outcome.current);
+    metrics_->HostsReevaluated(ReevaluationResult::kEvaluated, outcome.evaluated);
+    metrics_->HostsReevaluated(ReevaluationResult::kFailed, outcome.failed.size());
+  }
 }
 
 void Reevaluator::Start() {

@@ -7,8 +7,9 @@
 //
 // A pass pages through the hosts by name (ComplianceStore::EvaluationStates), computes each
 // host's evaluation key for the current policy, waivers and trusted labels, and evaluates the
-// hosts whose stored key differs (ReportPipeline::EvaluateStored: what the report path writes,
-// with its guard against a concurrent evaluation of the same host). Hosts whose key matches are
+// hosts whose stored key differs, a page at a time (ReportPipeline::EvaluateStoredPage: what
+// the report path writes, with its guard against a concurrent evaluation of the same host, in
+// a few statements and one transaction for the whole page). Hosts whose key matches are
 // skipped, so a pass interrupted by a restart resumes where it stopped, and a pass with nothing
 // due only reads. One process at a time runs a pass (JobClaims, job "reevaluate"); another
 // waits for the claim and then finds little or nothing due.
@@ -29,7 +30,7 @@
 namespace smbfleet::collector {
 
 struct ReevaluationOptions {
-  size_t threads = 2;         // hosts evaluated at once (each holds a database connection)
+  size_t threads = 2;         // pages evaluated at once (each holds a database connection)
   uint32_t page_hosts = 500;  // hosts read and checked per page
   absl::Duration retry = absl::Seconds(5);  // wait before claiming again or retrying a pass
   absl::Duration progress_every = absl::Seconds(10);  // progress lines in the log
@@ -66,9 +67,8 @@ class Reevaluator {
 
  private:
   void Loop();
-  // Evaluates states[due...] with options_.threads threads; adds to `pass`.
-  void EvaluateDue(const std::vector<EvaluationState>& states, const std::vector<size_t>& due,
-                   ReevaluationPass* pass);
+  // Adds a page of `checked` hosts to `pass`, the metrics and the log.
+  void Count(size_t checked, const StoredPageOutcome& outcome, ReevaluationPass* pass);
   bool stopping() const;
   // Waits `d` or until Stop(); true when stopping.
   bool WaitOrStop(absl::Duration d);

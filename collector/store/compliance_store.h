@@ -6,7 +6,9 @@
 // given; transitions are computed by the report pipeline (collector/ingest/).
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,6 +37,13 @@ struct EvaluationWrite {
   // The key stored when the previous results were read. Another evaluation saved since (the
   // stored key differs) makes SaveEvaluation ABORTED: transitions must be computed again.
   std::string expected_key;
+};
+
+// A host's stored evaluation as one read gives it (StoredEvaluations): the key stored by its
+// last SaveEvaluation and the current results that the next transitions are computed against.
+struct StoredEvaluation {
+  std::string evaluation_key;  // "" when never evaluated
+  std::vector<ResultStatus> results;
 };
 
 // What a host's current evaluation stands on (EvaluationStates): its current posture's digest
@@ -79,6 +88,39 @@ class ComplianceStore {
   // records each share's classification and the evaluation key. NOT_FOUND for an unknown host,
   // ABORTED when write.expected_key is no longer the stored key.
   virtual absl::Status SaveEvaluation(const EvaluationWrite& write) = 0;
+
+  // For the re-evaluation of a page of hosts (ingest/reevaluate.h), set-based:
+  // The stored keys and current results (of `policy_name`) of `hosts`, in one read when the
+  // store can, so that each key is the one its results were saved with. Hosts the store does
+  // not know are absent. The default asks EvaluationKey and CurrentResults for each host.
+  virtual absl::StatusOr<std::map<std::string, StoredEvaluation>> StoredEvaluations(
+      const std::vector<std::string>& hosts, const std::string& policy_name) {
+    std::map<std::string, StoredEvaluation> out;
+    for (const std::string& host : hosts) {
+      absl::StatusOr<std::string> key = EvaluationKey(host);
+      if (!key.ok()) return key.status();
+      absl::StatusOr<std::vector<ResultStatus>> results = CurrentResults(host, policy_name);
+      if (!results.ok()) return results.status();
+      out[host] = {*std::move(key), *std::move(results)};
+    }
+    return out;
+  }
+  // SaveEvaluation of each write (hosts distinct), in one transaction when the store can. The
+  // answer has one status per write, in order: OK (saved), ABORTED (its expected_key is no
+  // longer the stored key: nothing of that host written; compute its transitions again) or
+  // NOT_FOUND (unknown host). An error of the whole call saved none of them; the default
+  // saves them one by one, and its error may follow some that were saved.
+  virtual absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) {
+    std::vector<absl::Status> out;
+    out.reserve(writes.size());
+    for (const EvaluationWrite& w : writes) {
+      absl::Status saved = SaveEvaluation(w);
+      if (!saved.ok() && !absl::IsAborted(saved) && !absl::IsNotFound(saved)) return saved;
+      out.push_back(std::move(saved));
+    }
+    return out;
+  }
 
   virtual absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() = 0;
   // The fleet overview from the stored results, transitions and latest postures: everything

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -62,6 +63,14 @@ struct HostRecord {
   std::string last_report_id;
   // PostureDigest of `posture` as stored with it (hex); "" for a host with no posture.
   std::string posture_digest;
+};
+
+// A host's current posture as its evaluation reads it (HostStore::CurrentPostures).
+struct StoredPosture {
+  // As stored, with the latest benchmark run (as GetHost has it). Share classifications are
+  // evaluation's output: whatever the posture carries of them is not to be evaluated.
+  smbfleet::v1::Posture posture;
+  std::string digest;  // hex, as HostRecord::posture_digest
 };
 
 // ListHosts filters, all ANDed (admin.proto ListHostsRequest).
@@ -132,6 +141,21 @@ class HostStore {
       absl::StatusOr<std::optional<HostRecord>> record = GetHost(name);
       if (!record.ok()) return record.status();
       if (record->has_value()) out[name] = **std::move(record);
+    }
+    return out;
+  }
+
+  // The current postures of `hosts` in one read when the store can (the re-evaluation of a
+  // page of hosts); hosts without a posture, or unknown, are absent. The default asks GetHost
+  // for each.
+  virtual absl::StatusOr<std::map<std::string, StoredPosture>> CurrentPostures(
+      const std::vector<std::string>& hosts) {
+    std::map<std::string, StoredPosture> out;
+    for (const std::string& host : hosts) {
+      absl::StatusOr<std::optional<HostRecord>> record = GetHost(host);
+      if (!record.ok()) return record.status();
+      if (!record->has_value() || (*record)->posture_digest.empty()) continue;
+      out[host] = {std::move((*record)->posture), std::move((*record)->posture_digest)};
     }
     return out;
   }

@@ -5,6 +5,7 @@
 // fails the next SaveEvaluation once, before the save (nothing written) or after it (written,
 // but the caller hears an error, as when the connection drops during COMMIT).
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ class ForwardingComplianceStore : public ComplianceStore {
   }
   absl::Status SaveEvaluation(const EvaluationWrite& write) override {
     return inner_->SaveEvaluation(write);
+  }
+  absl::StatusOr<std::vector<EvaluationState>> EvaluationStates(const std::string& after_host,
+                                                                uint32_t limit) override {
+    return inner_->EvaluationStates(after_host, limit);
+  }
+  absl::StatusOr<std::map<std::string, StoredEvaluation>> StoredEvaluations(
+      const std::vector<std::string>& hosts, const std::string& policy_name) override {
+    return inner_->StoredEvaluations(hosts, policy_name);
+  }
+  absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) override {
+    return inner_->SaveEvaluations(writes);
   }
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override {
     return inner_->GetCompliance();

@@ -2,8 +2,12 @@
 // (reevaluation_conformance.h).
 #include "tests/integration/reevaluation_conformance.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/ingest/reevaluate.h"
+#include "collector/testing/flaky_compliance_store.h"
 #include "collector/testing/test_policy.h"
 #include "gmock/gmock.h"
 
@@ -82,9 +87,10 @@ class Fixture {
   explicit Fixture(ReevaluationUnderTest& t) : t_(t) {}
 
   // Every host reported once and evaluated under `policy`, activated first.
-  void ReportAll(const policy::Policy& policy, int serial) {
+  void ReportAll(const policy::Policy& policy, int serial,
+                 ReportPipeline::Clock clock = absl::Now) {
     ASSERT_TRUE(t_.compliance->ActivatePolicy(policy.name, policy.version, policy.version).ok());
-    ReportPipeline pipeline(t_.hosts.get(), t_.compliance.get(), &policy);
+    ReportPipeline pipeline(t_.hosts.get(), t_.compliance.get(), &policy, std::move(clock));
     for (int i = 0; i < kHosts; ++i) {
       auto r = pipeline.Ingest(Host(i), Report(i, serial));
       ASSERT_TRUE(r.ok()) << r.status();
@@ -92,12 +98,16 @@ class Fixture {
     }
   }
 
-  ReevaluationPass Pass(const policy::Policy& policy, JobClaims* claims) {
-    ReportPipeline pipeline(t_.hosts.get(), t_.compliance.get(), &policy);
+  // A pass of pages of 10 hosts, three at once, through `compliance` (default: the store's).
+  ReevaluationPass Pass(const policy::Policy& policy, JobClaims* claims,
+                        ReportPipeline::Clock clock = absl::Now,
+                        ComplianceStore* compliance = nullptr) {
+    if (compliance == nullptr) compliance = t_.compliance.get();
+    ReportPipeline pipeline(t_.hosts.get(), compliance, &policy, std::move(clock));
     ReevaluationOptions options;
     options.page_hosts = 10;
     options.threads = 3;
-    Reevaluator job(&pipeline, t_.compliance.get(), claims, options);
+    Reevaluator job(&pipeline, compliance, claims, options);
     auto pass = job.RunPass();
     EXPECT_TRUE(pass.ok()) << pass.status();
     return pass.ok() ? *pass : ReevaluationPass();
@@ -106,6 +116,90 @@ class Fixture {
  private:
   ReevaluationUnderTest& t_;
 };
+
+// Runs `race` once, just before the first SaveEvaluations that writes `host`: as if a report
+// of that host were evaluated while its page was being evaluated.
+class RacingStore : public testing::ForwardingComplianceStore {
+ public:
+  RacingStore(ComplianceStore* inner, std::string host, std::function<void()> race)
+      : ForwardingComplianceStore(inner), host_(std::move(host)), race_(std::move(race)) {}
+
+  absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) override {
+    for (const EvaluationWrite& w : writes) {
+      if (w.host != host_) continue;
+      absl::MutexLock lock(&mu_);
+      if (!raced_) race_();
+      raced_ = true;
+    }
+    return ForwardingComplianceStore::SaveEvaluations(writes);
+  }
+
+  bool raced() const {
+    absl::MutexLock lock(&mu_);
+    return raced_;
+  }
+
+ private:
+  const std::string host_;
+  std::function<void()> race_;
+  mutable absl::Mutex mu_;
+  bool raced_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// A fixed clock: the results and transitions of two runs can be compared row for row.
+ReportPipeline::Clock At(int64_t seconds) {
+  return [seconds] { return absl::FromUnixSeconds(seconds); };
+}
+
+// What a host's evaluation wrote, as comparable lines: its key, current results, findings,
+// transitions and share classifications.
+std::vector<std::string> Written(ReevaluationUnderTest& t, const std::string& host) {
+  std::vector<std::string> out;
+  auto key = t.compliance->EvaluationKey(host);
+  EXPECT_TRUE(key.ok()) << key.status();
+  out.push_back(absl::StrCat("key ", key.ok() ? *key : ""));
+  auto results = t.compliance->CurrentResults(host, "baseline");
+  EXPECT_TRUE(results.ok()) << results.status();
+  std::vector<std::string> rows;
+  if (results.ok()) {
+    for (const ResultStatus& r : *results) {
+      rows.push_back(absl::StrCat("result ", r.rule_id, " ", r.share, " ", r.policy_version, " ",
+                                  v1::ComplianceStatus_Name(r.status)));
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  out.insert(out.end(), rows.begin(), rows.end());
+  auto findings = t.compliance->ListFindings(host, "", 1000);
+  EXPECT_TRUE(findings.ok()) << findings.status();
+  if (findings.ok()) {
+    for (const v1::Finding& f : *findings) out.push_back("finding " + f.ShortDebugString());
+  }
+  if (t.transitions) {
+    for (const std::string& line : t.transitions(host)) out.push_back("transition " + line);
+  }
+  auto record = t.hosts->GetHost(host);
+  EXPECT_TRUE(record.ok() && record->has_value()) << host;
+  if (record.ok() && record->has_value()) {
+    for (const auto& share : (*record)->posture.shares()) {
+      out.push_back(absl::StrCat("share ", share.name(), " ", share.classification(), " ",
+                                 share.classification_rule()));
+    }
+  }
+  return out;
+}
+
+// Hosts whose posture changed after their last evaluation (stored without a policy): i % 4 == 1.
+void ChangeSomePosturesUnevaluated(ReevaluationUnderTest& t) {
+  ReportPipeline no_policy(t.hosts.get(), t.compliance.get(), nullptr, At(1'800'000'100));
+  for (int i = 1; i < kHosts; i += 4) {
+    v1::ReportRequest r = Report(i, 5);
+    r.mutable_posture()->mutable_server()->set_require_signing(i % 2 != 0);
+    auto stored = no_policy.Ingest(Host(i), r);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_EQ(stored->outcome, SaveOutcome::kStored) << Host(i);
+  }
+}
 
 }  // namespace
 
@@ -283,6 +377,83 @@ TEST_P(ReevaluationConformanceTest, BackgroundJobWaitsForTheClaimThenFinishes) {
     ASSERT_FALSE(results->empty());
     for (const ResultStatus& r : *results) EXPECT_EQ(r.policy_version, "8") << Host(i);
   }
+}
+
+TEST_P(ReevaluationConformanceTest, APageWritesWhatEachHostEvaluatedAloneWrites) {
+  // Two stores with the same history: hosts reported under A, some postures changed since
+  // (their results change under B), then B. One is re-evaluated host by host
+  // (EvaluateStored), the other by the pass's pages; both at the same time.
+  ReevaluationUnderTest alone = GetParam().make();
+  ASSERT_NE(alone.compliance, nullptr);
+  const policy::Policy a = PolicyA();
+  const policy::Policy b = PolicyB();
+  for (ReevaluationUnderTest* t : {&under_test_, &alone}) {
+    Fixture f(*t);
+    f.ReportAll(a, 1, At(1'800'000'010));
+    ChangeSomePosturesUnevaluated(*t);
+    ASSERT_TRUE(t->compliance->ActivatePolicy(b.name, b.version, "b").ok());
+  }
+  ReportPipeline pipeline(alone.hosts.get(), alone.compliance.get(), &b, At(1'800'000'200));
+  for (int i = 0; i < kHosts; ++i) {
+    auto evaluated = pipeline.EvaluateStored(Host(i));
+    ASSERT_TRUE(evaluated.ok()) << evaluated.status();
+    ASSERT_TRUE(evaluated->has_value()) << Host(i);
+  }
+  ReevaluationPass pass = Fixture(under_test_).Pass(b, under_test_.claims.get(), At(1'800'000'200));
+  EXPECT_EQ(pass.evaluated, static_cast<size_t>(kHosts));
+  EXPECT_EQ(pass.failed, 0u);
+
+  for (int i = 0; i < kHosts; ++i) {
+    std::vector<std::string> paged = Written(under_test_, Host(i));
+    EXPECT_EQ(paged, Written(alone, Host(i))) << Host(i);
+    // The page's results are B's, from the posture stored last.
+    const bool signing = (i % 4 == 1) ? (i % 2 != 0) : (i % 2 == 0);
+    EXPECT_THAT(paged,
+                ::testing::Contains(absl::StrCat(
+                    "result server-signing-required  8 ",
+                    signing ? "COMPLIANCE_STATUS_COMPLIANT" : "COMPLIANCE_STATUS_NON_COMPLIANT")))
+        << Host(i);
+  }
+  alone.compliance.reset();
+  alone.hosts.reset();
+}
+
+TEST_P(ReevaluationConformanceTest, AHostAReportEvaluatedDuringItsPageKeepsTheReportsResults) {
+  Fixture f(under_test_);
+  const policy::Policy a = PolicyA();
+  f.ReportAll(a, 1);
+  const policy::Policy b = PolicyB();
+  ASSERT_TRUE(under_test_.compliance->ActivatePolicy(b.name, b.version, "b").ok());
+  // fs04 (signing required) reports signing off while its page is evaluated from the old
+  // posture: the page must not overwrite the report's results or add its transitions.
+  const std::string raced_host = Host(4);
+  std::vector<std::string> after_report;
+  RacingStore racing(under_test_.compliance.get(), raced_host, [&] {
+    ReportPipeline reports(under_test_.hosts.get(), under_test_.compliance.get(), &b);
+    v1::ReportRequest r = Report(4, 6);
+    r.mutable_posture()->mutable_server()->set_require_signing(false);
+    auto stored = reports.Ingest(raced_host, r);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_TRUE(stored->evaluated);
+    after_report = Written(under_test_, raced_host);
+  });
+  ReevaluationPass pass = f.Pass(b, under_test_.claims.get(), absl::Now, &racing);
+  ASSERT_TRUE(racing.raced());
+  EXPECT_EQ(pass.checked, static_cast<size_t>(kHosts));
+  EXPECT_EQ(pass.evaluated, static_cast<size_t>(kHosts - 1));  // fs04 was current
+  EXPECT_EQ(pass.failed, 0u);
+  EXPECT_EQ(Written(under_test_, raced_host), after_report);
+  EXPECT_THAT(after_report, ::testing::Contains("result server-signing-required  8 "
+                                                "COMPLIANCE_STATUS_NON_COMPLIANT"));
+  // The other hosts of its page were written by the page.
+  for (int i = 0; i < kHosts; ++i) {
+    auto results = under_test_.compliance->CurrentResults(Host(i), "baseline");
+    ASSERT_TRUE(results.ok()) << results.status();
+    ASSERT_FALSE(results->empty()) << Host(i);
+    for (const ResultStatus& r : *results) EXPECT_EQ(r.policy_version, "8") << Host(i);
+  }
+  ReevaluationPass again = f.Pass(b, under_test_.claims.get());
+  EXPECT_EQ(again.evaluated, 0u);
 }
 
 }  // namespace smbfleet::collector::store_testing

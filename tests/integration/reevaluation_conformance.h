@@ -10,6 +10,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "collector/store/compliance_store.h"
 #include "collector/store/host_store.h"
@@ -25,6 +26,9 @@ struct ReevaluationUnderTest {
   std::unique_ptr<JobClaims> claims;
   // What a second collector process on the same database claims through; null: `claims`.
   std::unique_ptr<JobClaims> other_process_claims;
+  // Each stored transition of `host` as one line (version, rule, share, classification, from,
+  // to, time), in the order they were written.
+  std::function<std::vector<std::string>(const std::string& host)> transitions;
 };
 
 struct ReevaluationFactory {

@@ -1,6 +1,9 @@
 // The re-evaluation suite (reevaluation_conformance.h) against PostgreSQL: the stores of one
 // migrated database, and two processes' claims on it (each its own connection).
 #include <memory>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
 
 #include "collector/store/postgres/job_claims.h"
 #include "collector/store/postgres/pg_store.h"
@@ -30,6 +33,20 @@ ReevaluationUnderTest MakePg() {
   out.compliance = std::move(stores->compliance);
   out.claims = std::move(stores->claims);
   out.other_process_claims = NewPgJobClaims(dsn);
+  out.transitions = [dsn](const std::string& host) {
+    pqxx::connection conn(dsn);
+    pqxx::read_transaction tx(conn);
+    std::vector<std::string> lines;
+    for (const auto& r : tx.exec_params(
+             "SELECT concat_ws(' ', t.policy_version, t.rule_id, t.share_name, t.classification, "
+             "t.from_status, t.to_status, extract(epoch FROM t.at)::bigint, t.labels::text) "
+             "FROM compliance_transitions t JOIN hosts h ON h.id = t.host_id WHERE h.name = $1 "
+             "ORDER BY t.id",
+             host)) {
+      lines.push_back(r[0].as<std::string>());
+    }
+    return lines;
+  };
   return out;
 }
 

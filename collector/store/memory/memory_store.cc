@@ -486,18 +486,73 @@ absl::Status MemoryComplianceStore::SaveEvaluation(const EvaluationWrite& w) {
   {
     absl::MutexLock lock(&mu_);
     if (!fail_evaluations_.ok()) return fail_evaluations_;
-    if (keys_[w.host] != w.expected_key) {
-      return absl::AbortedError(
-          absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
-    }
-    auto& t = transitions_[w.host];
-    t.insert(t.end(), w.transitions.begin(), w.transitions.end());
-    results_[w.host][w.evaluation->policy_name()] = *w.evaluation;
-    keys_[w.host] = w.evaluation_key;
-    ++evaluations_saved_;
+    RETURN_IF_ERROR(SaveLocked(w));
   }
   hosts_->SetClassifications(w.host, *w.evaluation);
   return absl::OkStatus();
+}
+
+absl::Status MemoryComplianceStore::SaveLocked(const EvaluationWrite& w) {
+  if (keys_[w.host] != w.expected_key) {
+    return absl::AbortedError(
+        absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
+  }
+  auto& t = transitions_[w.host];
+  t.insert(t.end(), w.transitions.begin(), w.transitions.end());
+  results_[w.host][w.evaluation->policy_name()] = *w.evaluation;
+  keys_[w.host] = w.evaluation_key;
+  ++evaluations_saved_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, StoredEvaluation>> MemoryComplianceStore::StoredEvaluations(
+    const std::vector<std::string>& hosts, const std::string& policy_name) {
+  std::vector<bool> exists;
+  exists.reserve(hosts.size());
+  for (const std::string& host : hosts) exists.push_back(hosts_->Exists(host));
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, StoredEvaluation> out;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!exists[i]) continue;
+    StoredEvaluation& e = out[hosts[i]];
+    auto key = keys_.find(hosts[i]);
+    if (key != keys_.end()) e.evaluation_key = key->second;
+    auto h = results_.find(hosts[i]);
+    if (h == results_.end()) continue;
+    auto eval = h->second.find(policy_name);
+    if (eval == h->second.end()) continue;
+    for (const auto& r : eval->second.results()) {
+      e.results.push_back({r.rule_id(), r.share(), eval->second.policy_version(), r.status()});
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<absl::Status>> MemoryComplianceStore::SaveEvaluations(
+    const std::vector<EvaluationWrite>& writes) {
+  std::set<std::string> distinct;
+  std::vector<bool> exists;
+  exists.reserve(writes.size());
+  for (const EvaluationWrite& w : writes) {
+    if (!distinct.insert(w.host).second) {
+      return absl::InvalidArgumentError("SaveEvaluations: a host is written twice");
+    }
+    exists.push_back(hosts_->Exists(w.host));
+  }
+  std::vector<absl::Status> out(writes.size());
+  {
+    absl::MutexLock lock(&mu_);
+    if (!fail_evaluations_.ok()) return fail_evaluations_;
+    for (size_t i = 0; i < writes.size(); ++i) {
+      out[i] = exists[i]
+                   ? SaveLocked(writes[i])
+                   : absl::NotFoundError(absl::StrCat("no host named '", writes[i].host, "'"));
+    }
+  }
+  for (size_t i = 0; i < writes.size(); ++i) {
+    if (out[i].ok()) hosts_->SetClassifications(writes[i].host, *writes[i].evaluation);
+  }
+  return out;
 }
 
 absl::StatusOr<smbfleet::v1::GetComplianceResponse> MemoryComplianceStore::GetCompliance() {

@@ -79,6 +79,11 @@ class MemoryComplianceStore : public ComplianceStore {
   absl::StatusOr<std::vector<ResultStatus>> CurrentResults(const std::string& host,
                                                            const std::string& policy_name) override;
   absl::Status SaveEvaluation(const EvaluationWrite& write) override;
+  absl::StatusOr<std::map<std::string, StoredEvaluation>> StoredEvaluations(
+      const std::vector<std::string>& hosts, const std::string& policy_name) override;
+  // All of them under one lock, as one transaction.
+  absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) override;
   absl::StatusOr<smbfleet::v1::GetComplianceResponse> GetCompliance() override;
   absl::StatusOr<smbfleet::v1::GetFleetOverviewResponse> GetFleetOverview(
       const OverviewQuery& query) override;
@@ -116,6 +121,8 @@ class MemoryComplianceStore : public ComplianceStore {
   std::map<std::string, std::vector<smbfleet::v1::StatusTransition>> transitions_
       ABSL_GUARDED_BY(mu_);
   bool Failing(const std::string& host, const std::string& rule) const;
+  // SaveEvaluation's check and write of one host that exists.
+  absl::Status SaveLocked(const EvaluationWrite& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The results of the active version of each policy, by host.
   std::map<std::string, std::vector<const smbfleet::v1::RuleResult*>> ActiveResults() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

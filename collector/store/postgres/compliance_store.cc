@@ -2,6 +2,7 @@
 
 #include <map>
 #include <pqxx/pqxx>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -102,6 +103,17 @@ void UpdateShareClassifications(pqxx::work& tx, int64_t host_id, const HostEvalu
       "c.rule FROM (VALUES ",
       absl::StrJoin(values, ", "),
       ") AS c (name, classification, rule) WHERE s.host_id = ", host_id, " AND s.name = c.name"));
+}
+
+// The evaluation of one host whose row the transaction has locked (and whose stored key it
+// checked): transitions, results, share classifications and the key. SaveEvaluation and
+// SaveEvaluations both write each host through it.
+void WriteEvaluation(pqxx::work& tx, int64_t host_id, const std::string& labels,
+                     const EvaluationWrite& w) {
+  InsertTransitions(tx, host_id, labels, w);
+  ReplaceResults(tx, host_id, *w.evaluation);
+  UpdateShareClassifications(tx, host_id, *w.evaluation);
+  tx.exec_params("UPDATE hosts SET evaluation_key = $2 WHERE id = $1", host_id, w.evaluation_key);
 }
 
 // Counts of a slice of the current results, by status, from their kept counts (`c`: rows of
@@ -371,14 +383,74 @@ class PgComplianceStore : public ComplianceStore {
             return absl::AbortedError(
                 absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
           }
-          const int64_t host_id = h[0]["id"].as<int64_t>();
-          InsertTransitions(tx, host_id, h[0]["labels"].as<std::string>(), w);
-          ReplaceResults(tx, host_id, *w.evaluation);
-          UpdateShareClassifications(tx, host_id, *w.evaluation);
-          tx.exec_params("UPDATE hosts SET evaluation_key = $2 WHERE id = $1", host_id,
-                         w.evaluation_key);
+          WriteEvaluation(tx, h[0]["id"].as<int64_t>(), h[0]["labels"].as<std::string>(), w);
           tx.commit();
           return absl::OkStatus();
+        });
+  }
+
+  absl::StatusOr<std::map<std::string, StoredEvaluation>> StoredEvaluations(
+      const std::vector<std::string>& hosts, const std::string& policy_name) override {
+    return pool_->Run<pqxx::read_transaction>(
+        absl::StrCat("reading the results of ", hosts.size(), " host(s)"),
+        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, StoredEvaluation>> {
+          pqxx::result rows = tx.exec_params(
+              "SELECT h.name, h.evaluation_key, r.rule_id, r.share_name, r.policy_version, "
+              "r.status FROM hosts h LEFT JOIN compliance_results r ON r.host_id = h.id AND "
+              "r.policy_name = $2 WHERE h.name = ANY($1::text[])",
+              pg::TextArray(hosts), policy_name);
+          std::map<std::string, StoredEvaluation> out;
+          for (const auto& r : rows) {
+            StoredEvaluation& e = out[r["name"].as<std::string>()];
+            e.evaluation_key = r["evaluation_key"].as<std::string>();
+            if (r["rule_id"].is_null()) continue;  // no results yet
+            e.results.push_back({r["rule_id"].as<std::string>(), r["share_name"].as<std::string>(),
+                                 r["policy_version"].as<std::string>(),
+                                 pg::StatusFromText(r["status"].as<std::string>())});
+          }
+          return out;
+        });
+  }
+
+  absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) override {
+    std::vector<std::string> names;
+    names.reserve(writes.size());
+    for (const EvaluationWrite& w : writes) names.push_back(w.host);
+    if (std::set<std::string>(names.begin(), names.end()).size() != names.size()) {
+      return absl::InvalidArgumentError("SaveEvaluations: a host is written twice");
+    }
+    if (writes.empty()) return std::vector<absl::Status>();
+    return pool_->Run<pqxx::work>(
+        absl::StrCat("storing the evaluations of ", writes.size(), " host(s)"),
+        [&](pqxx::work& tx) -> absl::StatusOr<std::vector<absl::Status>> {
+          // Locked in name order, as batches of digest-only reports lock them, so that two such
+          // transactions cannot deadlock.
+          pqxx::result rows = tx.exec_params(
+              "SELECT u.i, h.id, h.labels::text AS labels, h.evaluation_key FROM "
+              "unnest($1::text[]) WITH ORDINALITY AS u(name, i) JOIN hosts h ON h.name = u.name "
+              "ORDER BY h.name FOR UPDATE OF h",
+              pg::TextArray(names));
+          std::vector<absl::Status> out(writes.size());
+          std::vector<bool> found(writes.size(), false);
+          for (const auto& r : rows) {
+            const auto i = static_cast<size_t>(r["i"].as<int64_t>() - 1);
+            const EvaluationWrite& w = writes[i];
+            found[i] = true;
+            if (r["evaluation_key"].as<std::string>() != w.expected_key) {
+              out[i] = absl::AbortedError(
+                  absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
+              continue;
+            }
+            WriteEvaluation(tx, r["id"].as<int64_t>(), r["labels"].as<std::string>(), w);
+          }
+          for (size_t i = 0; i < writes.size(); ++i) {
+            if (!found[i]) {
+              out[i] = absl::NotFoundError(absl::StrCat("no host named '", writes[i].host, "'"));
+            }
+          }
+          tx.commit();
+          return out;
         });
   }
 

@@ -93,6 +93,8 @@ class PgHostStore : public HostStore {
   absl::StatusOr<std::map<std::string, HostRecord>> GetHosts(
       const std::vector<std::string>& names) override;
   absl::StatusOr<HostPage> FindHosts(const HostQuery& query) override;
+  absl::StatusOr<std::map<std::string, StoredPosture>> CurrentPostures(
+      const std::vector<std::string>& hosts) override;
 
  private:
   absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
@@ -426,28 +428,36 @@ absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
       });
 }
 
-// The latest benchmark run of each of `names`, which may be newer than its latest changed
-// posture, by host name.
-std::map<std::string, std::vector<smbfleet::v1::Benchmark>> ReadLatestBenchmarks(
-    pqxx::transaction_base& tx, const std::string& names) {
+// The columns of a benchmark row of host_benchmarks `b`, and its message.
+constexpr char kBenchmarkColumns[] =
+    "b.algorithm, b.buffer_bytes, b.threads, b.bytes_per_second, "
+    "EXTRACT(EPOCH FROM b.measured_at)::float8 AS measured_at";
+// A host's latest benchmark run: the rows of its latest measured_at.
+constexpr char kLatestBenchmarkRun[] =
+    "b.measured_at = (SELECT max(measured_at) FROM host_benchmarks WHERE host_id = h.id)";
+constexpr char kBenchmarkOrder[] = "b.threads, b.algorithm, b.buffer_bytes";
+
+void AddBenchmark(const pqxx::row& r, Posture* posture) {
+  auto* b = posture->add_benchmarks();
+  smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
+  smbfleet::v1::CryptoAlgorithm_Parse(r["algorithm"].as<std::string>(), &algorithm);
+  b->set_algorithm(algorithm);
+  b->set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
+  b->set_threads(r["threads"].as<uint32_t>());
+  b->set_bytes_per_second(r["bytes_per_second"].as<double>());
+  pg::SetTimestamp(r["measured_at"], b->mutable_measured_at());
+}
+
+// The latest benchmark run of each of `names` (a quoted IN list), which may be newer than its
+// latest changed posture: by host name, a posture holding only the benchmarks.
+std::map<std::string, Posture> ReadLatestBenchmarks(pqxx::transaction_base& tx,
+                                                    const std::string& names) {
   pqxx::result bench = tx.exec(absl::StrCat(
-      "SELECT h.name AS host, algorithm, buffer_bytes, threads, bytes_per_second, "
-      "EXTRACT(EPOCH FROM measured_at)::float8 AS measured_at FROM host_benchmarks b JOIN "
-      "hosts h ON h.id = b.host_id WHERE h.name IN ",
-      names,
-      " AND b.measured_at = (SELECT max(measured_at) FROM host_benchmarks WHERE host_id = h.id) "
-      "ORDER BY h.name, threads, algorithm, buffer_bytes"));
-  std::map<std::string, std::vector<smbfleet::v1::Benchmark>> out;
-  for (const auto& r : bench) {
-    smbfleet::v1::Benchmark& b = out[r["host"].as<std::string>()].emplace_back();
-    smbfleet::v1::CryptoAlgorithm algorithm = smbfleet::v1::CRYPTO_ALGORITHM_UNSPECIFIED;
-    smbfleet::v1::CryptoAlgorithm_Parse(r["algorithm"].as<std::string>(), &algorithm);
-    b.set_algorithm(algorithm);
-    b.set_buffer_bytes(r["buffer_bytes"].as<uint64_t>());
-    b.set_threads(r["threads"].as<uint32_t>());
-    b.set_bytes_per_second(r["bytes_per_second"].as<double>());
-    pg::SetTimestamp(r["measured_at"], b.mutable_measured_at());
-  }
+      "SELECT h.name AS host, ", kBenchmarkColumns,
+      " FROM host_benchmarks b JOIN hosts h ON h.id = b.host_id WHERE h.name IN ", names, " AND ",
+      kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder));
+  std::map<std::string, Posture> out;
+  for (const auto& r : bench) AddBenchmark(r, &out[r["host"].as<std::string>()]);
   return out;
 }
 
@@ -497,8 +507,7 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
     record.last_report_id = row["last_report_id"].as<std::string>();
     if (!bytes.empty()) record.posture_digest = row["digest"].as<std::string>();
     if (auto b = benchmarks.find(name); b != benchmarks.end()) {
-      record.posture.clear_benchmarks();
-      for (auto& one : b->second) *record.posture.add_benchmarks() = std::move(one);
+      *record.posture.mutable_benchmarks() = std::move(*b->second.mutable_benchmarks());
     }
     if (auto c = classifications.find(name); c != classifications.end()) {
       for (auto& share : *record.posture.mutable_shares()) {
@@ -537,6 +546,52 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::GetHosts(
                                              names.begin() + static_cast<std::ptrdiff_t>(begin),
                                              names.begin() + static_cast<std::ptrdiff_t>(end))));
           out.merge(chunk);
+        }
+        return out;
+      });
+}
+
+// Two statements for the page, where GetHost takes three per host: the postures with their
+// digests, and the latest benchmark runs.
+absl::StatusOr<std::map<std::string, StoredPosture>> PgHostStore::CurrentPostures(
+    const std::vector<std::string>& hosts) {
+  return pool_->Run<pqxx::read_transaction>(
+      absl::StrCat("reading the postures of ", hosts.size(), " host(s)"),
+      [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, StoredPosture>> {
+        const std::string names = pg::TextArray(hosts);
+        pqxx::result rows = tx.exec_params(
+            "SELECT h.name, encode(p.posture, 'hex') AS posture, encode(h.posture_hash, 'hex') "
+            "AS digest FROM hosts h JOIN host_state st ON st.host_id = h.id JOIN postures p ON "
+            "p.id = st.posture_id WHERE h.name = ANY($1::text[]) AND h.posture_hash IS NOT NULL",
+            names);
+        std::map<std::string, StoredPosture> out;
+        for (const auto& r : rows) {
+          const std::string name = r["name"].as<std::string>();
+          std::string bytes = absl::HexStringToBytes(r["posture"].as<std::string>());
+          if (bytes.empty()) continue;  // as GetHost: no posture
+          StoredPosture& p = out[name];
+          if (!p.posture.ParseFromString(bytes)) {
+            return absl::DataLossError(
+                absl::StrCat("stored posture of ", name, " cannot be parsed"));
+          }
+          p.digest = r["digest"].as<std::string>();
+        }
+        pqxx::result bench =
+            tx.exec_params(absl::StrCat("SELECT h.name, ", kBenchmarkColumns,
+                                        " FROM hosts h JOIN host_benchmarks b ON b.host_id = h.id "
+                                        "WHERE h.name = ANY($1::text[]) AND ",
+                                        kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder),
+                           names);
+        std::string cleared;  // the host whose posture's benchmarks were replaced last
+        for (const auto& r : bench) {
+          const std::string name = r["name"].as<std::string>();
+          auto found = out.find(name);
+          if (found == out.end()) continue;
+          if (name != cleared) {
+            found->second.posture.clear_benchmarks();
+            cleared = name;
+          }
+          AddBenchmark(r, &found->second.posture);
         }
         return out;
       });
