@@ -111,7 +111,7 @@ push() {
   id=$(head -n1 <<<"$out")
   hosts=$(ctl viewer "${deadline[@]}" changes show "$id" --format=json | jq '.change.hosts | length')
   want=$(((hosts * 99 + 99) / 100))
-  # Generous: each ack is one workflow step on the whole change (docs/scaling.md, the push).
+  # Generous: the acks of one change are applied one step after another (docs/scaling.md).
   bound=$((60 + hosts / 5))
   t0=$(epoch_ms)
   out=$(ctl approver-a "${deadline[@]}" changes approve "$id" 2>&1) || { echo "$out" >&2; fail "approve $id"; }
@@ -259,7 +259,7 @@ figures=$(jq -nc --argjson steps "$steps_json" --argjson goal_kb "$kGoalKbPerAge
               elif .agents >= 10000 then .push.latency_99_s <= 1 else null end),
         limit: (if .push.skipped != null then .push.skipped
                 elif .push.latency_99_s == null then "fewer than every host acked the change"
-                elif .agents >= 10000 and .push.latency_99_s > (if .agents >= 100000 then 10 else 1 end) then "acks arriving together share a workflow step, but each step reads and rewrites the whole change (every host) under its lock (docs/scaling.md, the push)"
+                elif .agents >= 10000 and .push.latency_99_s > (if .agents >= 100000 then 10 else 1 end) then "the approving call (the change fetched and signed, every host read and its order written) and the acks, applied in steps on the change one after another (push.breakdown; docs/scaling.md, the push)"
                 else null end)}))}}')
 
 if [[ $short == true ]]; then
