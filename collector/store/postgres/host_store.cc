@@ -452,10 +452,10 @@ void AddBenchmark(const pqxx::row& r, Posture* posture) {
 // latest changed posture: by host name, a posture holding only the benchmarks.
 std::map<std::string, Posture> ReadLatestBenchmarks(pqxx::transaction_base& tx,
                                                     const std::string& names) {
-  pqxx::result bench = tx.exec(absl::StrCat(
-      "SELECT h.name AS host, ", kBenchmarkColumns,
-      " FROM host_benchmarks b JOIN hosts h ON h.id = b.host_id WHERE h.name IN ", names, " AND ",
-      kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder));
+  pqxx::result bench = tx.exec(
+      absl::StrCat("SELECT h.name AS host, ", kBenchmarkColumns,
+                   " FROM host_benchmarks b JOIN hosts h ON h.id = b.host_id WHERE h.name IN ",
+                   names, " AND ", kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder));
   std::map<std::string, Posture> out;
   for (const auto& r : bench) AddBenchmark(r, &out[r["host"].as<std::string>()]);
   return out;
