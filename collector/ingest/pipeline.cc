@@ -240,19 +240,22 @@ std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
   return answers;
 }
 
+absl::StatusOr<ReportPipeline::LabelsByHost> ReportPipeline::TrustedLabelsOf(
+    const std::vector<EvaluationState>& states) {
+  if (trusted_labels_ == nullptr) return LabelsByHost();
+  std::vector<std::string> hosts;
+  hosts.reserve(states.size());
+  for (const EvaluationState& s : states) hosts.push_back(s.host);
+  return trusted_labels_->GetHostLabelsOf(hosts);
+}
+
 absl::StatusOr<std::vector<size_t>> ReportPipeline::DueForEvaluation(
     const std::vector<EvaluationState>& states) {
   std::vector<size_t> due;
   if (policy_ == nullptr || states.empty()) return due;
   const absl::Time now = clock_();
   ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
-  std::map<std::string, HostLabels> labels;
-  if (trusted_labels_ != nullptr) {
-    std::vector<std::string> hosts;
-    hosts.reserve(states.size());
-    for (const EvaluationState& s : states) hosts.push_back(s.host);
-    ASSIGN_OR_RETURN(labels, trusted_labels_->GetHostLabelsOf(hosts));
-  }
+  ASSIGN_OR_RETURN(const LabelsByHost labels, TrustedLabelsOf(states));
   for (size_t i = 0; i < states.size(); ++i) {
     auto found = labels.find(states[i].host);
     EvaluationInputs in = InputsFrom(waivers, found == labels.end() ? HostLabels() : found->second,
@@ -284,13 +287,7 @@ absl::StatusOr<StoredPageOutcome> ReportPipeline::EvaluateStoredPage(
   }
   const absl::Time now = clock_();
   ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
-  std::map<std::string, HostLabels> labels;
-  if (trusted_labels_ != nullptr) {
-    std::vector<std::string> hosts;
-    hosts.reserve(states.size());
-    for (const EvaluationState& s : states) hosts.push_back(s.host);
-    ASSIGN_OR_RETURN(labels, trusted_labels_->GetHostLabelsOf(hosts));
-  }
+  ASSIGN_OR_RETURN(const LabelsByHost labels, TrustedLabelsOf(states));
   auto trusted_of = [&](const std::string& host) {
     auto found = labels.find(host);
     return found == labels.end() ? HostLabels() : found->second;

@@ -142,6 +142,9 @@ class ReportPipeline {
   };
   absl::StatusOr<EvaluationInputs> InputsOf(const std::string& host, const std::string& digest,
                                             absl::Time now);
+  using LabelsByHost = std::map<std::string, HostLabels>;
+  // The trusted labels of a page's hosts in one read; none without a label store.
+  absl::StatusOr<LabelsByHost> TrustedLabelsOf(const std::vector<EvaluationState>& states);
   // The inputs from the waivers stored in force and the host's trusted labels.
   EvaluationInputs InputsFrom(std::vector<smbfleet::v1::Waiver> stored_waivers, HostLabels trusted,
                               const std::string& digest, absl::Time now) const;
