@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -166,37 +168,79 @@ class ProcCounterSource : public CounterSource {
     return total;
   }
 
+  // The server's processes without reading every process's stat each sample: the pids listed
+  // by the previous sample whose name did not match and that were already there the sample
+  // before (so past a fork's exec) are not read again until the next whole scan. Read each
+  // sample: every pid not listed last time, every server process known (its times, and whether
+  // it is still the same process) and every pid that was new last time. A pid reused between two
+  // samples by a server process, or a process that turned into one by an exec more than one
+  // sample after its start, is seen at the next whole scan (options_.rescan_interval).
   void SampleServerCpu(std::optional<uint64_t> total_ticks, CounterReading* r) {
-    DIR* dir = opendir(options_.proc_root.c_str());
-    if (dir == nullptr) {
+    std::vector<uint32_t> listed;
+    if (!ListPids(&listed)) {
       r->errors.push_back(
           absl::StrCat("smb_cpu_percent: ", options_.proc_root, ": ", std::strerror(errno)));
       server_.Reset();
+      ForgetProcesses();
       return;
     }
+    const auto now = options_.now();
+    const bool whole = !last_whole_scan_ || now - *last_whole_scan_ >= options_.rescan_interval;
+    if (whole) last_whole_scan_ = now;
     std::map<std::string, uint64_t> ticks;
-    while (struct dirent* e = readdir(dir)) {
-      uint32_t pid = 0;
-      if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
+    std::set<uint32_t> servers;
+    std::set<uint32_t> young;
+    for (uint32_t pid : listed) {
+      const bool is_new = !std::binary_search(listed_.begin(), listed_.end(), pid);
+      if (!whole && !is_new && servers_.count(pid) == 0 && young_.count(pid) == 0) continue;
       std::string text;
       std::string error;
+      const std::string path = Path(absl::StrCat("/", pid, "/stat"));
       // A process that exited since the listing has nothing to say: not an error.
-      if (!ReadSmallFile(Path(absl::StrCat("/", pid, "/stat")), &text, &error)) continue;
+      if (!ReadSmallFile(path, &text, &error)) continue;
       std::optional<ProcTimes> p = ParsePidStat(text, options_.server_comm_prefix, &error);
       if (!p) {
-        r->errors.push_back(
-            absl::StrCat("smb_cpu_percent: ", Path(absl::StrCat("/", pid, "/stat")), ": ", error));
+        r->errors.push_back(absl::StrCat("smb_cpu_percent: ", path, ": ", error));
+        young.insert(pid);  // read again next time, as long as it cannot be parsed
         continue;
       }
-      // The start time tells a reused pid from the process that had it before.
-      if (p->matches) ticks[absl::StrCat(pid, "/", p->start)] = p->ticks;
+      if (p->matches) {
+        // The start time tells a reused pid from the process that had it before.
+        ticks[absl::StrCat(pid, "/", p->start)] = p->ticks;
+        servers.insert(pid);
+      } else if (is_new) {
+        young.insert(pid);
+      }
     }
-    closedir(dir);
+    listed_ = std::move(listed);
+    servers_ = std::move(servers);
+    young_ = std::move(young);
     std::optional<uint64_t> used = server_.Update(ticks);
     if (!used || !total_ticks || *total_ticks == 0) return;
     // Both in clock ticks (USER_HZ): the share of all cores' time since the last sample.
     r->sample.set_smb_cpu_percent(100.0 * static_cast<double>(*used) /
                                   static_cast<double>(*total_ticks));
+  }
+
+  // The pids under proc_root, ascending; false with errno when it cannot be listed.
+  bool ListPids(std::vector<uint32_t>* pids) const {
+    DIR* dir = opendir(options_.proc_root.c_str());
+    if (dir == nullptr) return false;
+    while (struct dirent* e = readdir(dir)) {
+      uint32_t pid = 0;
+      if (absl::SimpleAtoi(e->d_name, &pid)) pids->push_back(pid);
+    }
+    closedir(dir);
+    std::sort(pids->begin(), pids->end());
+    return true;
+  }
+
+  // The next sample reads every process again.
+  void ForgetProcesses() {
+    listed_.clear();
+    servers_.clear();
+    young_.clear();
+    last_whole_scan_.reset();
   }
 
   void SampleBytes(CounterReading* r) {
@@ -256,6 +300,10 @@ class ProcCounterSource : public CounterSource {
   Delta busy_;
   Delta total_;
   DeltaSum server_;
+  std::vector<uint32_t> listed_;  // the pids of the previous sample, ascending
+  std::set<uint32_t> servers_;    // of them, the server's processes
+  std::set<uint32_t> young_;      // of them, the others that were new in that sample
+  std::optional<std::chrono::steady_clock::time_point> last_whole_scan_;
   DeltaSum read_;
   DeltaSum write_;
   std::optional<std::chrono::steady_clock::time_point> last_bytes_at_;

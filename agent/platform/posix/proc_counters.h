@@ -1,8 +1,8 @@
 #ifndef SMBFLEET_AGENT_PLATFORM_POSIX_PROC_COUNTERS_H_
 #define SMBFLEET_AGENT_PLATFORM_POSIX_PROC_COUNTERS_H_
 
-// The Linux CounterSource (docs/agent-changes.md "Counters around a change"), one /proc scan and
-// one sock_diag dump per sample, no process started:
+// The Linux CounterSource (docs/agent-changes.md "Counters around a change"), one /proc listing
+// and one sock_diag dump per sample, no process started:
 //   cpu_percent                busy over total jiffies of /proc/stat's "cpu" line since the last
 //                              sample (idle and iowait are not busy)
 //   smb_cpu_percent            utime + stime of every process whose comm starts with "smbd"
@@ -34,7 +34,11 @@ struct ProcCountersOptions {
   std::string proc_root = "/proc";            // tests point it at a tree they wrote
   std::vector<uint16_t> smb_ports{445, 139};  // the server's local ports
   std::string server_comm_prefix = "smbd";
-  // The time between socket readings (bytes per second); steady_clock when unset.
+  // How often every process's stat is read again (a pid reused by the server between two
+  // samples, or a process that became the server by a late exec, is found then).
+  std::chrono::steady_clock::duration rescan_interval = std::chrono::minutes(5);
+  // The time between socket readings (bytes per second) and between whole scans; steady_clock
+  // when unset.
   std::function<std::chrono::steady_clock::time_point()> now;
 };
 

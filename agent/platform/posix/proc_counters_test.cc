@@ -159,6 +159,88 @@ TEST_F(ProcCountersTest, VanishedProcessesAndConnectionsCountNothingNewOnesTheir
   EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 0.1);
 }
 
+// Each sample reads only new pids, the server's and those new in the last sample: what that
+// must not change.
+TEST_F(ProcCountersTest, AServerProcessThatDiedIsNotCountedAndANewOneIs) {
+  Stat(0, 0);
+  Pid(10, "smbd", 100, 0);
+  Pid(11, "smbd", 500, 0);
+  Pid(12, "sshd", 50, 0);
+  Next();
+  Next();  // 12 is no longer new: it is not read again until the next whole scan
+
+  // 11 died and its pid went to a process that is not the server; a new server process started.
+  Stat(0, 1000);
+  Pid(10, "smbd", 110, 0);            // +10
+  Pid(11, "cron", 9000, 0, 7000);     // not the server: nothing
+  Pid(20, "smbd[192.0.2.9]", 30, 0);  // new: +30
+  CounterReading r = Next();
+  EXPECT_THAT(r.errors, IsEmpty());
+  EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 4.0);
+
+  // The server's processes keep being read: their growth, and a pid reused by another server
+  // process (a new start time) counts whole.
+  Stat(0, 2000);
+  Pid(10, "smbd", 150, 0);      // +40
+  Pid(20, "smbd", 5, 0, 8000);  // another process on pid 20: +5
+  r = Next();
+  EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 4.5);
+
+  // The server gone entirely: nothing, not the last figures read.
+  Stat(0, 3000);
+  std::filesystem::remove_all(root_ + "/10");
+  std::filesystem::remove_all(root_ + "/20");
+  r = Next();
+  EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 0.0);
+}
+
+TEST_F(ProcCountersTest, AProcessThatBecomesTheServerAfterItStartedIsFound) {
+  Stat(0, 0);
+  Pid(10, "smbd", 100, 0);
+  Next();
+  // Forked, not yet exec'd at this sample: read again at the next one.
+  Stat(0, 1000);
+  Pid(30, "bash", 1, 0);
+  Next();
+  Stat(0, 2000);
+  Pid(30, "smbd", 20, 0);  // exec'd smbd since: its whole time
+  CounterReading r = Next();
+  EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 2.0);
+
+  // A process settled as something else that turns into the server later is found at the next
+  // whole scan (every rescan_interval, 5 minutes).
+  Pid(40, "python3", 1, 0);
+  Stat(0, 3000);
+  Next();
+  Stat(0, 4000);
+  Next();
+  Pid(40, "smbd", 70, 0);
+  Stat(0, 5000);
+  r = Next(std::chrono::seconds(15));
+  EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 0.0);  // not read: settled as python3
+  Stat(0, 6000);
+  r = Next(std::chrono::minutes(5));
+  EXPECT_DOUBLE_EQ(r.sample.smb_cpu_percent(), 7.0);
+}
+
+TEST_F(ProcCountersTest, ASettledProcessThatIsNotTheServerIsNotReadAgainUntilTheWholeScan) {
+  Stat(0, 0);
+  Pid(10, "smbd", 100, 0);
+  Pid(12, "sshd", 50, 0);
+  Next();
+  Next();
+  // Were 12's stat read, this would be an error of the sample.
+  Write("/12/stat", "garbage");
+  EXPECT_THAT(Next().errors, IsEmpty());
+  CounterReading r = Next(std::chrono::minutes(5));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_THAT(r.errors[0], HasSubstr(root_ + "/12/stat: no (comm)"));
+  // A stat that cannot be parsed is read (and reported) every sample until it can.
+  EXPECT_EQ(Next().errors.size(), 1u);
+  Pid(12, "sshd", 50, 0);
+  EXPECT_THAT(Next().errors, IsEmpty());
+}
+
 TEST_F(ProcCountersTest, UnreadableInputsLeaveTheirCountersAbsentWithAnErrorNamingThem) {
   Stat(1000, 9000);
   tcp_.error = absl::PermissionDeniedError("sock_diag: the kernel refused the dump");
