@@ -5,7 +5,9 @@
 // windows.h first: compressapi.h needs its types.
 #include <compressapi.h>
 #else
+#include <dlfcn.h>
 #include <lz4.h>
+// Declarations only: the library is loaded with dlopen (XpressCodec).
 #include <wimlib.h>
 #endif
 
@@ -302,18 +304,67 @@ absl::StatusOr<std::unique_ptr<Codec>> MakeCodec(CompressionAlgorithm algorithm,
   }
 }
 #else
+// wimlib is loaded for the benchmark only (it runs once a day by default) and unloaded after:
+// linked in, it and what it needs (libxml2, ICU, ntfs-3g, FUSE) stayed mapped and resident in
+// the agent all the time for nothing (docs/scaling.md "The agent").
+class Wimlib {
+ public:
+  static absl::StatusOr<std::unique_ptr<Wimlib>> Load() {
+    auto lib = std::make_unique<Wimlib>();
+    lib->handle_ = dlopen(SMBFLEET_WIMLIB_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (lib->handle_ == nullptr) {
+      return absl::UnavailableError(absl::StrCat("XPRESS compression: ", dlerror()));
+    }
+    RETURN_IF_ERROR(lib->Bind("wimlib_create_compressor", &lib->create_compressor));
+    RETURN_IF_ERROR(lib->Bind("wimlib_create_decompressor", &lib->create_decompressor));
+    RETURN_IF_ERROR(lib->Bind("wimlib_free_compressor", &lib->free_compressor));
+    RETURN_IF_ERROR(lib->Bind("wimlib_free_decompressor", &lib->free_decompressor));
+    RETURN_IF_ERROR(lib->Bind("wimlib_compress", &lib->compress));
+    RETURN_IF_ERROR(lib->Bind("wimlib_decompress", &lib->decompress));
+    return lib;
+  }
+  Wimlib() = default;
+  Wimlib(const Wimlib&) = delete;
+  Wimlib& operator=(const Wimlib&) = delete;
+  ~Wimlib() {
+    if (handle_ != nullptr) dlclose(handle_);
+  }
+
+  decltype(&wimlib_create_compressor) create_compressor = nullptr;
+  decltype(&wimlib_create_decompressor) create_decompressor = nullptr;
+  decltype(&wimlib_free_compressor) free_compressor = nullptr;
+  decltype(&wimlib_free_decompressor) free_decompressor = nullptr;
+  decltype(&wimlib_compress) compress = nullptr;
+  decltype(&wimlib_decompress) decompress = nullptr;
+
+ private:
+  template <typename F>
+  absl::Status Bind(const char* name, F* f) {
+    void* symbol = dlsym(handle_, name);
+    if (symbol == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("XPRESS compression: ", SMBFLEET_WIMLIB_SONAME, " has no ", name));
+    }
+    *f = reinterpret_cast<F>(symbol);
+    return absl::OkStatus();
+  }
+
+  void* handle_ = nullptr;
+};
+
 class XpressCodec : public Codec {
  public:
   static absl::StatusOr<std::unique_ptr<Codec>> Create(size_t chunk_bytes) {
     auto codec = std::make_unique<XpressCodec>();
-    if (int e = wimlib_create_compressor(WIMLIB_COMPRESSION_TYPE_XPRESS, chunk_bytes, 0,
-                                         &codec->compressor_);
+    ASSIGN_OR_RETURN(codec->wimlib_, Wimlib::Load());
+    if (int e = codec->wimlib_->create_compressor(WIMLIB_COMPRESSION_TYPE_XPRESS, chunk_bytes, 0,
+                                                  &codec->compressor_);
         e != 0) {
       return absl::InternalError(
           absl::StrCat("wimlib_create_compressor(XPRESS, ", chunk_bytes, "): error ", e));
     }
-    if (int e = wimlib_create_decompressor(WIMLIB_COMPRESSION_TYPE_XPRESS, chunk_bytes,
-                                           &codec->decompressor_);
+    if (int e = codec->wimlib_->create_decompressor(WIMLIB_COMPRESSION_TYPE_XPRESS, chunk_bytes,
+                                                    &codec->decompressor_);
         e != 0) {
       return absl::InternalError(
           absl::StrCat("wimlib_create_decompressor(XPRESS, ", chunk_bytes, "): error ", e));
@@ -321,17 +372,19 @@ class XpressCodec : public Codec {
     return codec;
   }
   ~XpressCodec() override {
-    wimlib_free_compressor(compressor_);
-    wimlib_free_decompressor(decompressor_);
+    if (wimlib_ == nullptr) return;
+    if (compressor_ != nullptr) wimlib_->free_compressor(compressor_);
+    if (decompressor_ != nullptr) wimlib_->free_decompressor(decompressor_);
   }
   size_t Compress(const char* in, size_t in_bytes, char* out, size_t out_capacity) override {
-    return wimlib_compress(in, in_bytes, out, out_capacity, compressor_);
+    return wimlib_->compress(in, in_bytes, out, out_capacity, compressor_);
   }
   bool Decompress(const char* in, size_t in_bytes, char* out, size_t out_bytes) override {
-    return wimlib_decompress(in, in_bytes, out, out_bytes, decompressor_) == 0;
+    return wimlib_->decompress(in, in_bytes, out, out_bytes, decompressor_) == 0;
   }
 
  private:
+  std::unique_ptr<Wimlib> wimlib_;
   wimlib_compressor* compressor_ = nullptr;
   wimlib_decompressor* decompressor_ = nullptr;
 };
