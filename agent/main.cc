@@ -116,6 +116,7 @@ absl::StatusOr<BenchmarkRun> Benchmark() {
   } else {
     Logger("agent")->warn("compression benchmark failed: {}", LogSafe(rows.status()));
   }
+  platform::ReleaseFreeHeap();  // its buffers, and what loading wimlib allocated
   return run;
 }
 

@@ -31,6 +31,11 @@ void UseBinaryStdout();
 // any thread starts. Nothing to do with other C libraries (Windows: one process heap).
 void LimitHeapArenas();
 
+// Gives the pages of freed heap memory back to the OS (glibc: malloc_trim): after a rare large
+// job, the benchmark, whose freed blocks below a live one would otherwise stay resident
+// (docs/scaling.md "The agent"). Nothing to do with other C libraries.
+void ReleaseFreeHeap();
+
 // How this OS runs programs: fork/exec, or CreateProcess in a job object.
 std::unique_ptr<CommandRunner> NewCommandRunner();
 

@@ -47,6 +47,12 @@ void LimitHeapArenas() {
 #endif
 }
 
+void ReleaseFreeHeap() {
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
+}
+
 std::unique_ptr<CommandRunner> NewCommandRunner() { return NewPosixCommandRunner(); }
 
 absl::Status InstallStopHandler(std::function<void()> on_stop) {

@@ -91,6 +91,48 @@ TEST(PlatformPosixTest, ThreadsAllocatingAtOnceMakeNoNewHeapArena) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(HeapArenas(), before);
 }
+
+// RssAnon of /proc/self/status, in KiB.
+long RssAnonKib() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "RssAnon: %ld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib;
+}
+
+TEST(PlatformPosixTest, ReleaseFreeHeapGivesBackFreedBlocksBelowALiveOne) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer has its own allocator";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "AddressSanitizer has its own allocator";
+#endif
+#endif
+  // 8 MiB in blocks under the mmap threshold (so on the heap, one above the other), written;
+  // all freed but the last, which keeps the heap's top: the freed ones stay resident.
+  constexpr int kBlocks = 128;
+  constexpr size_t kBlockBytes = 64 * 1024;
+  std::vector<char*> blocks;
+  blocks.reserve(kBlocks);
+  for (int i = 0; i < kBlocks; ++i) {
+    blocks.push_back(static_cast<char*>(std::malloc(kBlockBytes)));
+    std::memset(blocks.back(), 1, kBlockBytes);
+  }
+  char* top = blocks.back();
+  blocks.pop_back();
+  for (char* b : blocks) std::free(b);
+  const long before = RssAnonKib();
+  ReleaseFreeHeap();
+  const long after = RssAnonKib();
+  std::free(top);
+  ASSERT_GT(before, 0);
+  EXPECT_LT(after, before - 4096) << "RssAnon " << before << " KiB before, " << after << " after";
+}
 #endif
 
 }  // namespace

@@ -42,6 +42,8 @@ void UseBinaryStdout() {
 
 void LimitHeapArenas() {}
 
+void ReleaseFreeHeap() {}
+
 std::unique_ptr<CommandRunner> NewCommandRunner() { return windows::NewWindowsCommandRunner(); }
 
 absl::Status InstallStopHandler(std::function<void()> on_stop) {
