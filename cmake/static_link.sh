@@ -3,7 +3,7 @@
 # the link command it is given with the system's C++ libraries that have an archive beside them
 # (gRPC, protobuf, Abseil, OpenSSL, re2, c-ares, zlib, yaml-cpp) taken from that archive instead
 # of the shared library, and unused sections dropped. The C library, libstdc++ (spdlog and fmt
-# ship only as shared libraries and need it) and the libraries without an archive stay shared,
+# ship only as shared libraries and need it) and the other libraries (lz4, spdlog) stay shared,
 # so that getaddrinfo and NSS keep working as in any dynamically linked program.
 #
 #   static_link.sh COMPILER ARGS...   (as CMake's RULE_LAUNCH_LINK)
@@ -34,6 +34,6 @@ done
 # The archives once more as a group: a static library's undefined symbols are resolved only from
 # those after it, and CMake orders the shared ones it was given without that constraint.
 if ((${#archives[@]})); then
-  args+=(-Wl,--start-group "${archives[@]}" -Wl,--end-group)
+  args+=("-Wl,--start-group" "${archives[@]}" "-Wl,--end-group")
 fi
 exec "${args[@]}" -Wl,--gc-sections
