@@ -166,16 +166,18 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
           "FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], "
           "$7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS u(host_id, policy_name, "
           "policy_version, rule_id, share_name, classification, from_status, to_status, at, i) "
-          "JOIN hosts h ON h.id = u.host_id ORDER BY u.i",
+          "JOIN hosts h ON h.id = u.host_id WHERE h.id = ANY($1::bigint[]) ORDER BY u.i",
           pg::BigintArray(ids), pg::TextArray(policy), pg::TextArray(version),
           pg::TextArray(rule), pg::TextArray(share), pg::TextArray(classification),
           pg::TextArray(from), pg::TextArray(to), pg::TextArray(at));
     }
   }
 
+  // `= ANY` on the ids: a join on unnest() alone is planned as a scan of the whole table once
+  // the page has a few hundred hosts.
   tx.exec_params(
-      "DELETE FROM compliance_results r USING unnest($1::bigint[], $2::text[]) AS u(host_id, "
-      "policy_name) WHERE r.host_id = u.host_id AND r.policy_name = u.policy_name",
+      "DELETE FROM compliance_results r WHERE r.host_id = ANY($1::bigint[]) AND "
+      "(r.host_id, r.policy_name) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))",
       pg::BigintArray(host_ids), pg::TextArray(policies));
 
   {  // Results, in each host's order: of two with the same rule and share the first is kept.
@@ -247,7 +249,7 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
 
   tx.exec_params(
       "UPDATE hosts h SET evaluation_key = u.evaluation_key FROM unnest($1::bigint[], "
-      "$2::text[]) AS u(id, evaluation_key) WHERE h.id = u.id",
+      "$2::text[]) AS u(id, evaluation_key) WHERE h.id = u.id AND h.id = ANY($1::bigint[])",
       pg::BigintArray(host_ids), pg::TextArray(keys));
 }
 
