@@ -113,7 +113,6 @@ constexpr char kKeptDaily[] = R"sql(
       SELECT policy_name, status, sum(n)::bigint AS n FROM compliance_trend_counts
       WHERE day <= d.day GROUP BY 1, 2 HAVING sum(n) <> 0) s)sql";
 
-
 // Every row that writing evaluations leaves, by host name, and the kept counts summed over their
 // slots, one line a row: what writing the same evaluations host by host or as a page must leave
 // alike. NULL and "" differ (`ROW(...)::text`).
@@ -149,9 +148,10 @@ std::string Dump(const std::string& dsn) {
   };
   std::string out;
   for (const char* table : kTables) {
-    absl::StrAppend(&out, QueryValue(dsn, absl::StrCat("SELECT COALESCE(string_agg(x, E'\\n' "
-                                                       "ORDER BY o COLLATE \"C\"), '') FROM (",
-                                                       table, ") d")),
+    absl::StrAppend(&out,
+                    QueryValue(dsn, absl::StrCat("SELECT COALESCE(string_agg(x, E'\\n' "
+                                                 "ORDER BY o COLLATE \"C\"), '') FROM (",
+                                                 table, ") d")),
                     "\n--\n");
   }
   return out;
@@ -397,8 +397,7 @@ TEST_F(ComplianceCountsPgTest, APageWritesWhatEachHostWrittenAloneWrites) {
   EXPECT_EQ(paged_codes, alone_codes);
   EXPECT_EQ(paged_codes[5], absl::StatusCode::kAborted);
   EXPECT_EQ(paged_codes[kHosts], absl::StatusCode::kNotFound);
-  EXPECT_EQ(std::count(paged_codes.begin(), paged_codes.end(), absl::StatusCode::kOk),
-            kHosts - 1);
+  EXPECT_EQ(std::count(paged_codes.begin(), paged_codes.end(), absl::StatusCode::kOk), kHosts - 1);
 
   const std::string dump = Dump(dsn_);
   EXPECT_EQ(dump, Dump(alone_dsn));
@@ -412,8 +411,7 @@ TEST_F(ComplianceCountsPgTest, APageWritesWhatEachHostWrittenAloneWrites) {
                        "r.host_id WHERE h.name = 'fs1' AND r.status = 'WAIVED' "
                        "AND r.waiver_id = 'w1'"),
             "1");
-  EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs5'"),
-            "key-report");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs5'"), "key-report");
   EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs4'"), "key-2-fs4");
   ExpectKeptEqualsRecount("a page written at once");
 }

@@ -413,8 +413,8 @@ TEST_P(ReevaluationConformanceTest, APageWritesWhatEachHostEvaluatedAloneWrites)
   }
   RacingStore racing(under_test_.compliance.get(), raced_host,
                      [&] { report_raced_host(under_test_); });
-  ReevaluationPass pass = Fixture(under_test_).Pass(b, under_test_.claims.get(),
-                                                    At(1'800'000'200), &racing);
+  ReevaluationPass pass =
+      Fixture(under_test_).Pass(b, under_test_.claims.get(), At(1'800'000'200), &racing);
   ASSERT_TRUE(racing.raced());
   EXPECT_EQ(pass.evaluated, static_cast<size_t>(kHosts - 1));
   EXPECT_EQ(pass.failed, 0u);

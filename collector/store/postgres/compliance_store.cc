@@ -167,9 +167,9 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
           "$7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS u(host_id, policy_name, "
           "policy_version, rule_id, share_name, classification, from_status, to_status, at, i) "
           "JOIN hosts h ON h.id = u.host_id WHERE h.id = ANY($1::bigint[]) ORDER BY u.i",
-          pg::BigintArray(ids), pg::TextArray(policy), pg::TextArray(version),
-          pg::TextArray(rule), pg::TextArray(share), pg::TextArray(classification),
-          pg::TextArray(from), pg::TextArray(to), pg::TextArray(at));
+          pg::BigintArray(ids), pg::TextArray(policy), pg::TextArray(version), pg::TextArray(rule),
+          pg::TextArray(share), pg::TextArray(classification), pg::TextArray(from),
+          pg::TextArray(to), pg::TextArray(at));
     }
   }
 
@@ -218,11 +218,10 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
           "rule_id, share_name, classification, status, severity, message, evidence, waiver_id, "
           "cis_ws2022, cis_ws2025, at, i) ORDER BY u.i "
           "ON CONFLICT (host_id, policy_name, rule_id, share_name) DO NOTHING",
-          pg::BigintArray(ids), pg::TextArray(policy), pg::TextArray(version),
-          pg::TextArray(rule), pg::TextArray(share), pg::TextArray(classification),
-          pg::TextArray(status), pg::TextArray(severity), pg::TextArray(message),
-          pg::TextArray(evidence), pg::TextArray(waiver), pg::TextArray(ws2022),
-          pg::TextArray(ws2025), pg::TextArray(at));
+          pg::BigintArray(ids), pg::TextArray(policy), pg::TextArray(version), pg::TextArray(rule),
+          pg::TextArray(share), pg::TextArray(classification), pg::TextArray(status),
+          pg::TextArray(severity), pg::TextArray(message), pg::TextArray(evidence),
+          pg::TextArray(waiver), pg::TextArray(ws2022), pg::TextArray(ws2025), pg::TextArray(at));
     }
   }
 
