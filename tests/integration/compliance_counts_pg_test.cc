@@ -387,12 +387,14 @@ TEST_F(ComplianceCountsPgTest, APageWritesWhatEachHostWrittenAloneWrites) {
   }
 
   std::vector<absl::StatusCode> alone_codes;
+  alone_codes.reserve(writes.size());
   for (const EvaluationWrite& w : writes) {
     alone_codes.push_back(alone.compliance->SaveEvaluation(w).code());
   }
   auto paged = a_.compliance->SaveEvaluations(writes);
   ASSERT_TRUE(paged.ok()) << paged.status();
   std::vector<absl::StatusCode> paged_codes;
+  paged_codes.reserve(paged->size());
   for (const absl::Status& s : *paged) paged_codes.push_back(s.code());
   EXPECT_EQ(paged_codes, alone_codes);
   EXPECT_EQ(paged_codes[5], absl::StatusCode::kAborted);
