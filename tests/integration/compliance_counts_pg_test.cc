@@ -1,7 +1,9 @@
 // The compliance counts kept by migration 0015 against a recount of the stored results and
 // transitions, after every kind of write that changes them: new hosts, changed results, waivers
 // coming and going, a policy version change, trusted labels, a host deleted, and two collectors
-// (two stores, two connections each) saving at once.
+// (two stores, two connections each) saving at once. And a page of evaluations written at once
+// (SaveEvaluations) against the same evaluations written host by host, row for row.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <string>
@@ -16,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "policy/evaluate.h"
 #include "policy/policy.h"
+#include "policy/transitions.h"
 #include "tests/testing/pg_fixture.h"
 
 namespace smbfleet::collector {
@@ -109,6 +112,50 @@ constexpr char kKeptDaily[] = R"sql(
     CROSS JOIN LATERAL (
       SELECT policy_name, status, sum(n)::bigint AS n FROM compliance_trend_counts
       WHERE day <= d.day GROUP BY 1, 2 HAVING sum(n) <> 0) s)sql";
+
+// Every row that writing evaluations leaves, by host name, and the kept counts summed over their
+// slots, one line a row: what writing the same evaluations host by host or as a page must leave
+// alike. NULL and "" differ (`ROW(...)::text`).
+std::string Dump(const std::string& dsn) {
+  const char* const kTables[] = {
+      R"sql(SELECT (h.name, r.policy_name, r.policy_version, r.rule_id, r.share_name,
+                    r.classification, r.status, r.severity, r.message, r.evidence, r.waiver_id,
+                    r.cis_ws2022, r.cis_ws2025, r.evaluated_at)::text AS x,
+                    h.name || r.rule_id || r.share_name AS o
+            FROM compliance_results r JOIN hosts h ON h.id = r.host_id)sql",
+      R"sql(SELECT (h.name, t.policy_name, t.policy_version, t.rule_id, t.share_name,
+                    t.classification, t.from_status, t.to_status, t.at, t.labels)::text AS x,
+                    h.name || lpad(rank() OVER (PARTITION BY h.id ORDER BY t.id)::text, 6, '0')
+                      AS o
+            FROM compliance_transitions t JOIN hosts h ON h.id = t.host_id)sql",
+      R"sql(SELECT (h.name, s.name, s.classification, s.classification_rule)::text AS x,
+                    h.name || s.name AS o
+            FROM host_shares s JOIN hosts h ON h.id = s.host_id)sql",
+      "SELECT (name, evaluation_key)::text AS x, name AS o FROM hosts",
+      R"sql(SELECT c::text AS x, c::text AS o FROM (
+              SELECT policy_name, policy_version, rule_id, on_share, classification, status,
+                     sum(n) AS n
+              FROM compliance_counts GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0) c)sql",
+      R"sql(SELECT (h.name, c.policy_name, c.policy_version, c.status, c.n)::text AS x,
+                    h.name || c.policy_version || c.status AS o
+            FROM compliance_host_counts c JOIN hosts h ON h.id = c.host_id)sql",
+      R"sql(SELECT (h.name, f.policy_name, f.policy_version, f.since, f.rules)::text AS x,
+                    h.name || f.policy_version AS o
+            FROM compliance_host_failing f JOIN hosts h ON h.id = f.host_id)sql",
+      R"sql(SELECT c::text AS x, c::text AS o FROM (
+              SELECT policy_name, day, status, sum(n) AS n FROM compliance_trend_counts
+              GROUP BY 1, 2, 3 HAVING sum(n) <> 0) c)sql",
+  };
+  std::string out;
+  for (const char* table : kTables) {
+    absl::StrAppend(&out,
+                    QueryValue(dsn, absl::StrCat("SELECT COALESCE(string_agg(x, E'\\n' "
+                                                 "ORDER BY o COLLATE \"C\"), '') FROM (",
+                                                 table, ") d")),
+                    "\n--\n");
+  }
+  return out;
+}
 
 class ComplianceCountsPgTest : public ::testing::Test {
  protected:
@@ -256,6 +303,119 @@ TEST_F(ComplianceCountsPgTest, KeptCountsEqualARecountAfterMixedWrites) {
   EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_counts WHERE slot <> 0"), "0");
   EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_trend_counts WHERE slot <> 0"), "0");
   ExpectKeptEqualsRecount("folded, every connection closed");
+}
+
+// The same evaluations written to two databases with the same history: host by host
+// (SaveEvaluation) in one, as one page (SaveEvaluations) in the other. The page has hosts with
+// new, changed, unchanged and removed results, a waived result, labels, a host whose results a
+// report replaced after they were read (refused in both) and a host that does not exist.
+TEST_F(ComplianceCountsPgTest, APageWritesWhatEachHostWrittenAloneWrites) {
+  const std::string alone_dsn = CreateTestDatabase();
+  ASSERT_TRUE(ApplyMigrations(alone_dsn, BuiltinMigrations()).ok());
+  auto alone_stores = NewPgStore(alone_dsn, 2);
+  ASSERT_TRUE(alone_stores.ok()) << alone_stores.status();
+  Stores alone = *std::move(alone_stores);
+
+  auto v1 = Baseline("1");
+  auto v2 = Baseline("2");
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) - 86400 * 3);
+  const absl::Time t1 = t0 + absl::Hours(26);
+  const absl::Time t2 = t0 + absl::Hours(50);
+  constexpr int kHosts = 10;
+  const std::string raced = "fs5";
+  const std::vector<std::pair<Stores*, std::string>> both = {{&a_, dsn_}, {&alone, alone_dsn}};
+  for (const auto& [stores, dsn] : both) {
+    ASSERT_TRUE(stores->compliance->ActivatePolicy(v1.name, v1.version, "text").ok());
+    for (int i = 0; i < kHosts; ++i) Report(*stores, absl::StrCat("fs", i), i, v1, {}, t0);
+    QueryValue(dsn,
+               "UPDATE hosts SET labels = jsonb_build_object('site', CASE WHEN id % 2 = 0 THEN "
+               "'paris' ELSE 'oslo' END) RETURNING id");
+    QueryValue(dsn,
+               "INSERT INTO waivers (id, rule_id, host_name, justification, approved_by, "
+               "created_by, created_at, expires_at) VALUES ('w1', 'smb1-server-disabled', 'fs1', "
+               "'legacy scanner', 'carol', 'bob', now() - interval '20 days', "
+               "now() + interval '1 day') RETURNING id");
+    ASSERT_TRUE(stores->compliance->ActivatePolicy(v2.name, v2.version, "text").ok());
+    // Every third host's posture changed (other SMB1, signing and shares): its results change,
+    // and the results of shares it no longer has are removed.
+    for (int i = 0; i < kHosts; i += 3) {
+      auto posture = PostureOf(absl::StrCat("fs", i), i + 1);
+      IncomingReport r;
+      r.host = absl::StrCat("fs", i);
+      r.report_id = absl::StrCat("00000000-0000-4000-9000-", absl::Dec(i, absl::kZeroPad12));
+      r.reason = "test";
+      r.posture = &posture;
+      r.digest = PostureDigest(posture);
+      r.size_bytes = posture.ByteSizeLong();
+      r.received_at = t1;
+      ASSERT_TRUE(stores->hosts->SaveReport(r).ok());
+    }
+  }
+  auto waivers = a_.compliance->ActiveWaivers();
+  ASSERT_TRUE(waivers.ok()) << waivers.status();
+  ASSERT_EQ(waivers->size(), 1u);
+
+  // The page: each host's evaluation under v2 and its transitions against what is stored (the
+  // two databases hold the same).
+  std::vector<smbfleet::v1::HostEvaluation> evaluations;
+  evaluations.reserve(kHosts + 1);
+  std::vector<EvaluationWrite> writes;
+  for (int i = 0; i < kHosts + 1; ++i) {
+    const std::string host = absl::StrCat("fs", i);  // fs10 does not exist
+    const int variant = i % 3 == 0 ? i + 1 : i;
+    evaluations.push_back(
+        smbfleet::policy::EvaluateHost(v2, PostureOf(host, variant), *waivers, t1));
+    auto stored = a_.compliance->CurrentResults(host, v2.name);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    std::vector<smbfleet::policy::StoredResult> previous;
+    for (const ResultStatus& r : *stored) {
+      previous.push_back({r.rule_id, r.share, r.policy_version, r.status});
+    }
+    EvaluationWrite& w = writes.emplace_back();
+    w.host = host;
+    w.evaluation = &evaluations.back();
+    w.transitions = smbfleet::policy::ComputeTransitions(previous, evaluations.back());
+    w.evaluation_key = absl::StrCat("key-2-", host);
+    auto key = a_.compliance->EvaluationKey(host);
+    ASSERT_TRUE(key.ok()) << key.status();
+    w.expected_key = *key;
+  }
+  // A report of fs5 evaluated after the page was read, in both.
+  for (Stores* stores : {&a_, &alone}) {
+    auto report = smbfleet::policy::EvaluateHost(v2, PostureOf(raced, 7), *waivers, t2);
+    ASSERT_TRUE(RecordEvaluation(*stores->compliance, raced, report, "key-report").ok());
+  }
+
+  std::vector<absl::StatusCode> alone_codes;
+  alone_codes.reserve(writes.size());
+  for (const EvaluationWrite& w : writes) {
+    alone_codes.push_back(alone.compliance->SaveEvaluation(w).code());
+  }
+  auto paged = a_.compliance->SaveEvaluations(writes);
+  ASSERT_TRUE(paged.ok()) << paged.status();
+  std::vector<absl::StatusCode> paged_codes;
+  paged_codes.reserve(paged->size());
+  for (const absl::Status& s : *paged) paged_codes.push_back(s.code());
+  EXPECT_EQ(paged_codes, alone_codes);
+  EXPECT_EQ(paged_codes[5], absl::StatusCode::kAborted);
+  EXPECT_EQ(paged_codes[kHosts], absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::count(paged_codes.begin(), paged_codes.end(), absl::StatusCode::kOk), kHosts - 1);
+
+  const std::string dump = Dump(dsn_);
+  EXPECT_EQ(dump, Dump(alone_dsn));
+  // What the page had to write is in it: removed shares' results, a waiver, the raced report.
+  EXPECT_NE(QueryValue(dsn_, absl::StrCat("SELECT count(*) FROM compliance_transitions WHERE "
+                                          "to_status IS NULL AND at = to_timestamp(",
+                                          absl::ToUnixSeconds(t1), ")")),
+            "0");
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT count(*) FROM compliance_results r JOIN hosts h ON h.id = "
+                       "r.host_id WHERE h.name = 'fs1' AND r.status = 'WAIVED' "
+                       "AND r.waiver_id = 'w1'"),
+            "1");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs5'"), "key-report");
+  EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs4'"), "key-2-fs4");
+  ExpectKeptEqualsRecount("a page written at once");
 }
 
 }  // namespace

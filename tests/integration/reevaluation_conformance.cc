@@ -381,8 +381,10 @@ TEST_P(ReevaluationConformanceTest, BackgroundJobWaitsForTheClaimThenFinishes) {
 
 TEST_P(ReevaluationConformanceTest, APageWritesWhatEachHostEvaluatedAloneWrites) {
   // Two stores with the same history: hosts reported under A, some postures changed since
-  // (their results change under B), then B. One is re-evaluated host by host
-  // (EvaluateStored), the other by the pass's pages; both at the same time.
+  // (their results change under B), then B: results new (smb1-disabled), removed
+  // (pii-encrypted), changed and unchanged (server-signing-required). One is re-evaluated host
+  // by host (EvaluateStored), the other by the pass's pages; both at the same time. In both, a
+  // report of fs04 is evaluated after its page was read (before its host's evaluation alone).
   ReevaluationUnderTest alone = GetParam().make();
   ASSERT_NE(alone.compliance, nullptr);
   const policy::Policy a = PolicyA();
@@ -393,27 +395,62 @@ TEST_P(ReevaluationConformanceTest, APageWritesWhatEachHostEvaluatedAloneWrites)
     ChangeSomePosturesUnevaluated(*t);
     ASSERT_TRUE(t->compliance->ActivatePolicy(b.name, b.version, "b").ok());
   }
+  const std::string raced_host = Host(4);
+  auto report_raced_host = [&](ReevaluationUnderTest& t) {
+    ReportPipeline reports(t.hosts.get(), t.compliance.get(), &b, At(1'800'000'150));
+    v1::ReportRequest r = Report(4, 6);
+    r.mutable_posture()->mutable_server()->set_require_signing(false);
+    auto stored = reports.Ingest(raced_host, r);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    ASSERT_TRUE(stored->evaluated);
+  };
   ReportPipeline pipeline(alone.hosts.get(), alone.compliance.get(), &b, At(1'800'000'200));
   for (int i = 0; i < kHosts; ++i) {
+    if (Host(i) == raced_host) report_raced_host(alone);
     auto evaluated = pipeline.EvaluateStored(Host(i));
     ASSERT_TRUE(evaluated.ok()) << evaluated.status();
-    ASSERT_TRUE(evaluated->has_value()) << Host(i);
+    EXPECT_EQ(evaluated->has_value(), Host(i) != raced_host) << Host(i);
   }
-  ReevaluationPass pass = Fixture(under_test_).Pass(b, under_test_.claims.get(), At(1'800'000'200));
-  EXPECT_EQ(pass.evaluated, static_cast<size_t>(kHosts));
+  RacingStore racing(under_test_.compliance.get(), raced_host,
+                     [&] { report_raced_host(under_test_); });
+  ReevaluationPass pass =
+      Fixture(under_test_).Pass(b, under_test_.claims.get(), At(1'800'000'200), &racing);
+  ASSERT_TRUE(racing.raced());
+  EXPECT_EQ(pass.evaluated, static_cast<size_t>(kHosts - 1));
   EXPECT_EQ(pass.failed, 0u);
 
   for (int i = 0; i < kHosts; ++i) {
     std::vector<std::string> paged = Written(under_test_, Host(i));
     EXPECT_EQ(paged, Written(alone, Host(i))) << Host(i);
-    // The page's results are B's, from the posture stored last.
-    const bool signing = (i % 4 == 1) ? (i % 2 != 0) : (i % 2 == 0);
+    // The page's results are B's, from the posture stored last (fs04's: the report's).
+    const bool signing =
+        Host(i) == raced_host ? false : ((i % 4 == 1) ? (i % 2 != 0) : (i % 2 == 0));
     EXPECT_THAT(paged,
                 ::testing::Contains(absl::StrCat(
                     "result server-signing-required  8 ",
                     signing ? "COMPLIANCE_STATUS_COMPLIANT" : "COMPLIANCE_STATUS_NON_COMPLIANT")))
         << Host(i);
+    EXPECT_THAT(paged, ::testing::Contains(::testing::StartsWith("result smb1-disabled  8 ")))
+        << Host(i);
+    EXPECT_THAT(paged, ::testing::Not(::testing::Contains(::testing::HasSubstr("pii-encrypted  "))))
+        << Host(i);
   }
+  // The counts read from both: per rule, and the overview (classifications, trend, the hosts
+  // failing longest).
+  auto paged_compliance = under_test_.compliance->GetCompliance();
+  auto alone_compliance = alone.compliance->GetCompliance();
+  ASSERT_TRUE(paged_compliance.ok() && alone_compliance.ok());
+  EXPECT_EQ(paged_compliance->ShortDebugString(), alone_compliance->ShortDebugString());
+  EXPECT_EQ(paged_compliance->policy_version(), "8");
+  OverviewQuery query;
+  query.now = absl::FromUnixSeconds(1'800'000'300);
+  query.stale_before = absl::FromUnixSeconds(0);
+  auto paged_overview = under_test_.compliance->GetFleetOverview(query);
+  auto alone_overview = alone.compliance->GetFleetOverview(query);
+  ASSERT_TRUE(paged_overview.ok()) << paged_overview.status();
+  ASSERT_TRUE(alone_overview.ok()) << alone_overview.status();
+  EXPECT_EQ(paged_overview->ShortDebugString(), alone_overview->ShortDebugString());
+  EXPECT_FALSE(paged_overview->failing_longest().empty());
   alone.compliance.reset();
   alone.hosts.reset();
 }
