@@ -83,9 +83,13 @@ absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> OrderDispatcher::TreeOf(
   }
   ASSIGN_OR_RETURN(ApprovalHostTree tree, ApprovalTreeOf(*whole));
   if (tree.root() != payload.hosts_root() || tree.size() != payload.host_count()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("change ", change.id(), ": its ", tree.size(),
-                     " hosts no longer hash to the tree head its approvers signed"));
+    // Rewritten in the database since it was signed: the order goes without a proof, and the
+    // agent refuses it and says why, which shows on the change.
+    Logger("collector")
+        ->warn("change {}: its {} hosts do not hash to the tree head its approvers signed; "
+               "its orders carry no inclusion proof",
+               change.id(), tree.size());
+    return nullptr;
   }
   auto shared = std::make_shared<const ApprovalHostTree>(std::move(tree));
   absl::MutexLock lock(&trees_mu_);
@@ -102,7 +106,7 @@ size_t OrderDispatcher::SendOrders(const std::string& host,
     if (std::find(completed.begin(), completed.end(), change.id()) != completed.end()) continue;
     absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> tree = TreeOf(change);
     if (!tree.ok()) {
-      // The agent would refuse the order: it is left for the next signal or reconnect.
+      // Not read: the order is left for the next signal or reconnect.
       Logger("collector")
           ->warn("order of change {} for {} not sent: {}", change.id(), LogSafe(host),
                  LogSafe(tree.status()));

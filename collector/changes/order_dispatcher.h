@@ -58,8 +58,9 @@ class OrderDispatcher {
                     const std::vector<std::string>& completed);
 
   // The tree of `change`'s v2 approval (`change` as the pending read gives it, with only some
-  // of its hosts); nullptr for a v1 approval. An error when the stored change no longer hashes
-  // to the tree head its approvers signed.
+  // of its hosts); nullptr for a v1 approval, and when the stored change no longer hashes to
+  // the tree head its approvers signed (the agent refuses that order). An error when the whole
+  // change cannot be read.
   absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> TreeOf(const smbfleet::v1::Change& change);
 
   ChangeStore* changes_;
