@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -87,12 +88,13 @@ int PrintPublicJson(const Ed25519Key& key, std::ostream& out, std::ostream& err)
 
 // What a signature covers, from the payload itself (not from the change the collector shows
 // beside it): the order every host will verify.
-void RenderPayload(const v1::ApprovalPayload& p, std::ostream& out) {
+void RenderPayload(const v1::ApprovalPayload& p, const std::vector<v1::HostOrder>& hosts,
+                   std::ostream& out) {
   out << "signing change " << Clean(p.change_id()) << " version " << p.version();
   if (!p.rollback_of().empty()) out << " (rollback of " << Clean(p.rollback_of()) << ")";
   out << "\n  proposed by " << Clean(p.proposed_by()) << ", " << p.approvals_required()
       << " approval(s) required, not after " << TimeText(p.not_after()) << "\n";
-  for (const auto& h : p.hosts()) {
+  for (const auto& h : hosts) {
     out << "  " << Clean(h.host()) << "\n";
     for (const auto& s : h.settings()) {
       out << "    " << Clean(s.setting());
@@ -134,7 +136,22 @@ int SignAndApprove(v1::ApproveChangeRequest request, const std::string& key_path
         << Clean(payload->change_id()) << "); not signed\n";
     return kExitFailed;
   }
-  if (!json) RenderPayload(*payload, out);
+  // The hosts a signature covers: listed in a v1 payload; for v2, the ones the collector
+  // shows beside it, which must hash to the payload's tree head.
+  std::vector<v1::HostOrder> hosts(payload->hosts().begin(), payload->hosts().end());
+  if (payload->format() == kApprovalFormatV2) {
+    auto tree = ApprovalHostTree::Build(
+        {shown.approval_hosts().begin(), shown.approval_hosts().end()});
+    if (!tree.ok() || tree->root() != payload->hosts_root() ||
+        tree->size() != payload->host_count()) {
+      err << "smbfleetctl: the hosts the collector showed for change " << Clean(request.id())
+          << " (" << shown.approval_hosts_size() << ") do not hash to the tree head of its "
+          << "approval payload (" << payload->host_count() << " hosts); not signed\n";
+      return kExitFailed;
+    }
+    hosts = tree->hosts();
+  }
+  if (!json) RenderPayload(*payload, hosts, out);
   auto signature = SignEd25519(key->private_pem, shown.approval_payload());
   if (!signature.ok()) {
     err << "smbfleetctl: signing failed: " << Clean(signature.status().message()) << "\n";

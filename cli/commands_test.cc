@@ -64,6 +64,7 @@ class FakeAdmin final : public v1::AdminService::Service {
       resp->mutable_change()->set_id(req->id());
       resp->mutable_change()->set_state(v1::CHANGE_STATE_PROPOSED);
       resp->set_approval_payload(payload->second);
+      for (const auto& h : approval_hosts_[req->id()]) *resp->add_approval_hosts() = h;
       return grpc::Status::OK;
     }
     if (!answer_.ok()) return answer_;
@@ -153,9 +154,11 @@ class FakeAdmin final : public v1::AdminService::Service {
     return grpc::Status::OK;
   }
 
-  void Payload(const std::string& id, std::string payload) {
+  void Payload(const std::string& id, std::string payload,
+               std::vector<v1::HostOrder> approval_hosts = {}) {
     std::lock_guard<std::mutex> lock(mu_);
     payloads_[id] = std::move(payload);
+    approval_hosts_[id] = std::move(approval_hosts);
   }
   std::vector<v1::ApproveChangeRequest> approved() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -187,6 +190,7 @@ class FakeAdmin final : public v1::AdminService::Service {
   v1::ProposeChangeRequest proposed_;
   std::chrono::system_clock::duration deadline_left_{};
   std::map<std::string, std::string> payloads_;
+  std::map<std::string, std::vector<v1::HostOrder>> approval_hosts_;
   std::vector<v1::ApproveChangeRequest> approved_;
   int64_t calibration_since_ = 0;  // -1: none was sent
 };
@@ -207,6 +211,39 @@ std::string PayloadOf(const std::string& id, const std::string& rollback_of = ""
   s->set_setting("server.requireSigning");
   s->set_expected_current("false");
   s->set_value("true");
+  auto bytes = CanonicalApprovalPayload(p);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : "";
+}
+
+// Two hosts of a v2 change `id`: their orders, and the payload committing to them.
+std::vector<v1::HostOrder> V2Hosts() {
+  std::vector<v1::HostOrder> hosts(2);
+  hosts[0].set_host("fs02");
+  hosts[1].set_host("fs01");
+  for (auto& h : hosts) {
+    auto* s = h.add_settings();
+    s->set_setting("server.requireSigning");
+    s->set_expected_current("false");
+    s->set_value("true");
+  }
+  return hosts;
+}
+
+std::string V2PayloadOf(const std::string& id, const std::vector<v1::HostOrder>& hosts) {
+  auto tree = ApprovalHostTree::Build(hosts);
+  EXPECT_TRUE(tree.ok()) << tree.status();
+  if (!tree.ok()) return "";
+  v1::ApprovalPayload p;
+  p.set_format(std::string(kApprovalFormatV2));
+  p.set_change_id(id);
+  p.set_version(1);
+  p.set_nonce("00112233445566778899aabbccddeeff");
+  p.mutable_not_after()->set_seconds(1'900'000'000);
+  p.set_proposed_by("pat");
+  p.set_approvals_required(1);
+  p.set_hosts_root(tree->root());
+  p.set_host_count(static_cast<uint32_t>(tree->size()));
   auto bytes = CanonicalApprovalPayload(p);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   return bytes.ok() ? *bytes : "";
@@ -529,6 +566,30 @@ TEST_F(CommandsTest, KeysInitWritesAPrivateFileOnceAndShowPrintsItsPublicHalf) {
   ASSERT_EQ(RunKeys({"show", "--key", path, "--format=json"}, json_out, json_err), 0);
   EXPECT_THAT(json_out.str(), HasSubstr("\"keyId\": \"" + KeyId(key->public_raw) + "\""));
   EXPECT_THAT(json_out.str(), HasSubstr("\"publicKey\":"));
+}
+
+TEST_F(CommandsTest, ApproveOfAV2PayloadShowsAndChecksTheHostsItsTreeHeadCommitsTo) {
+  Ed25519Key key = UseNewApproverKey();
+  const std::string payload = V2PayloadOf("c-43", V2Hosts());
+  admin_.Payload("c-43", payload, V2Hosts());
+  Result r = Run({"changes", "approve", "c-43"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("  fs01\n    server.requireSigning: false -> true\n  fs02\n"));
+  ASSERT_EQ(admin_.approved().size(), 1u);
+  EXPECT_TRUE(
+      VerifyEd25519(key.public_raw, payload, admin_.approved()[0].signature().signature()).ok());
+
+  // The collector shows other values than the approvers would sign, or leaves a host out:
+  // nothing is signed.
+  std::vector<v1::HostOrder> shown = V2Hosts();
+  shown[1].mutable_settings(0)->set_value("false");
+  admin_.Payload("c-43", payload, shown);
+  Result lied = Run({"changes", "approve", "c-43"});
+  EXPECT_NE(lied.rc, 0);
+  EXPECT_THAT(lied.err, HasSubstr("do not hash to the tree head"));
+  admin_.Payload("c-43", payload, {V2Hosts()[0]});
+  EXPECT_NE(Run({"changes", "approve", "c-43"}).rc, 0);
+  EXPECT_EQ(admin_.approved().size(), 1u);
 }
 
 TEST_F(CommandsTest, ApproversAddTakesThePublicKeyTextOrAFile) {

@@ -5,14 +5,15 @@
 #include <openssl/sha.h>
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
-#include <set>
 #include <string>
 #include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/merkle.h"
 #include "common/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -75,14 +76,39 @@ std::string Sha256Hex(absl::string_view data) {
       absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
 }
 
-std::string Serialize(const v1::ApprovalPayload& payload) {
+std::string Serialize(const google::protobuf::MessageLite& message) {
   std::string out;
   google::protobuf::io::StringOutputStream stream(&out);
   google::protobuf::io::CodedOutputStream coded(&stream);
   coded.SetSerializationDeterministic(true);
-  payload.SerializeToCodedStream(&coded);
+  message.SerializeToCodedStream(&coded);
   coded.Trim();
   return out;
+}
+
+void SortSettings(v1::HostOrder& host) {
+  auto* settings = host.mutable_settings();
+  std::sort(settings->begin(), settings->end(),
+            [](const v1::SettingChange& a, const v1::SettingChange& b) {
+              return std::tie(a.setting(), a.share()) < std::tie(b.setting(), b.share());
+            });
+}
+
+// Sorts `hosts` by name and each one's settings; INVALID_ARGUMENT names an empty or repeated host.
+absl::Status SortHosts(google::protobuf::RepeatedPtrField<v1::HostOrder>& hosts) {
+  std::sort(hosts.begin(), hosts.end(),
+            [](const v1::HostOrder& a, const v1::HostOrder& b) { return a.host() < b.host(); });
+  for (int i = 0; i < hosts.size(); ++i) {
+    if (hosts[i].host().empty()) {
+      return absl::InvalidArgumentError("approval payload: a host order names no host");
+    }
+    if (i > 0 && hosts[i].host() == hosts[i - 1].host()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("approval payload: host '", hosts[i].host(), "' appears twice"));
+    }
+    SortSettings(hosts[i]);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -166,25 +192,35 @@ absl::StatusOr<std::string> CanonicalApprovalPayload(v1::ApprovalPayload payload
   if (!payload.has_not_after()) {
     return absl::InvalidArgumentError("approval payload: not_after is unset");
   }
+  if (payload.format() == kApprovalFormatV2) {
+    if (!payload.hosts().empty()) {
+      return absl::InvalidArgumentError(
+          "approval payload: a v2 payload names its hosts only by hosts_root, not in hosts");
+    }
+    if (payload.hosts_root().size() != kMerkleHashSize) {
+      return absl::InvalidArgumentError(absl::StrCat("approval payload: hosts_root is ",
+                                                     payload.hosts_root().size(),
+                                                     " bytes, want ", kMerkleHashSize));
+    }
+    if (payload.host_count() == 0) {
+      return absl::InvalidArgumentError("approval payload: host_count is 0");
+    }
+    return Serialize(payload);
+  }
+  if (!payload.format().empty() && payload.format() != kApprovalFormatV1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "approval payload has format '", payload.format().substr(0, 64), "', expected '",
+        kApprovalFormatV1, "' or '", kApprovalFormatV2, "'"));
+  }
   if (payload.hosts().empty()) {
     return absl::InvalidArgumentError("approval payload: no hosts");
   }
-  payload.set_format(std::string(kApprovalFormat));
-  auto* hosts = payload.mutable_hosts();
-  std::sort(hosts->begin(), hosts->end(),
-            [](const v1::HostOrder& a, const v1::HostOrder& b) { return a.host() < b.host(); });
-  std::set<std::string> seen;
-  for (v1::HostOrder& h : *hosts) {
-    if (!seen.insert(h.host()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("approval payload: host '", h.host(), "' appears twice"));
-    }
-    auto* settings = h.mutable_settings();
-    std::sort(settings->begin(), settings->end(),
-              [](const v1::SettingChange& a, const v1::SettingChange& b) {
-                return std::tie(a.setting(), a.share()) < std::tie(b.setting(), b.share());
-              });
+  if (!payload.hosts_root().empty() || payload.host_count() != 0) {
+    return absl::InvalidArgumentError(
+        "approval payload: a v1 payload lists its hosts and has no hosts_root or host_count");
   }
+  payload.set_format(std::string(kApprovalFormatV1));
+  RETURN_IF_ERROR(SortHosts(*payload.mutable_hosts()));
   return Serialize(payload);
 }
 
@@ -193,16 +229,56 @@ absl::StatusOr<v1::ApprovalPayload> ParseApprovalPayload(absl::string_view bytes
   if (!payload.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return absl::InvalidArgumentError("approval payload is not a valid ApprovalPayload message");
   }
-  if (payload.format() != kApprovalFormat) {
-    return absl::InvalidArgumentError(absl::StrCat("approval payload has format '",
-                                                   payload.format().substr(0, 64), "', expected '",
-                                                   kApprovalFormat, "'"));
+  if (payload.format() != kApprovalFormatV1 && payload.format() != kApprovalFormatV2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "approval payload has format '", payload.format().substr(0, 64), "', expected '",
+        kApprovalFormatV1, "' or '", kApprovalFormatV2, "'"));
   }
   ASSIGN_OR_RETURN(std::string canonical, CanonicalApprovalPayload(payload));
   if (canonical != bytes) {
     return absl::InvalidArgumentError("approval payload is not in canonical encoding");
   }
   return payload;
+}
+
+absl::StatusOr<std::string> CanonicalHostOrder(v1::HostOrder host) {
+  if (host.host().empty()) {
+    return absl::InvalidArgumentError("approval payload: a host order names no host");
+  }
+  SortSettings(host);
+  return Serialize(host);
+}
+
+absl::StatusOr<ApprovalHostTree> ApprovalHostTree::Build(std::vector<v1::HostOrder> hosts) {
+  if (hosts.empty()) return absl::InvalidArgumentError("approval payload: no hosts");
+  google::protobuf::RepeatedPtrField<v1::HostOrder> sorted(std::make_move_iterator(hosts.begin()),
+                                                          std::make_move_iterator(hosts.end()));
+  RETURN_IF_ERROR(SortHosts(sorted));
+  std::vector<std::string> canonical, leaves;
+  canonical.reserve(sorted.size());
+  leaves.reserve(sorted.size());
+  for (const v1::HostOrder& h : sorted) {
+    canonical.push_back(Serialize(h));  // settings sorted above: CanonicalHostOrder's bytes
+    leaves.push_back(MerkleLeafHash(canonical.back()));
+  }
+  return ApprovalHostTree(std::vector<v1::HostOrder>(sorted.begin(), sorted.end()),
+                          std::move(canonical), MerkleTree(std::move(leaves)));
+}
+
+std::optional<size_t> ApprovalHostTree::IndexOf(absl::string_view host) const {
+  auto it = std::lower_bound(hosts_.begin(), hosts_.end(), host,
+                             [](const v1::HostOrder& h, absl::string_view name) {
+                               return absl::string_view(h.host()) < name;
+                             });
+  if (it == hosts_.end() || it->host() != host) return std::nullopt;
+  return static_cast<size_t>(it - hosts_.begin());
+}
+
+absl::Status VerifyHostOrderInclusion(const v1::ApprovalPayload& payload,
+                                      absl::string_view host_order, size_t index,
+                                      const std::vector<std::string>& proof) {
+  return VerifyMerkleInclusion(MerkleLeafHash(host_order), index, payload.host_count(), proof,
+                               payload.hosts_root());
 }
 
 }  // namespace smbfleet

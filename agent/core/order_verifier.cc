@@ -17,6 +17,7 @@ namespace {
 
 using smbfleet::v1::ApprovalPayload;
 using smbfleet::v1::ChangeOrder;
+using smbfleet::v1::HostOrder;
 using smbfleet::v1::OrderSignature;
 
 constexpr size_t kEd25519KeySize = 32;
@@ -62,6 +63,44 @@ std::string SignatureProblem(const OrderSignature& sig, int index, absl::string_
   }
   *approver = std::move(name);
   return "";
+}
+
+// This host's order from the payload: v1 lists every host; v2 commits to them by hosts_root
+// and the order carries this host's own, with its inclusion proof.
+absl::StatusOr<HostOrder> OwnHostOrder(const ChangeOrder& order, const ApprovalPayload& payload,
+                                       const std::string& host) {
+  if (payload.format() != kApprovalFormatV2) {
+    auto mine = std::find_if(payload.hosts().begin(), payload.hosts().end(),
+                             [&](const HostOrder& h) { return h.host() == host; });
+    if (mine == payload.hosts().end()) {
+      return absl::PermissionDeniedError(absl::StrCat("this host (", Echo(host),
+                                                      ") is not among the ", payload.hosts_size(),
+                                                      " host(s) the approvers signed for"));
+    }
+    return *mine;
+  }
+  HostOrder mine;
+  if (order.host_order().empty() || !mine.ParseFromString(order.host_order())) {
+    return absl::PermissionDeniedError("the order carries no valid host order for this host");
+  }
+  absl::StatusOr<std::string> canonical = CanonicalHostOrder(mine);
+  if (!canonical.ok() || *canonical != order.host_order()) {
+    return absl::PermissionDeniedError("the order's host order is not in canonical encoding");
+  }
+  if (mine.host() != host) {
+    return absl::PermissionDeniedError(absl::StrCat("the order's host order is for ",
+                                                    Echo(mine.host()), ", not this host (",
+                                                    Echo(host), ")"));
+  }
+  const std::vector<std::string> proof(order.host_proof().begin(), order.host_proof().end());
+  if (absl::Status s =
+          VerifyHostOrderInclusion(payload, order.host_order(), order.host_index(), proof);
+      !s.ok()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "this host's order is not among the ", payload.host_count(),
+        " host(s) the approvers signed for (", s.message(), ")"));
+  }
+  return mine;
 }
 
 }  // namespace
@@ -122,12 +161,8 @@ absl::StatusOr<VerifiedOrder> VerifyOrder(const ChangeOrder& order, const Truste
   }
   const std::string host = absl::AsciiStrToLower(check.host);
   if (host.empty()) return Refused("this agent does not know its own host identity");
-  auto mine = std::find_if(payload.hosts().begin(), payload.hosts().end(),
-                           [&](const smbfleet::v1::HostOrder& h) { return h.host() == host; });
-  if (mine == payload.hosts().end()) {
-    return Refused(absl::StrCat("this host (", Echo(host), ") is not among the ",
-                                payload.hosts_size(), " host(s) the approvers signed for"));
-  }
+  absl::StatusOr<HostOrder> mine = OwnHostOrder(order, payload, host);
+  if (!mine.ok()) return Refused(mine.status().message());
 
   const uint32_t needed = std::max({check.min_approvals, payload.approvals_required(), 1u});
   std::set<std::string> counted;
@@ -154,6 +189,9 @@ absl::StatusOr<VerifiedOrder> VerifyOrder(const ChangeOrder& order, const Truste
   o.set_version(order.version());
   o.set_nonce(order.nonce());
   for (const auto& s : mine->settings()) *o.add_settings() = s;
+  o.set_host_order(order.host_order());
+  o.set_host_index(order.host_index());
+  *o.mutable_host_proof() = order.host_proof();
   for (const auto& opt : payload.options()) o.add_options(opt);
   *o.mutable_not_after() = payload.not_after();
   o.set_rollback_of(payload.rollback_of());

@@ -193,6 +193,74 @@ TEST_F(OrderVerifierTest, HostNotInThePayloadIsRefused) {
               HasSubstr("does not know its own host identity"));
 }
 
+// "smbfleet-approval-v2": the payload names its hosts by their Merkle tree head; the order
+// carries this host's order and the proof that it is one of the signed ones.
+TEST_F(OrderVerifierTest, V2OrderCarriesItsOwnHostsSignedSettings) {
+  ChangeOrder o = approvals_.SignV2(raw_, payload_, {"alice"}, "fs01");
+  o.mutable_settings(0)->set_value("false");  // unsigned: ignored
+  absl::StatusOr<VerifiedOrder> v = Verify(o);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->payload.format(), kApprovalFormatV2);
+  EXPECT_EQ(v->payload.host_count(), 2U);
+  ASSERT_THAT(v->order.settings(), SizeIs(1));
+  EXPECT_EQ(v->order.settings(0).value(), "true");
+  EXPECT_THAT(v->order.options(), ElementsAre("close-share"));
+  // What is journaled verifies again after a restart.
+  EXPECT_EQ(v->order.host_order(), o.host_order());
+  EXPECT_TRUE(Verify(v->order).ok());
+}
+
+TEST_F(OrderVerifierTest, V2OrderOfAnotherHostIsRefused) {
+  // fs02's own order and proof, sent to fs01: valid for fs02, not for this host.
+  ChangeOrder o = approvals_.SignV2(raw_, payload_, {"alice"}, "fs02");
+  EXPECT_THAT(Verify(o).status().message(),
+              HasSubstr("the order's host order is for 'fs02', not this host ('fs01')"));
+  check_.host = "fs03";  // not in the tree: the collector has no order to give it
+  ChangeOrder none = approvals_.SignV2(raw_, payload_, {"alice"}, "fs03");
+  EXPECT_THAT(Verify(none).status().message(), HasSubstr("carries no valid host order"));
+}
+
+TEST_F(OrderVerifierTest, V2HostOrderNotInTheSignedTreeIsRefused) {
+  ChangeOrder o = approvals_.SignV2(raw_, payload_, {"alice"}, "fs01");
+  // The same host with a widened setting: a leaf the approvers never signed.
+  v1::HostOrder widened;
+  ASSERT_TRUE(widened.ParseFromString(o.host_order()));
+  widened.mutable_settings(0)->set_value("false");
+  ChangeOrder tampered = o;
+  tampered.set_host_order(CanonicalHostOrder(widened).value());
+  absl::Status s = Verify(tampered).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("is not among the 2 host(s) the approvers signed for"));
+  // The right leaf with a bent proof, or at another index.
+  tampered = o;
+  (*tampered.mutable_host_proof(0))[0] ^= 1;
+  EXPECT_FALSE(Verify(tampered).ok());
+  tampered = o;
+  tampered.set_host_index(1);
+  EXPECT_FALSE(Verify(tampered).ok());
+  tampered = o;
+  tampered.clear_host_proof();
+  EXPECT_FALSE(Verify(tampered).ok());
+  // A leaf in another encoding (settings out of order) is refused before the proof.
+  v1::HostOrder two;
+  ASSERT_TRUE(two.ParseFromString(o.host_order()));
+  *two.add_settings() = two.settings(0);
+  two.mutable_settings(1)->set_setting("server.requireSigning");  // after share.*
+  tampered = o;
+  tampered.set_host_order(two.SerializeAsString());
+  EXPECT_THAT(Verify(tampered).status().message(), HasSubstr("canonical"));
+}
+
+TEST_F(OrderVerifierTest, V2SignaturesCoverTheTreeHead) {
+  ChangeOrder o = approvals_.SignV2(raw_, payload_, {"alice"}, "fs01");
+  // Another tree (fs01 and fs03): fs01's order and proof hold for it, alice's signature is over
+  // the first tree's head.
+  ApprovalPayload other = TestApprovals::PayloadOf(raw_, {"fs01", "fs03"}, now_ + absl::Hours(1));
+  ChangeOrder swapped = approvals_.SignV2(raw_, other, {"mallory"}, "fs01");
+  swapped.mutable_signatures()->CopyFrom(o.signatures());
+  EXPECT_THAT(Verify(swapped).status().message(), HasSubstr("does not verify over the payload"));
+}
+
 TEST_F(OrderVerifierTest, PayloadOfAnotherChangeOrVersionIsRefused) {
   ChangeOrder o = Signed({"alice"});
   o.set_version(5);

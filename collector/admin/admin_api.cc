@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "collector/changes/approval_payload.h"
@@ -209,6 +210,13 @@ absl::StatusOr<smbfleet::v1::GetChangeResponse> AdminApi::GetChange(
     auto payload = changes::ApprovalPayloadBytes(*change);
     if (payload.ok()) {
       response.set_approval_payload(*std::move(payload));
+      // A v2 payload names its hosts by their tree head: the approver reads and checks them.
+      if (!changes::SignedAsV1(*change)) {
+        std::vector<smbfleet::v1::HostOrder> hosts = changes::ApprovalHostsOf(*change);
+        std::sort(hosts.begin(), hosts.end(),
+                  [](const auto& a, const auto& b) { return a.host() < b.host(); });
+        for (auto& h : hosts) *response.add_approval_hosts() = std::move(h);
+      }
     } else {
       Logger("collector")
           ->warn("change {}: no approval payload: {}", change->id(),

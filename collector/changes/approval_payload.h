@@ -7,17 +7,32 @@
 // the orders carry are the same bytes as long as the change is the same.
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/approval_signing.h"
 #include "smbfleet/v1/change.pb.h"
 #include "smbfleet/v1/trust.pb.h"
 
 namespace smbfleet::collector::changes {
 
+// Each host of the change (lower case) with its settings' expected and new values, in the
+// change's order.
+std::vector<smbfleet::v1::HostOrder> ApprovalHostsOf(const smbfleet::v1::Change& change);
+
+// The Merkle tree over ApprovalHostsOf(change) whose head a v2 payload carries; it gives each
+// host's order and inclusion proof. INVALID_ARGUMENT naming the change when it has no hosts or
+// names one twice.
+absl::StatusOr<ApprovalHostTree> ApprovalTreeOf(const smbfleet::v1::Change& change);
+
+// True when the change's stored approval payload (approvals given so far) is v1: its later
+// approvals sign v1 too, so that an approval given before the collector made v2 still counts.
+bool SignedAsV1(const smbfleet::v1::Change& change);
+
 // The change id, version, approval nonce, not-after, proposer, approvals required, the change a
-// rollback undoes, each host (lower case) with its settings' expected and new values, and the
-// content hash. INVALID_ARGUMENT naming the change when it has no approval nonce (proposed
-// before approvals were signed) or no not-after.
+// rollback undoes and the content hash, with the hosts: v2 (their tree head and count) unless
+// SignedAsV1 (each host listed). INVALID_ARGUMENT naming the change when it has no approval
+// nonce (proposed before approvals were signed), no not-after or no hosts.
 absl::StatusOr<smbfleet::v1::ApprovalPayload> ApprovalPayloadOf(const smbfleet::v1::Change& change);
 
 // CanonicalApprovalPayload(ApprovalPayloadOf(change)): the bytes approvers sign.

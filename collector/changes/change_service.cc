@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -173,7 +174,8 @@ std::string ContentHash(const v1::Change& change) {
   return Sha256Hex(canonical);
 }
 
-v1::ChangeOrder OrderFor(const v1::Change& change, const std::string& host) {
+v1::ChangeOrder OrderFor(const v1::Change& change, const std::string& host,
+                         const ApprovalHostTree* tree) {
   v1::ChangeOrder order;
   order.set_change_id(change.id());
   order.set_version(change.version());
@@ -194,6 +196,13 @@ v1::ChangeOrder OrderFor(const v1::Change& change, const std::string& host) {
   // Exactly the bytes the approvers signed. A change stored without them has no valid order;
   // the agent refuses it.
   order.set_approval_payload(change.approval_payload());
+  if (tree != nullptr) {
+    if (std::optional<size_t> index = tree->IndexOf(absl::AsciiStrToLower(host)); index) {
+      order.set_host_order(tree->CanonicalAt(*index));
+      order.set_host_index(static_cast<uint32_t>(*index));
+      for (std::string& hash : tree->ProofAt(*index)) order.add_host_proof(std::move(hash));
+    }
+  }
   for (const auto& a : change.approvals()) {
     if (a.signature().empty()) continue;
     v1::OrderSignature* sig = order.add_signatures();

@@ -32,6 +32,7 @@
 #include "collector/store/compliance_store.h"
 #include "collector/store/enrollment_store.h"
 #include "collector/store/host_store.h"
+#include "common/approval_signing.h"
 #include "policy/policy.h"
 #include "smbfleet/v1/admin.pb.h"
 #include "smbfleet/v1/agent.pb.h"
@@ -206,8 +207,11 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
 
 // The order a host gets for `change` (settings from its steps, id, version, nonce, not-after),
 // with the change's approval payload and every approval's signature, which is what the agent
-// verifies and applies. `change` must contain `host`; hosts other than it are ignored.
-smbfleet::v1::ChangeOrder OrderFor(const smbfleet::v1::Change& change, const std::string& host);
+// verifies and applies. `change` must contain `host`; hosts other than it are ignored. For a v2
+// payload, `tree` (ApprovalTreeOf the whole change) gives the host's own signed order and its
+// inclusion proof; without it the order carries none, and the agent refuses it.
+smbfleet::v1::ChangeOrder OrderFor(const smbfleet::v1::Change& change, const std::string& host,
+                                   const ApprovalHostTree* tree);
 
 // Random identifiers: a change id (UUID v4) and an order nonce (128 bits, hex).
 std::string NewChangeId();

@@ -228,6 +228,20 @@ class ChangeServiceTest : public ::testing::Test {
     return out;
   }
 
+  // The host's own order a v2 order carries, after checking its inclusion proof against the
+  // signed tree head.
+  static v1::HostOrder SignedHostOrder(const v1::ChangeOrder& order) {
+    v1::HostOrder mine;
+    auto payload = ParseApprovalPayload(order.approval_payload());
+    EXPECT_TRUE(payload.ok()) << payload.status();
+    if (!payload.ok()) return mine;
+    const std::vector<std::string> proof(order.host_proof().begin(), order.host_proof().end());
+    EXPECT_TRUE(
+        VerifyHostOrderInclusion(*payload, order.host_order(), order.host_index(), proof).ok());
+    EXPECT_TRUE(mine.ParseFromString(order.host_order()));
+    return mine;
+  }
+
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);
   std::function<absl::Time()> clock_ = [this] { return now_; };
   policy::Policy policy_ = collector::testing::PlanningPolicy();
@@ -446,6 +460,36 @@ TEST_F(ChangeServiceTest, ApprovalDispatchesOverTheStreamWithinTheCall) {
   EXPECT_EQ(HostOf(Get(c.id()), "fs1").state(), v1::HOST_CHANGE_STATE_DISPATCHED);
   auto status = changes_.HostStatuses({"fs1"});
   EXPECT_EQ(status->at("fs1").desired_change_id(), c.id());
+}
+
+TEST_F(ChangeServiceTest, EachHostsOrderCarriesOnlyItsOwnSignedOrderAndProof) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    names.push_back(absl::StrCat("fs", i));
+    Report(names.back());
+  }
+  v1::Change c = ProposeHosts(names);
+  ASSERT_EQ(c.hosts_size(), 40);
+  router_.connected = {names.begin(), names.end()};
+  ASSERT_TRUE(ApproveBy(ann_, c.id()).ok());
+  if (c.approvals_required() > 1) {
+    ASSERT_TRUE(ApproveBy(bob_, c.id()).ok());
+  }
+  size_t sent = 0;
+  for (const std::string& name : names) {
+    for (const auto& m : router_.sent[name]) {
+      if (!m.has_change_order()) continue;
+      ++sent;
+      const v1::ChangeOrder& order = m.change_order();
+      auto payload = ParseApprovalPayload(order.approval_payload());
+      ASSERT_TRUE(payload.ok()) << payload.status();
+      EXPECT_EQ(payload->hosts_size(), 0);  // no other host's settings travel with it
+      EXPECT_EQ(payload->host_count(), 40U);
+      EXPECT_LE(order.host_proof_size(), 6);  // log2(40), rounded up
+      EXPECT_EQ(SignedHostOrder(order).host(), name);
+    }
+  }
+  EXPECT_GT(sent, 0U);  // the first wave
 }
 
 TEST_F(ChangeServiceTest, AgentConnectingLaterGetsPendingOrdersButNotCompletedOnes) {
@@ -909,10 +953,11 @@ TEST_F(ChangeServiceTest, RollbackSendsTheJournaledBeforeValuesAsALinkedChange) 
   ASSERT_TRUE(payload.ok()) << payload.status();
   EXPECT_EQ(payload->rollback_of(), c.id());
   EXPECT_EQ(payload->proposed_by(), "pat");
-  ASSERT_EQ(payload->hosts_size(), 1);
-  ASSERT_EQ(payload->hosts(0).settings_size(), 1);
-  EXPECT_EQ(payload->hosts(0).settings(0).expected_current(), "true");
-  EXPECT_EQ(payload->hosts(0).settings(0).value(), "false");
+  const v1::HostOrder mine = SignedHostOrder(order);
+  ASSERT_EQ(payload->host_count(), 1U);
+  ASSERT_EQ(mine.settings_size(), 1);
+  EXPECT_EQ(mine.settings(0).expected_current(), "true");
+  EXPECT_EQ(mine.settings(0).value(), "false");
   EXPECT_TRUE(Get(rb.id()).hosts_size() == 1);
   EXPECT_THAT(AuditActions(c.id()), ElementsAre("proposed", "approved", "dispatched", "acked",
                                                 "completed", "rolled_back"));
@@ -964,12 +1009,14 @@ TEST_F(ChangeServiceTest, DispatchedOrderCarriesThePayloadEveryApproverSigned) {
   EXPECT_EQ(payload->approvals_required(), 2u);
   EXPECT_EQ(payload->content_hash(), c.content_hash());
   EXPECT_EQ(payload->not_after().seconds(), c.not_after().seconds());
-  ASSERT_EQ(payload->hosts_size(), 1);
-  EXPECT_EQ(payload->hosts(0).host(), "fs1");
-  ASSERT_EQ(payload->hosts(0).settings_size(), order.settings_size());
+  EXPECT_EQ(payload->format(), kApprovalFormatV2);
+  ASSERT_EQ(payload->host_count(), 1U);
+  const v1::HostOrder mine = SignedHostOrder(order);
+  EXPECT_EQ(mine.host(), "fs1");
+  ASSERT_EQ(mine.settings_size(), order.settings_size());
   for (int i = 0; i < order.settings_size(); ++i) {
     bool found = false;
-    for (const auto& s : payload->hosts(0).settings()) {
+    for (const auto& s : mine.settings()) {
       found |= s.setting() == order.settings(i).setting() &&
                s.expected_current() == order.settings(i).expected_current() &&
                s.value() == order.settings(i).value();

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "collector/changes/approval_payload.h"
 #include "collector/changes/change_service.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 
 namespace smbfleet::collector::changes {
 
@@ -61,14 +64,56 @@ size_t OrderDispatcher::SendPending(const std::string& host,
   return sent;
 }
 
+absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> OrderDispatcher::TreeOf(
+    const smbfleet::v1::Change& change) {
+  smbfleet::v1::ApprovalPayload payload;
+  if (!payload.ParseFromString(change.approval_payload()) ||
+      payload.format() != kApprovalFormatV2) {
+    return nullptr;  // v1 lists every host; an unparsable payload the agent refuses
+  }
+  {
+    absl::MutexLock lock(&trees_mu_);
+    for (const auto& [key, tree] : trees_) {
+      if (key == change.approval_payload()) return tree;
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<smbfleet::v1::Change> whole, changes_->GetChange(change.id()));
+  if (!whole.has_value()) {
+    return absl::NotFoundError(absl::StrCat("change ", change.id(), " is gone"));
+  }
+  ASSIGN_OR_RETURN(ApprovalHostTree tree, ApprovalTreeOf(*whole));
+  if (tree.root() != payload.hosts_root() || tree.size() != payload.host_count()) {
+    // Rewritten in the database since it was signed: the order goes without a proof, and the
+    // agent refuses it and says why, which shows on the change.
+    Logger("collector")
+        ->warn("change {}: its {} hosts do not hash to the tree head its approvers signed; "
+               "its orders carry no inclusion proof",
+               change.id(), tree.size());
+    return nullptr;
+  }
+  auto shared = std::make_shared<const ApprovalHostTree>(std::move(tree));
+  absl::MutexLock lock(&trees_mu_);
+  trees_.emplace_back(change.approval_payload(), shared);
+  if (trees_.size() > kTreesKept) trees_.pop_front();
+  return shared;
+}
+
 size_t OrderDispatcher::SendOrders(const std::string& host,
                                    const std::vector<smbfleet::v1::Change>& pending,
                                    const std::vector<std::string>& completed) {
   size_t sent = 0;
   for (const auto& change : pending) {
     if (std::find(completed.begin(), completed.end(), change.id()) != completed.end()) continue;
+    absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> tree = TreeOf(change);
+    if (!tree.ok()) {
+      // Not read: the order is left for the next signal or reconnect.
+      Logger("collector")
+          ->warn("order of change {} for {} not sent: {}", change.id(), LogSafe(host),
+                 LogSafe(tree.status()));
+      continue;
+    }
     smbfleet::v1::WatchResponse message;
-    *message.mutable_change_order() = OrderFor(change, host);
+    *message.mutable_change_order() = OrderFor(change, host, tree->get());
     if (!router_->Send(host, message)) break;
     ++sent;
   }

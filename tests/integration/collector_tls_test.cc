@@ -335,6 +335,16 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   EXPECT_TRUE(
       VerifyEd25519(ann_key->public_raw, order.approval_payload(), order.signatures(0).signature())
           .ok());
+  // The payload commits to the hosts GetChange showed; the order carries this host's own.
+  auto payload = ParseApprovalPayload(order.approval_payload());
+  ASSERT_TRUE(payload.ok()) << payload.status();
+  auto tree = ApprovalHostTree::Build(
+      {fetched.approval_hosts().begin(), fetched.approval_hosts().end()});
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  EXPECT_EQ(tree->root(), payload->hosts_root());
+  const std::vector<std::string> proof(order.host_proof().begin(), order.host_proof().end());
+  EXPECT_TRUE(
+      VerifyHostOrderInclusion(*payload, order.host_order(), order.host_index(), proof).ok());
 
   smbfleet::v1::AckChangeRequest ack;
   ack.set_change_id(id);

@@ -1,6 +1,8 @@
 #include "agent/core/testing/test_approvals.h"
 
 #include <cstdlib>
+#include <optional>
+#include <utility>
 
 #include "spdlog/spdlog.h"
 
@@ -65,6 +67,30 @@ smbfleet::v1::ChangeOrder TestApprovals::Sign(smbfleet::v1::ChangeOrder order,
   }
   order.set_approval_payload(*bytes);
   for (const std::string& a : approvers) *order.add_signatures() = SignatureBy(a, *bytes);
+  return order;
+}
+
+smbfleet::v1::ChangeOrder TestApprovals::SignV2(smbfleet::v1::ChangeOrder order,
+                                                const smbfleet::v1::ApprovalPayload& payload,
+                                                const std::vector<std::string>& approvers,
+                                                const std::string& host) const {
+  absl::StatusOr<ApprovalHostTree> tree =
+      ApprovalHostTree::Build({payload.hosts().begin(), payload.hosts().end()});
+  if (!tree.ok()) {
+    spdlog::critical("test payload: {}", std::string(tree.status().message()));
+    std::abort();
+  }
+  smbfleet::v1::ApprovalPayload head = payload;
+  head.clear_hosts();
+  head.set_format(std::string(kApprovalFormatV2));
+  head.set_hosts_root(tree->root());
+  head.set_host_count(static_cast<uint32_t>(tree->size()));
+  order = Sign(std::move(order), head, approvers);
+  if (std::optional<size_t> index = tree->IndexOf(host); index.has_value()) {
+    order.set_host_order(tree->CanonicalAt(*index));
+    order.set_host_index(static_cast<uint32_t>(*index));
+    for (std::string& hash : tree->ProofAt(*index)) order.add_host_proof(std::move(hash));
+  }
   return order;
 }
 

@@ -37,6 +37,13 @@ class TestApprovals {
   smbfleet::v1::ChangeOrder Sign(smbfleet::v1::ChangeOrder order,
                                  const smbfleet::v1::ApprovalPayload& payload,
                                  const std::vector<std::string>& approvers) const;
+  // The same as a "smbfleet-approval-v2" order for `host`, as the collector sends it: the
+  // payload's hosts become a Merkle tree whose head the approvers sign, and the order carries
+  // `host`'s own order with its inclusion proof (none when `host` is not among the hosts).
+  smbfleet::v1::ChangeOrder SignV2(smbfleet::v1::ChangeOrder order,
+                                   const smbfleet::v1::ApprovalPayload& payload,
+                                   const std::vector<std::string>& approvers,
+                                   const std::string& host) const;
   // The signature of `approver` over `bytes`.
   smbfleet::v1::OrderSignature SignatureBy(const std::string& approver,
                                            const std::string& bytes) const;
