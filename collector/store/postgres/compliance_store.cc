@@ -242,12 +242,13 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
     pg::SetTimestamp(r["since"], h->mutable_since());
   }
 
+  // Share encryption and live sessions from their kept counts (migration 0017): a few rows
+  // per writing connection, whatever the number of shares and sessions.
   for (const auto& r :
-       tx.exec("SELECT s.classification, count(*) AS shares, count(*) FILTER (WHERE "
-               "s.encrypt_data IS TRUE OR p.posture_json -> 'server' ->> 'encryptData' = 'true') "
-               "AS encrypted FROM host_shares s LEFT JOIN host_state st ON st.host_id = s.host_id "
-               "LEFT JOIN postures p ON p.id = st.posture_id WHERE s.classification <> '' "
-               "GROUP BY s.classification ORDER BY s.classification COLLATE \"C\"")) {
+       tx.exec("SELECT classification, sum(n) AS shares, "
+               "COALESCE(sum(n) FILTER (WHERE encrypted), 0) AS encrypted "
+               "FROM share_encryption_counts GROUP BY classification HAVING sum(n) > 0 "
+               "ORDER BY classification COLLATE \"C\"")) {
     auto* c = out->add_encryption();
     c->set_classification(r["classification"].as<std::string>());
     c->set_shares(r["shares"].as<uint32_t>());
@@ -256,11 +257,12 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
   }
 
   auto* sessions = out->mutable_sessions();
-  for (const auto& r :
-       tx.exec("SELECT dialect, count(*) AS sessions, "
-               "count(*) FILTER (WHERE signing = 'PROTECTION_NONE') AS unsigned_sessions, "
-               "count(*) FILTER (WHERE encryption = 'PROTECTION_NONE') AS unencrypted_sessions "
-               "FROM host_sessions GROUP BY dialect")) {
+  for (const auto& r : tx.exec("SELECT dialect, sum(n) AS sessions, "
+                               "COALESCE(sum(n) FILTER (WHERE signing = 'PROTECTION_NONE'), 0) "
+                               "AS unsigned_sessions, "
+                               "COALESCE(sum(n) FILTER (WHERE encryption = 'PROTECTION_NONE'), 0) "
+                               "AS unencrypted_sessions "
+                               "FROM session_counts GROUP BY dialect HAVING sum(n) > 0")) {
     const auto dialect = r["dialect"].as<std::string>();
     const auto n = r["sessions"].as<uint32_t>();
     sessions->set_sessions(sessions->sessions() + n);
@@ -273,15 +275,14 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
     }
     (*sessions->mutable_by_dialect())[dialect] = n;
   }
-  for (const auto& r : tx.exec_params(
-           "SELECT h.name, count(*) AS exposed FROM host_sessions s JOIN hosts h ON h.id = "
-           "s.host_id WHERE s.signing = 'PROTECTION_NONE' OR s.dialect IN ('DIALECT_SMB1', "
-           "'DIALECT_SMB_2_0_2', 'DIALECT_SMB_2_1') GROUP BY h.name "
-           "ORDER BY count(*) DESC, h.name COLLATE \"C\" LIMIT $1",
-           top)) {
+  // Each host's exposed sessions (unsigned or a legacy dialect), read in its index's order.
+  for (const auto& r :
+       tx.exec_params("SELECT name, exposed_sessions FROM hosts WHERE exposed_sessions > 0 "
+                      "ORDER BY exposed_sessions DESC, name COLLATE \"C\" LIMIT $1",
+                      top)) {
     auto* h = sessions->add_top_hosts();
     h->set_name(r["name"].as<std::string>());
-    h->set_count(r["exposed"].as<uint32_t>());
+    h->set_count(r["exposed_sessions"].as<uint32_t>());
   }
 }
 
@@ -301,6 +302,9 @@ class PgComplianceStore : public ComplianceStore {
               "true, $3) ON CONFLICT (policy_name, version) DO UPDATE SET active = true, source = "
               "EXCLUDED.source",
               name, version, source);
+          // The kept counts of connections that are gone, merged into one row per key
+          // (migrations 0015 and 0017).
+          tx.exec("SELECT compliance_counts_fold(), fleet_counts_fold()");
           tx.commit();
           return absl::OkStatus();
         });
