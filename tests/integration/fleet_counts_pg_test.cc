@@ -137,7 +137,31 @@ constexpr char kScanShareView[] = R"sql(
 constexpr char kKeptShareView[] = R"sql(
   SELECT host, share, classification, server_encrypt_data, encrypted FROM share_encryption)sql";
 
+constexpr char kScanLabels[] = R"sql(
+  SELECT c.policy_name, c.policy_version, hl.key, hl.value, c.status, count(*)
+  FROM compliance_results c JOIN hosts h ON h.id = c.host_id
+  JOIN host_labels hl ON hl.host = h.name GROUP BY 1, 2, 3, 4, 5)sql";
+constexpr char kKeptLabels[] = R"sql(
+  SELECT policy_name, policy_version, key, value, status, sum(n)::bigint
+  FROM compliance_label_counts GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0)sql";
+// The overview's per-label slices as a scan of the active results computes them.
+constexpr char kScanLabelSlices[] = R"sql(
+  SELECT COALESCE(string_agg(key || ':' || compliant || '/' || non_compliant || '/' || waived
+                             || '/' || unknown || '/' || errors || ';', ''
+                             ORDER BY key COLLATE "C"), '')
+  FROM (SELECT hl.key || '=' || hl.value AS key,
+               count(*) FILTER (WHERE r.status = 'COMPLIANT') AS compliant,
+               count(*) FILTER (WHERE r.status = 'NON_COMPLIANT') AS non_compliant,
+               count(*) FILTER (WHERE r.status = 'WAIVED') AS waived,
+               count(*) FILTER (WHERE r.status = 'UNKNOWN') AS unknown,
+               count(*) FILTER (WHERE r.status = 'ERROR') AS errors
+        FROM compliance_results r JOIN policy_versions v
+          ON v.policy_name = r.policy_name AND v.version = r.policy_version AND v.active
+        JOIN hosts h ON h.id = r.host_id JOIN host_labels hl ON hl.host = h.name
+        GROUP BY hl.key, hl.value) s)sql";
+
 void ExpectKeptEqualsScan(const std::string& dsn, const std::string& when) {
+  EXPECT_EQ(Difference(dsn, kScanLabels, kKeptLabels), "0") << when;
   EXPECT_EQ(Difference(dsn, kScanSessions, kKeptSessions), "0") << when;
   EXPECT_EQ(Difference(dsn, kScanExposed, kKeptExposed), "0") << when;
   EXPECT_EQ(Difference(dsn, kScanEncryption, kKeptEncryption), "0") << when;
@@ -149,6 +173,10 @@ class FleetCountsPgTest : public ::testing::Test {
   void SetUp() override {
     SMBFLEET_REQUIRE_PG();
     dsn_ = CreateTestDatabase();
+  }
+
+  void Label(Stores& stores, const std::string& host, const HostLabels& labels) {
+    ASSERT_TRUE(stores.enrollment->SetHostLabels(host, labels, "carol", absl::Now()).ok()) << host;
   }
 
   void OpenStores() {
@@ -224,6 +252,12 @@ class FleetCountsPgTest : public ::testing::Test {
                                                  "\"C\"), '') FROM (",
                                                  kScanExposed, ") e")))
         << when;
+    std::string labels;
+    for (const auto& l : o->by_label()) {
+      absl::StrAppend(&labels, l.key(), ":", l.compliant(), "/", l.non_compliant(), "/", l.waived(),
+                      "/", l.unknown(), "/", l.errors(), ";");
+    }
+    EXPECT_EQ(labels, QueryValue(dsn_, kScanLabelSlices)) << when;
     std::string encryption;
     for (const auto& c : o->encryption()) {
       absl::StrAppend(&encryption, c.classification(), "=", c.encrypted(), "/", c.shares(), ";");
@@ -248,9 +282,22 @@ TEST_F(FleetCountsPgTest, KeptFiguresEqualAScanAfterMixedWrites) {
   const auto policy = TestPolicy("");
   ASSERT_TRUE(a_.compliance->ActivatePolicy(policy.name, policy.version, "text").ok());
   const absl::Time t0 = absl::Now() - absl::Hours(24);
+  Label(a_, "fs0", {{"site", "paris"}, {"tier", "gold"}});
+  Label(a_, "web9", {{"site", "oslo"}});  // before the host ever reports
   for (int i = 0; i < 12; ++i) Report(a_, absl::StrCat("fs", i), i, policy, t0);
+  Label(a_, "fs1", {{"site", "oslo"}});
+  Label(a_, "fs2", {{"site", "paris"}});
+  Label(a_, "fs4", {{"site", "paris"}, {"tier", "gold"}});
   ExpectKeptEqualsScan(dsn_, "new hosts");
   ExpectOverviewEqualsScan("new hosts");
+  EXPECT_NE(QueryValue(dsn_, "SELECT count(DISTINCT key) FROM compliance_label_counts"), "0");
+
+  // Labels changed, removed, and a value rewritten in place.
+  Label(a_, "fs0", {{"site", "oslo"}});
+  Label(a_, "fs1", {});
+  QueryValue(dsn_, "UPDATE host_labels SET value = 'silver' WHERE host = 'fs4' RETURNING host");
+  ExpectKeptEqualsScan(dsn_, "labels changed");
+  ExpectOverviewEqualsScan("labels changed");
   EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM hosts WHERE exposed_sessions > 0"), "0");
   EXPECT_NE(QueryValue(dsn_, "SELECT count(DISTINCT classification) FROM host_shares"), "1");
   EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM share_encryption WHERE encrypted"), "0");
@@ -270,9 +317,18 @@ TEST_F(FleetCountsPgTest, KeptFiguresEqualAScanAfterMixedWrites) {
   ExpectKeptEqualsScan(dsn_, "classifications changed");
   ExpectOverviewEqualsScan("classifications changed");
 
-  // Two collectors at once, each with two connections, on interleaved hosts.
+  // Two collectors at once, each with two connections, on interleaved hosts, while the labels of
+  // some of those hosts change.
   std::vector<std::thread> writers;
-  writers.reserve(4);
+  writers.reserve(5);
+  writers.emplace_back([&] {
+    for (int round = 0; round < 12; ++round) {
+      for (const char* host : {"fs0", "fs2", "web1", "web9"}) {
+        Label(round % 2 == 0 ? a_ : b_, host,
+              round % 3 == 0 ? HostLabels{} : HostLabels{{"site", absl::StrCat("s", round % 4)}});
+      }
+    }
+  });
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
       Stores& stores = w % 2 == 0 ? a_ : b_;
@@ -285,8 +341,17 @@ TEST_F(FleetCountsPgTest, KeptFiguresEqualAScanAfterMixedWrites) {
     });
   }
   for (auto& t : writers) t.join();
-  ExpectKeptEqualsScan(dsn_, "concurrent reports");
-  ExpectOverviewEqualsScan("concurrent reports");
+  ExpectKeptEqualsScan(dsn_, "concurrent reports and labels");
+  ExpectOverviewEqualsScan("concurrent reports and labels");
+
+  // Another version active: what counts is that version's results, per label too.
+  auto v2 = TestPolicy("");
+  v2.version = "2";
+  ASSERT_TRUE(b_.compliance->ActivatePolicy(v2.name, v2.version, "text").ok());
+  ExpectOverviewEqualsScan("version 2 active, nothing evaluated under it");
+  for (int i = 0; i < 12; i += 4) Report(b_, absl::StrCat("fs", i), i, v2, t0 + absl::Hours(10));
+  ExpectKeptEqualsScan(dsn_, "some hosts under version 2");
+  ExpectOverviewEqualsScan("some hosts under version 2");
 
   // A host deleted takes its sessions and shares with it.
   QueryValue(dsn_, "DELETE FROM hosts WHERE name = 'fs4' RETURNING id");
@@ -352,10 +417,25 @@ TEST_F(FleetCountsPgTest, MigrationFillsTheFiguresOfAnExistingDatabase) {
            '', '', '[]'::jsonb
     FROM (SELECT DISTINCT host_id FROM sh) s, generate_series(1, (s.host_id % 7)::int) k
     RETURNING 1)sql");
+  QueryValue(dsn_, R"sql(
+    WITH v AS (INSERT INTO policy_versions (policy_name, version, active)
+               VALUES ('counts', '1', true), ('counts', '0', false) RETURNING 1),
+    r AS (
+      INSERT INTO compliance_results (host_id, policy_name, policy_version, rule_id, status,
+                                      evaluated_at)
+      SELECT h.id, 'counts', CASE WHEN h.id % 5 = 0 THEN '0' ELSE '1' END, rule,
+             CASE WHEN (h.id + length(rule)) % 3 = 0 THEN 'NON_COMPLIANT' ELSE 'COMPLIANT' END,
+             now()
+      FROM hosts h CROSS JOIN (VALUES ('a'), ('bb'), ('ccc')) x(rule) RETURNING 1)
+    INSERT INTO host_labels (host, key, value, set_by)
+    SELECT name, 'site', 'site-' || (id % 4), 'carol' FROM hosts WHERE id % 3 <> 0
+    UNION ALL SELECT 'never-reported', 'site', 'site-1', 'carol'
+    RETURNING 1)sql");
   ASSERT_EQ(QueryValue(dsn_, "SELECT count(*) > 50 FROM host_sessions"), "t");
   ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
   EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM share_encryption_counts"), "0");
   EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM share_encryption WHERE encrypted"), "0");
+  EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM compliance_label_counts"), "0");
   ExpectKeptEqualsScan(dsn_, "migrated");
   OpenStores();
   ExpectOverviewEqualsScan("migrated");

@@ -1,7 +1,7 @@
--- The overview's session and share encryption figures kept as their rows change, so that
--- GetFleetOverview reads a few hundred rows instead of every live session and every classified
--- share with its host's posture JSON (docs/scaling.md, "Policy change and queries at 100,000
--- hosts"). The pattern of 0015: statement triggers on host_sessions and host_shares keep them in
+-- The overview's session, share encryption and per-label figures kept as their rows change, so
+-- that GetFleetOverview reads a few hundred rows instead of every live session, every classified
+-- share with its host's posture JSON and the per-host counts of every labelled host
+-- (docs/scaling.md, "Policy change and queries at 100,000 hosts"). The pattern of 0015: statement triggers on host_sessions and host_shares keep them in
 -- the transaction that writes the rows, whichever statement does it (a report's
 -- ReplaceSessions and ReplaceShares, an evaluation's classifications, a host's deletion
 -- cascading). The fleet-wide counts are rows per writing backend (`slot` = pg_backend_pid())
@@ -12,7 +12,8 @@
 
 -- The tables are filled from what is stored, then the triggers keep them: no write may land in
 -- between.
-LOCK TABLE hosts, host_sessions, host_shares IN SHARE ROW EXCLUSIVE MODE;
+LOCK TABLE hosts, host_sessions, host_shares, host_labels, compliance_results
+  IN SHARE ROW EXCLUSIVE MODE;
 
 -- A share is encrypted when it encrypts or its server encrypts every share (EncryptData of the
 -- server, in the same posture). The server's setting was read from the host's latest posture
@@ -60,6 +61,31 @@ CREATE UNIQUE INDEX share_encryption_counts_settled
   ON share_encryption_counts (classification, encrypted, slot) WHERE tx = 0;
 CREATE INDEX share_encryption_counts_unsettled ON share_encryption_counts (slot) WHERE tx <> 0;
 
+-- Current results of hosts with a trusted label (host_labels, by host name) by policy version,
+-- label and status: the overview's per-label slice. Kept from both sides: a host's results
+-- changing (its labels at that moment) and a host's labels changing (its results at that
+-- moment). Both writers hold the host's row lock in hosts, so each sees the other's commit.
+CREATE TABLE compliance_label_counts (
+  policy_name    text NOT NULL,
+  policy_version text NOT NULL,
+  key            text NOT NULL,
+  value          text NOT NULL,
+  status         text NOT NULL,
+  slot           integer NOT NULL,
+  tx             bigint NOT NULL,
+  n              bigint NOT NULL
+);
+CREATE UNIQUE INDEX compliance_label_counts_settled
+  ON compliance_label_counts (policy_name, policy_version, key, value, status, slot)
+  WHERE tx = 0;
+CREATE INDEX compliance_label_counts_unsettled ON compliance_label_counts (slot) WHERE tx <> 0;
+
+INSERT INTO compliance_label_counts
+  (policy_name, policy_version, key, value, status, slot, tx, n)
+  SELECT c.policy_name, c.policy_version, hl.key, hl.value, c.status, 0, 0, sum(c.n)
+  FROM compliance_host_counts c JOIN hosts h ON h.id = c.host_id
+  JOIN host_labels hl ON hl.host = h.name
+  GROUP BY 1, 2, 3, 4, 5;
 INSERT INTO session_counts (dialect, signing, encryption, slot, tx, n)
   SELECT dialect, signing, encryption, 0, 0, count(*) FROM host_sessions GROUP BY 1, 2, 3;
 INSERT INTO share_encryption_counts (classification, encrypted, slot, tx, n)
@@ -89,6 +115,15 @@ BEGIN
     SELECT classification, encrypted, pg_backend_pid(), 0, sum(n)
     FROM moved GROUP BY 1, 2 ORDER BY 1, 2
   ON CONFLICT (classification, encrypted, slot) WHERE tx = 0 DO UPDATE SET n = c.n + EXCLUDED.n;
+  WITH moved AS (
+    DELETE FROM compliance_label_counts WHERE slot = pg_backend_pid() AND tx <> 0
+    RETURNING policy_name, policy_version, key, value, status, n)
+  INSERT INTO compliance_label_counts AS c
+    (policy_name, policy_version, key, value, status, slot, tx, n)
+    SELECT policy_name, policy_version, key, value, status, pg_backend_pid(), 0, sum(n)
+    FROM moved GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+  ON CONFLICT (policy_name, policy_version, key, value, status, slot) WHERE tx = 0
+    DO UPDATE SET n = c.n + EXCLUDED.n;
 END
 $$;
 
@@ -194,6 +229,121 @@ CREATE TRIGGER host_shares_counted_delete AFTER DELETE ON host_shares
   REFERENCING OLD TABLE AS old_rows
   FOR EACH STATEMENT EXECUTE FUNCTION host_shares_counted();
 
+-- A host's results changing: the change counted under each of its trusted labels. A host being
+-- deleted has no row left here (its labels' counts were taken out before, below).
+CREATE FUNCTION compliance_results_label_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d compliance_count_delta[];
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    SELECT array_agg(ROW(host_id, policy_name, policy_version, '', false, '', status,
+                         1)::compliance_count_delta)
+      INTO d FROM new_rows;
+  ELSIF TG_OP = 'DELETE' THEN
+    SELECT array_agg(ROW(host_id, policy_name, policy_version, '', false, '', status,
+                         -1)::compliance_count_delta)
+      INTO d FROM old_rows;
+  ELSE
+    SELECT array_agg(x) INTO d FROM (
+      SELECT ROW(host_id, policy_name, policy_version, '', false, '', status,
+                 1)::compliance_count_delta AS x FROM new_rows
+      UNION ALL
+      SELECT ROW(host_id, policy_name, policy_version, '', false, '', status,
+                 -1)::compliance_count_delta FROM old_rows) u;
+  END IF;
+  IF d IS NULL OR NOT EXISTS (
+      SELECT FROM hosts h JOIN host_labels hl ON hl.host = h.name
+      WHERE h.id IN (SELECT DISTINCT host_id FROM unnest(d))) THEN
+    RETURN NULL;
+  END IF;
+  PERFORM fleet_counts_settle();
+  INSERT INTO compliance_label_counts
+    (policy_name, policy_version, key, value, status, slot, tx, n)
+    SELECT u.policy_name, u.policy_version, hl.key, hl.value, u.status, pg_backend_pid(),
+           txid_current(), sum(u.n)
+    FROM unnest(d) u JOIN hosts h ON h.id = u.host_id JOIN host_labels hl ON hl.host = h.name
+    GROUP BY 1, 2, 3, 4, 5 HAVING sum(u.n) <> 0;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER compliance_results_label_counted_insert AFTER INSERT ON compliance_results
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION compliance_results_label_counted();
+CREATE TRIGGER compliance_results_label_counted_update AFTER UPDATE ON compliance_results
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION compliance_results_label_counted();
+CREATE TRIGGER compliance_results_label_counted_delete AFTER DELETE ON compliance_results
+  REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION compliance_results_label_counted();
+
+CREATE TYPE host_label_delta AS (host text, key text, value text, n integer);
+
+-- A host's labels changing: its current results counted under the new label, taken out of the
+-- old. The host's row is locked first (in name order, as evaluations lock hosts), so an
+-- evaluation of it either committed before (its results are read here) or waits and then
+-- sees these labels.
+CREATE FUNCTION host_labels_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  d host_label_delta[];
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    SELECT array_agg(ROW(host, key, value, 1)::host_label_delta) INTO d FROM new_rows;
+  ELSIF TG_OP = 'DELETE' THEN
+    SELECT array_agg(ROW(host, key, value, -1)::host_label_delta) INTO d FROM old_rows;
+  ELSE
+    SELECT array_agg(x) INTO d FROM (
+      SELECT ROW(host, key, value, 1)::host_label_delta AS x FROM new_rows
+      UNION ALL
+      SELECT ROW(host, key, value, -1)::host_label_delta FROM old_rows) u;
+  END IF;
+  IF d IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM FROM hosts h WHERE h.name IN (SELECT host FROM unnest(d)) ORDER BY h.name FOR UPDATE;
+  PERFORM fleet_counts_settle();
+  INSERT INTO compliance_label_counts
+    (policy_name, policy_version, key, value, status, slot, tx, n)
+    SELECT c.policy_name, c.policy_version, u.key, u.value, c.status, pg_backend_pid(),
+           txid_current(), sum(u.n * c.n)
+    FROM unnest(d) u JOIN hosts h ON h.name = u.host
+    JOIN compliance_host_counts c ON c.host_id = h.id
+    GROUP BY 1, 2, 3, 4, 5 HAVING sum(u.n * c.n) <> 0;
+  RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER host_labels_counted_insert AFTER INSERT ON host_labels
+  REFERENCING NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION host_labels_counted();
+CREATE TRIGGER host_labels_counted_update AFTER UPDATE ON host_labels
+  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION host_labels_counted();
+CREATE TRIGGER host_labels_counted_delete AFTER DELETE ON host_labels
+  REFERENCING OLD TABLE AS old_rows
+  FOR EACH STATEMENT EXECUTE FUNCTION host_labels_counted();
+
+-- A host being deleted: its results leave its labels' counts here, while they are still there
+-- (its labels stay: they are kept by name, for a host enrolled again).
+CREATE FUNCTION hosts_label_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT FROM host_labels WHERE host = OLD.name) THEN
+    PERFORM fleet_counts_settle();
+    INSERT INTO compliance_label_counts
+      (policy_name, policy_version, key, value, status, slot, tx, n)
+      SELECT c.policy_name, c.policy_version, hl.key, hl.value, c.status, pg_backend_pid(),
+             txid_current(), -sum(c.n)
+      FROM compliance_host_counts c JOIN host_labels hl ON hl.host = OLD.name
+      WHERE c.host_id = OLD.id
+      GROUP BY 1, 2, 3, 4, 5 HAVING sum(c.n) <> 0;
+  END IF;
+  RETURN OLD;
+END
+$$;
+
+CREATE TRIGGER hosts_label_counts_deleted BEFORE DELETE ON hosts
+  FOR EACH ROW EXECUTE FUNCTION hosts_label_counts_deleted();
+
 -- Folds the slots of backends that are gone into slot 0 (one fold at a time; a fold already
 -- running makes this one return at once). The rows of live backends are left alone.
 CREATE FUNCTION fleet_counts_fold() RETURNS void LANGUAGE plpgsql AS $$
@@ -219,6 +369,17 @@ BEGIN
     SELECT classification, encrypted, 0, 0, sum(n) FROM gone GROUP BY 1, 2 ORDER BY 1, 2
   ON CONFLICT (classification, encrypted, slot) WHERE tx = 0 DO UPDATE SET n = c.n + EXCLUDED.n;
   DELETE FROM share_encryption_counts WHERE slot = 0 AND n = 0;
+  WITH gone AS (
+    DELETE FROM compliance_label_counts
+    WHERE slot <> 0 AND slot NOT IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)
+    RETURNING policy_name, policy_version, key, value, status, n)
+  INSERT INTO compliance_label_counts AS c
+    (policy_name, policy_version, key, value, status, slot, tx, n)
+    SELECT policy_name, policy_version, key, value, status, 0, 0, sum(n) FROM gone
+    GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+  ON CONFLICT (policy_name, policy_version, key, value, status, slot) WHERE tx = 0
+    DO UPDATE SET n = c.n + EXCLUDED.n;
+  DELETE FROM compliance_label_counts WHERE slot = 0 AND n = 0;
 END
 $$;
 

@@ -117,7 +117,7 @@ void WriteEvaluation(pqxx::work& tx, int64_t host_id, const std::string& labels,
 }
 
 // Counts of a slice of the current results, by status, from their kept counts (`c`: rows of
-// compliance_counts_current or compliance_host_counts, migration 0015).
+// compliance_counts_current, migration 0015, or compliance_label_counts, migration 0017).
 constexpr char kSliceCounts[] = R"sql(
   COALESCE(sum(c.n) FILTER (WHERE c.status = 'COMPLIANT'), 0)::bigint AS compliant,
   COALESCE(sum(c.n) FILTER (WHERE c.status = 'NON_COMPLIANT'), 0)::bigint AS non_compliant,
@@ -167,12 +167,12 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
                                  " FROM compliance_counts_current c WHERE c.on_share "
                                  "GROUP BY c.classification HAVING sum(c.n) > 0")),
             out->mutable_by_classification());
+  // Per trusted label, from the counts kept per label (migration 0017), not per host.
   AddSlices(tx.exec(absl::StrCat(
-                "SELECT hl.key || '=' || hl.value AS key, ", kSliceCounts,
-                " FROM compliance_host_counts c JOIN policy_versions v ON v.policy_name = "
+                "SELECT c.key || '=' || c.value AS key, ", kSliceCounts,
+                " FROM compliance_label_counts c JOIN policy_versions v ON v.policy_name = "
                 "c.policy_name AND v.version = c.policy_version AND v.active "
-                "JOIN hosts h ON h.id = c.host_id JOIN host_labels hl ON hl.host = h.name "
-                "GROUP BY hl.key, hl.value HAVING sum(c.n) > 0")),
+                "GROUP BY c.key, c.value HAVING sum(c.n) > 0")),
             out->mutable_by_label());
 
   // The trend, from what each day's transitions changed per status (compliance_trend_counts):
