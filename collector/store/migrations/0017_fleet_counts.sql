@@ -64,7 +64,9 @@ CREATE INDEX share_encryption_counts_unsettled ON share_encryption_counts (slot)
 -- Current results of hosts with a trusted label (host_labels, by host name) by policy version,
 -- label and status: the overview's per-label slice. Kept from both sides: a host's results
 -- changing (its labels at that moment) and a host's labels changing (its results at that
--- moment). Both writers hold the host's row lock in hosts, so each sees the other's commit.
+-- moment). Both take a lock on the host's name first (compliance_label_counts_lock), so one
+-- waits for the other and then reads what it committed; a lock on the name, not on the hosts
+-- row, because labels may be set while the host's first report is being stored.
 CREATE TABLE compliance_label_counts (
   policy_name    text NOT NULL,
   policy_version text NOT NULL,
@@ -229,6 +231,18 @@ CREATE TRIGGER host_shares_counted_delete AFTER DELETE ON host_shares
   REFERENCING OLD TABLE AS old_rows
   FOR EACH STATEMENT EXECUTE FUNCTION host_shares_counted();
 
+-- Serialises the label counts' writers of the hosts named, one lock per name in name order
+-- (as evaluations lock hosts), held until the transaction ends.
+CREATE FUNCTION compliance_label_counts_lock(names text[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  n text;
+BEGIN
+  FOR n IN SELECT DISTINCT u FROM unnest(names) u ORDER BY u LOOP
+    PERFORM pg_advisory_xact_lock(hashtext('compliance_label_counts'), hashtext(n));
+  END LOOP;
+END
+$$;
+
 -- A host's results changing: the change counted under each of its trusted labels. A host being
 -- deleted has no row left here (its labels' counts were taken out before, below).
 CREATE FUNCTION compliance_results_label_counted() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -251,7 +265,12 @@ BEGIN
       SELECT ROW(host_id, policy_name, policy_version, '', false, '', status,
                  -1)::compliance_count_delta FROM old_rows) u;
   END IF;
-  IF d IS NULL OR NOT EXISTS (
+  IF d IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM compliance_label_counts_lock(ARRAY(
+    SELECT h.name FROM hosts h WHERE h.id IN (SELECT DISTINCT host_id FROM unnest(d))));
+  IF NOT EXISTS (
       SELECT FROM hosts h JOIN host_labels hl ON hl.host = h.name
       WHERE h.id IN (SELECT DISTINCT host_id FROM unnest(d))) THEN
     RETURN NULL;
@@ -280,9 +299,8 @@ CREATE TRIGGER compliance_results_label_counted_delete AFTER DELETE ON complianc
 CREATE TYPE host_label_delta AS (host text, key text, value text, n integer);
 
 -- A host's labels changing: its current results counted under the new label, taken out of the
--- old. The host's row is locked first (in name order, as evaluations lock hosts), so an
--- evaluation of it either committed before (its results are read here) or waits and then
--- sees these labels.
+-- old. The host's name is locked first, so an evaluation of it either committed before (its
+-- results are read here) or waits and then sees these labels.
 CREATE FUNCTION host_labels_counted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   d host_label_delta[];
@@ -300,7 +318,7 @@ BEGIN
   IF d IS NULL THEN
     RETURN NULL;
   END IF;
-  PERFORM FROM hosts h WHERE h.name IN (SELECT host FROM unnest(d)) ORDER BY h.name FOR UPDATE;
+  PERFORM compliance_label_counts_lock(ARRAY(SELECT host FROM unnest(d)));
   PERFORM fleet_counts_settle();
   INSERT INTO compliance_label_counts
     (policy_name, policy_version, key, value, status, slot, tx, n)
@@ -327,6 +345,7 @@ CREATE TRIGGER host_labels_counted_delete AFTER DELETE ON host_labels
 -- (its labels stay: they are kept by name, for a host enrolled again).
 CREATE FUNCTION hosts_label_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM compliance_label_counts_lock(ARRAY[OLD.name]);
   IF EXISTS (SELECT FROM host_labels WHERE host = OLD.name) THEN
     PERFORM fleet_counts_settle();
     INSERT INTO compliance_label_counts
