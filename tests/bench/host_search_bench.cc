@@ -85,9 +85,10 @@ void Seed(const std::string& dsn, int hosts) {
       SELECT name, 'site', 'site-' || (id % 20), 'bench' FROM hosts
       UNION ALL SELECT name, 'tier', 'tier-' || (id % 3), 'bench' FROM hosts)sql");
   tx.exec(R"sql(
-      INSERT INTO host_shares (host_id, name, path, encrypt_data, classification)
+      INSERT INTO host_shares (host_id, name, path, encrypt_data, classification,
+                               server_encrypt_data)
       SELECT id, s, '/srv/' || s, id % 4 = 0, CASE s WHEN 'finance' THEN 'confidential'
-                                                   ELSE 'public' END
+                                                   ELSE 'public' END, id % 3 = 0
       FROM hosts CROSS JOIN (VALUES ('finance'), ('public')) v(s))sql");
   tx.exec(R"sql(
       INSERT INTO host_sessions (host_id, session_id, client_address, client_name, user_name,

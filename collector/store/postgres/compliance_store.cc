@@ -253,7 +253,7 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
 }
 
 // Counts of a slice of the current results, by status, from their kept counts (`c`: rows of
-// compliance_counts_current or compliance_host_counts, migration 0015).
+// compliance_counts_current, migration 0015, or compliance_label_counts, migration 0017).
 constexpr char kSliceCounts[] = R"sql(
   COALESCE(sum(c.n) FILTER (WHERE c.status = 'COMPLIANT'), 0)::bigint AS compliant,
   COALESCE(sum(c.n) FILTER (WHERE c.status = 'NON_COMPLIANT'), 0)::bigint AS non_compliant,
@@ -303,12 +303,12 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
                                  " FROM compliance_counts_current c WHERE c.on_share "
                                  "GROUP BY c.classification HAVING sum(c.n) > 0")),
             out->mutable_by_classification());
+  // Per trusted label, from the counts kept per label (migration 0017), not per host.
   AddSlices(tx.exec(absl::StrCat(
-                "SELECT hl.key || '=' || hl.value AS key, ", kSliceCounts,
-                " FROM compliance_host_counts c JOIN policy_versions v ON v.policy_name = "
+                "SELECT c.key || '=' || c.value AS key, ", kSliceCounts,
+                " FROM compliance_label_counts c JOIN policy_versions v ON v.policy_name = "
                 "c.policy_name AND v.version = c.policy_version AND v.active "
-                "JOIN hosts h ON h.id = c.host_id JOIN host_labels hl ON hl.host = h.name "
-                "GROUP BY hl.key, hl.value HAVING sum(c.n) > 0")),
+                "GROUP BY c.key, c.value HAVING sum(c.n) > 0")),
             out->mutable_by_label());
 
   // The trend, from what each day's transitions changed per status (compliance_trend_counts):
@@ -378,12 +378,13 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
     pg::SetTimestamp(r["since"], h->mutable_since());
   }
 
+  // Share encryption and live sessions from their kept counts (migration 0017): a few rows
+  // per writing connection, whatever the number of shares and sessions.
   for (const auto& r :
-       tx.exec("SELECT s.classification, count(*) AS shares, count(*) FILTER (WHERE "
-               "s.encrypt_data IS TRUE OR p.posture_json -> 'server' ->> 'encryptData' = 'true') "
-               "AS encrypted FROM host_shares s LEFT JOIN host_state st ON st.host_id = s.host_id "
-               "LEFT JOIN postures p ON p.id = st.posture_id WHERE s.classification <> '' "
-               "GROUP BY s.classification ORDER BY s.classification COLLATE \"C\"")) {
+       tx.exec("SELECT classification, sum(n) AS shares, "
+               "COALESCE(sum(n) FILTER (WHERE encrypted), 0) AS encrypted "
+               "FROM share_encryption_counts GROUP BY classification HAVING sum(n) > 0 "
+               "ORDER BY classification COLLATE \"C\"")) {
     auto* c = out->add_encryption();
     c->set_classification(r["classification"].as<std::string>());
     c->set_shares(r["shares"].as<uint32_t>());
@@ -392,11 +393,12 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
   }
 
   auto* sessions = out->mutable_sessions();
-  for (const auto& r :
-       tx.exec("SELECT dialect, count(*) AS sessions, "
-               "count(*) FILTER (WHERE signing = 'PROTECTION_NONE') AS unsigned_sessions, "
-               "count(*) FILTER (WHERE encryption = 'PROTECTION_NONE') AS unencrypted_sessions "
-               "FROM host_sessions GROUP BY dialect")) {
+  for (const auto& r : tx.exec("SELECT dialect, sum(n) AS sessions, "
+                               "COALESCE(sum(n) FILTER (WHERE signing = 'PROTECTION_NONE'), 0) "
+                               "AS unsigned_sessions, "
+                               "COALESCE(sum(n) FILTER (WHERE encryption = 'PROTECTION_NONE'), 0) "
+                               "AS unencrypted_sessions "
+                               "FROM session_counts GROUP BY dialect HAVING sum(n) > 0")) {
     const auto dialect = r["dialect"].as<std::string>();
     const auto n = r["sessions"].as<uint32_t>();
     sessions->set_sessions(sessions->sessions() + n);
@@ -409,15 +411,14 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
     }
     (*sessions->mutable_by_dialect())[dialect] = n;
   }
-  for (const auto& r : tx.exec_params(
-           "SELECT h.name, count(*) AS exposed FROM host_sessions s JOIN hosts h ON h.id = "
-           "s.host_id WHERE s.signing = 'PROTECTION_NONE' OR s.dialect IN ('DIALECT_SMB1', "
-           "'DIALECT_SMB_2_0_2', 'DIALECT_SMB_2_1') GROUP BY h.name "
-           "ORDER BY count(*) DESC, h.name COLLATE \"C\" LIMIT $1",
-           top)) {
+  // Each host's exposed sessions (unsigned or a legacy dialect), read in its index's order.
+  for (const auto& r :
+       tx.exec_params("SELECT name, exposed_sessions FROM hosts WHERE exposed_sessions > 0 "
+                      "ORDER BY exposed_sessions DESC, name COLLATE \"C\" LIMIT $1",
+                      top)) {
     auto* h = sessions->add_top_hosts();
     h->set_name(r["name"].as<std::string>());
-    h->set_count(r["exposed"].as<uint32_t>());
+    h->set_count(r["exposed_sessions"].as<uint32_t>());
   }
 }
 
@@ -437,6 +438,9 @@ class PgComplianceStore : public ComplianceStore {
               "true, $3) ON CONFLICT (policy_name, version) DO UPDATE SET active = true, source = "
               "EXCLUDED.source",
               name, version, source);
+          // The kept counts of connections that are gone, merged into one row per key
+          // (migrations 0015 and 0017).
+          tx.exec("SELECT compliance_counts_fold(), fleet_counts_fold()");
           tx.commit();
           return absl::OkStatus();
         });

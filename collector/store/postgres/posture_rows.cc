@@ -64,9 +64,14 @@ void ReplaceShares(pqxx::work& tx, int64_t host_id, const Posture& posture) {
       it->second.second = share.path();
     }
   }
+  // The server's EncryptData goes on each share row: a share of an encrypting server is
+  // encrypted (the overview's and share_encryption's counts, migration 0017).
+  const std::string server_encrypts = Literal(
+      posture.server().has_encrypt_data() ? std::optional<bool>(posture.server().encrypt_data())
+                                          : std::nullopt);
   InsertBatch rows(tx,
                    "INSERT INTO host_shares (host_id, name, path, encrypt_data, "
-                   "compress_data, classification)",
+                   "compress_data, classification, server_encrypt_data)",
                    "");
   for (const auto& name : order) {
     const auto& [share, path] = by_name[name];
@@ -75,7 +80,7 @@ void ReplaceShares(pqxx::work& tx, int64_t host_id, const Posture& posture) {
                                                 : std::nullopt),
               Literal(share->has_compress_data() ? std::optional<bool>(share->compress_data())
                                                  : std::nullopt),
-              Literal(tx, share->classification())});
+              Literal(tx, share->classification()), server_encrypts});
   }
   rows.Flush();
 }
