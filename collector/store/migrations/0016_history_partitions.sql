@@ -293,3 +293,24 @@ CREATE OR REPLACE VIEW share_encryption AS
   LEFT JOIN host_state hs ON hs.host_id = s.host_id
   LEFT JOIN postures p ON p.id = hs.posture_id AND p.stored_at = hs.posture_stored_at
   WHERE s.classification <> '';
+
+-- A posture's JSON leaves out its sessions and events: they change with nearly every report and
+-- are most of its size, and nothing reads them there (the current sessions are host_sessions,
+-- the events host_events, filled from the JSON by this trigger before it is trimmed; the binary
+-- `posture` keeps the whole posture). Rows stored before this migration keep theirs until the
+-- retention drops their day.
+DROP TRIGGER postures_host_events ON postures;
+CREATE OR REPLACE FUNCTION host_events_from_posture() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO host_events (host_id, at, event_id, channel, provider, record_id, level, kind,
+                           client_address, client_name, user_name, share_name, status,
+                           posture_id)
+  SELECT NEW.host_id, r.*, NEW.id
+  FROM host_events_rows(NEW.posture_json, COALESCE(NEW.collected_at, NEW.stored_at)) r
+  ON CONFLICT DO NOTHING;
+  NEW.posture_json := NEW.posture_json - 'sessions' - 'events';
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER postures_host_events BEFORE INSERT ON postures
+  FOR EACH ROW EXECUTE FUNCTION host_events_from_posture();
