@@ -267,7 +267,8 @@ TEST_F(CollectorConfigTest, HistoryRetentionInWholeDays) {
   EXPECT_EQ(set->history.retention, std::chrono::hours(24 * 30));
   EXPECT_EQ(set->history.partitions_ahead, 7u);
   EXPECT_EQ(set->history.interval, std::chrono::minutes(10));
-  auto forever = ParseCollectorConfig(dir_ + "/collector.yaml", base + "history: {retention: 0d}\n");
+  auto forever =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "history: {retention: 0d}\n");
   ASSERT_TRUE(forever.ok()) << forever.status();
   EXPECT_EQ(forever->history.retention.count(), 0);
 
@@ -281,8 +282,8 @@ TEST_F(CollectorConfigTest, HistoryRetentionInWholeDays) {
   EXPECT_THAT(message, HasSubstr("history.partitions_ahead"));
   EXPECT_THAT(message, HasSubstr("history.interval: must be between 1m and 24h"));
   EXPECT_THAT(message, HasSubstr("history.keep"));
-  auto long_ago = ParseCollectorConfig(dir_ + "/collector.yaml",
-                                       base + "history: {retention: 4000d}\n");
+  auto long_ago =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "history: {retention: 4000d}\n");
   ASSERT_FALSE(long_ago.ok());
   EXPECT_THAT(long_ago.status().message(), HasSubstr("history.retention: must be at most 3650d"));
   auto not_a_duration =

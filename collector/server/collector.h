@@ -106,7 +106,7 @@ class Collector {
   std::unique_ptr<EnrollmentServiceImpl> enrollment_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<SessionStore> sessions_;
-  std::unique_ptr<WebServer> web_;  // null: no console
+  std::unique_ptr<WebServer> web_;       // null: no console
   std::unique_ptr<HistoryJob> history_;  // null: the backend keeps no history by day
   int port_ = 0;
   absl::Duration shutdown_timeout_ = absl::Seconds(20);

@@ -27,9 +27,8 @@ void HistoryJob::Stop() {
 
 absl::StatusOr<HistoryPass> HistoryJob::RunOnce() {
   auto log = Logger("collector");
-  absl::StatusOr<HistoryPass> pass =
-      store_->Maintain(clock_(), absl::FromChrono(config_.retention),
-                       static_cast<int>(config_.partitions_ahead));
+  absl::StatusOr<HistoryPass> pass = store_->Maintain(clock_(), absl::FromChrono(config_.retention),
+                                                      static_cast<int>(config_.partitions_ahead));
   if (!pass.ok()) {
     log->warn("history: the pass failed, next in {}: {}",
               absl::FormatDuration(absl::FromChrono(config_.interval)), LogSafe(pass.status()));
@@ -49,8 +48,8 @@ absl::StatusOr<HistoryPass> HistoryJob::RunOnce() {
               absl::StrJoin(pass->dropped, ", "));
   }
   if (!pass->kept.empty()) {
-    log->info("history: kept {} old partition(s) that hold current state: {}",
-              pass->kept.size(), absl::StrJoin(pass->kept, ", "));
+    log->info("history: kept {} old partition(s) that hold current state: {}", pass->kept.size(),
+              absl::StrJoin(pass->kept, ", "));
   }
   if (pass->trimmed_rows > 0) {
     log->info("history: deleted {} old row(s) outside day partitions", pass->trimmed_rows);

@@ -14,11 +14,11 @@
 namespace smbfleet::collector {
 
 struct HistoryPass {
-  bool ran = false;                   // false: another collector holds the pass now
-  std::vector<std::string> created;   // partitions made
-  std::vector<std::string> dropped;   // partitions dropped
-  std::vector<std::string> kept;      // old partitions kept: they hold current state
-  int64_t trimmed_rows = 0;           // old rows deleted outside day partitions
+  bool ran = false;                  // false: another collector holds the pass now
+  std::vector<std::string> created;  // partitions made
+  std::vector<std::string> dropped;  // partitions dropped
+  std::vector<std::string> kept;     // old partitions kept: they hold current state
+  int64_t trimmed_rows = 0;          // old rows deleted outside day partitions
 };
 
 class HistoryStore {

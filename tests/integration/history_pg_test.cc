@@ -105,18 +105,19 @@ TEST(HistoryMigrationTest, DatabaseWithRowsMigrates) {
              "from_status, to_status, at) SELECT id, 'p', '1', 'r1', NULL, 'NON_COMPLIANT', "
              "now() - interval '40 days' FROM hosts RETURNING id");
   const std::string views_before =
-      QueryValue(dsn, "SELECT string_agg(viewname, ',' ORDER BY viewname) FROM pg_views "
-                      "WHERE schemaname = current_schema()");
-  const std::string trend_before =
-      QueryValue(dsn, "SELECT sum(n) FROM compliance_trend_counts");
+      QueryValue(dsn,
+                 "SELECT string_agg(viewname, ',' ORDER BY viewname) FROM pg_views "
+                 "WHERE schemaname = current_schema()");
+  const std::string trend_before = QueryValue(dsn, "SELECT sum(n) FROM compliance_trend_counts");
 
   ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
   EXPECT_EQ(QueryValue(dsn, absl::StrCat("SELECT count(*) FROM pg_class WHERE relkind = 'p' "
                                          "AND relname IN ",
                                          kHistoryTables)),
             "5");
-  EXPECT_EQ(QueryValue(dsn, "SELECT string_agg(viewname, ',' ORDER BY viewname) FROM pg_views "
-                            "WHERE schemaname = current_schema()"),
+  EXPECT_EQ(QueryValue(dsn,
+                       "SELECT string_agg(viewname, ',' ORDER BY viewname) FROM pg_views "
+                       "WHERE schemaname = current_schema()"),
             views_before);
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM reports"), "1");
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM report_ids"), "1");
@@ -128,15 +129,17 @@ TEST(HistoryMigrationTest, DatabaseWithRowsMigrates) {
   // The rows sit in their day's partition, the views read them.
   for (const char* table : {"postures", "reports"}) {
     EXPECT_EQ(QueryValue(dsn, absl::StrCat("SELECT tableoid::regclass::text FROM ", table)),
-              QueryValue(dsn, absl::StrCat("SELECT '", table,
-                                           "_p' || to_char((now() - interval '40 days') AT TIME ZONE 'UTC', "
-                                           "'YYYYMMDD')")))
+              QueryValue(dsn, absl::StrCat(
+                                  "SELECT '", table,
+                                  "_p' || to_char((now() - interval '40 days') AT TIME ZONE 'UTC', "
+                                  "'YYYYMMDD')")))
         << table;
   }
   EXPECT_EQ(QueryValue(dsn, "SELECT encrypted FROM share_encryption"), "t");
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM smb_security_events"), "1");
-  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM host_state WHERE posture_stored_at = "
-                            "(SELECT stored_at FROM postures)"),
+  EXPECT_EQ(QueryValue(dsn,
+                       "SELECT count(*) FROM host_state WHERE posture_stored_at = "
+                       "(SELECT stored_at FROM postures)"),
             "1");
 
   // The stores read and write the migrated tables: the report id is still known, the current
@@ -235,9 +238,8 @@ TEST_F(HistoryPgTest, NoRetentionKeepsEverything) {
 TEST_F(HistoryPgTest, ReportOnADayWithoutPartitionIsStored) {
   const absl::Time later = absl::Now() + absl::Hours(24 * 20);
   smbfleet::v1::Posture a = PostureOf("fs01", "finance");
-  ASSERT_EQ(
-      *stores_.hosts->SaveReport(Incoming(a, "00000000-0000-4000-8000-000000000901", later)),
-      SaveOutcome::kStored);
+  ASSERT_EQ(*stores_.hosts->SaveReport(Incoming(a, "00000000-0000-4000-8000-000000000901", later)),
+            SaveOutcome::kStored);
   EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports_default"), "1");
   EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures_default"), "1");
 

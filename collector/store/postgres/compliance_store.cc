@@ -242,13 +242,13 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
     pg::SetTimestamp(r["since"], h->mutable_since());
   }
 
-  for (const auto& r :
-       tx.exec("SELECT s.classification, count(*) AS shares, count(*) FILTER (WHERE "
-               "s.encrypt_data IS TRUE OR p.posture_json -> 'server' ->> 'encryptData' = 'true') "
-               "AS encrypted FROM host_shares s LEFT JOIN host_state st ON st.host_id = s.host_id "
-               "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at "
-               "WHERE s.classification <> '' "
-               "GROUP BY s.classification ORDER BY s.classification COLLATE \"C\"")) {
+  for (const auto& r : tx.exec(
+           "SELECT s.classification, count(*) AS shares, count(*) FILTER (WHERE "
+           "s.encrypt_data IS TRUE OR p.posture_json -> 'server' ->> 'encryptData' = 'true') "
+           "AS encrypted FROM host_shares s LEFT JOIN host_state st ON st.host_id = s.host_id "
+           "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at "
+           "WHERE s.classification <> '' "
+           "GROUP BY s.classification ORDER BY s.classification COLLATE \"C\"")) {
     auto* c = out->add_encryption();
     c->set_classification(r["classification"].as<std::string>());
     c->set_shares(r["shares"].as<uint32_t>());

@@ -38,10 +38,10 @@ class PgHistoryStore : public HistoryStore {
             pass.created.push_back(r[0].as<std::string>());
           }
           if (retention > absl::ZeroDuration()) {
-            for (const auto& r : tx.exec_params(
-                     "SELECT relation, outcome, COALESCE(rows, 0) FROM history_trim("
-                     "$1::timestamptz - make_interval(secs => $2))",
-                     at, absl::ToDoubleSeconds(retention))) {
+            for (const auto& r :
+                 tx.exec_params("SELECT relation, outcome, COALESCE(rows, 0) FROM history_trim("
+                                "$1::timestamptz - make_interval(secs => $2))",
+                                at, absl::ToDoubleSeconds(retention))) {
               const std::string outcome = r[1].as<std::string>();
               if (outcome == "dropped") {
                 pass.dropped.push_back(r[0].as<std::string>());

@@ -572,7 +572,8 @@ absl::StatusOr<std::map<std::string, StoredPosture>> PgHostStore::CurrentPosture
         pqxx::result rows = tx.exec_params(
             "SELECT h.name, encode(p.posture, 'hex') AS posture, encode(h.posture_hash, 'hex') "
             "AS digest FROM hosts h JOIN host_state st ON st.host_id = h.id JOIN postures p ON "
-            "p.id = st.posture_id AND p.stored_at = st.posture_stored_at WHERE h.name = ANY($1::text[]) AND h.posture_hash IS NOT NULL",
+            "p.id = st.posture_id AND p.stored_at = st.posture_stored_at WHERE h.name = "
+            "ANY($1::text[]) AND h.posture_hash IS NOT NULL",
             names);
         std::map<std::string, StoredPosture> out;
         for (const auto& r : rows) {

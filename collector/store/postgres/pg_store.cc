@@ -10,9 +10,9 @@
 #include "collector/store/postgres/compliance_store.h"
 #include "collector/store/postgres/connection_pool.h"
 #include "collector/store/postgres/enrollment_store.h"
+#include "collector/store/postgres/history_store.h"
 #include "collector/store/postgres/host_store.h"
 #include "collector/store/postgres/identity_store.h"
-#include "collector/store/postgres/history_store.h"
 #include "collector/store/postgres/job_claims.h"
 #include "common/logging.h"
 
