@@ -27,7 +27,7 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
   CheckKeys(root,
             {"listen", "tls", "database", "limits", "watch", "store", "log_level", "policy",
              "changes", "approver_sets", "identity", "tls_reload", "enrollment", "console",
-             "stale_after", "shutdown_timeout"},
+             "stale_after", "shutdown_timeout", "history"},
             "", &problems);
 
   if (ReadString(root, "listen", "", &c.listen, &problems) && !ValidHostPort(c.listen)) {
@@ -186,6 +186,32 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
         problems.Add(policy["file"], "policy.file",
                      absl::StrCat("file not found: ", c.policy_file));
       }
+    }
+  }
+
+  YAML::Node history = root["history"];
+  if (IsSection(history, "history", &problems)) {
+    CheckKeys(history, {"retention", "partitions_ahead", "interval"}, "history", &problems);
+    std::chrono::milliseconds retention = c.history.retention;
+    if (ReadDuration(history, "retention", "history", &retention, &problems)) {
+      if (retention.count() != 0 && (retention % std::chrono::hours(24)).count() != 0) {
+        problems.Add(history["retention"], "history.retention",
+                     "must be whole days such as 90d (a day is what is dropped), or 0d to keep "
+                     "everything");
+      } else if (retention > std::chrono::hours(24 * 3650)) {
+        problems.Add(history["retention"], "history.retention", "must be at most 3650d");
+      } else {
+        c.history.retention = std::chrono::duration_cast<std::chrono::hours>(retention);
+      }
+    }
+    uint64_t ahead = c.history.partitions_ahead;
+    if (ReadUint(history, "partitions_ahead", "history", 1, 31, &ahead, &problems)) {
+      c.history.partitions_ahead = static_cast<uint32_t>(ahead);
+    }
+    if (ReadDuration(history, "interval", "history", &c.history.interval, &problems) &&
+        (c.history.interval < std::chrono::minutes(1) ||
+         c.history.interval > std::chrono::hours(24))) {
+      problems.Add(history["interval"], "history.interval", "must be between 1m and 24h");
     }
   }
 

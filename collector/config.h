@@ -48,6 +48,16 @@ struct ConsoleConfig {
   std::chrono::milliseconds session_max{12 * 3'600'000};
 };
 
+// History kept by UTC day (docs/collector.md "History and retention"): postures, reports,
+// events, compliance transitions and benchmarks.
+struct HistoryConfig {
+  // Days wholly older than this are dropped (0: history kept for ever). Whole days: a day is
+  // the unit dropped.
+  std::chrono::hours retention{90 * 24};
+  uint32_t partitions_ahead = 3;                  // days made before they come
+  std::chrono::milliseconds interval{3'600'000};  // between two passes of the history job
+};
+
 // How the collector bounds its use of PostgreSQL (docs/collector.md "Faults and bounds").
 struct DatabaseConfig {
   // A call waits this long for a free pooled connection, then fails UNAVAILABLE "database busy".
@@ -110,6 +120,7 @@ struct CollectorConfig {
   IdentityConfig identity;
   EnrollmentConfig enrollment;
   ConsoleConfig console;
+  HistoryConfig history;
   // A host not seen for this long is stale (the overview, ListHosts stale_only): twice the
   // agent's default report interval.
   std::chrono::milliseconds stale_after{2 * 3'600'000};

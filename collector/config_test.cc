@@ -251,6 +251,47 @@ TEST_F(CollectorConfigTest, StaleAfterDefaultsToTwoReportIntervals) {
   EXPECT_THAT(bad.status().message(), HasSubstr("stale_after: must be between 1m and 365d"));
 }
 
+TEST_F(CollectorConfigTest, HistoryRetentionInWholeDays) {
+  const std::string base =
+      "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"
+      "database: {dsn: 'postgresql://u@127.0.0.1/db'}\n";
+  auto defaults = ParseCollectorConfig(dir_ + "/collector.yaml", base);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->history.retention, std::chrono::hours(24 * 90));
+  EXPECT_EQ(defaults->history.partitions_ahead, 3u);
+  EXPECT_EQ(defaults->history.interval, std::chrono::hours(1));
+  auto set = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base + "history: {retention: 30d, partitions_ahead: 7, interval: 10m}\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->history.retention, std::chrono::hours(24 * 30));
+  EXPECT_EQ(set->history.partitions_ahead, 7u);
+  EXPECT_EQ(set->history.interval, std::chrono::minutes(10));
+  auto forever =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "history: {retention: 0d}\n");
+  ASSERT_TRUE(forever.ok()) << forever.status();
+  EXPECT_EQ(forever->history.retention.count(), 0);
+
+  // Every problem at once, each naming its key.
+  auto bad = ParseCollectorConfig(
+      dir_ + "/collector.yaml",
+      base + "history: {retention: 36h, partitions_ahead: 0, interval: 5s, keep: all}\n");
+  ASSERT_FALSE(bad.ok());
+  const std::string message(bad.status().message());
+  EXPECT_THAT(message, HasSubstr("history.retention: must be whole days"));
+  EXPECT_THAT(message, HasSubstr("history.partitions_ahead"));
+  EXPECT_THAT(message, HasSubstr("history.interval: must be between 1m and 24h"));
+  EXPECT_THAT(message, HasSubstr("history.keep"));
+  auto long_ago =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "history: {retention: 4000d}\n");
+  ASSERT_FALSE(long_ago.ok());
+  EXPECT_THAT(long_ago.status().message(), HasSubstr("history.retention: must be at most 3650d"));
+  auto not_a_duration =
+      ParseCollectorConfig(dir_ + "/collector.yaml", base + "history: {retention: forever}\n");
+  ASSERT_FALSE(not_a_duration.ok());
+  EXPECT_THAT(not_a_duration.status().message(), HasSubstr("history.retention"));
+}
+
 TEST_F(CollectorConfigTest, ReevaluateThreadsDefaultAndBounds) {
   const std::string base =
       "tls: {cert: c.pem, key: c.key, client_ca: ca.pem}\n"

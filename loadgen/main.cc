@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, source_addresses, "auto",
           "on: each agent connects from its own 127.x address; auto: on for a 127.x collector");
 ABSL_FLAG(double, connect_rate, 0, "agents opening their first stream per second; 0: all at once");
 ABSL_FLAG(double, change_rate, 1, "share of reports whose posture changes (others: unchanged)");
+ABSL_FLAG(uint64_t, settings_every, 1,
+          "a changed posture's server settings change every this many changes (sessions and "
+          "events every time)");
 ABSL_FLAG(double, ack_failure_share, 0, "share of change orders acked FAILED");
 ABSL_FLAG(bool, hold_reports, false, "make no reports until SIGUSR1");
 
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   }
   o.connect_rate = absl::GetFlag(FLAGS_connect_rate);
   o.change_rate = absl::GetFlag(FLAGS_change_rate);
+  o.settings_every = absl::GetFlag(FLAGS_settings_every);
   o.ack_failure_share = absl::GetFlag(FLAGS_ack_failure_share);
   o.hold_reports = absl::GetFlag(FLAGS_hold_reports);
   if (o.curve_interval.count() < 1 || o.max_backoff.count() < 1 || o.base_backoff.count() < 1 ||

@@ -1,5 +1,6 @@
 #include "loadgen/sim_posture.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -94,7 +95,8 @@ HostShape DrawShape(std::mt19937_64& rng) {
 }
 
 v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape, uint64_t sequence,
-                             std::mt19937_64& rng) {
+                             std::mt19937_64& rng, uint64_t settings_every) {
+  const uint64_t settings = sequence / std::max<uint64_t>(settings_every, 1);
   v1::Posture p;
   v1::HostInfo* h = p.mutable_host();
   h->set_hostname(host);
@@ -102,9 +104,9 @@ v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape, ui
   (*h->mutable_labels())["site"] = "sim";
   h->set_logical_cores(shape.windows ? 8 : 4);
   if (shape.windows) {
-    WindowsHost(host, sequence, p);
+    WindowsHost(host, settings, p);
   } else {
-    SambaHost(host, sequence, p);
+    SambaHost(host, settings, p);
   }
   const auto now = std::chrono::system_clock::now();
   SetTime(p.mutable_collected_at(), now);

@@ -23,9 +23,12 @@ HostShape DrawShape(std::mt19937_64& rng);
 
 // A posture of `shape` as the real agent reports it (server settings, shares, sessions with
 // dialects, signing and ciphers, events). `sequence` and `rng` vary the sessions and a few
-// settings, so that consecutive postures of one host differ (a change, not "unchanged").
+// settings, so that consecutive postures of one host differ (a change, not "unchanged"). The
+// settings follow sequence / settings_every: with 24, hourly postures change their sessions and
+// events every time and their settings once a day.
 smbfleet::v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape,
-                                       uint64_t sequence, std::mt19937_64& rng);
+                                       uint64_t sequence, std::mt19937_64& rng,
+                                       uint64_t settings_every = 1);
 
 }  // namespace smbfleet::loadgen
 

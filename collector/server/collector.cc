@@ -158,6 +158,10 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
   c->admin_api_->SetIdentity(c->stores_.identity.get(), c->api_tokens_.get(),
                              c->revocations_.get());
   c->admin_api_->SetEnrollment(c->stores_.enrollment.get());
+  if (c->stores_.history != nullptr) {
+    c->history_ = std::make_unique<HistoryJob>(c->stores_.history.get(), config.history);
+    c->history_->Start();
+  }
   c->shutdown_timeout_ = absl::FromChrono(config.shutdown_timeout);
   c->work_ = std::make_unique<WorkQueue>(config.store_threads, config.max_queued_calls,
                                          c->metrics_.get(), config.max_queued_bytes);
@@ -259,6 +263,7 @@ void Collector::Shutdown() {
   shut_down_ = true;
   const absl::Time deadline = absl::Now() + shutdown_timeout_;
   if (web_) web_->Stop();
+  if (history_) history_->Stop();
   scheduler_->Stop();
   if (reevaluator_) reevaluator_->Stop();
   // Agents reconnect after their jittered backoff, to this collector once it is back or to

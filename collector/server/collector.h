@@ -24,6 +24,7 @@
 #include "collector/metrics/metrics.h"
 #include "collector/push/order_signal.h"
 #include "collector/push/stream_registry.h"
+#include "collector/server/history_job.h"
 #include "collector/service/admin_service.h"
 #include "collector/service/agent_service.h"
 #include "collector/service/enrollment_service.h"
@@ -105,7 +106,8 @@ class Collector {
   std::unique_ptr<EnrollmentServiceImpl> enrollment_service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<SessionStore> sessions_;
-  std::unique_ptr<WebServer> web_;  // null: no console
+  std::unique_ptr<WebServer> web_;       // null: no console
+  std::unique_ptr<HistoryJob> history_;  // null: the backend keeps no history by day
   int port_ = 0;
   absl::Duration shutdown_timeout_ = absl::Seconds(20);
   std::function<size_t()> on_shutdown_deadline_;

@@ -11,6 +11,7 @@
 #include "collector/store/change_store.h"
 #include "collector/store/compliance_store.h"
 #include "collector/store/enrollment_store.h"
+#include "collector/store/history_store.h"
 #include "collector/store/host_store.h"
 #include "collector/store/identity_store.h"
 #include "collector/store/job_claims.h"
@@ -28,6 +29,7 @@ struct Stores {
   std::unique_ptr<IdentityStore> identity;          // tokens, revocations; null: kept in memory
   std::unique_ptr<EnrollmentStore> enrollment;      // null: kept in memory by this process
   std::unique_ptr<JobClaims> claims;                // null: claimed within this process only
+  std::unique_ptr<HistoryStore> history;            // null: history not kept by day (memory)
   // Where the backend counts database errors and pool waits (PostgreSQL: its connection pool);
   // empty: the backend counts nothing. Called once, before the stores are shared.
   std::function<void(Metrics*)> set_metrics;

@@ -78,8 +78,8 @@ void Seed(const std::string& dsn, int hosts) {
              jsonb_build_object('server', jsonb_build_object('encryptData', id % 3 = 0))
       FROM hosts)sql");
   tx.exec(R"sql(
-      INSERT INTO host_state (host_id, posture_id, updated_at)
-      SELECT host_id, id, now() FROM postures)sql");
+      INSERT INTO host_state (host_id, posture_id, posture_stored_at, updated_at)
+      SELECT host_id, id, stored_at, now() FROM postures)sql");
   tx.exec(R"sql(
       INSERT INTO host_labels (host, key, value, set_by)
       SELECT name, 'site', 'site-' || (id % 20), 'bench' FROM hosts

@@ -5,24 +5,32 @@
 # resends of the last one. After each phase: every table's size (pg_total_relation_size), the
 # WAL written (pg_stat_wal) and the CPU seconds of the collector and of PostgreSQL's server
 # processes. Prints ONE JSON document: per phase the totals and the cost per report, and the
-# bytes per host for the current state.
+# bytes per host for the current state. A partitioned table counts as one (its partitions summed).
 #
-#   tests/bench/storage.sh BUILD_DIR [--hosts 500] [--changed 4] [--unchanged 4] [--digest on|off]
+# And the history a host adds per day (history_per_host_day): the growth of the history tables
+# (postures, reports, report_ids, host_events, compliance_transitions, host_benchmarks) per
+# changed report, times 24 (an hourly report, each a new posture: the sessions change every
+# time). --settings_every N makes the server settings, and so the policy results, change only
+# every N new postures (24: once a day) instead of every time.
+#
+#   tests/bench/storage.sh BUILD_DIR [--hosts 500] [--changed 4] [--unchanged 4]
+#                          [--settings_every 1]
 set -euo pipefail
 storage_root=$(cd "$(dirname "$0")/../.." && pwd)
 [[ $# -ge 1 && $1 != --* ]] || { echo "usage: storage.sh BUILD_DIR [--hosts N] [--changed N] [--unchanged N]" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 shift
-hosts=500 changed=4 unchanged=4
+hosts=500 changed=4 unchanged=4 settings_every=1
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --settings_every) settings_every=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --changed) changed=$2; shift 2 ;;
     --unchanged) unchanged=$2; shift 2 ;;
     *) echo "storage.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-for v in "$hosts" "$changed" "$unchanged"; do
+for v in "$hosts" "$changed" "$unchanged" "$settings_every"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "storage.sh: '$v' is not a count" >&2; exit 2; }
 done
 ((hosts > 0)) || { echo "storage.sh: --hosts must be at least 1" >&2; exit 2; }
@@ -52,9 +60,11 @@ pg_cpu_seconds() {
 measure() {
   psql "$dsn" -qAt -c "CHECKPOINT" >/dev/null 2>&1 || true
   local tables wal
-  tables=$(psql "$dsn" -qAt -c "SELECT coalesce(json_object_agg(relname, pg_total_relation_size(c.oid)), '{}')
+  tables=$(psql "$dsn" -qAt -c "SELECT coalesce(json_object_agg(name, bytes), '{}') FROM (
+    SELECT COALESCE(pg_partition_root(c.oid), c.oid)::regclass::text AS name,
+           sum(pg_total_relation_size(c.oid))::bigint AS bytes
     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.relkind = 'r' AND n.nspname = 'public'")
+    WHERE c.relkind = 'r' AND n.nspname = 'public' GROUP BY 1) t")
   wal=$(psql "$dsn" -qAt -c "SELECT wal_bytes FROM pg_stat_wal")
   jq -cn --argjson t "$tables" --argjson wal "$wal" --arg cc "$(collector_cpu_seconds main)" \
     --arg pc "$(pg_cpu_seconds)" \
@@ -67,7 +77,7 @@ phase() {
   before=$(measure)
   run_loadgen "$name" --collector "127.0.0.1:${collector_port[main]}" --agents "$hosts" \
     --reports "$reports" --rate 0 --change_rate "$rate" --seed 7 --max_seconds 1800 \
-    --report_timeout_ms 60000 >/dev/null
+    --report_timeout_ms 60000 --settings_every "$settings_every" >/dev/null
   wait_loadgen "$name" 1900
   [[ $loadgen_rc == 0 ]] || fail "loadgen $name exited $loadgen_rc"
   after=$(measure)
@@ -96,8 +106,9 @@ same='null'
 
 jq -n --argjson hosts "$hosts" --argjson start "$start" --argjson first "$first" \
   --argjson changed "$more" --argjson unchanged "$same" \
+  --argjson settings_every "$settings_every" \
   --arg pg "$(psql "$dsn" -qAt -c 'SHOW server_version')" '{
-    hosts: $hosts, postgres: $pg,
+    hosts: $hosts, postgres: $pg, settings_every: $settings_every,
     bytes_per_host_first_posture: (($first.after.database_bytes - $start.database_bytes) / $hosts | floor),
     phases: [$first, $changed, $unchanged | select(. != null)],
     # A new loadgen process knows no earlier posture, so the unchanged phase begins with one new
@@ -108,4 +119,11 @@ jq -n --argjson hosts "$hosts" --argjson start "$start" --argjson first "$first"
       if $u <= 0 then null else
         ($unchanged.per_report | to_entries | map({key,
           value: ((.value * $unchanged.reports - $s * $changed.per_report[.key]) / $u)}) | from_entries)
-      end end)}'
+      end end),
+    history_per_host_day: (if $changed == null then null else
+      ["postures", "reports", "report_ids", "host_events", "compliance_transitions",
+       "host_benchmarks"] as $history |
+      ($changed.grown_tables | with_entries(select(.key | IN($history[])))
+       | map_values(. * 24 / $changed.reports | floor)) as $by |
+      {reports_per_day: 24, model: "hourly reports, each a new posture",
+       bytes: ([$by[]] | add // 0), by_table: $by} end)}'

@@ -23,6 +23,7 @@
 #include "collector/ingest/digest.h"
 #include "collector/ingest/pipeline.h"
 #include "collector/store/postgres/pg_store.h"
+#include "common/json.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -681,16 +682,29 @@ TEST(GrafanaMigrationTest, CopiesEarlierEventsAndKeepsEachOnce) {
   }
   ASSERT_LT(before.size(), BuiltinMigrations().size());
   ASSERT_TRUE(ApplyMigrations(dsn, before).ok());
-  auto stores = NewPgStore(dsn, 1);
-  ASSERT_TRUE(stores.ok()) << stores.status();
   const std::string audit = "Microsoft-Windows-SMBServer/Audit";
   v1::Posture p = Host("fs09", v1::PLATFORM_WINDOWS, "1.4.0", "paris");
   *p.add_events() =
       MakeEvent(3021, audit, "client_no_signing", "2026-03-01T08:00:00Z", 1, "ws1", "");
   *p.add_events() = MakeEvent(3000, audit, "smb1_access", "2026-03-01T09:00:00Z", 2, "ws2", "");
-  Save(*stores->hosts, "fs09", p, "00000000-0000-4000-8000-000000000901",
-       absl::Now() - absl::Minutes(5));
+  // Written as the store of that schema wrote it (today's store needs later migrations).
+  absl::StatusOr<std::string> json = ToJson(p, /*pretty=*/false);
+  ASSERT_TRUE(json.ok()) << json.status();
+  {
+    pqxx::connection c(dsn);
+    pqxx::work tx(c);
+    tx.exec_params(
+        "WITH h AS (INSERT INTO hosts (name, first_seen, last_seen) VALUES ($1, now(), now()) "
+        "RETURNING id), q AS (INSERT INTO postures (host_id, report_id, stored_at, posture_hash, "
+        "posture, posture_json) SELECT id, $2::uuid, now() - interval '5 minutes', '\\x01', "
+        "'', $3::jsonb FROM h RETURNING id, host_id) INSERT INTO host_state (host_id, "
+        "posture_id, updated_at) SELECT host_id, id, now() FROM q",
+        "fs09", "00000000-0000-4000-8000-000000000901", *json);
+    tx.commit();
+  }
   ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  auto stores = NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
   EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM host_events"), "2");
 
   v1::Posture next = Host("fs09", v1::PLATFORM_WINDOWS, "1.4.0", "paris");

@@ -40,7 +40,7 @@ constexpr size_t kHostsPerRead = 1000;
 
 constexpr char kLatestPosture[] =
     " FROM hosts h LEFT JOIN host_state st ON st.host_id = h.id "
-    "LEFT JOIN postures p ON p.id = st.posture_id ";
+    "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at ";
 
 HostSummary SummaryFromRow(const pqxx::row& r) {
   HostSummary s;
@@ -218,13 +218,19 @@ std::vector<SavedDigestReport> PgHostStore::SaveDigestReportsIn(
     digests.push_back(r.digest);
     sizes.push_back(static_cast<int64_t>(r.size_bytes));
   }
+  // report_ids keeps each report once (reports is partitioned by day: a resend may come on
+  // another day); the batch holds one report per host.
   pqxx::result inserted = tx.exec_params(
+      "WITH u AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], "
+      "$5::text[], $6::text[], $7::bigint[]) AS u(id, host_id, received, collected, reason, "
+      "digest, size)), "
+      "fresh AS (INSERT INTO report_ids (host_id, report_id, received_at) SELECT u.host_id, "
+      "u.id::uuid, u.received::timestamptz FROM u ON CONFLICT (host_id, report_id) DO NOTHING "
+      "RETURNING host_id) "
       "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
       "posture_hash, changed, size_bytes) SELECT u.id::uuid, u.host_id, "
       "u.received::timestamptz, NULLIF(u.collected, '')::timestamptz, u.reason, "
-      "decode(u.digest, 'hex'), false, u.size FROM unnest($1::text[], $2::bigint[], "
-      "$3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS u(id, host_id, "
-      "received, collected, reason, digest, size) ON CONFLICT (host_id, report_id) DO NOTHING "
+      "decode(u.digest, 'hex'), false, u.size FROM u JOIN fresh ON fresh.host_id = u.host_id "
       "RETURNING host_id",
       pg::TextArray(ids), pg::BigintArray(host_ids), pg::TextArray(m_received),
       pg::TextArray(m_collected), pg::TextArray(reasons), pg::TextArray(digests),
@@ -290,19 +296,22 @@ absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
     return unknown;
   }
 
-  pqxx::result inserted = tx.exec_params(
-      "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
-      "posture_hash, changed, size_bytes) VALUES ($1::uuid, $2, $3::timestamptz, "
-      "NULLIF($4, '')::timestamptz, $5, decode($6, 'hex'), $7, $8) "
-      "ON CONFLICT (host_id, report_id) DO NOTHING",
-      report.report_id, host_id, received, collected, report.reason, report.digest, changed,
-      static_cast<int64_t>(report.size_bytes));
+  pqxx::result fresh = tx.exec_params(
+      "INSERT INTO report_ids (host_id, report_id, received_at) VALUES ($1, $2::uuid, "
+      "$3::timestamptz) ON CONFLICT (host_id, report_id) DO NOTHING",
+      host_id, report.report_id, received);
   SavedReport saved;
   saved.current = !changed;
-  if (inserted.affected_rows() == 0) {
+  if (fresh.affected_rows() == 0) {
     saved.outcome = SaveOutcome::kDuplicate;
     return saved;
   }
+  tx.exec_params(
+      "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
+      "posture_hash, changed, size_bytes) VALUES ($1::uuid, $2, $3::timestamptz, "
+      "NULLIF($4, '')::timestamptz, $5, decode($6, 'hex'), $7, $8)",
+      report.report_id, host_id, received, collected, report.reason, report.digest, changed,
+      static_cast<int64_t>(report.size_bytes));
   saved.outcome = changed ? SaveOutcome::kStored : SaveOutcome::kUnchanged;
   if (report.posture != nullptr) pg::SaveBenchmarks(tx, host_id, *report.posture, received);
   if (older) {  // history only
@@ -347,9 +356,10 @@ void PgHostStore::StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t p
   const Posture& posture = *report.posture;
   const std::string received = pg::Rfc3339(report.received_at);
   tx.exec_params(
-      "INSERT INTO host_state (host_id, posture_id, updated_at) VALUES ($1, $2, "
-      "$3::timestamptz) ON CONFLICT (host_id) DO UPDATE SET posture_id = EXCLUDED.posture_id, "
-      "updated_at = EXCLUDED.updated_at",
+      "INSERT INTO host_state (host_id, posture_id, posture_stored_at, updated_at) VALUES ($1, "
+      "$2, $3::timestamptz, $3::timestamptz) ON CONFLICT (host_id) DO UPDATE SET posture_id = "
+      "EXCLUDED.posture_id, posture_stored_at = EXCLUDED.posture_stored_at, updated_at = "
+      "EXCLUDED.updated_at",
       host_id, posture_id, received);
 
   nlohmann::json labels = nlohmann::json::object();
@@ -562,7 +572,8 @@ absl::StatusOr<std::map<std::string, StoredPosture>> PgHostStore::CurrentPosture
         pqxx::result rows = tx.exec_params(
             "SELECT h.name, encode(p.posture, 'hex') AS posture, encode(h.posture_hash, 'hex') "
             "AS digest FROM hosts h JOIN host_state st ON st.host_id = h.id JOIN postures p ON "
-            "p.id = st.posture_id WHERE h.name = ANY($1::text[]) AND h.posture_hash IS NOT NULL",
+            "p.id = st.posture_id AND p.stored_at = st.posture_stored_at WHERE h.name = "
+            "ANY($1::text[]) AND h.posture_hash IS NOT NULL",
             names);
         std::map<std::string, StoredPosture> out;
         for (const auto& r : rows) {

@@ -10,6 +10,7 @@
 #include "collector/store/postgres/compliance_store.h"
 #include "collector/store/postgres/connection_pool.h"
 #include "collector/store/postgres/enrollment_store.h"
+#include "collector/store/postgres/history_store.h"
 #include "collector/store/postgres/host_store.h"
 #include "collector/store/postgres/identity_store.h"
 #include "collector/store/postgres/job_claims.h"
@@ -78,6 +79,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOpt
   stores.identity = NewPgIdentityStore(pool);
   stores.enrollment = NewPgEnrollmentStore(pool);
   stores.claims = NewPgJobClaims(dsn);
+  stores.history = NewPgHistoryStore(pool);
   stores.set_metrics = [pool](Metrics* metrics) { pool->SetMetrics(metrics); };
   if (cut_leases != nullptr) *cut_leases = [pool] { return pool->CutLeases(); };
   return stores;
