@@ -195,8 +195,19 @@ class FakeAdmin final : public v1::AdminService::Service {
   int64_t calibration_since_ = 0;  // -1: none was sent
 };
 
-// The canonical payload of a one-host change `id`.
-std::string PayloadOf(const std::string& id, const std::string& rollback_of = "") {
+// A host's order: server.requireSigning false -> true.
+v1::HostOrder SigningOrder(const std::string& host) {
+  v1::HostOrder h;
+  h.set_host(host);
+  auto* s = h.add_settings();
+  s->set_setting("server.requireSigning");
+  s->set_expected_current("false");
+  s->set_value("true");
+  return h;
+}
+
+// The fields every payload of change `id` shares.
+v1::ApprovalPayload HeaderOf(const std::string& id) {
   v1::ApprovalPayload p;
   p.set_change_id(id);
   p.set_version(1);
@@ -204,49 +215,36 @@ std::string PayloadOf(const std::string& id, const std::string& rollback_of = ""
   p.mutable_not_after()->set_seconds(1'900'000'000);
   p.set_proposed_by("pat");
   p.set_approvals_required(1);
-  p.set_rollback_of(rollback_of);
-  auto* h = p.add_hosts();
-  h->set_host("fs01");
-  auto* s = h->add_settings();
-  s->set_setting("server.requireSigning");
-  s->set_expected_current("false");
-  s->set_value("true");
+  return p;
+}
+
+std::string Canonical(const v1::ApprovalPayload& p) {
   auto bytes = CanonicalApprovalPayload(p);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   return bytes.ok() ? *bytes : "";
 }
 
-// Two hosts of a v2 change `id`: their orders, and the payload committing to them.
-std::vector<v1::HostOrder> V2Hosts() {
-  std::vector<v1::HostOrder> hosts(2);
-  hosts[0].set_host("fs02");
-  hosts[1].set_host("fs01");
-  for (auto& h : hosts) {
-    auto* s = h.add_settings();
-    s->set_setting("server.requireSigning");
-    s->set_expected_current("false");
-    s->set_value("true");
-  }
-  return hosts;
+// The canonical payload of a one-host change `id`.
+std::string PayloadOf(const std::string& id, const std::string& rollback_of = "") {
+  v1::ApprovalPayload p = HeaderOf(id);
+  p.set_rollback_of(rollback_of);
+  *p.add_hosts() = SigningOrder("fs01");
+  return Canonical(p);
 }
 
+// Two hosts of a v2 change: their orders, fs02 first.
+std::vector<v1::HostOrder> V2Hosts() { return {SigningOrder("fs02"), SigningOrder("fs01")}; }
+
+// The v2 payload of change `id` committing to `hosts`.
 std::string V2PayloadOf(const std::string& id, const std::vector<v1::HostOrder>& hosts) {
   auto tree = ApprovalHostTree::Build(hosts);
   EXPECT_TRUE(tree.ok()) << tree.status();
   if (!tree.ok()) return "";
-  v1::ApprovalPayload p;
+  v1::ApprovalPayload p = HeaderOf(id);
   p.set_format(std::string(kApprovalFormatV2));
-  p.set_change_id(id);
-  p.set_version(1);
-  p.set_nonce("00112233445566778899aabbccddeeff");
-  p.mutable_not_after()->set_seconds(1'900'000'000);
-  p.set_proposed_by("pat");
-  p.set_approvals_required(1);
   p.set_hosts_root(tree->root());
   p.set_host_count(static_cast<uint32_t>(tree->size()));
-  auto bytes = CanonicalApprovalPayload(p);
-  EXPECT_TRUE(bytes.ok()) << bytes.status();
-  return bytes.ok() ? *bytes : "";
+  return Canonical(p);
 }
 
 class CommandsTest : public ::testing::Test {

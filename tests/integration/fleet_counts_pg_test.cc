@@ -399,9 +399,9 @@ TEST_F(FleetCountsPgTest, MigrationFillsTheFiguresOfAnExistingDatabase) {
              CASE id % 3 WHEN 0 THEN '{"server": {"encryptData": true}}'::jsonb
                          WHEN 1 THEN '{"server": {"encryptData": false}}'::jsonb
                          ELSE '{"server": {}}'::jsonb END
-      FROM h RETURNING id, host_id),
-    st AS (INSERT INTO host_state (host_id, posture_id, updated_at)
-           SELECT host_id, id, now() FROM p RETURNING host_id),
+      FROM h RETURNING id, host_id, stored_at),
+    st AS (INSERT INTO host_state (host_id, posture_id, posture_stored_at, updated_at)
+           SELECT host_id, id, stored_at, now() FROM p RETURNING host_id),
     sh AS (
       INSERT INTO host_shares (host_id, name, path, encrypt_data, classification)
       SELECT host_id, 'share' || j, '/srv/' || j,
