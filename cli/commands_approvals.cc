@@ -140,8 +140,8 @@ int SignAndApprove(v1::ApproveChangeRequest request, const std::string& key_path
   // shows beside it, which must hash to the payload's tree head.
   std::vector<v1::HostOrder> hosts(payload->hosts().begin(), payload->hosts().end());
   if (payload->format() == kApprovalFormatV2) {
-    auto tree = ApprovalHostTree::Build(
-        {shown.approval_hosts().begin(), shown.approval_hosts().end()});
+    auto tree =
+        ApprovalHostTree::Build({shown.approval_hosts().begin(), shown.approval_hosts().end()});
     if (!tree.ok() || tree->root() != payload->hosts_root() ||
         tree->size() != payload->host_count()) {
       err << "smbfleetctl: the hosts the collector showed for change " << Clean(request.id())

@@ -199,8 +199,8 @@ absl::StatusOr<std::string> CanonicalApprovalPayload(v1::ApprovalPayload payload
     }
     if (payload.hosts_root().size() != kMerkleHashSize) {
       return absl::InvalidArgumentError(absl::StrCat("approval payload: hosts_root is ",
-                                                     payload.hosts_root().size(),
-                                                     " bytes, want ", kMerkleHashSize));
+                                                     payload.hosts_root().size(), " bytes, want ",
+                                                     kMerkleHashSize));
     }
     if (payload.host_count() == 0) {
       return absl::InvalidArgumentError("approval payload: host_count is 0");
@@ -208,9 +208,9 @@ absl::StatusOr<std::string> CanonicalApprovalPayload(v1::ApprovalPayload payload
     return Serialize(payload);
   }
   if (!payload.format().empty() && payload.format() != kApprovalFormatV1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "approval payload has format '", payload.format().substr(0, 64), "', expected '",
-        kApprovalFormatV1, "' or '", kApprovalFormatV2, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("approval payload has format '", payload.format().substr(0, 64),
+                     "', expected '", kApprovalFormatV1, "' or '", kApprovalFormatV2, "'"));
   }
   if (payload.hosts().empty()) {
     return absl::InvalidArgumentError("approval payload: no hosts");
@@ -230,9 +230,9 @@ absl::StatusOr<v1::ApprovalPayload> ParseApprovalPayload(absl::string_view bytes
     return absl::InvalidArgumentError("approval payload is not a valid ApprovalPayload message");
   }
   if (payload.format() != kApprovalFormatV1 && payload.format() != kApprovalFormatV2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "approval payload has format '", payload.format().substr(0, 64), "', expected '",
-        kApprovalFormatV1, "' or '", kApprovalFormatV2, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("approval payload has format '", payload.format().substr(0, 64),
+                     "', expected '", kApprovalFormatV1, "' or '", kApprovalFormatV2, "'"));
   }
   ASSIGN_OR_RETURN(std::string canonical, CanonicalApprovalPayload(payload));
   if (canonical != bytes) {
@@ -252,7 +252,7 @@ absl::StatusOr<std::string> CanonicalHostOrder(v1::HostOrder host) {
 absl::StatusOr<ApprovalHostTree> ApprovalHostTree::Build(std::vector<v1::HostOrder> hosts) {
   if (hosts.empty()) return absl::InvalidArgumentError("approval payload: no hosts");
   google::protobuf::RepeatedPtrField<v1::HostOrder> sorted(std::make_move_iterator(hosts.begin()),
-                                                          std::make_move_iterator(hosts.end()));
+                                                           std::make_move_iterator(hosts.end()));
   RETURN_IF_ERROR(SortHosts(sorted));
   std::vector<std::string> canonical, leaves;
   canonical.reserve(sorted.size());

@@ -104,8 +104,7 @@ TEST(ApprovalSigningTest, HostTreeSortsHostsAndProvesEachOne) {
   EXPECT_EQ(parsed->format(), kApprovalFormatV2);
   EXPECT_EQ(parsed->hosts_size(), 0);
   for (size_t i = 0; i < tree->size(); ++i) {
-    EXPECT_TRUE(
-        VerifyHostOrderInclusion(*parsed, tree->CanonicalAt(i), i, tree->ProofAt(i)).ok());
+    EXPECT_TRUE(VerifyHostOrderInclusion(*parsed, tree->CanonicalAt(i), i, tree->ProofAt(i)).ok());
   }
   // Another host's order at this index, or this order at another index, does not hold.
   EXPECT_FALSE(VerifyHostOrderInclusion(*parsed, tree->CanonicalAt(1), 0, tree->ProofAt(0)).ok());
@@ -122,8 +121,7 @@ TEST(ApprovalSigningTest, HostTreeRefusesNoRepeatedOrNamelessHosts) {
   EXPECT_THAT(ApprovalHostTree::Build({}).status().message(), HasSubstr("no hosts"));
   v1::ApprovalPayload sample = SamplePayload();
   std::vector<v1::HostOrder> twice = {sample.hosts(0), sample.hosts(0)};
-  EXPECT_THAT(ApprovalHostTree::Build(twice).status().message(),
-              HasSubstr("'fs02' appears twice"));
+  EXPECT_THAT(ApprovalHostTree::Build(twice).status().message(), HasSubstr("'fs02' appears twice"));
   std::vector<v1::HostOrder> nameless = {v1::HostOrder()};
   EXPECT_THAT(ApprovalHostTree::Build(nameless).status().message(), HasSubstr("no host"));
   EXPECT_FALSE(CanonicalHostOrder(v1::HostOrder()).ok());

@@ -53,8 +53,8 @@ std::vector<std::string> MerkleTree::InclusionProof(size_t index) const {
 absl::Status VerifyMerkleInclusion(absl::string_view leaf_hash, size_t index, size_t size,
                                    const std::vector<std::string>& proof, absl::string_view root) {
   auto refused = [&](absl::string_view why) {
-    return absl::PermissionDeniedError(absl::StrCat("inclusion proof of leaf ", index, " of ", size,
-                                                    " does not hold: ", why));
+    return absl::PermissionDeniedError(
+        absl::StrCat("inclusion proof of leaf ", index, " of ", size, " does not hold: ", why));
   };
   if (index >= size) return refused("the index is not below the tree size");
   size_t fn = index;

@@ -88,17 +88,16 @@ absl::StatusOr<HostOrder> OwnHostOrder(const ChangeOrder& order, const ApprovalP
     return absl::PermissionDeniedError("the order's host order is not in canonical encoding");
   }
   if (mine.host() != host) {
-    return absl::PermissionDeniedError(absl::StrCat("the order's host order is for ",
-                                                    Echo(mine.host()), ", not this host (",
-                                                    Echo(host), ")"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the order's host order is for ", Echo(mine.host()), ", not this host (", Echo(host), ")"));
   }
   const std::vector<std::string> proof(order.host_proof().begin(), order.host_proof().end());
   if (absl::Status s =
           VerifyHostOrderInclusion(payload, order.host_order(), order.host_index(), proof);
       !s.ok()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "this host's order is not among the ", payload.host_count(),
-        " host(s) the approvers signed for (", s.message(), ")"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("this host's order is not among the ", payload.host_count(),
+                     " host(s) the approvers signed for (", s.message(), ")"));
   }
   return mine;
 }

@@ -86,9 +86,10 @@ absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> OrderDispatcher::TreeOf(
     // Rewritten in the database since it was signed: the order goes without a proof, and the
     // agent refuses it and says why, which shows on the change.
     Logger("collector")
-        ->warn("change {}: its {} hosts do not hash to the tree head its approvers signed; "
-               "its orders carry no inclusion proof",
-               change.id(), tree.size());
+        ->warn(
+            "change {}: its {} hosts do not hash to the tree head its approvers signed; "
+            "its orders carry no inclusion proof",
+            change.id(), tree.size());
     return nullptr;
   }
   auto shared = std::make_shared<const ApprovalHostTree>(std::move(tree));

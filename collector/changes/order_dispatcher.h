@@ -61,7 +61,8 @@ class OrderDispatcher {
   // of its hosts); nullptr for a v1 approval, and when the stored change no longer hashes to
   // the tree head its approvers signed (the agent refuses that order). An error when the whole
   // change cannot be read.
-  absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> TreeOf(const smbfleet::v1::Change& change);
+  absl::StatusOr<std::shared_ptr<const ApprovalHostTree>> TreeOf(
+      const smbfleet::v1::Change& change);
 
   ChangeStore* changes_;
   PushRouter* router_;

@@ -78,8 +78,7 @@ nlohmann::json Measure(int hosts) {
   v1::Change as_v1 = change;
   as_v1.set_approval_payload(v1_bytes);
   const size_t v1_order =
-      smbfleet::collector::changes::OrderFor(as_v1, change.hosts(0).host(), nullptr)
-          .ByteSizeLong();
+      smbfleet::collector::changes::OrderFor(as_v1, change.hosts(0).host(), nullptr).ByteSizeLong();
 
   // v2: the tree, built once per change, then each host's order.
   const Clock::time_point build = Clock::now();
@@ -122,16 +121,18 @@ nlohmann::json Measure(int hosts) {
   const double check_us = MillisSince(check) * 1000.0 / kChecks;
 
   return {{"hosts", hosts},
-          {"v1", {{"payload_bytes", v1_bytes.size()},
-                  {"order_bytes", v1_order},
-                  {"wave_mb", static_cast<double>(v1_order) * hosts / 1e6}}},
-          {"v2", {{"payload_bytes", v2_bytes.size()},
-                  {"order_bytes_max", v2_max},
-                  {"proof_hashes_max", proof_max},
-                  {"wave_mb", v2_total / 1e6},
-                  {"tree_build_ms", build_ms},
-                  {"orders_ms", orders_ms},
-                  {"agent_check_us", check_us}}}};
+          {"v1",
+           {{"payload_bytes", v1_bytes.size()},
+            {"order_bytes", v1_order},
+            {"wave_mb", static_cast<double>(v1_order) * hosts / 1e6}}},
+          {"v2",
+           {{"payload_bytes", v2_bytes.size()},
+            {"order_bytes_max", v2_max},
+            {"proof_hashes_max", proof_max},
+            {"wave_mb", v2_total / 1e6},
+            {"tree_build_ms", build_ms},
+            {"orders_ms", orders_ms},
+            {"agent_check_us", check_us}}}};
 }
 
 }  // namespace

@@ -79,13 +79,14 @@ TEST(BenchSmokeTest, ApprovalOrdersOfAV2PayloadGrowWithTheLogarithmOfTheHosts) {
   const nlohmann::json& small = doc["orders"][0];
   const nlohmann::json& large = doc["orders"][1];
   // v1 orders carry every host; v2 orders a proof of log2(hosts) hashes.
-  EXPECT_GT(large["v1"]["order_bytes"].get<double>(), 30 * small["v1"]["order_bytes"].get<double>());
+  EXPECT_GT(large["v1"]["order_bytes"].get<double>(),
+            30 * small["v1"]["order_bytes"].get<double>());
   EXPECT_EQ(small["v2"]["proof_hashes_max"].get<int>(), 4);  // log2(16)
   EXPECT_EQ(large["v2"]["proof_hashes_max"].get<int>(), 10);
   // Six more hashes (a tag and length byte each and 32 bytes), and a few bytes more for the
   // larger index and host count.
-  const double grown = large["v2"]["order_bytes_max"].get<double>() -
-                       small["v2"]["order_bytes_max"].get<double>();
+  const double grown =
+      large["v2"]["order_bytes_max"].get<double>() - small["v2"]["order_bytes_max"].get<double>();
   EXPECT_GE(grown, 6 * (32 + 2));
   EXPECT_LE(grown, 6 * (32 + 2) + 8);
   EXPECT_GT(large["v2"]["tree_build_ms"].get<double>(), 0);

@@ -338,8 +338,8 @@ TEST_F(CollectorTlsTest, ApprovedChangeReachesTheWatchStreamAndTheAckCompletesIt
   // The payload commits to the hosts GetChange showed; the order carries this host's own.
   auto payload = ParseApprovalPayload(order.approval_payload());
   ASSERT_TRUE(payload.ok()) << payload.status();
-  auto tree = ApprovalHostTree::Build(
-      {fetched.approval_hosts().begin(), fetched.approval_hosts().end()});
+  auto tree =
+      ApprovalHostTree::Build({fetched.approval_hosts().begin(), fetched.approval_hosts().end()});
   ASSERT_TRUE(tree.ok()) << tree.status();
   EXPECT_EQ(tree->root(), payload->hosts_root());
   const std::vector<std::string> proof(order.host_proof().begin(), order.host_proof().end());
