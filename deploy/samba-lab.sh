@@ -8,7 +8,7 @@
 #                                    open a real smbclient session that stays open until released
 #   samba-lab.sh send DIR NAME COMMAND
 #                                    run one smbclient command (e.g. 'open readme.txt') in a held
-#                                    session; returns once smbclient has answered
+#                                    session; returns once smbclient has finished it
 #   samba-lab.sh release DIR NAME    end a held session
 #   samba-lab.sh try DIR SHARE [smbclient options...]
 #                                    one new connection that lists SHARE and quits; exits 0 when
@@ -353,11 +353,23 @@ cmd_send() {
   [[ "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || die "NAME must be letters, digits, '.', '_' or '-'"
   [[ -p "$dir/holds/$name.fifo" ]] || die "no held session '$name' in $dir"
   [[ "$3" != *$'\n'* ]] || die "COMMAND must be one line"
-  before=$(stat -c %s "$dir/holds/$name.out")
-  timeout 5 bash -c 'printf "%s\n" "$2" >"$1"' _ "$dir/holds/$name.fifo" "$3" ||
+  local out="$dir/holds/$name.out" fifo="$dir/holds/$name.fifo"
+  before=$(stat -c %s "$out")
+  timeout 5 bash -c 'printf "%s\n" "$2" >"$1"' _ "$fifo" "$3" ||
     die "session '$name' does not take commands"
   for ((i = 0; i < SEND_SECONDS * 20; i++)); do
-    (($(stat -c %s "$dir/holds/$name.out") > before)) && { sleep 0.05; return 0; }
+    if (($(stat -c %s "$out") > before)); then
+      # The first output may come before COMMAND has finished. smbclient runs one command after
+      # another and reads the next line only when the last one is done (each on its own write:
+      # it does not take a second line it has already buffered until more input comes), so
+      # once a `pwd` sent now has answered, COMMAND has finished.
+      timeout 5 bash -c 'printf "pwd\n" >"$1"' _ "$fifo" || die "session '$name' does not take commands"
+      for (( ; i < SEND_SECONDS * 20; i++)); do
+        tail -c "+$((before + 1))" "$out" | grep -q '^Current directory is' && return 0
+        sleep 0.05
+      done
+      break
+    fi
     sleep 0.05
   done
   die "session '$name' did not answer '$3' within $SEND_SECONDS s"

@@ -60,10 +60,28 @@ SMBFLEET_TEST_PG_DSN=$(bash "$here/pg.sh" start "$work/pg" "$pg_port")
 
 # One line per stage for the summary at the end: CI shows only the tail of this output.
 summary=()
+details=()
 # The names of the tests that failed in the last ctest run of a tree.
 failed_tests() {
   local log=$1/Testing/Temporary/LastTestsFailed.log
   [[ -f "$log" ]] && cut -d: -f2- "$log" | paste -sd' ' -
+}
+# What each failed test of a tree's last ctest run said went wrong: its assertion failures, crash
+# and timeout lines (a few lines each, at most 40 per test), so that a failure seen only in the
+# tail of CI's output can still be read.
+failure_details() {
+  local failed=$1/Testing/Temporary/LastTestsFailed.log log=$1/Testing/Temporary/LastTest.log
+  [[ -f "$failed" && -f "$log" ]] || return 0
+  local name
+  while IFS= read -r name; do
+    echo "-- $name"
+    awk -v name="$name" '
+      $0 ~ /^[0-9]+\/[0-9]+ Test: / { inside = (substr($0, index($0, "Test: ") + 6) == name) }
+      inside && /^<end of output>/ { inside = 0 }
+      inside' "$log" |
+      grep -E -A6 ': Failure$|^\[  FAILED  \]|Segmentation|Aborted|ERROR: AddressSanitizer|runtime error|Timeout|timed out' |
+      cut -c1-300 | head -n 40
+  done < <(cut -d: -f2- "$failed")
 }
 
 echo "== tests"
@@ -73,6 +91,7 @@ if [[ $status -eq 0 ]]; then
   summary+=("tests: ok")
 else
   summary+=("tests: FAILED (ctest exit $status): $(failed_tests "$build")")
+  details+=("$(failure_details "$build")")
 fi
 
 if [[ $# -gt 0 ]]; then
@@ -108,6 +127,7 @@ if cmake --build "$asan" -j2 --target tests_unit tests_postgres tests_samba; the
   else
     status=1
     summary+=("asan+ubsan tests: FAILED: $(failed_tests "$asan")")
+    details+=("$(failure_details "$asan")")
   fi
 else
   echo "ASan+UBSan build: FAILED"
@@ -154,6 +174,10 @@ if [[ $windows -eq 1 ]]; then
   fi
 fi
 
+if ((${#details[@]} > 0)); then
+  echo "== what the failed tests said"
+  printf '%s\n' "${details[@]}"
+fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"
 echo "disk: $disk_at_start free at the start, $(disk_free) at the end"
