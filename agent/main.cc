@@ -280,6 +280,11 @@ int RunService(const Flags& flags) {
   auto client = GrpcCollectorClient::Create(*config);
   if (!client.ok()) return Fail(client.status());
   Agent agent(*config, source->get(), client->get(), &spool, Benchmark, HostInfo);
+  agent.set_release_memory([log] {
+    if (absl::Status s = platform::ReleaseProgramPages(); !s.ok()) {
+      log->debug("resident program pages kept: {}", LogSafe(s));
+    }
+  });
 
   ChangeExecutorOptions change_options;
   change_options.changes = config->changes;

@@ -200,6 +200,7 @@ void Agent::RefreshBenchmark() {
     return;
   }
   last_benchmark_ = *std::move(result);
+  release_due_ = true;
   Log()->info("benchmark: {} crypto and {} compression results", last_benchmark_.crypto.size(),
               last_benchmark_.compression.size());
   smbfleet::v1::Posture keep;
@@ -502,7 +503,8 @@ void Agent::Run() {
     std::string nudged;
     if (!WaitUntil(deadline, &nudged)) break;
     bool scheduled = clock_->Now() >= next;
-    if (!nudged.empty() || scheduled) {
+    const bool collect = !nudged.empty() || scheduled;
+    if (collect) {
       absl::Status s = CollectAndSpool(nudged.empty() ? reason : nudged);
       if (!s.ok() && !spool_->write_failing()) Log()->error("collection failed: {}", LogSafe(s));
       if (scheduled) {
@@ -514,6 +516,10 @@ void Agent::Run() {
     pending_delivery = !delivered.ok();
     if (delivered.ok()) {
       retry.Reset();
+      if (collect && release_due_) {
+        if (release_memory_) release_memory_();
+        release_due_ = false;
+      }
     } else {
       Log()->warn("collector unreachable, reports stay spooled (next try within {} ms): {}",
                   retry.Ceiling().count(), LogSafe(delivered));

@@ -91,6 +91,10 @@ class Agent {
   // once a report carrying them is acknowledged; an after-window that fills makes a report with
   // reason change_counters at once. Call before Run() and before the sampler starts.
   void set_counter_windows(CounterWindows* windows);
+  // Called on the Run() thread once the first report after start has been delivered and again
+  // after each delivery that followed a benchmark run: gives back memory that only the start and
+  // the benchmark used (main: platform::ReleaseProgramPages). Call before Run().
+  void set_release_memory(std::function<void()> release) { release_memory_ = std::move(release); }
 
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
@@ -145,6 +149,8 @@ class Agent {
   };
   ShareSamplerFn sampler_;
   std::map<std::string, ShareSample> share_samples_;  // by lower-case share name
+  std::function<void()> release_memory_;
+  bool release_due_ = true;  // at start, and after each benchmark run
   std::mt19937_64 rng_;
   // The spool's counts each spooled report carries in its probe errors; taken off the spool's
   // pending counts once that report is delivered.

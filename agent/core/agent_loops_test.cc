@@ -1,6 +1,7 @@
 // The agent's loops (scheduler, flush, watch) driven by a fake clock and a fake collector: no
 // test here sleeps or waits for real time to pass.
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -607,6 +608,44 @@ TEST_F(AgentLoopsTest, BothBenchmarksReachTheReportAndSurviveARestart) {
     EXPECT_EQ(report.posture().compression_benchmarks(0).corpus(), "vm-disk");
     EXPECT_EQ(report.posture().compression_benchmarks(0).ratio(), 1.9);
   }
+}
+
+TEST_F(AgentLoopsTest, MemoryIsReleasedOnceAfterStartAndAgainAfterEachBenchmark) {
+  config_.benchmark_interval = seconds(1500);  // due again in the fourth cycle (600 s ± 30 s)
+  int benchmarks = 0;
+  BenchmarkFn benchmark = [&benchmarks]() -> absl::StatusOr<BenchmarkRun> {
+    ++benchmarks;
+    BenchmarkRun run;
+    run.crypto.emplace_back().set_algorithm(smbfleet::v1::AES_128_GCM);
+    return run;
+  };
+  std::atomic<int> releases{0};
+  std::atomic<size_t> delivered_at_release{0};
+  Agent agent(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 42);
+  agent.set_release_memory([&] {
+    delivered_at_release = client_.reports().size();
+    ++releases;
+  });
+  std::thread run([&] { agent.Run(); });
+  const std::thread::id scheduler = run.get_id();
+  std::vector<int> releases_after_cycle;
+  for (size_t cycle = 1; cycle <= 4; ++cycle) {
+    auto wait = clock_.AwaitWait(scheduler, cycle);
+    ASSERT_TRUE(wait.has_value());
+    clock_.AdvanceTo(wait->deadline);
+    ASSERT_TRUE(client_.AwaitReports(cycle));
+    // Waiting again: the cycle, its delivery and any release are done.
+    ASSERT_TRUE(clock_.AwaitWait(scheduler, cycle + 1).has_value());
+    releases_after_cycle.push_back(releases);
+    if (cycle == 1) {
+      EXPECT_EQ(delivered_at_release, 1u);  // after the report was delivered
+    }
+  }
+  agent.Stop();
+  run.join();
+  EXPECT_EQ(benchmarks, 2);  // at start and in the fourth cycle
+  EXPECT_THAT(releases_after_cycle, ElementsAre(1, 1, 1, 2));
+  EXPECT_EQ(delivered_at_release, 4u);
 }
 
 TEST_F(AgentLoopsTest, NamedSharesAreSampledOncePerIntervalAndOthersNever) {

@@ -2,13 +2,21 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -51,6 +59,43 @@ void ReleaseFreeHeap() {
 #ifdef __GLIBC__
   ::malloc_trim(0);
 #endif
+}
+
+absl::Status ReleaseProgramPages() {
+#ifdef __linux__
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("/proc/self/exe: ", ec.message()));
+  std::ifstream maps("/proc/self/maps");
+  if (!maps) return absl::UnavailableError("/proc/self/maps: cannot be read");
+  // A line: START-END PERMS OFFSET DEV INODE PATH, the path last and possibly with spaces.
+  std::string line;
+  int released = 0;
+  while (std::getline(maps, line)) {
+    uintptr_t start = 0;
+    uintptr_t end = 0;
+    char perms[5] = {};
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %4s %*s %*s %*s %n", &start, &end,
+                    perms, &path_at) != 3 ||
+        path_at == 0 || line.compare(path_at, std::string::npos, exe.string()) != 0) {
+      continue;
+    }
+    // Read-only mappings only: a writable one holds the program's own data.
+    if (perms[1] == 'w') continue;
+    // An address the kernel listed, back to a pointer.
+    void* mapping = reinterpret_cast<void*>(start);  // NOLINT(performance-no-int-to-ptr)
+    if (::madvise(mapping, end - start, MADV_PAGEOUT) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("madvise(MADV_PAGEOUT) on ", exe.string(), ": ", std::strerror(errno)));
+    }
+    ++released;
+  }
+  if (released == 0) {
+    return absl::NotFoundError(absl::StrCat("no mapping of ", exe.string(), " in /proc/self/maps"));
+  }
+#endif
+  return absl::OkStatus();
 }
 
 std::unique_ptr<CommandRunner> NewCommandRunner() { return NewPosixCommandRunner(); }

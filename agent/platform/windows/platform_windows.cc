@@ -44,6 +44,8 @@ void LimitHeapArenas() {}
 
 void ReleaseFreeHeap() {}
 
+absl::Status ReleaseProgramPages() { return absl::OkStatus(); }
+
 std::unique_ptr<CommandRunner> NewCommandRunner() { return windows::NewWindowsCommandRunner(); }
 
 absl::Status InstallStopHandler(std::function<void()> on_stop) {
