@@ -126,6 +126,20 @@ port_listening() {
   (exec 3<>"/dev/tcp/$LAB_ADDRESS/$port") 2>/dev/null
 }
 
+# smbd_listens PID PORT: process PID holds a TCP socket listening on PORT (/proc/net/tcp of this
+# network namespace), so that a port another program took between its choice and smbd's bind
+# is not mistaken for the lab's server.
+smbd_listens() {
+  local pid=$1 port=$2 hex inode
+  printf -v hex '%04X' "$port"
+  # Fields: sl local_address(ADDR:PORT, hex) rem_address st(0A = LISTEN) ... inode (the 10th).
+  for inode in $(awk -v p=":$hex" 'substr($2, length($2) - 4) == p && $4 == "0A" { print $10 }' \
+    /proc/net/tcp); do
+    [[ -n $(find "/proc/$pid/fd" -lname "socket:\[$inode\]" 2>/dev/null | head -n1) ]] && return 0
+  done
+  return 1
+}
+
 write_conf() {
   local dir=$1 port=$2 share
   {
@@ -233,10 +247,10 @@ cmd_start() {
 
   with_lab_env "$dir" smbd -D -s "$dir/smb.conf" </dev/null >"$dir/log/smbd.out" 2>&1 ||
     die "smbd did not start: $(cat "$dir/log/smbd.out")"
-  local i
+  local i pid
   # 30 s: a loaded 2-core machine running tests side by side can take more than 10.
   for ((i = 0; i < 600; i++)); do
-    if port_listening "$port" && pid_of "$dir" smbd >/dev/null; then
+    if pid=$(pid_of "$dir" smbd) && smbd_listens "$pid" "$port"; then
       echo "$port" >"$dir/port"
       return 0
     fi
