@@ -37,12 +37,16 @@ std::string PostureDigest(const smbfleet::v1::Posture& posture) {
   for (auto& s : *copy.mutable_sessions()) {
     s.clear_seconds_exists();
     s.clear_seconds_idle();
-    // They move with every report of a busy session. min_rtt_us stays: a rule reads it, and it
-    // only falls over a connection's life.
+    // They move with every report of a busy session.
     s.clear_rtt_us();
     s.clear_rttvar_us();
     s.clear_retransmits();
     s.clear_delivery_rate_bytes_per_sec();
+    // The lowest round-trip time stays, in whole milliseconds: a rule reads it (in
+    // milliseconds), and it only falls over a connection's life, by microseconds each time a
+    // new connection's echoes bring a lower sample (every few seconds for a while on a LAN).
+    // A Windows host measures whole milliseconds anyway.
+    if (s.has_min_rtt_us()) s.set_min_rtt_us(s.min_rtt_us() / 1000 * 1000);
   }
   // Load counters the agent could not read say nothing of the posture and come and go with the
   // host's load (docs/agent-changes.md); the next changed posture carries them.

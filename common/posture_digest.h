@@ -21,7 +21,8 @@ std::string DeterministicBytes(const google::protobuf::MessageLite& message);
 // A stable digest (SHA-256, hex) of what a posture says, ignoring when it was collected and
 // counters that move on their own (session ages, smoothed round-trip times, retransmits and
 // delivery rates), so that an unchanged host is recognised. A session's lowest round-trip time
-// counts: policy reads it.
+// counts in whole milliseconds: policy reads it, yet it falls by microseconds as a new
+// connection's samples come in.
 // Probe errors are part of it (a probe that starts or stops failing is a change), except those of
 // the load counters (kLoadCountersProbe).
 std::string PostureDigest(const smbfleet::v1::Posture& posture);

@@ -43,6 +43,24 @@ TEST(PostureDigestTest, IgnoresMovingRoundTripFiguresButNotTheLowest) {
   EXPECT_NE(PostureDigest(a), PostureDigest(b));
 }
 
+TEST(PostureDigestTest, TheLowestRoundTripCountsInWholeMilliseconds) {
+  auto a = Sample();
+  a.mutable_sessions(0)->set_min_rtt_us(22);
+  auto b = a;
+  b.mutable_sessions(0)->set_min_rtt_us(16);  // a lower sample on loopback: the same posture
+  EXPECT_EQ(PostureDigest(a), PostureDigest(b));
+  a.mutable_sessions(0)->set_min_rtt_us(10'900);
+  b.mutable_sessions(0)->set_min_rtt_us(10'000);
+  EXPECT_EQ(PostureDigest(a), PostureDigest(b));
+  b.mutable_sessions(0)->set_min_rtt_us(9'990);  // under the next whole millisecond
+  EXPECT_NE(PostureDigest(a), PostureDigest(b));
+  // Known as under a millisecond is not unknown.
+  auto unknown = Sample();
+  auto fast = Sample();
+  fast.mutable_sessions(0)->set_min_rtt_us(400);
+  EXPECT_NE(PostureDigest(unknown), PostureDigest(fast));
+}
+
 TEST(PostureDigestTest, IgnoresUnreadableLoadCountersButNotOtherProbeErrors) {
   auto a = Sample();
   auto b = a;
