@@ -429,11 +429,18 @@ absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
             query.failing_rule, query.after_name, static_cast<int64_t>(query.limit));
         page.hosts.reserve(rows.size());
         for (const auto& r : rows) page.hosts.push_back(SummaryFromRow(r));
+        // Without a filter every host matches: the kept count (migration 0018), read in the
+        // same snapshot as the page.
+        const bool unfiltered = query.name_prefix.empty() && query.query.empty() &&
+                                query.os.empty() && platform.empty() && seen_before.empty() &&
+                                query.labels.empty() && query.failing_rule.empty();
         page.total =
-            tx.exec_params1(absl::StrCat("SELECT count(*) FROM hosts h WHERE ", kHostFilters),
-                            query.name_prefix, query.query, query.os, platform, seen_before,
-                            labels.dump(), query.failing_rule)[0]
-                .as<uint32_t>();
+            unfiltered
+                ? pg::HostCount(tx)
+                : tx.exec_params1(absl::StrCat("SELECT count(*) FROM hosts h WHERE ", kHostFilters),
+                                  query.name_prefix, query.query, query.os, platform, seen_before,
+                                  labels.dump(), query.failing_rule)[0]
+                      .as<uint32_t>();
         return page;
       });
 }
