@@ -298,7 +298,7 @@ bool LegacyDialect(const std::string& name) {
 void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std::string& policy,
                   const std::string& version, smbfleet::v1::GetFleetOverviewResponse* out) {
   const auto top = static_cast<int64_t>(q.top);
-  out->set_hosts(tx.exec("SELECT count(*) FROM hosts")[0][0].as<uint32_t>());
+  out->set_hosts(pg::HostCount(tx));
   AddSlices(tx.exec(absl::StrCat("SELECT c.classification AS key, ", kSliceCounts,
                                  " FROM compliance_counts_current c WHERE c.on_share "
                                  "GROUP BY c.classification HAVING sum(c.n) > 0")),
@@ -351,12 +351,13 @@ void ReadOverview(pqxx::transaction_base& tx, const OverviewQuery& q, const std:
   }
 
   // The hosts failing longest under the active version of the overview's policy: one kept row
-  // per host (compliance_host_failing), read in order of its index.
+  // per host (compliance_host_failing) with its name (migration 0018), `top` rows read in the
+  // order of its index, ties on `since` by name.
   for (const auto& r : tx.exec_params(
-           "SELECT h.name AS host, EXTRACT(EPOCH FROM f.since)::float8 AS since, f.rules "
-           "FROM compliance_host_failing f JOIN hosts h ON h.id = f.host_id "
+           "SELECT f.host_name AS host, EXTRACT(EPOCH FROM f.since)::float8 AS since, f.rules "
+           "FROM compliance_host_failing f "
            "WHERE f.policy_name = $2 AND f.policy_version = $3 "
-           "ORDER BY f.since, h.name COLLATE \"C\" LIMIT $1",
+           "ORDER BY f.since, f.host_name COLLATE \"C\" LIMIT $1",
            top, policy, version)) {
     auto* h = out->add_failing_longest();
     h->set_name(r["host"].as<std::string>());
@@ -439,8 +440,8 @@ class PgComplianceStore : public ComplianceStore {
               "EXCLUDED.source",
               name, version, source);
           // The kept counts of connections that are gone, merged into one row per key
-          // (migrations 0015 and 0017).
-          tx.exec("SELECT compliance_counts_fold(), fleet_counts_fold()");
+          // (migrations 0015, 0017 and 0018).
+          tx.exec("SELECT compliance_counts_fold(), fleet_counts_fold(), host_counts_fold()");
           tx.commit();
           return absl::OkStatus();
         });

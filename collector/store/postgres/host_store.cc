@@ -38,8 +38,9 @@ constexpr char kSummaryColumns[] = R"sql(
 // Hosts read by one statement of GetHosts.
 constexpr size_t kHostsPerRead = 1000;
 
+// Each host's latest posture, joined to `h` (the hosts table or a page of it).
 constexpr char kLatestPosture[] =
-    " FROM hosts h LEFT JOIN host_state st ON st.host_id = h.id "
+    "LEFT JOIN host_state st ON st.host_id = h.id "
     "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at ";
 
 HostSummary SummaryFromRow(const pqxx::row& r) {
@@ -381,7 +382,7 @@ absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery&
   return pool_->Run<pqxx::read_transaction>(
       "listing hosts", [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<HostSummary>> {
         pqxx::result rows = tx.exec_params(
-            absl::StrCat("SELECT ", kSummaryColumns, kLatestPosture,
+            absl::StrCat("SELECT ", kSummaryColumns, " FROM hosts h ", kLatestPosture,
                          "WHERE h.name > $1 AND starts_with(h.name, $2) ORDER BY h.name LIMIT $3"),
             query.after_name, query.name_prefix, static_cast<int64_t>(query.limit));
         std::vector<HostSummary> out;
@@ -393,7 +394,9 @@ absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery&
 
 // The filters of FindHosts over `hosts h`, parameters $1..$7. An empty filter is a constant
 // condition the planner drops (parameters of an unnamed statement are planned as values); the
-// label and rule filters are sets of hosts computed once (hashed), not a lookup per host.
+// label and rule filters are sets of hosts computed once (hashed), not a lookup per host. Each
+// label's hosts are read from the index on (key, value, host) (a lateral subquery the planner
+// keeps apart: joined, it scanned every label of the fleet).
 constexpr char kHostFilters[] = R"sql(
   starts_with(h.name, $1)
   AND ($2 = '' OR strpos(lower(h.name), lower($2)) > 0)
@@ -402,8 +405,9 @@ constexpr char kHostFilters[] = R"sql(
   AND ($4 = '' OR h.platform = $4)
   AND ($5 = '' OR h.last_seen < NULLIF($5, '')::timestamptz)
   AND ($6::jsonb = '{}'::jsonb OR h.name IN (
-         SELECT hl.host FROM host_labels hl JOIN jsonb_each_text($6::jsonb) f
-           ON hl.key = f.key AND hl.value = f.value
+         SELECT hl.host FROM jsonb_each_text($6::jsonb) f
+           CROSS JOIN LATERAL (SELECT l.host FROM host_labels l
+                               WHERE l.key = f.key AND l.value = f.value OFFSET 0) hl
          GROUP BY hl.host HAVING count(*) = (SELECT count(*) FROM jsonb_each_text($6::jsonb))))
   AND ($7 = '' OR h.id IN (
          SELECT r.host_id FROM compliance_results r JOIN policy_versions v
@@ -422,18 +426,27 @@ absl::StatusOr<HostPage> PgHostStore::FindHosts(const HostQuery& query) {
   return pool_->Run<pqxx::read_transaction>(
       "listing hosts", [&](pqxx::read_transaction& tx) -> absl::StatusOr<HostPage> {
         HostPage page;
+        // The page's hosts first, then the latest posture of those alone.
         pqxx::result rows = tx.exec_params(
-            absl::StrCat("SELECT ", kSummaryColumns, kLatestPosture, "WHERE ", kHostFilters,
-                         " AND h.name > $8 ORDER BY h.name LIMIT $9"),
+            absl::StrCat("SELECT ", kSummaryColumns, " FROM (SELECT h.* FROM hosts h WHERE ",
+                         kHostFilters, " AND h.name > $8 ORDER BY h.name LIMIT $9) h ",
+                         kLatestPosture, "ORDER BY h.name"),
             query.name_prefix, query.query, query.os, platform, seen_before, labels.dump(),
             query.failing_rule, query.after_name, static_cast<int64_t>(query.limit));
         page.hosts.reserve(rows.size());
         for (const auto& r : rows) page.hosts.push_back(SummaryFromRow(r));
+        // Without a filter every host matches: the kept count (migration 0018), read in the
+        // same snapshot as the page.
+        const bool unfiltered = query.name_prefix.empty() && query.query.empty() &&
+                                query.os.empty() && platform.empty() && seen_before.empty() &&
+                                query.labels.empty() && query.failing_rule.empty();
         page.total =
-            tx.exec_params1(absl::StrCat("SELECT count(*) FROM hosts h WHERE ", kHostFilters),
-                            query.name_prefix, query.query, query.os, platform, seen_before,
-                            labels.dump(), query.failing_rule)[0]
-                .as<uint32_t>();
+            unfiltered
+                ? pg::HostCount(tx)
+                : tx.exec_params1(absl::StrCat("SELECT count(*) FROM hosts h WHERE ", kHostFilters),
+                                  query.name_prefix, query.query, query.os, platform, seen_before,
+                                  labels.dump(), query.failing_rule)[0]
+                      .as<uint32_t>();
         return page;
       });
 }
@@ -502,7 +515,7 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
                            ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
                            "COALESCE(h.last_report_id::text, '') AS last_report_id, "
                            "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
-                           kLatestPosture, "WHERE h.name IN ", in));
+                           " FROM hosts h ", kLatestPosture, "WHERE h.name IN ", in));
   if (rows.empty()) return out;
   auto benchmarks = ReadLatestBenchmarks(tx, in);
   ShareClassifications classifications = ReadShareClassifications(tx, in);

@@ -35,6 +35,10 @@ void SetTimestampFromMicros(const pqxx::field& f, google::protobuf::Timestamp* t
   ts->set_nanos(static_cast<int32_t>(rest * 1000));
 }
 
+uint32_t HostCount(pqxx::transaction_base& tx) {
+  return tx.exec1("SELECT COALESCE(sum(n), 0) FROM host_counts")[0].as<uint32_t>();
+}
+
 std::optional<std::string> StatusText(smbfleet::v1::ComplianceStatus s) {
   if (s == smbfleet::v1::COMPLIANCE_STATUS_UNSPECIFIED) return std::nullopt;
   return std::string(

@@ -24,6 +24,10 @@ void SetTimestamp(const pqxx::field& f, google::protobuf::Timestamp* ts);
 // PostgreSQL keeps them (a float8 epoch would round them). NULL leaves ts unset.
 void SetTimestampFromMicros(const pqxx::field& f, google::protobuf::Timestamp* ts);
 
+// The number of hosts, from the count kept per writing connection (migration 0018): a few
+// rows, whatever the number of hosts.
+uint32_t HostCount(pqxx::transaction_base& tx);
+
 // The schema's short status name ("NON_COMPLIANT"); nullopt for UNSPECIFIED (SQL NULL).
 std::optional<std::string> StatusText(smbfleet::v1::ComplianceStatus s);
 smbfleet::v1::ComplianceStatus StatusFromText(const std::string& text);
