@@ -140,8 +140,8 @@ TEST(PlatformPosixTest, ReleaseFreeHeapGivesBackFreedBlocksBelowALiveOne) {
 }
 #endif
 
-// The readable mappings of this test's own program file: calls visit(start, end, resident KiB)
-// for each (/proc/self/smaps).
+// The read-only mappings of this test's own program file (its code and constants, what
+// ReleaseProgramPages takes): calls visit(start, end, resident KiB) for each (/proc/self/smaps).
 template <typename Visit>
 void ForEachProgramMapping(Visit visit) {
   std::error_code ec;
@@ -160,7 +160,8 @@ void ForEachProgramMapping(Visit visit) {
     // A mapping's header line (START-END PERMS OFFSET DEV INODE PATH), then its fields.
     if (std::sscanf(line.c_str(), "%lx-%lx %4s %*s %*s %*s %n", &s, &e, perms, &path_at) == 3 &&
         path_at > 0) {
-      ours = perms[0] == 'r' && line.compare(path_at, std::string::npos, exe) == 0;
+      ours =
+          perms[0] == 'r' && perms[1] != 'w' && line.compare(path_at, std::string::npos, exe) == 0;
       start = s;
       end = e;
     } else if (ours && std::sscanf(line.c_str(), "Rss: %ld kB", &kib) == 1) {
