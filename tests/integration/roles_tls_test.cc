@@ -231,9 +231,10 @@ class RolesTlsTest : public ::testing::Test {
     v1::GetHostRequest req;
     req.set_name(name);
     v1::GetHostResponse resp;
-    return v1::AdminService::NewStub(Channel("operator-admin"))
-        ->GetHost(ctx.get(), req, &resp)
-        .error_code();
+    grpc::Status s =
+        v1::AdminService::NewStub(Channel("operator-admin"))->GetHost(ctx.get(), req, &resp);
+    if (!s.ok()) std::cerr << "GetHost " << name << ": " << s.error_message() << "\n";
+    return s.error_code();
   }
 
   std::string pki_, dsn_;

@@ -9,7 +9,6 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/posture_rows.h"
 #include "collector/store/postgres/sql.h"
@@ -471,14 +470,16 @@ void AddBenchmark(const pqxx::row& r, Posture* posture) {
   pg::SetTimestamp(r["measured_at"], b->mutable_measured_at());
 }
 
-// The latest benchmark run of each of `names` (a quoted IN list), which may be newer than its
-// latest changed posture: by host name, a posture holding only the benchmarks.
+// The latest benchmark run of each of `names` (a text[] parameter, pg::TextArray), which may be
+// newer than its latest changed posture: by host name, a posture holding only the benchmarks.
 std::map<std::string, Posture> ReadLatestBenchmarks(pqxx::transaction_base& tx,
                                                     const std::string& names) {
-  pqxx::result bench = tx.exec(
-      absl::StrCat("SELECT h.name AS host, ", kBenchmarkColumns,
-                   " FROM host_benchmarks b JOIN hosts h ON h.id = b.host_id WHERE h.name IN ",
-                   names, " AND ", kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder));
+  pqxx::result bench =
+      tx.exec_params(absl::StrCat("SELECT h.name AS host, ", kBenchmarkColumns,
+                                  " FROM host_benchmarks b JOIN hosts h ON h.id = b.host_id "
+                                  "WHERE h.name = ANY($1::text[]) AND ",
+                                  kLatestBenchmarkRun, " ORDER BY h.name, ", kBenchmarkOrder),
+                     names);
   std::map<std::string, Posture> out;
   for (const auto& r : bench) AddBenchmark(r, &out[r["host"].as<std::string>()]);
   return out;
@@ -490,10 +491,10 @@ using ShareClassifications =
     std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>;
 ShareClassifications ReadShareClassifications(pqxx::transaction_base& tx,
                                               const std::string& names) {
-  pqxx::result rows = tx.exec(absl::StrCat(
+  pqxx::result rows = tx.exec_params(
       "SELECT h.name AS host, s.name, s.classification, s.classification_rule FROM host_shares s "
-      "JOIN hosts h ON h.id = s.host_id WHERE h.name IN ",
-      names));
+      "JOIN hosts h ON h.id = s.host_id WHERE h.name = ANY($1::text[])",
+      names);
   ShareClassifications out;
   for (const auto& r : rows) {
     out[r["host"].as<std::string>()][r["name"].as<std::string>()] = {
@@ -506,16 +507,15 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
     pqxx::transaction_base& tx, const std::vector<std::string>& names) {
   std::map<std::string, HostRecord> out;
   if (names.empty()) return out;
-  std::vector<std::string> quoted;
-  quoted.reserve(names.size());
-  for (const std::string& name : names) quoted.push_back(tx.quote(name));
-  const std::string in = absl::StrCat("(", absl::StrJoin(quoted, ","), ")");
-  pqxx::result rows =
-      tx.exec(absl::StrCat("SELECT ", kSummaryColumns,
-                           ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
-                           "COALESCE(h.last_report_id::text, '') AS last_report_id, "
-                           "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
-                           " FROM hosts h ", kLatestPosture, "WHERE h.name IN ", in));
+  // The names as one array parameter: never in the statement's text.
+  const std::string in = pg::TextArray(names);
+  pqxx::result rows = tx.exec_params(
+      absl::StrCat("SELECT ", kSummaryColumns,
+                   ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
+                   "COALESCE(h.last_report_id::text, '') AS last_report_id, "
+                   "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
+                   " FROM hosts h ", kLatestPosture, "WHERE h.name = ANY($1::text[])"),
+      in);
   if (rows.empty()) return out;
   auto benchmarks = ReadLatestBenchmarks(tx, in);
   ShareClassifications classifications = ReadShareClassifications(tx, in);
