@@ -375,11 +375,51 @@ absl::StatusOr<v1::Change> ChangeFromRow(const pqxx::row& r) {
   return c;
 }
 
-absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r) {
+namespace {
+
+// Merges into `out` what `column`'s `text` parses to: as `{"wrap_key":text}` into a fresh
+// message like `out` (the whole message when `wrap_key` is empty), parsed once per `cache`.
+// `what` names the row for errors.
+absl::Status MergeParsed(const pqxx::row& r, absl::string_view column, absl::string_view wrap_key,
+                         const std::string& text, HostJsonCache* cache,
+                         google::protobuf::Message* out) {
+  std::string key;
+  if (cache != nullptr) {
+    key = absl::StrCat(column, std::string(1, '\0'), text);
+    auto found = cache->parsed.find(key);
+    if (found != cache->parsed.end()) {
+      out->MergeFrom(*found->second);
+      return absl::OkStatus();
+    }
+  }
+  std::unique_ptr<google::protobuf::Message> parsed(out->New());
+  const std::string json =
+      wrap_key.empty() ? text : absl::StrCat("{\"", wrap_key, "\":", text, "}");
+  RETURN_IF_ERROR(FromJson(json,
+                           absl::StrCat("change ", r["change_id"].as<std::string>(), ", host ",
+                                        r["host"].c_str(), ", column ", column),
+                           parsed.get(), /*ignore_unknown=*/true));
+  out->MergeFrom(*parsed);
+  if (cache != nullptr && cache->parsed.size() < HostJsonCache::kMaxTexts) {
+    cache->parsed.emplace(std::move(key), std::move(parsed));
+  }
+  return absl::OkStatus();
+}
+
+// A column written by FieldJson (`wrap_key`) or, with an empty `wrap_key`, by Json(); `empty`
+// is the text of an unset value.
+absl::Status MergeHostColumn(const pqxx::row& r, const char* column, absl::string_view wrap_key,
+                             HostJsonCache* cache, google::protobuf::Message* out) {
+  const std::string text = r[column].as<std::string>();
+  if (text == "[]" || text == "{}") return absl::OkStatus();  // parsing costs even when empty
+  return MergeParsed(r, column, wrap_key, text, cache, out);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r, HostJsonCache* cache) {
   v1::ChangeHost h;
-  const std::string what =
-      absl::StrCat("change ", r["change_id"].as<std::string>(), ", host ", r["host"].c_str());
-  RETURN_IF_ERROR(MoreFromJson(r["more"], absl::StrCat(what, ", column more"), &h));
+  RETURN_IF_ERROR(MergeHostColumn(r, "more", "", cache, &h));
   h.set_host(r["host"].as<std::string>());
   v1::HostChangeState state = v1::HOST_CHANGE_STATE_UNSPECIFIED;
   v1::HostChangeState_Parse("HOST_CHANGE_STATE_" + r["state"].as<std::string>(), &state);
@@ -391,13 +431,13 @@ absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r) {
   SetTime(r["order_not_after"], [&] { return h.mutable_order_not_after(); });
   h.set_nonce(r["nonce"].as<std::string>());
   h.set_rollback_sent(r["rollback_sent"].as<bool>());
-  RETURN_IF_ERROR(MergeFieldJson(r["steps"], "steps", absl::StrCat(what, ", column steps"), &h));
-  RETURN_IF_ERROR(MessageFromJson(r["impact"], absl::StrCat(what, ", column impact"),
-                                  [&] { return h.mutable_impact(); }));
-  RETURN_IF_ERROR(MergeFieldJson(r["before_values"], "before",
-                                 absl::StrCat(what, ", column before_values"), &h));
-  RETURN_IF_ERROR(
-      MergeFieldJson(r["after_values"], "after", absl::StrCat(what, ", column after_values"), &h));
+  RETURN_IF_ERROR(MergeHostColumn(r, "steps", "steps", cache, &h));
+  if (!r["impact"].is_null()) {
+    v1::Impact* impact = h.mutable_impact();  // present, even when empty
+    RETURN_IF_ERROR(MergeHostColumn(r, "impact", "", cache, impact));
+  }
+  RETURN_IF_ERROR(MergeHostColumn(r, "before_values", "before", cache, &h));
+  RETURN_IF_ERROR(MergeHostColumn(r, "after_values", "after", cache, &h));
   return h;
 }
 

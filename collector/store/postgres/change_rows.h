@@ -6,6 +6,8 @@
 // column names with SQL literals, so that one row serves an INSERT, a multi-row INSERT
 // (InsertBatch) or an UPDATE; reads go by column name over the *Columns select lists.
 
+#include <map>
+#include <memory>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
@@ -65,7 +67,16 @@ extern const char kHostCounterColumns[];
 // Without hosts and approvals. A stored value that no longer parses is an error naming the
 // change and the column.
 absl::StatusOr<smbfleet::v1::Change> ChangeFromRow(const pqxx::row& r);
-absl::StatusOr<smbfleet::v1::ChangeHost> HostFromRow(const pqxx::row& r);
+// JSON columns of host rows (steps, impact, more, before and after values) parsed once per
+// read: the hosts of one change mostly carry the same steps and impact (one setting, fleet-wide)
+// and protobuf's JSON parser is most of a read's cost. Keep one for the rows of one read.
+struct HostJsonCache {
+  static constexpr size_t kMaxTexts = 4096;  // distinct texts kept; later ones are parsed alone
+  std::map<std::string, std::unique_ptr<google::protobuf::Message>> parsed;  // by column, text
+};
+// `cache` may be null: then each column is parsed.
+absl::StatusOr<smbfleet::v1::ChangeHost> HostFromRow(const pqxx::row& r,
+                                                     HostJsonCache* cache = nullptr);
 // Sets `host`'s counters from a row read with kHostCounterColumns (and h.host, for errors).
 absl::Status MergeHostCounters(const pqxx::row& r, smbfleet::v1::ChangeHost* host);
 smbfleet::v1::ChangeApproval ApprovalFromRow(const pqxx::row& r);

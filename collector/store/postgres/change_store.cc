@@ -253,8 +253,9 @@ absl::StatusOr<std::optional<v1::Change>> PgChangeStore::ReadChange(pqxx::transa
       absl::StrCat("SELECT ", pg::kHostColumns,
                    " FROM change_hosts h WHERE h.change_id = $1 ORDER BY h.position"),
       id);
+  pg::HostJsonCache parsed;
   for (const auto& r : hosts) {
-    ASSIGN_OR_RETURN(*change.add_hosts(), pg::HostFromRow(r));
+    ASSIGN_OR_RETURN(*change.add_hosts(), pg::HostFromRow(r, &parsed));
   }
   std::vector<v1::Change> one = {std::move(change)};
   AddApprovals(tx, one);
@@ -516,6 +517,7 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       if (seen.insert(h).second) names.push_back(h);
     }
     std::map<std::string, std::pair<int, v1::ChangeHost>> found;  // by name: position, host
+    pg::HostJsonCache parsed;
     for (size_t begin = 0; begin < names.size(); begin += kHostsPerQuery) {
       const size_t end = std::min(names.size(), begin + kHostsPerQuery);
       const std::vector<std::string> chunk(names.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -526,7 +528,7 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
                                       QuotedList(tx, chunk)),
                          id);
       for (const auto& r : host_rows) {
-        ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+        ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r, &parsed));
         const std::string name = h.host();
         found[name] = {r["position"].as<int>(), std::move(h)};
       }
@@ -757,6 +759,7 @@ absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::Pe
         // The hosts' DISPATCHED rows, a chunk of hosts per lookup on change_hosts (host, state),
         // then each of their changes (with approvals) once.
         std::map<std::string, std::vector<v1::ChangeHost>> by_change;
+        pg::HostJsonCache parsed;
         for (size_t begin = 0; begin < hosts.size(); begin += kHostsPerQuery) {
           const size_t end = std::min(hosts.size(), begin + kHostsPerQuery);
           std::vector<std::string> chunk(hosts.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -766,7 +769,7 @@ absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::Pe
               QuotedList(tx, chunk), " AND h.state = 'DISPATCHED' AND h.order_not_after > ",
               tx.quote(pg::Rfc3339(now)), "::timestamptz"));
           for (const auto& r : rows) {
-            ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+            ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r, &parsed));
             by_change[r["change_id"].as<std::string>()].push_back(std::move(h));
           }
         }
