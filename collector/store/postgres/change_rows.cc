@@ -1,5 +1,7 @@
 #include "collector/store/postgres/change_rows.h"
 
+#include <functional>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -179,8 +181,27 @@ RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
   return row;
 }
 
+namespace {
+
+// `print()`, the literal of `column` for `m`, printed once per `cache`: equal serialized bytes
+// are an equal message.
+std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
+                        const google::protobuf::Message& m,
+                        const std::function<std::string()>& print) {
+  if (cache == nullptr || m.ByteSizeLong() == 0) return print();  // an empty one costs nothing
+  std::string key = absl::StrCat(column, std::string(1, '\0'), m.SerializeAsString());
+  auto found = cache->printed.find(key);
+  if (found != cache->printed.end()) return found->second;
+  std::string literal = print();
+  if (cache->printed.size() < HostJsonCache::kMaxTexts)
+    cache->printed.emplace(std::move(key), literal);
+  return literal;
+}
+
+}  // namespace
+
 RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const v1::ChangeHost& h, bool with_counters) {
+                  const v1::ChangeHost& h, bool with_counters, HostJsonCache* cache) {
   v1::ChangeHost steps, before, after, more = h;
   *steps.mutable_steps() = h.steps();
   *before.mutable_before() = h.before();
@@ -201,11 +222,16 @@ RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id
   row.Add("order_not_after", Time(tx, h.order_not_after()));
   row.Add("nonce", Text(tx, h.nonce()));
   row.Add("rollback_sent", Bool(h.rollback_sent()));
-  row.Add("steps", FieldJson(tx, steps, "steps", "[]"));
-  row.Add("impact", Json(tx, h.has_impact(), h.impact()));
-  row.Add("before_values", FieldJson(tx, before, "before", "[]"));
-  row.Add("after_values", FieldJson(tx, after, "after", "[]"));
-  row.Add("more", Json(tx, true, more));
+  row.Add("steps",
+          PrintedOnce(cache, "steps", steps, [&] { return FieldJson(tx, steps, "steps", "[]"); }));
+  row.Add("impact", h.has_impact() ? PrintedOnce(cache, "impact", h.impact(),
+                                                 [&] { return Json(tx, true, h.impact()); })
+                                   : "NULL");
+  row.Add("before_values", PrintedOnce(cache, "before_values", before,
+                                       [&] { return FieldJson(tx, before, "before", "[]"); }));
+  row.Add("after_values", PrintedOnce(cache, "after_values", after,
+                                      [&] { return FieldJson(tx, after, "after", "[]"); }));
+  row.Add("more", PrintedOnce(cache, "more", more, [&] { return Json(tx, true, more); }));
   if (with_counters) {
     const RowValues counters = HostCounterRow(tx, h);
     for (size_t i = 0; i < counters.columns.size(); ++i) {

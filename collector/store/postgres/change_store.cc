@@ -282,8 +282,10 @@ void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& c
   const pg::RowValues row = pg::ChangeRow(tx, change);
   tx.exec(absl::StrCat("INSERT INTO changes ", row.ColumnList(), " VALUES ", row.ValueList()));
   std::vector<pg::RowValues> hosts, approvals;
+  pg::HostJsonCache printed;
   for (int i = 0; i < change.hosts_size(); ++i) {
-    hosts.push_back(pg::HostRow(tx, change.id(), i, change.hosts(i), /*with_counters=*/true));
+    hosts.push_back(
+        pg::HostRow(tx, change.id(), i, change.hosts(i), /*with_counters=*/true, &printed));
   }
   for (int i = 0; i < change.approvals_size(); ++i) {
     approvals.push_back(pg::ApprovalRow(tx, change, i, change.approvals(i)));
@@ -304,13 +306,16 @@ void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& bef
   std::map<std::string, std::pair<int, const v1::ChangeHost*>> old;
   for (int i = 0; i < before.hosts_size(); ++i) old[before.hosts(i).host()] = {i, &before.hosts(i)};
   std::vector<pg::RowValues> rows;
+  pg::HostJsonCache printed;
   for (int i = 0; i < after.hosts_size(); ++i) {
     const v1::ChangeHost& h = after.hosts(i);
     auto it = old.find(h.host());
     const bool same = it != old.end() && it->second.first == i &&
                       MessageDifferencer::Equals(*it->second.second, h);
     if (it != old.end()) old.erase(it);
-    if (!same) rows.push_back(pg::HostRow(tx, after.id(), i, h, /*with_counters=*/false));
+    if (!same) {
+      rows.push_back(pg::HostRow(tx, after.id(), i, h, /*with_counters=*/false, &printed));
+    }
   }
   if (!rows.empty()) {
     InsertRows(tx, "change_hosts", rows,
@@ -588,7 +593,8 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       *before.add_hosts() = it->second.second;
       *after.add_hosts() = h;
       if (!MessageDifferencer::Equals(it->second.second, h)) {
-        changed.push_back(pg::HostRow(tx, id, it->second.first, h, /*with_counters=*/false));
+        changed.push_back(
+            pg::HostRow(tx, id, it->second.first, h, /*with_counters=*/false, &parsed));
       }
     }
     if (RowDiffers(current, update->change)) {
