@@ -106,12 +106,14 @@ int main(int argc, char** argv) {
   // The fleet: one stored posture per host, the audit setting unset.
   auto start = Clock::now();
   std::vector<std::string> names;
+  names.reserve(static_cast<size_t>(hosts));
   for (int i = 0; i < hosts; ++i)
     names.push_back(absl::StrCat("fs", absl::Dec(i, absl::kZeroPad6)));
   {
     std::atomic<int> next{0};
     std::atomic<bool> failed{false};
     std::vector<std::thread> seeders;
+    seeders.reserve(2);
     for (int t = 0; t < 2; ++t) {
       seeders.emplace_back([&] {
         for (int i = next++; i < hosts && !failed; i = next++) {
@@ -223,6 +225,7 @@ int main(int argc, char** argv) {
   {
     std::atomic<size_t> next{0};
     std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(ack_threads));
     for (int t = 0; t < ack_threads; ++t) {
       threads.emplace_back([&] {
         for (size_t i = next++; i < orders.size(); i = next++) {
@@ -233,7 +236,7 @@ int main(int argc, char** argv) {
           ack.set_result(v1::AckChangeRequest::RESULT_APPLIED);
           const auto sent = Clock::now();
           service.AckAsync(orders[i].first, ack,
-                           [&, i, sent](absl::StatusOr<v1::AckChangeResponse> r) {
+                           [&, i, sent](const absl::StatusOr<v1::AckChangeResponse>& r) {
                              ack_ms[i] = MsSince(sent);
                              acked_at_ms[i] = MsSince(push_start);
                              if (!r.ok()) ++refused;

@@ -245,6 +245,7 @@ TEST_P(ChangeStoreConformanceTest, EveryFieldSurvivesTheRoundTrip) {
 // write of hosts (GetChange, the workflow steps, PendingForHosts).
 TEST_P(ChangeStoreConformanceTest, HostsSharingOrDifferingInTheirValuesEachReadBackTheirOwn) {
   std::vector<std::string> names;
+  names.reserve(9);
   for (int i = 0; i < 9; ++i) names.push_back(absl::StrCat("fs", i));
   v1::Change c = NewChange("shared", "alice", names);
   for (int i = 0; i < 9; ++i) {
