@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -10,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "collector/changes/approval_payload.h"
 #include "collector/changes/change_rollout.h"
@@ -47,11 +49,18 @@ std::string RandomHex(size_t bytes) {
   return absl::BytesToHexString(raw);
 }
 
-v1::ChangeHost* FindHost(v1::Change& change, const std::string& host) {
-  for (auto& h : *change.mutable_hosts()) {
-    if (h.host() == host) return &h;
-  }
-  return nullptr;
+// The change's hosts by name (the first of a name, as FindHost finds it), for steps that look
+// up many hosts: one FindHost each would be quadratic in the hosts.
+std::map<absl::string_view, v1::ChangeHost*> HostsByName(v1::Change& change) {
+  std::map<absl::string_view, v1::ChangeHost*> out;
+  for (auto& h : *change.mutable_hosts()) out.try_emplace(h.host(), &h);
+  return out;
+}
+
+v1::ChangeHost* Lookup(const std::map<absl::string_view, v1::ChangeHost*>& hosts,
+                       absl::string_view host) {
+  auto it = hosts.find(host);
+  return it == hosts.end() ? nullptr : it->second;
 }
 
 const v1::ChangeHost* FindHost(const v1::Change& change, const std::string& host) {
@@ -261,9 +270,10 @@ absl::StatusOr<ChangeService::StepResult> ChangeService::RunStep(const std::stri
       }
       for (const Action& a : t.actions) {
         switch (a.kind) {
-          case Action::Kind::kDispatch:
+          case Action::Kind::kDispatch: {
+            const std::map<absl::string_view, v1::ChangeHost*> by_name = HostsByName(c);
             for (const std::string& host : a.hosts) {
-              v1::ChangeHost* h = FindHost(c, host);
+              v1::ChangeHost* h = Lookup(by_name, host);
               if (h == nullptr) continue;
               h->set_nonce(NewNonce());
               *h->mutable_order_not_after() = Ts(a.not_after);
@@ -273,6 +283,7 @@ absl::StatusOr<ChangeService::StepResult> ChangeService::RunStep(const std::stri
                                     absl::StrCat("wave ", a.wave + 1, " of ", c.wave_count(), ": ",
                                                  HostList(a.hosts))));
             break;
+          }
           case Action::Kind::kHalt:
             u.audit.push_back(Entry(action_actor, "halted", c.id(), a.reason));
             break;
@@ -312,8 +323,9 @@ absl::StatusOr<ChangeService::StepResult> ChangeService::RunStep(const std::stri
       *rb.mutable_not_after() = Ts(now + options_.lifetime);
       rb.set_policy_name(c.policy_name());
       rb.set_policy_version(c.policy_version());
+      const std::map<absl::string_view, v1::ChangeHost*> by_name = HostsByName(c);
       for (const std::string& host : rollback_hosts) {
-        const v1::ChangeHost* applied = FindHost(c, host);
+        const v1::ChangeHost* applied = Lookup(by_name, host);
         if (applied == nullptr) continue;
         v1::ChangeHost* h = rb.add_hosts();
         h->set_host(host);
@@ -613,10 +625,21 @@ absl::Status ChangeService::MatchesOrder(const std::string& id, const v1::Change
 
 void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAck*>& acks) {
   if (ApplyAcksToHosts(id, acks)) return;
+  if (acks.size() > 1) {
+    // Mostly the wave's last ack is what needs the whole change: the acks before it only record
+    // their hosts, and the whole-change step, whose cost grows with its acks times the change's
+    // hosts, takes the last one alone. As if it had arrived just after the others.
+    const std::vector<PendingAck*> before_last(acks.begin(), acks.end() - 1);
+    if (ApplyAcksToHosts(id, before_last)) {
+      ApplyAcks(id, {acks.back()});
+      return;
+    }
+  }
   auto prepare = [&](v1::Change& c) -> absl::StatusOr<Prepared> {
     Prepared p;
     p.person = false;
     p.skip = true;
+    const std::map<absl::string_view, v1::ChangeHost*> by_name = HostsByName(c);
     // Each host's state after the acks before it in this step: the same ack twice is one.
     std::map<std::string, v1::HostChangeState> acked;
     for (PendingAck* a : acks) {
@@ -624,7 +647,7 @@ void ChangeService::ApplyAcks(const std::string& id, const std::vector<PendingAc
       a->moved = false;
       a->since_dispatch.reset();
       const v1::AckChangeRequest& ack = a->ack;
-      v1::ChangeHost* h = FindHost(c, a->host);
+      v1::ChangeHost* h = Lookup(by_name, a->host);
       a->status = MatchesOrder(id, c, h, *a);
       if (!a->status.ok()) continue;
       v1::HostChangeState& state = acked.try_emplace(a->host, h->state()).first->second;

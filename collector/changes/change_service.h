@@ -97,7 +97,8 @@ class ChangeService : public RefusalObserver, public ChangeCountersSink {
   // while a step on it runs wait and are then applied together, in one step (a push to many
   // hosts would otherwise take one step per host, one after another). That step reads and
   // writes only the acking hosts unless an ack can move the rollout on (its wave done, a halt,
-  // a timeout or window due): then it is the whole-change step.
+  // a timeout or window due): then it is the whole-change step, which takes only the batch's
+  // last ack when the acks before it can be recorded on their hosts alone.
   absl::StatusOr<smbfleet::v1::AckChangeResponse> Ack(const std::string& host,
                                                       const smbfleet::v1::AckChangeRequest& ack);
   // The same, answering through `done`: when a step on the change runs, the ack waits for the

@@ -55,11 +55,29 @@ class GatedChangeStore : public MemoryChangeStore {
   using MemoryChangeStore::MemoryChangeStore;
   absl::StatusOr<v1::Change> UpdateChange(const std::string& id, const StepFn& step) override {
     Gate(/*whole=*/true);
-    return MemoryChangeStore::UpdateChange(id, step);
+    return MemoryChangeStore::UpdateChange(id, [&](const v1::Change& current) {
+      absl::StatusOr<ChangeUpdate> u = step(current);
+      if (u.ok() && u->change.hosts_size() == current.hosts_size()) {
+        int moved = 0;
+        for (int i = 0; i < current.hosts_size(); ++i) {
+          moved += u->change.hosts(i).state() != current.hosts(i).state() ? 1 : 0;
+        }
+        absl::MutexLock lock(&mu);
+        whole_moved.push_back(moved);
+      }
+      return u;
+    });
   }
   absl::Status UpdateChangeHosts(const std::string& id, const std::vector<std::string>& hosts,
                                  const HostsStepFn& step) override {
     Gate(/*whole=*/false);
+    {
+      absl::MutexLock lock(&mu);
+      if (hosts.size() > 1 && failing_batches > 0) {
+        --failing_batches;
+        return absl::UnavailableError("the database went away");
+      }
+    }
     return MemoryChangeStore::UpdateChangeHosts(id, hosts, step);
   }
 
@@ -73,6 +91,10 @@ class GatedChangeStore : public MemoryChangeStore {
   int whole_steps ABSL_GUARDED_BY(mu) = 0;  // UpdateChange
   bool hold ABSL_GUARDED_BY(mu) = false;
   bool held ABSL_GUARDED_BY(mu) = false;  // a step is waiting on `hold`
+  // The next this many host-scoped steps of more than one host fail, writing nothing.
+  int failing_batches ABSL_GUARDED_BY(mu) = 0;
+  // Per whole-change step that succeeded: how many hosts it moved to another state.
+  std::vector<int> whole_moved ABSL_GUARDED_BY(mu);
 
  private:
   void Gate(bool whole) {
@@ -771,6 +793,133 @@ TEST_F(ChangeServiceTest, CountersAroundTheApplyGiveTheMeasuredEffect) {
   next_counters_ = {late_before};
   Report("fs1");
   EXPECT_DOUBLE_EQ(HostOf(Get(c.id()), "fs1").counters_before().summary().cpu_percent(), 11.0);
+}
+
+// A wave's acks arriving together while a step runs: those before the wave's last are recorded
+// on their hosts and the last takes the whole-change step alone. Every host's row, status,
+// counters, audit entry and metric ends as when the same acks come one by one; and when the
+// batch's host-scoped steps fail, the whole-change step applies the batch: no ack is lost.
+TEST_F(ChangeServiceTest, AcksFinishingAWaveTogetherEndAsTheSameAcksOneByOne) {
+  Metrics metrics;
+  service_.SetMetrics(&metrics);
+  constexpr int kHosts = 12;
+  struct Run {
+    v1::Change change;
+    int whole_steps = 0;
+    std::vector<int> whole_moved;  // per whole-change step, the hosts it moved
+    std::vector<absl::Status> answers;
+    std::vector<std::string> audit;
+  };
+  // Proposes a change to kHosts hosts named `prefix`NN, approves it and acks every host:
+  // `together` while fs00's step is held (then `failing` batch steps fail), else one by one.
+  auto run = [&](const std::string& prefix, bool together, int failing) {
+    std::vector<std::string> names;
+    for (int i = 0; i < kHosts; ++i) {
+      names.push_back(absl::StrCat(prefix, absl::Dec(i, absl::kZeroPad2)));
+      Report(names.back());
+    }
+    v1::Change c = ProposeHosts(names);
+    EXPECT_TRUE(ApproveBy(ann_, c.id()).ok());
+    if (Get(c.id()).state() == v1::CHANGE_STATE_PROPOSED) {
+      EXPECT_TRUE(ApproveBy(bob_, c.id()).ok());
+    }
+    c = Get(c.id());
+    EXPECT_EQ(c.state(), v1::CHANGE_STATE_ROLLING_OUT);
+    std::vector<v1::AckChangeRequest> acks(kHosts);
+    for (int i = 0; i < kHosts; ++i) {
+      acks[i].set_change_id(c.id());
+      acks[i].set_version(c.version());
+      acks[i].set_nonce(HostOf(c, names[i]).nonce());
+      acks[i].set_result(v1::AckChangeRequest::RESULT_APPLIED);
+      v1::SettingChange* before = acks[i].add_before();
+      before->set_setting("server.requireSigning");
+      before->set_value(absl::StrCat("false-", i));
+      *acks[i].mutable_counters_before() = CpuWindow(now_ - absl::Minutes(5), {10.0 + i});
+    }
+    Run r;
+    r.answers.resize(kHosts);
+    const int whole_before = changes_.WholeSteps();
+    size_t moved_before = 0;
+    {
+      absl::MutexLock lock(&changes_.mu);
+      moved_before = changes_.whole_moved.size();
+    }
+    if (!together) {
+      for (int i = 0; i < kHosts; ++i) r.answers[i] = service_.Ack(names[i], acks[i]).status();
+    } else {
+      {
+        absl::MutexLock lock(&changes_.mu);
+        changes_.hold = true;
+      }
+      std::vector<std::thread> threads;
+      std::atomic<int> started{0};
+      threads.emplace_back([&] { r.answers[0] = service_.Ack(names[0], acks[0]).status(); });
+      {
+        absl::MutexLock lock(&changes_.mu);
+        changes_.mu.Await(absl::Condition(&changes_.held));  // fs00's step runs (and waits)
+      }
+      for (int i = 1; i < kHosts; ++i) {
+        threads.emplace_back([&, i] {
+          ++started;
+          r.answers[i] = service_.Ack(names[i], acks[i]).status();
+        });
+      }
+      while (started < kHosts - 1) std::this_thread::yield();
+      absl::SleepFor(absl::Milliseconds(200));  // the acks reach the queue
+      {
+        absl::MutexLock lock(&changes_.mu);
+        changes_.failing_batches = failing;
+        changes_.hold = false;
+      }
+      for (auto& t : threads) t.join();
+    }
+    r.whole_steps = changes_.WholeSteps() - whole_before;
+    {
+      absl::MutexLock lock(&changes_.mu);
+      r.whole_moved.assign(changes_.whole_moved.begin() + static_cast<std::ptrdiff_t>(moved_before),
+                           changes_.whole_moved.end());
+    }
+    r.change = Get(c.id());
+    r.audit = AuditActions(c.id());
+    return r;
+  };
+
+  const Run serial = run("one", false, 0);
+  const Run together = run("all", true, 0);
+  const Run failing = run("bad", true, 2);
+  for (const Run* r : {&serial, &together, &failing}) {
+    for (int i = 0; i < kHosts; ++i) EXPECT_TRUE(r->answers[i].ok()) << i << ": " << r->answers[i];
+    EXPECT_EQ(r->change.state(), v1::CHANGE_STATE_COMPLETED) << r->change.id();
+    ASSERT_EQ(r->change.hosts_size(), kHosts);
+    for (int i = 0; i < kHosts; ++i) {
+      const v1::ChangeHost& h = r->change.hosts(i);
+      const v1::ChangeHost& one = serial.change.hosts(i);
+      EXPECT_EQ(h.state(), v1::HOST_CHANGE_STATE_APPLIED) << h.host();
+      EXPECT_EQ(h.finished_at().seconds(), one.finished_at().seconds()) << h.host();
+      ASSERT_EQ(h.before_size(), 1) << h.host();
+      EXPECT_EQ(h.before(0).value(), absl::StrCat("false-", i));
+      EXPECT_DOUBLE_EQ(h.counters_before().summary().cpu_percent(), 10.0 + i) << h.host();
+      auto status = changes_.HostStatuses({h.host()});
+      ASSERT_TRUE(status.ok());
+      EXPECT_EQ(status->at(h.host()).applied_change_id(), r->change.id());
+      EXPECT_EQ(status->at(h.host()).last_result(), v1::HOST_CHANGE_STATE_APPLIED);
+    }
+    EXPECT_EQ(std::count(r->audit.begin(), r->audit.end(), "acked"), kHosts) << r->change.id();
+    EXPECT_EQ(std::count(r->audit.begin(), r->audit.end(), "completed"), 1) << r->change.id();
+  }
+  // One by one and together, only the wave's last ack takes the whole change, alone; with the
+  // batch's host steps failing, the whole-change step took the batch.
+  EXPECT_EQ(serial.whole_steps, 1);
+  EXPECT_THAT(serial.whole_moved, ElementsAre(1));
+  EXPECT_EQ(together.whole_steps, 1);
+  EXPECT_THAT(together.whole_moved, ElementsAre(1));
+  // (An ack that reached the queue late is a step of its own: count the hosts, not the steps.)
+  int moved_by_whole = 0;
+  for (int moved : failing.whole_moved) moved_by_whole += moved;
+  EXPECT_EQ(moved_by_whole, kHosts - 1);
+  EXPECT_EQ(SampleIn(metrics.Text(), "smbfleet_change_orders_total", {{"result", "APPLIED"}}),
+            3 * kHosts);
+  EXPECT_EQ(SampleIn(metrics.Text(), "smbfleet_order_ack_latency_seconds_count", {}), 3 * kHosts);
 }
 
 TEST_F(ChangeServiceTest, TheNewestSavedCalibrationCorrectsTheCpuPredictionOfItsClass) {

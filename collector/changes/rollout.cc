@@ -1,10 +1,12 @@
 #include "collector/changes/rollout.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "collector/changes/approval.h"
 #include "common/status_macros.h"
 
@@ -151,10 +153,18 @@ absl::Status OnApprove(Rollout& rollout, const RolloutSpec& spec) {
     return absl::InvalidArgumentError(
         absl::StrCat("change ", rollout.change_id, ": ", waves.status().message()));
   }
+  // By name once (the first of a name, as FindHost finds it): a lookup per host of every wave
+  // would be quadratic in the hosts.
+  std::map<absl::string_view, HostRollout*> by_name;
+  for (HostRollout& h : rollout.hosts) by_name.try_emplace(h.host, &h);
   for (size_t w = 0; w < waves->size(); ++w) {
     for (const std::string& name : (*waves)[w]) {
-      ASSIGN_OR_RETURN(HostRollout * host, FindHost(rollout, name));
-      host->wave = static_cast<int>(w);
+      auto found = by_name.find(name);
+      if (found == by_name.end()) {
+        return absl::NotFoundError(
+            absl::StrCat("change ", rollout.change_id, ": no host \"", name, "\" in this change"));
+      }
+      found->second->wave = static_cast<int>(w);
     }
   }
   rollout.spec = spec;

@@ -240,6 +240,72 @@ TEST_P(ChangeStoreConformanceTest, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(Diff(c, **got), "");
 }
 
+// Hosts of one change mostly carry the same steps and impact; each host still reads back with
+// its own values, whether they are shared with other hosts or its own, through every read and
+// write of hosts (GetChange, the workflow steps, PendingForHosts).
+TEST_P(ChangeStoreConformanceTest, HostsSharingOrDifferingInTheirValuesEachReadBackTheirOwn) {
+  std::vector<std::string> names;
+  names.reserve(9);
+  for (int i = 0; i < 9; ++i) names.push_back(absl::StrCat("fs", i));
+  v1::Change c = NewChange("shared", "alice", names);
+  for (int i = 0; i < 9; ++i) {
+    v1::ChangeHost* h = c.mutable_hosts(i);
+    h->mutable_impact()->mutable_cost()->set_summary("no change to signing or encryption");
+    h->mutable_impact()->mutable_cost()->set_known(true);
+    (*h->mutable_labels())["site"] = "hq";
+    Dispatch(h, absl::StrCat("n", i), kT0 + 600);
+  }
+  c.set_state(v1::CHANGE_STATE_ROLLING_OUT);
+  c.mutable_hosts(5)->mutable_steps(0)->set_value("false");                 // its own steps
+  c.mutable_hosts(6)->mutable_impact()->mutable_cost()->set_summary("x2");  // its own impact
+  (*c.mutable_hosts(7)->mutable_labels())["site"] = "branch";               // its own labels
+  c.mutable_hosts(8)->clear_impact();                                       // none at all
+  c.mutable_hosts(4)->mutable_impact()->Clear();                            // present, empty
+  ASSERT_TRUE(store_->CreateChange(c, {}).ok());
+  auto got = store_->GetChange("shared");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ(Diff(c, **got), "");
+
+  // Acks of some hosts, each with its own before-values and two with the same.
+  const std::vector<std::string> acking = {"fs1", "fs2", "fs5", "fs6"};
+  for (const std::string& name : acking) {
+    v1::ChangeHost* h = HostOf(c, name);
+    Ack(h, v1::HOST_CHANGE_STATE_APPLIED, "", kT0 + 60);
+    auto* before = h->add_before();
+    before->set_setting("share.encryptData");
+    before->set_value(name == "fs5" || name == "fs6" ? "false" : absl::StrCat("was-", name));
+  }
+  auto step = [&](const v1::Change& current, const std::vector<v1::ChangeHost>& hosts,
+                  const OtherHosts&) -> absl::StatusOr<std::optional<HostsUpdate>> {
+    HostsUpdate u;
+    u.change = current;
+    for (const v1::ChangeHost& h : hosts) u.hosts.push_back(*HostOf(c, h.host()));
+    return std::optional<HostsUpdate>(std::move(u));
+  };
+  ASSERT_TRUE(store_->UpdateChangeHosts("shared", acking, step).ok());
+  got = store_->GetChange("shared");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ(Diff(c, **got), "");
+
+  // A whole-change step that writes every host anew (a new order for each).
+  for (int i = 0; i < 9; ++i) c.mutable_hosts(i)->set_nonce(absl::StrCat("m", i));
+  c.set_version(2);
+  ASSERT_TRUE(store_->UpdateChange("shared", Write(c, "dispatched")).ok());
+  got = store_->GetChange("shared");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status();
+  EXPECT_EQ(Diff(c, **got), "");
+
+  // The pending orders carry each host's own values too.
+  auto pending = store_->PendingForHosts(names, absl::FromUnixSeconds(kT0));
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  for (const std::string name : {"fs0", "fs3", "fs4", "fs7", "fs8"}) {
+    ASSERT_EQ(pending->count(name), 1u) << name;
+    ASSERT_EQ(pending->at(name).size(), 1u) << name;
+    ASSERT_EQ(pending->at(name)[0].hosts_size(), 1) << name;
+    EXPECT_EQ(Diff(*HostOf(c, name), pending->at(name)[0].hosts(0)), "") << name;
+  }
+}
+
 TEST_P(ChangeStoreConformanceTest, CreateRefusesAUsedIdAndTheProposersOwnApproval) {
   ASSERT_TRUE(store_->CreateChange(NewChange("chg-1", "alice", {"fs01"}), {}).ok());
   auto again = store_->CreateChange(NewChange("chg-1", "bob", {"fs02"}),

@@ -1,5 +1,7 @@
 #include "collector/store/postgres/change_rows.h"
 
+#include <functional>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -179,8 +181,27 @@ RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
   return row;
 }
 
+namespace {
+
+// `print()`, the literal of `column` for `m`, printed once per `cache`: equal serialized bytes
+// are an equal message.
+std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
+                        const google::protobuf::Message& m,
+                        const std::function<std::string()>& print) {
+  if (cache == nullptr || m.ByteSizeLong() == 0) return print();  // an empty one costs nothing
+  std::string key = absl::StrCat(column, std::string(1, '\0'), m.SerializeAsString());
+  auto found = cache->printed.find(key);
+  if (found != cache->printed.end()) return found->second;
+  std::string literal = print();
+  if (cache->printed.size() < HostJsonCache::kMaxTexts)
+    cache->printed.emplace(std::move(key), literal);
+  return literal;
+}
+
+}  // namespace
+
 RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const v1::ChangeHost& h, bool with_counters) {
+                  const v1::ChangeHost& h, bool with_counters, HostJsonCache* cache) {
   v1::ChangeHost steps, before, after, more = h;
   *steps.mutable_steps() = h.steps();
   *before.mutable_before() = h.before();
@@ -201,11 +222,16 @@ RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id
   row.Add("order_not_after", Time(tx, h.order_not_after()));
   row.Add("nonce", Text(tx, h.nonce()));
   row.Add("rollback_sent", Bool(h.rollback_sent()));
-  row.Add("steps", FieldJson(tx, steps, "steps", "[]"));
-  row.Add("impact", Json(tx, h.has_impact(), h.impact()));
-  row.Add("before_values", FieldJson(tx, before, "before", "[]"));
-  row.Add("after_values", FieldJson(tx, after, "after", "[]"));
-  row.Add("more", Json(tx, true, more));
+  row.Add("steps",
+          PrintedOnce(cache, "steps", steps, [&] { return FieldJson(tx, steps, "steps", "[]"); }));
+  row.Add("impact", h.has_impact() ? PrintedOnce(cache, "impact", h.impact(),
+                                                 [&] { return Json(tx, true, h.impact()); })
+                                   : "NULL");
+  row.Add("before_values", PrintedOnce(cache, "before_values", before,
+                                       [&] { return FieldJson(tx, before, "before", "[]"); }));
+  row.Add("after_values", PrintedOnce(cache, "after_values", after,
+                                      [&] { return FieldJson(tx, after, "after", "[]"); }));
+  row.Add("more", PrintedOnce(cache, "more", more, [&] { return Json(tx, true, more); }));
   if (with_counters) {
     const RowValues counters = HostCounterRow(tx, h);
     for (size_t i = 0; i < counters.columns.size(); ++i) {
@@ -375,11 +401,51 @@ absl::StatusOr<v1::Change> ChangeFromRow(const pqxx::row& r) {
   return c;
 }
 
-absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r) {
+namespace {
+
+// Merges into `out` what `column`'s `text` parses to: as `{"wrap_key":text}` into a fresh
+// message like `out` (the whole message when `wrap_key` is empty), parsed once per `cache`.
+// `what` names the row for errors.
+absl::Status MergeParsed(const pqxx::row& r, absl::string_view column, absl::string_view wrap_key,
+                         const std::string& text, HostJsonCache* cache,
+                         google::protobuf::Message* out) {
+  std::string key;
+  if (cache != nullptr) {
+    key = absl::StrCat(column, std::string(1, '\0'), text);
+    auto found = cache->parsed.find(key);
+    if (found != cache->parsed.end()) {
+      out->MergeFrom(*found->second);
+      return absl::OkStatus();
+    }
+  }
+  std::unique_ptr<google::protobuf::Message> parsed(out->New());
+  const std::string json =
+      wrap_key.empty() ? text : absl::StrCat("{\"", wrap_key, "\":", text, "}");
+  RETURN_IF_ERROR(FromJson(json,
+                           absl::StrCat("change ", r["change_id"].as<std::string>(), ", host ",
+                                        r["host"].c_str(), ", column ", column),
+                           parsed.get(), /*ignore_unknown=*/true));
+  out->MergeFrom(*parsed);
+  if (cache != nullptr && cache->parsed.size() < HostJsonCache::kMaxTexts) {
+    cache->parsed.emplace(std::move(key), std::move(parsed));
+  }
+  return absl::OkStatus();
+}
+
+// A column written by FieldJson (`wrap_key`) or, with an empty `wrap_key`, by Json(); `empty`
+// is the text of an unset value.
+absl::Status MergeHostColumn(const pqxx::row& r, const char* column, absl::string_view wrap_key,
+                             HostJsonCache* cache, google::protobuf::Message* out) {
+  const std::string text = r[column].as<std::string>();
+  if (text == "[]" || text == "{}") return absl::OkStatus();  // parsing costs even when empty
+  return MergeParsed(r, column, wrap_key, text, cache, out);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r, HostJsonCache* cache) {
   v1::ChangeHost h;
-  const std::string what =
-      absl::StrCat("change ", r["change_id"].as<std::string>(), ", host ", r["host"].c_str());
-  RETURN_IF_ERROR(MoreFromJson(r["more"], absl::StrCat(what, ", column more"), &h));
+  RETURN_IF_ERROR(MergeHostColumn(r, "more", "", cache, &h));
   h.set_host(r["host"].as<std::string>());
   v1::HostChangeState state = v1::HOST_CHANGE_STATE_UNSPECIFIED;
   v1::HostChangeState_Parse("HOST_CHANGE_STATE_" + r["state"].as<std::string>(), &state);
@@ -391,13 +457,13 @@ absl::StatusOr<v1::ChangeHost> HostFromRow(const pqxx::row& r) {
   SetTime(r["order_not_after"], [&] { return h.mutable_order_not_after(); });
   h.set_nonce(r["nonce"].as<std::string>());
   h.set_rollback_sent(r["rollback_sent"].as<bool>());
-  RETURN_IF_ERROR(MergeFieldJson(r["steps"], "steps", absl::StrCat(what, ", column steps"), &h));
-  RETURN_IF_ERROR(MessageFromJson(r["impact"], absl::StrCat(what, ", column impact"),
-                                  [&] { return h.mutable_impact(); }));
-  RETURN_IF_ERROR(MergeFieldJson(r["before_values"], "before",
-                                 absl::StrCat(what, ", column before_values"), &h));
-  RETURN_IF_ERROR(
-      MergeFieldJson(r["after_values"], "after", absl::StrCat(what, ", column after_values"), &h));
+  RETURN_IF_ERROR(MergeHostColumn(r, "steps", "steps", cache, &h));
+  if (!r["impact"].is_null()) {
+    v1::Impact* impact = h.mutable_impact();  // present, even when empty
+    RETURN_IF_ERROR(MergeHostColumn(r, "impact", "", cache, impact));
+  }
+  RETURN_IF_ERROR(MergeHostColumn(r, "before_values", "before", cache, &h));
+  RETURN_IF_ERROR(MergeHostColumn(r, "after_values", "after", cache, &h));
   return h;
 }
 

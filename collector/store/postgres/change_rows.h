@@ -6,6 +6,8 @@
 // column names with SQL literals, so that one row serves an INSERT, a multi-row INSERT
 // (InsertBatch) or an UPDATE; reads go by column name over the *Columns select lists.
 
+#include <map>
+#include <memory>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
@@ -35,12 +37,24 @@ std::string ChangeStateText(smbfleet::v1::ChangeState s);
 std::string HostStateText(smbfleet::v1::HostChangeState s);
 std::string WaiverStateText(smbfleet::v1::WaiverState s);
 
+// JSON columns of host rows (steps, impact, more, before and after values) parsed or printed
+// once per read or write: the hosts of one change mostly carry the same steps and impact (one
+// setting, fleet-wide), and protobuf's JSON parser and printer are most of the cost of reading
+// and writing them. Keep one for the rows of one read or write.
+struct HostJsonCache {
+  static constexpr size_t kMaxTexts = 4096;  // distinct values kept; later ones go alone
+  std::map<std::string, std::unique_ptr<google::protobuf::Message>> parsed;  // by column, text
+  std::map<std::string, std::string> printed;  // SQL literal by column, serialized message
+};
+
 // changes: every column but seq. Hosts and approvals have rows of their own.
 RowValues ChangeRow(const pqxx::transaction_base& tx, const smbfleet::v1::Change& change);
 // change_hosts; `position` is the host's index in Change.hosts. The counter columns (migration
 // 0012) only `with_counters`: a workflow step leaves them as they are.
+// `cache` may be null: then each JSON column is printed.
 RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const smbfleet::v1::ChangeHost& host, bool with_counters);
+                  const smbfleet::v1::ChangeHost& host, bool with_counters,
+                  HostJsonCache* cache = nullptr);
 // The counter columns of change_hosts: each window serialised, measured as JSON; NULL for unset.
 RowValues HostCounterRow(const pqxx::transaction_base& tx, const smbfleet::v1::ChangeHost& host);
 // change_approvals; the row carries the change's proposer for the four-eyes constraint.
@@ -65,7 +79,9 @@ extern const char kHostCounterColumns[];
 // Without hosts and approvals. A stored value that no longer parses is an error naming the
 // change and the column.
 absl::StatusOr<smbfleet::v1::Change> ChangeFromRow(const pqxx::row& r);
-absl::StatusOr<smbfleet::v1::ChangeHost> HostFromRow(const pqxx::row& r);
+// `cache` may be null: then each column is parsed.
+absl::StatusOr<smbfleet::v1::ChangeHost> HostFromRow(const pqxx::row& r,
+                                                     HostJsonCache* cache = nullptr);
 // Sets `host`'s counters from a row read with kHostCounterColumns (and h.host, for errors).
 absl::Status MergeHostCounters(const pqxx::row& r, smbfleet::v1::ChangeHost* host);
 smbfleet::v1::ChangeApproval ApprovalFromRow(const pqxx::row& r);

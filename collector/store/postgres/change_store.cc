@@ -253,8 +253,9 @@ absl::StatusOr<std::optional<v1::Change>> PgChangeStore::ReadChange(pqxx::transa
       absl::StrCat("SELECT ", pg::kHostColumns,
                    " FROM change_hosts h WHERE h.change_id = $1 ORDER BY h.position"),
       id);
+  pg::HostJsonCache parsed;
   for (const auto& r : hosts) {
-    ASSIGN_OR_RETURN(*change.add_hosts(), pg::HostFromRow(r));
+    ASSIGN_OR_RETURN(*change.add_hosts(), pg::HostFromRow(r, &parsed));
   }
   std::vector<v1::Change> one = {std::move(change)};
   AddApprovals(tx, one);
@@ -281,8 +282,10 @@ void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& c
   const pg::RowValues row = pg::ChangeRow(tx, change);
   tx.exec(absl::StrCat("INSERT INTO changes ", row.ColumnList(), " VALUES ", row.ValueList()));
   std::vector<pg::RowValues> hosts, approvals;
+  pg::HostJsonCache printed;
   for (int i = 0; i < change.hosts_size(); ++i) {
-    hosts.push_back(pg::HostRow(tx, change.id(), i, change.hosts(i), /*with_counters=*/true));
+    hosts.push_back(
+        pg::HostRow(tx, change.id(), i, change.hosts(i), /*with_counters=*/true, &printed));
   }
   for (int i = 0; i < change.approvals_size(); ++i) {
     approvals.push_back(pg::ApprovalRow(tx, change, i, change.approvals(i)));
@@ -303,13 +306,16 @@ void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& bef
   std::map<std::string, std::pair<int, const v1::ChangeHost*>> old;
   for (int i = 0; i < before.hosts_size(); ++i) old[before.hosts(i).host()] = {i, &before.hosts(i)};
   std::vector<pg::RowValues> rows;
+  pg::HostJsonCache printed;
   for (int i = 0; i < after.hosts_size(); ++i) {
     const v1::ChangeHost& h = after.hosts(i);
     auto it = old.find(h.host());
     const bool same = it != old.end() && it->second.first == i &&
                       MessageDifferencer::Equals(*it->second.second, h);
     if (it != old.end()) old.erase(it);
-    if (!same) rows.push_back(pg::HostRow(tx, after.id(), i, h, /*with_counters=*/false));
+    if (!same) {
+      rows.push_back(pg::HostRow(tx, after.id(), i, h, /*with_counters=*/false, &printed));
+    }
   }
   if (!rows.empty()) {
     InsertRows(tx, "change_hosts", rows,
@@ -516,6 +522,7 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       if (seen.insert(h).second) names.push_back(h);
     }
     std::map<std::string, std::pair<int, v1::ChangeHost>> found;  // by name: position, host
+    pg::HostJsonCache parsed;
     for (size_t begin = 0; begin < names.size(); begin += kHostsPerQuery) {
       const size_t end = std::min(names.size(), begin + kHostsPerQuery);
       const std::vector<std::string> chunk(names.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -526,7 +533,7 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
                                       QuotedList(tx, chunk)),
                          id);
       for (const auto& r : host_rows) {
-        ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+        ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r, &parsed));
         const std::string name = h.host();
         found[name] = {r["position"].as<int>(), std::move(h)};
       }
@@ -586,7 +593,8 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       *before.add_hosts() = it->second.second;
       *after.add_hosts() = h;
       if (!MessageDifferencer::Equals(it->second.second, h)) {
-        changed.push_back(pg::HostRow(tx, id, it->second.first, h, /*with_counters=*/false));
+        changed.push_back(
+            pg::HostRow(tx, id, it->second.first, h, /*with_counters=*/false, &parsed));
       }
     }
     if (RowDiffers(current, update->change)) {
@@ -757,6 +765,7 @@ absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::Pe
         // The hosts' DISPATCHED rows, a chunk of hosts per lookup on change_hosts (host, state),
         // then each of their changes (with approvals) once.
         std::map<std::string, std::vector<v1::ChangeHost>> by_change;
+        pg::HostJsonCache parsed;
         for (size_t begin = 0; begin < hosts.size(); begin += kHostsPerQuery) {
           const size_t end = std::min(hosts.size(), begin + kHostsPerQuery);
           std::vector<std::string> chunk(hosts.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -766,7 +775,7 @@ absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::Pe
               QuotedList(tx, chunk), " AND h.state = 'DISPATCHED' AND h.order_not_after > ",
               tx.quote(pg::Rfc3339(now)), "::timestamptz"));
           for (const auto& r : rows) {
-            ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r));
+            ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r, &parsed));
             by_change[r["change_id"].as<std::string>()].push_back(std::move(h));
           }
         }
