@@ -14,19 +14,30 @@ using smbfleet::v1::Posture;
 
 void SaveBenchmarks(pqxx::work& tx, int64_t host_id, const Posture& posture,
                     const std::string& received) {
-  InsertBatch rows(tx,
-                   "INSERT INTO host_benchmarks (host_id, measured_at, algorithm, "
-                   "buffer_bytes, threads, bytes_per_second)",
-                   "ON CONFLICT DO NOTHING");
+  if (posture.benchmarks_size() == 0) return;
+  // One statement, the values as array parameters.
+  std::vector<std::string> measured_at;
+  std::vector<std::string> algorithm;
+  std::vector<int64_t> buffer_bytes;
+  std::vector<int64_t> threads;
+  std::vector<double> bytes_per_second;
   for (const auto& b : posture.benchmarks()) {
     const std::string measured = TimestampText(b.measured_at());
-    rows.Add({Literal(host_id),
-              Literal(tx, measured.empty() ? received : measured) + "::timestamptz",
-              Literal(tx, smbfleet::v1::CryptoAlgorithm_Name(b.algorithm())),
-              Literal(static_cast<int64_t>(b.buffer_bytes())),
-              Literal(static_cast<int64_t>(b.threads())), Literal(b.bytes_per_second())});
+    measured_at.push_back(measured.empty() ? received : measured);
+    algorithm.push_back(smbfleet::v1::CryptoAlgorithm_Name(b.algorithm()));
+    buffer_bytes.push_back(static_cast<int64_t>(b.buffer_bytes()));
+    threads.push_back(static_cast<int64_t>(b.threads()));
+    bytes_per_second.push_back(b.bytes_per_second());
   }
-  rows.Flush();
+  tx.exec_params(
+      "INSERT INTO host_benchmarks (host_id, measured_at, algorithm, buffer_bytes, threads, "
+      "bytes_per_second) "
+      "SELECT $1, u.measured_at, u.algorithm, u.buffer_bytes, u.threads, u.bytes_per_second "
+      "FROM unnest($2::timestamptz[], $3::text[], $4::bigint[], $5::bigint[], $6::float8[]) "
+      "AS u(measured_at, algorithm, buffer_bytes, threads, bytes_per_second) "
+      "ON CONFLICT DO NOTHING",
+      host_id, TextArray(measured_at), TextArray(algorithm), BigintArray(buffer_bytes),
+      BigintArray(threads), DoubleArray(bytes_per_second));
 }
 
 void ReplaceSessions(pqxx::work& tx, int64_t host_id, const Posture& posture) {
@@ -64,25 +75,38 @@ void ReplaceShares(pqxx::work& tx, int64_t host_id, const Posture& posture) {
       it->second.second = share.path();
     }
   }
-  // The server's EncryptData goes on each share row: a share of an encrypting server is
-  // encrypted (the overview's and share_encryption's counts, migration 0017).
-  const std::string server_encrypts = Literal(
-      posture.server().has_encrypt_data() ? std::optional<bool>(posture.server().encrypt_data())
-                                          : std::nullopt);
-  InsertBatch rows(tx,
-                   "INSERT INTO host_shares (host_id, name, path, encrypt_data, "
-                   "compress_data, classification, server_encrypt_data)",
-                   "");
+  if (order.empty()) return;
+  // One statement, the values as array parameters: the agent's share names and paths are never
+  // in the statement's text.
+  std::vector<std::string> names;
+  std::vector<std::string> paths;
+  std::vector<std::optional<bool>> encrypt;
+  std::vector<std::optional<bool>> compress;
+  std::vector<std::string> classification;
   for (const auto& name : order) {
     const auto& [share, path] = by_name[name];
-    rows.Add({Literal(host_id), Literal(tx, name), Literal(tx, path),
-              Literal(share->has_encrypt_data() ? std::optional<bool>(share->encrypt_data())
-                                                : std::nullopt),
-              Literal(share->has_compress_data() ? std::optional<bool>(share->compress_data())
-                                                 : std::nullopt),
-              Literal(tx, share->classification()), server_encrypts});
+    names.push_back(name);
+    paths.push_back(path);
+    encrypt.push_back(share->has_encrypt_data() ? std::optional<bool>(share->encrypt_data())
+                                                : std::nullopt);
+    compress.push_back(share->has_compress_data() ? std::optional<bool>(share->compress_data())
+                                                  : std::nullopt);
+    classification.push_back(share->classification());
   }
-  rows.Flush();
+  // The server's EncryptData goes on each share row: a share of an encrypting server is
+  // encrypted (the overview's and share_encryption's counts, migration 0017).
+  const std::optional<bool> server_encrypts =
+      posture.server().has_encrypt_data() ? std::optional<bool>(posture.server().encrypt_data())
+                                          : std::nullopt;
+  tx.exec_params(
+      "INSERT INTO host_shares (host_id, name, path, encrypt_data, compress_data, classification, "
+      "server_encrypt_data) "
+      "SELECT $1, u.name, u.path, u.encrypt_data, u.compress_data, u.classification, $7::bool "
+      "FROM unnest($2::text[], $3::text[], $4::bool[], $5::bool[], $6::text[]) "
+      "WITH ORDINALITY AS u(name, path, encrypt_data, compress_data, classification, i) "
+      "ORDER BY u.i",
+      host_id, TextArray(names), TextArray(paths), NullableBoolArray(encrypt),
+      NullableBoolArray(compress), TextArray(classification), server_encrypts);
 }
 
 }  // namespace smbfleet::collector::pg

@@ -98,6 +98,23 @@ std::string BoolArray(const std::vector<bool>& values) {
   return out;
 }
 
+std::string NullableBoolArray(const std::vector<std::optional<bool>>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += !values[i].has_value() ? "NULL" : *values[i] ? "t" : "f";
+  }
+  out += '}';
+  return out;
+}
+
+std::string DoubleArray(const std::vector<double>& values) {
+  std::vector<std::string> texts;
+  texts.reserve(values.size());
+  for (double d : values) texts.push_back(pqxx::to_string(d));
+  return absl::StrCat("{", absl::StrJoin(texts, ","), "}");
+}
+
 InsertBatch::InsertBatch(pqxx::transaction_base& tx, std::string head, std::string tail)
     : tx_(tx), head_(std::move(head)), tail_(std::move(tail)) {}
 

@@ -45,6 +45,10 @@ std::string Literal(double d);
 std::string TextArray(const std::vector<std::string>& values);
 std::string BigintArray(const std::vector<int64_t>& values);
 std::string BoolArray(const std::vector<bool>& values);
+// A bool[] whose unknown values are NULL.
+std::string NullableBoolArray(const std::vector<std::optional<bool>>& values);
+// A float8[] (shortest text that reads back the same value).
+std::string DoubleArray(const std::vector<double>& values);
 
 // Rows of one INSERT sent a few hundred at a time instead of one round trip each. Values are
 // SQL literals (Literal() above, optionally with a ::cast).
