@@ -16,16 +16,19 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "collector/store/postgres/order_signal.h"
 #include "collector/store/postgres/pg_store.h"
 #include "nlohmann/json.hpp"
+#include "tests/bench/bench_flags.h"
 #include "tests/testing/pg_fixture.h"
 
 namespace {
+
+using smbfleet::tests::bench::IntFlag;
+using smbfleet::tests::bench::MillisSince;
+using smbfleet::tests::bench::Percentile;
 
 namespace v1 = smbfleet::v1;
 using Clock = std::chrono::steady_clock;
@@ -34,12 +37,6 @@ constexpr int kHostNames = 100'000;
 
 double MicrosSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
 v1::Change MakeChange(const std::string& id, int first_host, int hosts, bool all_dispatched) {
@@ -67,27 +64,15 @@ v1::Change MakeChange(const std::string& id, int first_host, int hosts, bool all
   return c;
 }
 
-int Flag(int argc, char** argv, const char* name, int fallback) {
-  const std::string prefix = absl::StrCat("--", name, "=");
-  for (int i = 1; i < argc; ++i) {
-    int value = 0;
-    if (absl::StartsWith(argv[i], prefix) &&
-        absl::SimpleAtoi(std::string(argv[i]).substr(prefix.size()), &value)) {
-      return value;
-    }
-  }
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   using smbfleet::collector::ChangeUpdate;
-  const int changes = Flag(argc, argv, "changes", 1000);
-  const int hosts = Flag(argc, argv, "hosts", 100);
-  const int big = Flag(argc, argv, "big", 10'000);
-  const int lookups = Flag(argc, argv, "lookups", 2000);
-  const int acks = Flag(argc, argv, "acks", 20);
+  const int changes = IntFlag(argc, argv, "changes", 1000);
+  const int hosts = IntFlag(argc, argv, "hosts", 100);
+  const int big = IntFlag(argc, argv, "big", 10'000);
+  const int lookups = IntFlag(argc, argv, "lookups", 2000);
+  const int acks = IntFlag(argc, argv, "acks", 20);
   if (smbfleet::testing::AdminDsn().empty()) {
     std::fprintf(stderr, "change_store_bench: SMBFLEET_TEST_PG_DSN is not set\n");
     return 2;

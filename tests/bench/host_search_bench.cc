@@ -6,7 +6,6 @@
 //
 //   host_search_bench [--hosts=N] [--runs=N] [--page=N]
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -15,42 +14,22 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "collector/store/postgres/pg_store.h"
 #include "nlohmann/json.hpp"
+#include "tests/bench/bench_flags.h"
 #include "tests/testing/pg_fixture.h"
 
 namespace {
 
+using smbfleet::tests::bench::IntFlag;
+using smbfleet::tests::bench::MillisSince;
+using smbfleet::tests::bench::Percentile;
+
 using Clock = std::chrono::steady_clock;
 using smbfleet::collector::HostPage;
 using smbfleet::collector::HostQuery;
-
-double MillisSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
-
-int Flag(int argc, char** argv, const char* name, int fallback) {
-  const std::string prefix = absl::StrCat("--", name, "=");
-  for (int i = 1; i < argc; ++i) {
-    int value = 0;
-    if (absl::StartsWith(argv[i], prefix) &&
-        absl::SimpleAtoi(std::string(argv[i]).substr(prefix.size()), &value)) {
-      return value;
-    }
-  }
-  return fallback;
-}
 
 // The fleet in a few set-based statements: names fs000001.., 20 sites, 3 tiers, two platforms;
 // two shares and one session per host; five rules, "signing" failing on every tenth host and
@@ -142,9 +121,9 @@ void Seed(const std::string& dsn, int hosts) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int hosts = Flag(argc, argv, "hosts", 100'000);
-  const int runs = Flag(argc, argv, "runs", 50);
-  const int page = Flag(argc, argv, "page", 50);
+  const int hosts = IntFlag(argc, argv, "hosts", 100'000);
+  const int runs = IntFlag(argc, argv, "runs", 50);
+  const int page = IntFlag(argc, argv, "page", 50);
   if (smbfleet::testing::AdminDsn().empty()) {
     std::fprintf(stderr, "host_search_bench: SMBFLEET_TEST_PG_DSN is not set\n");
     return 2;

@@ -22,8 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -35,35 +33,18 @@
 #include "common/approval_signing.h"
 #include "common/logging.h"
 #include "nlohmann/json.hpp"
+#include "tests/bench/bench_flags.h"
 #include "tests/testing/pg_fixture.h"
 
 namespace {
 
+using smbfleet::tests::bench::IntFlag;
+using smbfleet::tests::bench::MillisSince;
+using smbfleet::tests::bench::Percentile;
+
 namespace v1 = smbfleet::v1;
 namespace changes = smbfleet::collector::changes;
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
-
-int Flag(int argc, char** argv, const char* name, int fallback) {
-  const std::string prefix = absl::StrCat("--", name, "=");
-  for (int i = 1; i < argc; ++i) {
-    int value = 0;
-    if (absl::StartsWith(argv[i], prefix) &&
-        absl::SimpleAtoi(std::string(argv[i]).substr(prefix.size()), &value)) {
-      return value;
-    }
-  }
-  return fallback;
-}
 
 // Every host's stream is here; each order sent is kept by host.
 class KeepingRouter : public smbfleet::collector::PushRouter {
@@ -87,9 +68,9 @@ int Fail(const absl::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int hosts = Flag(argc, argv, "hosts", 10'000);
-  const int ack_threads = std::max(1, Flag(argc, argv, "ack-threads", 8));
-  const int pool = std::max(2, Flag(argc, argv, "pool", 8));
+  const int hosts = IntFlag(argc, argv, "hosts", 10'000);
+  const int ack_threads = std::max(1, IntFlag(argc, argv, "ack-threads", 8));
+  const int pool = std::max(2, IntFlag(argc, argv, "pool", 8));
   if (smbfleet::testing::AdminDsn().empty()) {
     std::fprintf(stderr, "push_bench: SMBFLEET_TEST_PG_DSN is not set\n");
     return 2;
@@ -138,7 +119,7 @@ int main(int argc, char** argv) {
     for (auto& t : seeders) t.join();
     if (failed) return Fail(absl::InternalError("seeding the hosts failed"));
   }
-  const double seed_s = MsSince(start) / 1000;
+  const double seed_s = MillisSince(start) / 1000;
 
   // Approvers and their registered keys.
   std::map<std::string, smbfleet::Ed25519Key> keys;
@@ -175,7 +156,7 @@ int main(int argc, char** argv) {
   propose.set_reason("push_bench");
   start = Clock::now();
   auto proposed = service.Propose({"pat", changes::Role::kProposer}, propose);
-  const double propose_ms = MsSince(start);
+  const double propose_ms = MillisSince(start);
   if (!proposed.ok()) return Fail(proposed.status());
   const std::string id = proposed->change().id();
 
@@ -189,7 +170,7 @@ int main(int argc, char** argv) {
     if (!payload.ok()) return Fail(payload.status());
     auto signature = smbfleet::SignEd25519(keys.at(name).private_pem, *payload);
     if (!signature.ok()) return Fail(signature.status());
-    sign_ms.push_back(MsSince(start));
+    sign_ms.push_back(MillisSince(start));
     v1::ApproveChangeRequest req;
     req.set_id(id);
     req.mutable_signature()->set_approver(name);
@@ -197,7 +178,7 @@ int main(int argc, char** argv) {
     req.mutable_signature()->set_signature(*signature);
     start = Clock::now();
     auto approved = service.Approve({name, changes::Role::kApprover}, req);
-    approve_ms.push_back(MsSince(start));
+    approve_ms.push_back(MillisSince(start));
     if (!approved.ok()) return Fail(approved.status());
   }
   const auto push_start =
@@ -210,7 +191,7 @@ int main(int argc, char** argv) {
   }
   start = Clock::now();
   dispatcher.HostsHaveOrders(to_dispatch);
-  const double dispatch_ms = MsSince(start);
+  const double dispatch_ms = MillisSince(start);
   std::vector<std::pair<std::string, v1::ChangeOrder>> orders;
   {
     absl::MutexLock lock(&router.mu);
@@ -237,8 +218,8 @@ int main(int argc, char** argv) {
           const auto sent = Clock::now();
           service.AckAsync(orders[i].first, ack,
                            [&, i, sent](const absl::StatusOr<v1::AckChangeResponse>& r) {
-                             ack_ms[i] = MsSince(sent);
-                             acked_at_ms[i] = MsSince(push_start);
+                             ack_ms[i] = MillisSince(sent);
+                             acked_at_ms[i] = MillisSince(push_start);
                              if (!r.ok()) ++refused;
                              if (++answered == orders.size()) all_answered.Notify();
                            });
@@ -248,7 +229,7 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
     if (!orders.empty()) all_answered.WaitForNotification();
   }
-  const double acks_ms = MsSince(acks_start);
+  const double acks_ms = MillisSince(acks_start);
   auto after = stores->changes->GetChange(id);
   if (!after.ok() || !after->has_value()) return Fail(after.status());
   size_t applied = 0;
