@@ -16,15 +16,23 @@ namespace {
 
 namespace v1 = smbfleet::v1;
 
-std::string Text(const pqxx::transaction_base& tx, const std::string& s) { return tx.quote(s); }
+using Type = ColumnType;
 
 std::string Int(int64_t n) { return absl::StrCat(n); }
 
 std::string Bool(bool b) { return b ? "true" : "false"; }
 
-std::string Time(const pqxx::transaction_base& tx, const google::protobuf::Timestamp& ts) {
+// NULL for an unset timestamp.
+std::optional<std::string> Time(const google::protobuf::Timestamp& ts) {
   std::string text = TimestampText(ts);
-  return text.empty() ? "NULL" : absl::StrCat(tx.quote(text), "::timestamptz");
+  if (text.empty()) return std::nullopt;
+  return text;
+}
+
+// NULL for a text that is empty.
+std::optional<std::string> OptionalText(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return s;
 }
 
 // Leaves the timestamp unset (not even present) for NULL.
@@ -34,19 +42,19 @@ void SetTime(const pqxx::field& f, Mutable mutable_ts) {
   SetTimestampFromMicros(f, mutable_ts());
 }
 
-// NULL for a message that is not set.
-std::string Json(const pqxx::transaction_base& tx, bool has, const google::protobuf::Message& m) {
-  if (!has) return "NULL";
-  if (m.ByteSizeLong() == 0) return "'{}'::jsonb";  // protobuf's JSON printer is slow
+// `m` as JSON; NULL for a message that is not set.
+std::optional<std::string> Json(bool has, const google::protobuf::Message& m) {
+  if (!has) return std::nullopt;
+  if (m.ByteSizeLong() == 0) return "{}";  // protobuf's JSON printer is slow
   auto json = ToJson(m, /*pretty=*/false);
-  return absl::StrCat(tx.quote(json.ok() ? *json : "{}"), "::jsonb");
+  return json.ok() ? *json : "{}";
 }
 
 // The value of the only field set in `holder` (`{"key":VALUE}` as protobuf prints it without
 // whitespace), or `empty` when it is unset.
-std::string FieldJson(const pqxx::transaction_base& tx, const google::protobuf::Message& holder,
-                      absl::string_view key, absl::string_view empty) {
-  if (holder.ByteSizeLong() == 0) return absl::StrCat(tx.quote(std::string(empty)), "::jsonb");
+std::string FieldJson(const google::protobuf::Message& holder, absl::string_view key,
+                      absl::string_view empty) {
+  if (holder.ByteSizeLong() == 0) return std::string(empty);
   auto json = ToJson(holder, /*pretty=*/false);
   absl::string_view value = empty;
   if (json.ok()) {
@@ -55,7 +63,7 @@ std::string FieldJson(const pqxx::transaction_base& tx, const google::protobuf::
       value = s;
     }
   }
-  return absl::StrCat(tx.quote(std::string(value)), "::jsonb");
+  return std::string(value);
 }
 
 // Reads a column written by FieldJson into `out`'s field `key`.
@@ -98,35 +106,80 @@ std::string Str(const pqxx::field& f) { return f.is_null() ? "" : f.as<std::stri
 
 }  // namespace
 
-void RowValues::Add(std::string column, std::string literal) {
-  columns.push_back(std::move(column));
-  values.push_back(std::move(literal));
+namespace {
+
+// How `param` (a text parameter or an element of a text[] one) is read as `type`.
+std::string Read(ColumnType type, const std::string& param) {
+  switch (type) {
+    case Type::kText:
+      return param;
+    case Type::kBigint:
+      return absl::StrCat(param, "::bigint");
+    case Type::kBool:
+      return absl::StrCat(param, "::bool");
+    case Type::kTimestamptz:
+      return absl::StrCat(param, "::timestamptz");
+    case Type::kTimestamptzOrNow:
+      return absl::StrCat("COALESCE(", param, "::timestamptz, now())");
+    case Type::kJsonb:
+      return absl::StrCat(param, "::jsonb");
+    case Type::kHexBytea:
+      return absl::StrCat("decode(", param, ", 'hex')");
+  }
+  return param;
 }
 
-std::string RowValues::ColumnList() const {
-  return absl::StrCat("(", absl::StrJoin(columns, ", "), ")");
-}
+}  // namespace
 
-std::string RowValues::ValueList() const {
-  return absl::StrCat("(", absl::StrJoin(values, ", "), ")");
+void RowValues::Add(std::string name, ColumnType type, std::optional<std::string> value) {
+  columns.push_back({std::move(name), type, std::move(value)});
 }
 
 std::string RowValues::ExcludedAssignments(const std::vector<std::string>& key) const {
   std::vector<std::string> parts;
   for (const auto& c : columns) {
-    if (std::find(key.begin(), key.end(), c) != key.end()) continue;
-    parts.push_back(absl::StrCat(c, " = EXCLUDED.", c));
+    if (std::find(key.begin(), key.end(), c.name) != key.end()) continue;
+    parts.push_back(absl::StrCat(c.name, " = EXCLUDED.", c.name));
   }
   return absl::StrJoin(parts, ", ");
 }
 
-std::string RowValues::Assignments(const std::vector<std::string>& key) const {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < columns.size(); ++i) {
-    if (std::find(key.begin(), key.end(), columns[i]) != key.end()) continue;
-    parts.push_back(absl::StrCat(columns[i], " = ", values[i]));
+void InsertRows(pqxx::transaction_base& tx, const std::string& table,
+                const std::vector<RowValues>& rows, const std::string& tail) {
+  if (rows.empty()) return;
+  const std::vector<RowValues::Column>& first = rows[0].columns;
+  std::vector<std::string> names, reads, arrays, params;
+  for (size_t c = 0; c < first.size(); ++c) {
+    names.push_back(first[c].name);
+    reads.push_back(Read(first[c].type, absl::StrCat("u.", first[c].name)));
+    arrays.push_back(absl::StrCat("$", c + 1, "::text[]"));
+    std::vector<std::optional<std::string>> values;
+    values.reserve(rows.size());
+    for (const RowValues& r : rows) values.push_back(r.columns[c].value);
+    params.push_back(NullableTextArray(values));
   }
-  return absl::StrJoin(parts, ", ");
+  tx.exec_params(
+      absl::StrCat("INSERT INTO ", table, " (", absl::StrJoin(names, ", "), ") SELECT ",
+                   absl::StrJoin(reads, ", "), " FROM unnest(", absl::StrJoin(arrays, ", "),
+                   ") WITH ORDINALITY AS u(", absl::StrJoin(names, ", "),
+                   ", row_order) ORDER BY u.row_order ", tail),
+      pqxx::prepare::make_dynamic_params(params));
+}
+
+void UpdateRow(pqxx::transaction_base& tx, const std::string& table, const RowValues& row,
+               const std::vector<std::string>& skip, const std::string& where,
+               const std::vector<std::string>& keys) {
+  std::vector<std::optional<std::string>> params(keys.begin(), keys.end());
+  std::vector<std::string> assignments;
+  for (const auto& c : row.columns) {
+    if (std::find(skip.begin(), skip.end(), c.name) != skip.end()) continue;
+    params.push_back(c.value);
+    assignments.push_back(
+        absl::StrCat(c.name, " = ", Read(c.type, absl::StrCat("$", params.size(), "::text"))));
+  }
+  tx.exec_params(
+      absl::StrCat("UPDATE ", table, " SET ", absl::StrJoin(assignments, ", "), " WHERE ", where),
+      pqxx::prepare::make_dynamic_params(params));
 }
 
 std::string ChangeStateText(v1::ChangeState s) {
@@ -141,7 +194,7 @@ std::string WaiverStateText(v1::WaiverState s) {
   return EnumText(v1::WaiverState_Name(s), "WAIVER_STATE_");
 }
 
-RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
+RowValues ChangeRow(const v1::Change& c) {
   // Fields 1-25, 28 and 29 have columns (or rows: hosts, approvals); whatever else Change has
   // (fields added later) goes to `more`. A field that gets a column is added to this list.
   v1::Change more = c;
@@ -150,41 +203,41 @@ RowValues ChangeRow(const pqxx::transaction_base& tx, const v1::Change& c) {
     more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
   }
   RowValues row;
-  row.Add("id", Text(tx, c.id()));
-  row.Add("state", Text(tx, ChangeStateText(c.state())));
-  row.Add("version", Int(static_cast<int64_t>(c.version())));
-  row.Add("source", Text(tx, EnumText(v1::ChangeSource_Name(c.source()), "CHANGE_SOURCE_")));
-  row.Add("rule_id", Text(tx, c.rule_id()));
+  row.Add("id", Type::kText, c.id());
+  row.Add("state", Type::kText, ChangeStateText(c.state()));
+  row.Add("version", Type::kBigint, Int(static_cast<int64_t>(c.version())));
+  row.Add("source", Type::kText, EnumText(v1::ChangeSource_Name(c.source()), "CHANGE_SOURCE_"));
+  row.Add("rule_id", Type::kText, c.rule_id());
   v1::Change selector;
   *selector.mutable_label_selector() = c.label_selector();
-  row.Add("label_selector", FieldJson(tx, selector, "labelSelector", "{}"));
-  row.Add("reason", Text(tx, c.reason()));
-  row.Add("proposed_by", Text(tx, c.proposed_by()));
-  row.Add("proposed_at", Time(tx, c.proposed_at()));
-  row.Add("updated_at", Time(tx, c.updated_at()));
-  row.Add("not_after", Time(tx, c.not_after()));
-  row.Add("content_hash", Text(tx, c.content_hash()));
-  row.Add("approvals_required", Int(c.approvals_required()));
-  row.Add("rejected_by", Text(tx, c.rejected_by()));
-  row.Add("rollout", Json(tx, c.has_rollout(), c.rollout()));
-  row.Add("current_wave", Int(c.current_wave()));
-  row.Add("wave_count", Int(c.wave_count()));
-  row.Add("halt_reason", Text(tx, c.halt_reason()));
-  row.Add("impact", Json(tx, c.has_impact(), c.impact()));
-  row.Add("rollback_of", c.rollback_of().empty() ? "NULL" : Text(tx, c.rollback_of()));
-  row.Add("rolled_back_by", c.rolled_back_by().empty() ? "NULL" : Text(tx, c.rolled_back_by()));
-  row.Add("policy_name", Text(tx, c.policy_name()));
-  row.Add("policy_version", Text(tx, c.policy_version()));
-  row.Add("approval_nonce", Text(tx, c.approval_nonce()));
-  row.Add("requested_by", Text(tx, c.requested_by()));
-  row.Add("more", Json(tx, true, more));
+  row.Add("label_selector", Type::kJsonb, FieldJson(selector, "labelSelector", "{}"));
+  row.Add("reason", Type::kText, c.reason());
+  row.Add("proposed_by", Type::kText, c.proposed_by());
+  row.Add("proposed_at", Type::kTimestamptz, Time(c.proposed_at()));
+  row.Add("updated_at", Type::kTimestamptz, Time(c.updated_at()));
+  row.Add("not_after", Type::kTimestamptz, Time(c.not_after()));
+  row.Add("content_hash", Type::kText, c.content_hash());
+  row.Add("approvals_required", Type::kBigint, Int(c.approvals_required()));
+  row.Add("rejected_by", Type::kText, c.rejected_by());
+  row.Add("rollout", Type::kJsonb, Json(c.has_rollout(), c.rollout()));
+  row.Add("current_wave", Type::kBigint, Int(c.current_wave()));
+  row.Add("wave_count", Type::kBigint, Int(c.wave_count()));
+  row.Add("halt_reason", Type::kText, c.halt_reason());
+  row.Add("impact", Type::kJsonb, Json(c.has_impact(), c.impact()));
+  row.Add("rollback_of", Type::kText, OptionalText(c.rollback_of()));
+  row.Add("rolled_back_by", Type::kText, OptionalText(c.rolled_back_by()));
+  row.Add("policy_name", Type::kText, c.policy_name());
+  row.Add("policy_version", Type::kText, c.policy_version());
+  row.Add("approval_nonce", Type::kText, c.approval_nonce());
+  row.Add("requested_by", Type::kText, c.requested_by());
+  row.Add("more", Type::kJsonb, Json(true, more));
   return row;
 }
 
 namespace {
 
-// `print()`, the literal of `column` for `m`, printed once per `cache`: equal serialized bytes
-// are an equal message.
+// `print()`, the JSON of `column` for `m`, printed once per `cache`: equal serialized bytes are
+// an equal message.
 std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
                         const google::protobuf::Message& m,
                         const std::function<std::string()>& print) {
@@ -192,16 +245,16 @@ std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
   std::string key = absl::StrCat(column, std::string(1, '\0'), m.SerializeAsString());
   auto found = cache->printed.find(key);
   if (found != cache->printed.end()) return found->second;
-  std::string literal = print();
+  std::string json = print();
   if (cache->printed.size() < HostJsonCache::kMaxTexts)
-    cache->printed.emplace(std::move(key), literal);
-  return literal;
+    cache->printed.emplace(std::move(key), json);
+  return json;
 }
 
 }  // namespace
 
-RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const v1::ChangeHost& h, bool with_counters, HostJsonCache* cache) {
+RowValues HostRow(const std::string& change_id, int position, const v1::ChangeHost& h,
+                  bool with_counters, HostJsonCache* cache) {
   v1::ChangeHost steps, before, after, more = h;
   *steps.mutable_steps() = h.steps();
   *before.mutable_before() = h.before();
@@ -211,100 +264,96 @@ RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id
     more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
   }
   RowValues row;
-  row.Add("change_id", Text(tx, change_id));
-  row.Add("host", Text(tx, h.host()));
-  row.Add("position", Int(position));
-  row.Add("state", Text(tx, HostStateText(h.state())));
-  row.Add("wave", Int(h.wave()));
-  row.Add("dispatched_at", Time(tx, h.dispatched_at()));
-  row.Add("finished_at", Time(tx, h.finished_at()));
-  row.Add("message", Text(tx, h.message()));
-  row.Add("order_not_after", Time(tx, h.order_not_after()));
-  row.Add("nonce", Text(tx, h.nonce()));
-  row.Add("rollback_sent", Bool(h.rollback_sent()));
-  row.Add("steps",
-          PrintedOnce(cache, "steps", steps, [&] { return FieldJson(tx, steps, "steps", "[]"); }));
-  row.Add("impact", h.has_impact() ? PrintedOnce(cache, "impact", h.impact(),
-                                                 [&] { return Json(tx, true, h.impact()); })
-                                   : "NULL");
-  row.Add("before_values", PrintedOnce(cache, "before_values", before,
-                                       [&] { return FieldJson(tx, before, "before", "[]"); }));
-  row.Add("after_values", PrintedOnce(cache, "after_values", after,
-                                      [&] { return FieldJson(tx, after, "after", "[]"); }));
-  row.Add("more", PrintedOnce(cache, "more", more, [&] { return Json(tx, true, more); }));
+  row.Add("change_id", Type::kText, change_id);
+  row.Add("host", Type::kText, h.host());
+  row.Add("position", Type::kBigint, Int(position));
+  row.Add("state", Type::kText, HostStateText(h.state()));
+  row.Add("wave", Type::kBigint, Int(h.wave()));
+  row.Add("dispatched_at", Type::kTimestamptz, Time(h.dispatched_at()));
+  row.Add("finished_at", Type::kTimestamptz, Time(h.finished_at()));
+  row.Add("message", Type::kText, h.message());
+  row.Add("order_not_after", Type::kTimestamptz, Time(h.order_not_after()));
+  row.Add("nonce", Type::kText, h.nonce());
+  row.Add("rollback_sent", Type::kBool, Bool(h.rollback_sent()));
+  row.Add("steps", Type::kJsonb,
+          PrintedOnce(cache, "steps", steps, [&] { return FieldJson(steps, "steps", "[]"); }));
+  row.Add("impact", Type::kJsonb,
+          h.has_impact()
+              ? std::optional<std::string>(PrintedOnce(cache, "impact", h.impact(),
+                                                       [&] { return *Json(true, h.impact()); }))
+              : std::nullopt);
+  row.Add("before_values", Type::kJsonb, PrintedOnce(cache, "before_values", before, [&] {
+            return FieldJson(before, "before", "[]");
+          }));
+  row.Add("after_values", Type::kJsonb, PrintedOnce(cache, "after_values", after, [&] {
+            return FieldJson(after, "after", "[]");
+          }));
+  row.Add("more", Type::kJsonb,
+          PrintedOnce(cache, "more", more, [&] { return *Json(true, more); }));
   if (with_counters) {
-    const RowValues counters = HostCounterRow(tx, h);
-    for (size_t i = 0; i < counters.columns.size(); ++i) {
-      row.Add(counters.columns[i], counters.values[i]);
-    }
+    for (RowValues::Column& c : HostCounterRow(h).columns) row.columns.push_back(std::move(c));
   }
   return row;
 }
 
-RowValues HostCounterRow(const pqxx::transaction_base& tx, const v1::ChangeHost& h) {
-  auto bytes = [&](bool has, const v1::CounterWindow& w) -> std::string {
-    if (!has) return "NULL";
-    return absl::StrCat("decode(", tx.quote(absl::BytesToHexString(w.SerializeAsString())),
-                        ", 'hex')");
+RowValues HostCounterRow(const v1::ChangeHost& h) {
+  auto bytes = [](bool has, const v1::CounterWindow& w) -> std::optional<std::string> {
+    if (!has) return std::nullopt;
+    return absl::BytesToHexString(w.SerializeAsString());
   };
   RowValues row;
-  row.Add("counters_before", bytes(h.has_counters_before(), h.counters_before()));
-  row.Add("counters_after", bytes(h.has_counters_after(), h.counters_after()));
-  row.Add("measured", Json(tx, h.has_measured(), h.measured()));
+  row.Add("counters_before", Type::kHexBytea, bytes(h.has_counters_before(), h.counters_before()));
+  row.Add("counters_after", Type::kHexBytea, bytes(h.has_counters_after(), h.counters_after()));
+  row.Add("measured", Type::kJsonb, Json(h.has_measured(), h.measured()));
   return row;
 }
 
-RowValues ApprovalRow(const pqxx::transaction_base& tx, const v1::Change& change, int position,
-                      const v1::ChangeApproval& a) {
+RowValues ApprovalRow(const v1::Change& change, int position, const v1::ChangeApproval& a) {
   RowValues row;
-  row.Add("change_id", Text(tx, change.id()));
-  row.Add("proposed_by", Text(tx, change.proposed_by()));
-  row.Add("approver", Text(tx, a.approver()));
-  row.Add("position", Int(position));
-  row.Add("at", Time(tx, a.at()));
-  row.Add("comment", Text(tx, a.comment()));
-  row.Add("key_id", Text(tx, a.key_id()));
-  row.Add("signature",
-          absl::StrCat("decode(", tx.quote(absl::BytesToHexString(a.signature())), ", 'hex')"));
+  row.Add("change_id", Type::kText, change.id());
+  row.Add("proposed_by", Type::kText, change.proposed_by());
+  row.Add("approver", Type::kText, a.approver());
+  row.Add("position", Type::kBigint, Int(position));
+  row.Add("at", Type::kTimestamptz, Time(a.at()));
+  row.Add("comment", Type::kText, a.comment());
+  row.Add("key_id", Type::kText, a.key_id());
+  row.Add("signature", Type::kHexBytea, absl::BytesToHexString(a.signature()));
   return row;
 }
 
-RowValues AuditRow(const pqxx::transaction_base& tx, const v1::AuditEntry& e) {
+RowValues AuditRow(const v1::AuditEntry& e) {
   RowValues row;
-  const std::string at = Time(tx, e.at());
-  row.Add("at", at == "NULL" ? "now()" : at);
-  row.Add("actor", Text(tx, e.actor()));
-  row.Add("action", Text(tx, e.action()));
-  row.Add("change_id", Text(tx, e.change_id()));
-  row.Add("host", Text(tx, e.host()));
-  row.Add("waiver_id", Text(tx, e.waiver_id()));
-  row.Add("reason", Text(tx, e.reason()));
-  row.Add("content_hash", Text(tx, e.content_hash()));
-  row.Add("detail", Text(tx, e.detail()));
+  row.Add("at", Type::kTimestamptzOrNow, Time(e.at()));
+  row.Add("actor", Type::kText, e.actor());
+  row.Add("action", Type::kText, e.action());
+  row.Add("change_id", Type::kText, e.change_id());
+  row.Add("host", Type::kText, e.host());
+  row.Add("waiver_id", Type::kText, e.waiver_id());
+  row.Add("reason", Type::kText, e.reason());
+  row.Add("content_hash", Type::kText, e.content_hash());
+  row.Add("detail", Type::kText, e.detail());
   return row;
 }
 
-RowValues WaiverRow(const pqxx::transaction_base& tx, const v1::Waiver& w) {
-  auto optional_text = [&](const std::string& s) { return s.empty() ? "NULL" : Text(tx, s); };
+RowValues WaiverRow(const v1::Waiver& w) {
   RowValues row;
-  row.Add("id", Text(tx, w.id()));
-  row.Add("rule_id", Text(tx, w.rule_id()));
-  row.Add("host_name", optional_text(w.host()));
-  row.Add("label_key", optional_text(w.label_key()));
-  row.Add("label_value", optional_text(w.label_value()));
-  row.Add("share_name", optional_text(w.share()));
-  row.Add("justification", Text(tx, w.justification()));
-  row.Add("approved_by", optional_text(w.approved_by()));
-  row.Add("created_by", Text(tx, w.created_by()));
-  const std::string created = Time(tx, w.created_at());
-  row.Add("created_at", created == "NULL" ? "now()" : created);
-  row.Add("expires_at", Time(tx, w.expires_at()));
-  row.Add("state", Text(tx, WaiverStateText(w.state())));
-  row.Add("ticket", Text(tx, w.ticket()));
-  row.Add("approved_at", Time(tx, w.approved_at()));
-  row.Add("revoked_by", Text(tx, w.revoked_by()));
-  row.Add("revoked_at", Time(tx, w.revoked_at()));
-  row.Add("revoke_reason", Text(tx, w.revoke_reason()));
+  row.Add("id", Type::kText, w.id());
+  row.Add("rule_id", Type::kText, w.rule_id());
+  row.Add("host_name", Type::kText, OptionalText(w.host()));
+  row.Add("label_key", Type::kText, OptionalText(w.label_key()));
+  row.Add("label_value", Type::kText, OptionalText(w.label_value()));
+  row.Add("share_name", Type::kText, OptionalText(w.share()));
+  row.Add("justification", Type::kText, w.justification());
+  row.Add("approved_by", Type::kText, OptionalText(w.approved_by()));
+  row.Add("created_by", Type::kText, w.created_by());
+  row.Add("created_at", Type::kTimestamptzOrNow, Time(w.created_at()));
+  row.Add("expires_at", Type::kTimestamptz, Time(w.expires_at()));
+  row.Add("state", Type::kText, WaiverStateText(w.state()));
+  row.Add("ticket", Type::kText, w.ticket());
+  row.Add("approved_at", Type::kTimestamptz, Time(w.approved_at()));
+  row.Add("revoked_by", Type::kText, w.revoked_by());
+  row.Add("revoked_at", Type::kTimestamptz, Time(w.revoked_at()));
+  row.Add("revoke_reason", Type::kText, w.revoke_reason());
   return row;
 }
 

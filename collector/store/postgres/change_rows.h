@@ -3,11 +3,13 @@
 
 // Rows of the change-management tables (migration 0004) to and from their protobuf messages:
 // changes, change_hosts, change_approvals, host_change_status, audit_log and waivers. Writes are
-// column names with SQL literals, so that one row serves an INSERT, a multi-row INSERT
-// (InsertBatch) or an UPDATE; reads go by column name over the *Columns select lists.
+// column names with values bound as parameters, so that one kind of row serves an INSERT of one
+// or many rows (InsertRows) or an UPDATE (UpdateRow) with no value in the statement's text;
+// reads go by column name over the *Columns select lists.
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <pqxx/pqxx>
 #include <string>
 #include <vector>
@@ -18,19 +20,41 @@
 
 namespace smbfleet::collector::pg {
 
-// One row to write: column names and their SQL literals, in the same order.
-struct RowValues {
-  std::vector<std::string> columns;
-  std::vector<std::string> values;
+// How a column's value, bound as text, is read in SQL.
+enum class ColumnType {
+  kText,
+  kBigint,
+  kBool,
+  kTimestamptz,
+  kTimestamptzOrNow,  // NULL is the transaction's now()
+  kJsonb,
+  kHexBytea,  // bytes written as hex digits
+};
 
-  void Add(std::string column, std::string literal);
-  std::string ColumnList() const;  // "(a, b, c)"
-  std::string ValueList() const;   // "(1, 'x', NULL)"
+// One row to write: its columns, each with its type and its value as text (nullopt: NULL).
+struct RowValues {
+  struct Column {
+    std::string name;
+    ColumnType type;
+    std::optional<std::string> value;
+  };
+  std::vector<Column> columns;
+
+  void Add(std::string name, ColumnType type, std::optional<std::string> value);
   // "a = EXCLUDED.a, ..." for every column but those named in `key`.
   std::string ExcludedAssignments(const std::vector<std::string>& key) const;
-  // "a = 1, b = 'x'" for every column but those named in `key`.
-  std::string Assignments(const std::vector<std::string>& key) const;
 };
+
+// `rows` (each with the same columns) in one INSERT INTO `table`, each column one text[]
+// parameter read through unnest() in the rows' order, with `tail` (e.g. an ON CONFLICT clause)
+// after it.
+void InsertRows(pqxx::transaction_base& tx, const std::string& table,
+                const std::vector<RowValues>& rows, const std::string& tail = "");
+// UPDATE `table` SET every column of `row` but those named in `skip` WHERE `where`, whose
+// parameters $1, $2, ... are `keys`.
+void UpdateRow(pqxx::transaction_base& tx, const std::string& table, const RowValues& row,
+               const std::vector<std::string>& skip, const std::string& where,
+               const std::vector<std::string>& keys);
 
 // The short names the schema stores ('ROLLING_OUT', 'DISPATCHED', ...); "" for UNSPECIFIED.
 std::string ChangeStateText(smbfleet::v1::ChangeState s);
@@ -44,26 +68,25 @@ std::string WaiverStateText(smbfleet::v1::WaiverState s);
 struct HostJsonCache {
   static constexpr size_t kMaxTexts = 4096;  // distinct values kept; later ones go alone
   std::map<std::string, std::unique_ptr<google::protobuf::Message>> parsed;  // by column, text
-  std::map<std::string, std::string> printed;  // SQL literal by column, serialized message
+  std::map<std::string, std::string> printed;  // JSON by column, serialized message
 };
 
 // changes: every column but seq. Hosts and approvals have rows of their own.
-RowValues ChangeRow(const pqxx::transaction_base& tx, const smbfleet::v1::Change& change);
+RowValues ChangeRow(const smbfleet::v1::Change& change);
 // change_hosts; `position` is the host's index in Change.hosts. The counter columns (migration
 // 0012) only `with_counters`: a workflow step leaves them as they are.
 // `cache` may be null: then each JSON column is printed.
-RowValues HostRow(const pqxx::transaction_base& tx, const std::string& change_id, int position,
-                  const smbfleet::v1::ChangeHost& host, bool with_counters,
-                  HostJsonCache* cache = nullptr);
+RowValues HostRow(const std::string& change_id, int position, const smbfleet::v1::ChangeHost& host,
+                  bool with_counters, HostJsonCache* cache = nullptr);
 // The counter columns of change_hosts: each window serialised, measured as JSON; NULL for unset.
-RowValues HostCounterRow(const pqxx::transaction_base& tx, const smbfleet::v1::ChangeHost& host);
+RowValues HostCounterRow(const smbfleet::v1::ChangeHost& host);
 // change_approvals; the row carries the change's proposer for the four-eyes constraint.
-RowValues ApprovalRow(const pqxx::transaction_base& tx, const smbfleet::v1::Change& change,
-                      int position, const smbfleet::v1::ChangeApproval& approval);
+RowValues ApprovalRow(const smbfleet::v1::Change& change, int position,
+                      const smbfleet::v1::ChangeApproval& approval);
 // audit_log: every column but seq; `at` defaults to the transaction's now().
-RowValues AuditRow(const pqxx::transaction_base& tx, const smbfleet::v1::AuditEntry& entry);
+RowValues AuditRow(const smbfleet::v1::AuditEntry& entry);
 // waivers; approved_by is NULL until someone approves.
-RowValues WaiverRow(const pqxx::transaction_base& tx, const smbfleet::v1::Waiver& waiver);
+RowValues WaiverRow(const smbfleet::v1::Waiver& waiver);
 
 // Select lists for `FROM changes c`, `change_hosts h`, `change_approvals a`, `audit_log l`,
 // `host_change_status s` and `waivers w` (or the waivers_active view as w).

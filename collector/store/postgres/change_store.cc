@@ -23,7 +23,7 @@ namespace {
 namespace v1 = smbfleet::v1;
 using google::protobuf::util::MessageDifferencer;
 
-// Host lists in one IN (...) at most this long.
+// Hosts looked up per statement at most.
 constexpr size_t kHostsPerQuery = 1000;
 
 bool IsAckResult(v1::HostChangeState s) {
@@ -36,13 +36,6 @@ std::string FirstLine(const char* text) {
   absl::string_view s = text;
   absl::ConsumePrefix(&s, "ERROR:  ");
   return std::string(s.substr(0, s.find('\n')));
-}
-
-std::string QuotedList(const pqxx::transaction_base& tx, const std::vector<std::string>& items) {
-  std::vector<std::string> quoted;
-  quoted.reserve(items.size());
-  for (const auto& s : items) quoted.push_back(tx.quote(s));
-  return absl::StrCat("(", absl::StrJoin(quoted, ", "), ")");
 }
 
 // Whether the change's own row (everything but hosts and approvals) differs; without copying
@@ -116,20 +109,11 @@ absl::Status CheckChange(const v1::Change& c) {
   return absl::OkStatus();
 }
 
-// Rows of `rows` as one multi-row INSERT per few hundred, with `tail` after each.
-void InsertRows(pqxx::transaction_base& tx, const std::string& table,
-                const std::vector<pg::RowValues>& rows, const std::string& tail) {
-  if (rows.empty()) return;
-  pg::InsertBatch batch(tx, absl::StrCat("INSERT INTO ", table, " ", rows[0].ColumnList()), tail);
-  for (const auto& r : rows) batch.Add(r.values);
-  batch.Flush();
-}
-
 void InsertAudit(pqxx::transaction_base& tx, const std::vector<v1::AuditEntry>& entries) {
   std::vector<pg::RowValues> rows;
   rows.reserve(entries.size());
-  for (const auto& e : entries) rows.push_back(pg::AuditRow(tx, e));
-  InsertRows(tx, "audit_log", rows, "");
+  for (const auto& e : entries) rows.push_back(pg::AuditRow(e));
+  pg::InsertRows(tx, "audit_log", rows);
 }
 
 // Desired vs applied for the hosts whose state this write changed (`before` null for a new
@@ -138,26 +122,16 @@ void InsertAudit(pqxx::transaction_base& tx, const std::vector<v1::AuditEntry>& 
 // the host now is.
 void WriteHostStatuses(pqxx::transaction_base& tx, const v1::Change* before,
                        const v1::Change& after) {
-  pg::InsertBatch desired(tx,
-                          "INSERT INTO host_change_status (host, desired_change_id, "
-                          "desired_version)",
-                          "ON CONFLICT (host) DO UPDATE SET desired_change_id = "
-                          "EXCLUDED.desired_change_id, desired_version = EXCLUDED.desired_version");
-  pg::InsertBatch acked(tx,
-                        "INSERT INTO host_change_status (host, last_result, last_error, "
-                        "last_ack_at)",
-                        "ON CONFLICT (host) DO UPDATE SET last_result = EXCLUDED.last_result, "
-                        "last_error = EXCLUDED.last_error, last_ack_at = EXCLUDED.last_ack_at");
-  pg::InsertBatch timed_out(tx, "INSERT INTO host_change_status (host, last_result, last_error)",
-                            "ON CONFLICT (host) DO UPDATE SET last_result = "
-                            "EXCLUDED.last_result, last_error = EXCLUDED.last_error");
-  pg::InsertBatch applied(tx,
-                          "INSERT INTO host_change_status (host, applied_change_id, "
-                          "applied_version)",
-                          "ON CONFLICT (host) DO UPDATE SET applied_change_id = "
-                          "EXCLUDED.applied_change_id, applied_version = EXCLUDED.applied_version");
-  const std::string id = tx.quote(after.id());
+  using Type = pg::ColumnType;
+  std::vector<pg::RowValues> desired, acked, timed_out, applied;
   const std::string version = absl::StrCat(static_cast<int64_t>(after.version()));
+  auto target = [&](const std::string& host, const char* id_column, const char* version_column) {
+    pg::RowValues row;
+    row.Add("host", Type::kText, host);
+    row.Add(id_column, Type::kText, after.id());
+    row.Add(version_column, Type::kBigint, version);
+    return row;
+  };
   std::map<absl::string_view, const v1::ChangeHost*> old_hosts;
   if (before != nullptr) {
     for (const auto& h : before->hosts()) old_hosts[h.host()] = &h;
@@ -166,28 +140,35 @@ void WriteHostStatuses(pqxx::transaction_base& tx, const v1::Change* before,
     auto found = old_hosts.find(h.host());
     const v1::ChangeHost* old = found == old_hosts.end() ? nullptr : found->second;
     const bool state_changed = old == nullptr || old->state() != h.state();
-    const std::string host = tx.quote(h.host());
     if (h.state() == v1::HOST_CHANGE_STATE_DISPATCHED &&
         (state_changed || old->nonce() != h.nonce())) {
-      desired.Add({host, id, version});
+      desired.push_back(target(h.host(), "desired_change_id", "desired_version"));
       continue;
     }
     if (!state_changed) continue;
-    const std::string result = tx.quote(pg::HostStateText(h.state()));
-    const std::string error =
-        tx.quote(h.state() == v1::HOST_CHANGE_STATE_APPLIED ? "" : h.message());
+    pg::RowValues result;
+    result.Add("host", Type::kText, h.host());
+    result.Add("last_result", Type::kText, pg::HostStateText(h.state()));
+    result.Add("last_error", Type::kText,
+               h.state() == v1::HOST_CHANGE_STATE_APPLIED ? "" : h.message());
     if (IsAckResult(h.state())) {
       const std::string at = pg::TimestampText(h.finished_at());
-      acked.Add({host, result, error, at.empty() ? "now()" : tx.quote(at) + "::timestamptz"});
+      result.Add("last_ack_at", Type::kTimestamptzOrNow,
+                 at.empty() ? std::nullopt : std::optional<std::string>(at));
+      acked.push_back(std::move(result));
     } else if (h.state() == v1::HOST_CHANGE_STATE_TIMED_OUT) {
-      timed_out.Add({host, result, error});
+      timed_out.push_back(std::move(result));
     }
-    if (h.state() == v1::HOST_CHANGE_STATE_APPLIED) applied.Add({host, id, version});
+    if (h.state() == v1::HOST_CHANGE_STATE_APPLIED) {
+      applied.push_back(target(h.host(), "applied_change_id", "applied_version"));
+    }
   }
-  desired.Flush();
-  acked.Flush();
-  timed_out.Flush();
-  applied.Flush();
+  for (const auto* rows : {&desired, &acked, &timed_out, &applied}) {
+    if (rows->empty()) continue;
+    pg::InsertRows(tx, "host_change_status", *rows,
+                   absl::StrCat("ON CONFLICT (host) DO UPDATE SET ",
+                                rows->front().ExcludedAssignments({"host"})));
+  }
 }
 
 class PgChangeStore : public ChangeStore {
@@ -270,31 +251,27 @@ void PgChangeStore::AddApprovals(pqxx::transaction_base& tx, std::vector<v1::Cha
     by_id[c.id()] = &c;
     ids.push_back(c.id());
   }
-  pqxx::result rows = tx.exec(absl::StrCat(
-      "SELECT ", pg::kApprovalColumns, " FROM change_approvals a WHERE a.change_id IN ",
-      QuotedList(tx, ids), " ORDER BY a.change_id, a.position"));
+  pqxx::result rows =
+      tx.exec_params(absl::StrCat("SELECT ", pg::kApprovalColumns,
+                                  " FROM change_approvals a WHERE a.change_id = ANY($1::text[]) "
+                                  "ORDER BY a.change_id, a.position"),
+                     pg::TextArray(ids));
   for (const auto& r : rows) {
     *by_id[r["change_id"].as<std::string>()]->add_approvals() = pg::ApprovalFromRow(r);
   }
 }
 
 void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& change) {
-  const pg::RowValues row = pg::ChangeRow(tx, change);
-  tx.exec(absl::StrCat("INSERT INTO changes ", row.ColumnList(), " VALUES ", row.ValueList()));
-  std::vector<pg::RowValues> hosts, approvals;
+  pg::InsertRows(tx, "changes", {pg::ChangeRow(change)});
+  std::vector<pg::RowValues> hosts;
   pg::HostJsonCache printed;
   for (int i = 0; i < change.hosts_size(); ++i) {
-    hosts.push_back(
-        pg::HostRow(tx, change.id(), i, change.hosts(i), /*with_counters=*/true, &printed));
+    hosts.push_back(pg::HostRow(change.id(), i, change.hosts(i), /*with_counters=*/true, &printed));
   }
-  for (int i = 0; i < change.approvals_size(); ++i) {
-    approvals.push_back(pg::ApprovalRow(tx, change, i, change.approvals(i)));
-  }
-  InsertRows(tx, "change_hosts", hosts, "");
+  pg::InsertRows(tx, "change_hosts", hosts);
   // One row per statement: a duplicate or four-eyes violation then names its own row.
-  for (const auto& a : approvals) {
-    tx.exec(
-        absl::StrCat("INSERT INTO change_approvals ", a.ColumnList(), " VALUES ", a.ValueList()));
+  for (int i = 0; i < change.approvals_size(); ++i) {
+    pg::InsertRows(tx, "change_approvals", {pg::ApprovalRow(change, i, change.approvals(i))});
   }
   WriteHostStatuses(tx, nullptr, change);
 }
@@ -314,21 +291,20 @@ void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& bef
                       MessageDifferencer::Equals(*it->second.second, h);
     if (it != old.end()) old.erase(it);
     if (!same) {
-      rows.push_back(pg::HostRow(tx, after.id(), i, h, /*with_counters=*/false, &printed));
+      rows.push_back(pg::HostRow(after.id(), i, h, /*with_counters=*/false, &printed));
     }
   }
   if (!rows.empty()) {
-    InsertRows(tx, "change_hosts", rows,
-               absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
-                            rows[0].ExcludedAssignments({"change_id", "host"})));
+    pg::InsertRows(tx, "change_hosts", rows,
+                   absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
+                                rows[0].ExcludedAssignments({"change_id", "host"})));
   }
   if (!old.empty()) {
     std::vector<std::string> gone;
     gone.reserve(old.size());
     for (const auto& [host, unused] : old) gone.push_back(host);
-    tx.exec_params(absl::StrCat("DELETE FROM change_hosts WHERE change_id = $1 AND host IN ",
-                                QuotedList(tx, gone)),
-                   after.id());
+    tx.exec_params("DELETE FROM change_hosts WHERE change_id = $1 AND host = ANY($2::text[])",
+                   after.id(), pg::TextArray(gone));
   }
 }
 
@@ -342,20 +318,17 @@ void PgChangeStore::WriteApprovals(pqxx::transaction_base& tx, const v1::Change&
   }
   for (int i = 0; i < after.approvals_size(); ++i) {
     const v1::ChangeApproval& a = after.approvals(i);
-    const pg::RowValues row = pg::ApprovalRow(tx, after, i, a);
+    const pg::RowValues row = pg::ApprovalRow(after, i, a);
     auto it = old.find(a.approver());
     if (it == old.end()) {
-      tx.exec(absl::StrCat("INSERT INTO change_approvals ", row.ColumnList(), " VALUES ",
-                           row.ValueList()));
+      pg::InsertRows(tx, "change_approvals", {row});
       continue;
     }
     const bool same = it->second.first == i && MessageDifferencer::Equals(*it->second.second, a);
     old.erase(it);
     if (!same) {
-      tx.exec_params(absl::StrCat("UPDATE change_approvals SET ",
-                                  row.Assignments({"change_id", "approver", "proposed_by"}),
-                                  " WHERE change_id = $1 AND approver = $2"),
-                     after.id(), a.approver());
+      pg::UpdateRow(tx, "change_approvals", row, {"change_id", "approver", "proposed_by"},
+                    "change_id = $1 AND approver = $2", {after.id(), a.approver()});
     }
   }
   for (const auto& [approver, unused] : old) {
@@ -429,10 +402,8 @@ absl::Status PgChangeStore::UpdateHostCounters(const std::string& change_id,
     if (counters.before.has_value()) *h.mutable_counters_before() = std::move(*counters.before);
     if (counters.after.has_value()) *h.mutable_counters_after() = std::move(*counters.after);
     if (counters.measured.has_value()) *h.mutable_measured() = std::move(*counters.measured);
-    const pg::RowValues row = pg::HostCounterRow(tx, h);
-    tx.exec_params(absl::StrCat("UPDATE change_hosts SET ", row.Assignments({}),
-                                " WHERE change_id = $1 AND host = $2"),
-                   change_id, host);
+    pg::UpdateRow(tx, "change_hosts", pg::HostCounterRow(h), {}, "change_id = $1 AND host = $2",
+                  {change_id, host});
     tx.commit();
     return absl::OkStatus();
   } catch (...) {
@@ -487,9 +458,7 @@ absl::StatusOr<v1::Change> PgChangeStore::UpdateChange(const std::string& id, co
       InsertChange(tx, *update->created);
     }
     if (RowDiffers(*current, update->change)) {
-      const pg::RowValues row = pg::ChangeRow(tx, update->change);
-      tx.exec_params(absl::StrCat("UPDATE changes SET ", row.Assignments({"id"}), " WHERE id = $1"),
-                     id);
+      pg::UpdateRow(tx, "changes", pg::ChangeRow(update->change), {"id"}, "id = $1", {id});
     }
     WriteHosts(tx, *current, update->change);
     WriteApprovals(tx, *current, update->change);
@@ -527,11 +496,10 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       const size_t end = std::min(names.size(), begin + kHostsPerQuery);
       const std::vector<std::string> chunk(names.begin() + static_cast<std::ptrdiff_t>(begin),
                                            names.begin() + static_cast<std::ptrdiff_t>(end));
-      pqxx::result host_rows =
-          tx.exec_params(absl::StrCat("SELECT h.position, ", pg::kHostColumns,
-                                      " FROM change_hosts h WHERE h.change_id = $1 AND h.host IN ",
-                                      QuotedList(tx, chunk)),
-                         id);
+      pqxx::result host_rows = tx.exec_params(
+          absl::StrCat("SELECT h.position, ", pg::kHostColumns,
+                       " FROM change_hosts h WHERE h.change_id = $1 AND h.host = ANY($2::text[])"),
+          id, pg::TextArray(chunk));
       for (const auto& r : host_rows) {
         ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r, &parsed));
         const std::string name = h.host();
@@ -546,10 +514,8 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
 
     // The other hosts, counted: each an index range of change_hosts_progress or
     // change_hosts_dispatched (migration 0014), never a read of every host.
-    const std::string others_only =
-        names.empty() ? "" : absl::StrCat(" AND host NOT IN ", QuotedList(tx, names));
     const std::string of_change =
-        absl::StrCat("FROM change_hosts WHERE change_id = $1", others_only);
+        "FROM change_hosts WHERE change_id = $1 AND host <> ALL($3::text[])";
     const pqxx::row tally = tx.exec_params1(
         absl::StrCat(
             "SELECT EXISTS (SELECT 1 ", of_change,
@@ -560,7 +526,7 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
             "(EXTRACT(EPOCH FROM min(dispatched_at)) * 1000000)::bigint ",
             of_change, " AND state = 'DISPATCHED') AS earliest_dispatched, EXISTS (SELECT 1 ",
             of_change, " AND state = 'DISPATCHED' AND dispatched_at IS NULL) AS undated"),
-        id, current.current_wave());
+        id, current.current_wave(), pg::TextArray(names));
     OtherHosts others;
     others.wave_pending = tally["wave_pending"].as<bool>();
     others.wave_dispatched = tally["wave_dispatched"].as<bool>();
@@ -593,19 +559,16 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       *before.add_hosts() = it->second.second;
       *after.add_hosts() = h;
       if (!MessageDifferencer::Equals(it->second.second, h)) {
-        changed.push_back(
-            pg::HostRow(tx, id, it->second.first, h, /*with_counters=*/false, &parsed));
+        changed.push_back(pg::HostRow(id, it->second.first, h, /*with_counters=*/false, &parsed));
       }
     }
     if (RowDiffers(current, update->change)) {
-      const pg::RowValues row = pg::ChangeRow(tx, update->change);
-      tx.exec_params(absl::StrCat("UPDATE changes SET ", row.Assignments({"id"}), " WHERE id = $1"),
-                     id);
+      pg::UpdateRow(tx, "changes", pg::ChangeRow(update->change), {"id"}, "id = $1", {id});
     }
     if (!changed.empty()) {
-      InsertRows(tx, "change_hosts", changed,
-                 absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
-                              changed[0].ExcludedAssignments({"change_id", "host"})));
+      pg::InsertRows(tx, "change_hosts", changed,
+                     absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
+                                  changed[0].ExcludedAssignments({"change_id", "host"})));
     }
     after.set_id(id);
     after.set_version(update->change.version());
@@ -674,17 +637,20 @@ absl::StatusOr<int64_t> PgChangeStore::SaveCostModelCalibration(
               calibration.truncated(), static_cast<int64_t>(calibration.input_count()),
               groups_json)[0]
             .as<int64_t>();
-    pg::InsertBatch inputs(tx,
-                           "INSERT INTO cost_model_calibration_inputs (calibration_id, change_id, "
-                           "host, platform, protection_before, protection_after, measured)",
-                           "");
+    using Type = pg::ColumnType;
+    std::vector<pg::RowValues> inputs;
     for (const v1::CostModelCalibrationInput& in : calibration.inputs()) {
       ASSIGN_OR_RETURN(std::string measured, ToJson(in.measured(), /*pretty=*/false));
-      inputs.Add({absl::StrCat(id), tx.quote(in.change_id()), tx.quote(in.host()),
-                  tx.quote(in.platform()), tx.quote(in.protection_before()),
-                  tx.quote(in.protection_after()), tx.quote(measured) + "::jsonb"});
+      pg::RowValues& row = inputs.emplace_back();
+      row.Add("calibration_id", Type::kBigint, absl::StrCat(id));
+      row.Add("change_id", Type::kText, in.change_id());
+      row.Add("host", Type::kText, in.host());
+      row.Add("platform", Type::kText, in.platform());
+      row.Add("protection_before", Type::kText, in.protection_before());
+      row.Add("protection_after", Type::kText, in.protection_after());
+      row.Add("measured", Type::kJsonb, std::move(measured));
     }
-    inputs.Flush();
+    pg::InsertRows(tx, "cost_model_calibration_inputs", inputs);
     audit.set_detail(absl::StrCat(audit.detail(), " (calibration ", id, ")"));
     InsertAudit(tx, {audit});
     tx.commit();
@@ -743,9 +709,10 @@ absl::StatusOr<std::vector<v1::Change>> PgChangeStore::PendingForHost(const std:
           ids.push_back(r["change_id"].as<std::string>());
           by_change[ids.back()] = std::move(h);
         }
-        pqxx::result changes =
-            tx.exec(absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id IN ",
-                                 QuotedList(tx, ids), " ORDER BY c.seq"));
+        pqxx::result changes = tx.exec_params(
+            absl::StrCat("SELECT ", pg::kChangeColumns,
+                         " FROM changes c WHERE c.id = ANY($1::text[]) ORDER BY c.seq"),
+            pg::TextArray(ids));
         for (const auto& r : changes) {
           ASSIGN_OR_RETURN(v1::Change c, pg::ChangeFromRow(r));
           *c.add_hosts() = std::move(by_change[c.id()]);
@@ -770,10 +737,11 @@ absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::Pe
           const size_t end = std::min(hosts.size(), begin + kHostsPerQuery);
           std::vector<std::string> chunk(hosts.begin() + static_cast<std::ptrdiff_t>(begin),
                                          hosts.begin() + static_cast<std::ptrdiff_t>(end));
-          pqxx::result rows = tx.exec(absl::StrCat(
-              "SELECT ", pg::kHostColumns, " FROM change_hosts h WHERE h.host IN ",
-              QuotedList(tx, chunk), " AND h.state = 'DISPATCHED' AND h.order_not_after > ",
-              tx.quote(pg::Rfc3339(now)), "::timestamptz"));
+          pqxx::result rows = tx.exec_params(
+              absl::StrCat("SELECT ", pg::kHostColumns,
+                           " FROM change_hosts h WHERE h.host = ANY($1::text[]) AND h.state = "
+                           "'DISPATCHED' AND h.order_not_after > $2::timestamptz"),
+              pg::TextArray(chunk), pg::Rfc3339(now));
           for (const auto& r : rows) {
             ASSIGN_OR_RETURN(v1::ChangeHost h, pg::HostFromRow(r, &parsed));
             by_change[r["change_id"].as<std::string>()].push_back(std::move(h));
@@ -784,9 +752,10 @@ absl::StatusOr<std::map<std::string, std::vector<v1::Change>>> PgChangeStore::Pe
         std::vector<std::string> ids;
         ids.reserve(by_change.size());
         for (const auto& [id, unused] : by_change) ids.push_back(id);
-        pqxx::result rows =
-            tx.exec(absl::StrCat("SELECT ", pg::kChangeColumns, " FROM changes c WHERE c.id IN ",
-                                 QuotedList(tx, ids), " ORDER BY c.seq"));
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", pg::kChangeColumns,
+                         " FROM changes c WHERE c.id = ANY($1::text[]) ORDER BY c.seq"),
+            pg::TextArray(ids));
         std::vector<v1::Change> changes;
         changes.reserve(rows.size());
         for (const auto& r : rows) {
@@ -830,9 +799,10 @@ absl::StatusOr<std::map<std::string, v1::HostChangeStatus>> PgChangeStore::HostS
           const size_t end = std::min(hosts.size(), begin + kHostsPerQuery);
           std::vector<std::string> chunk(hosts.begin() + static_cast<std::ptrdiff_t>(begin),
                                          hosts.begin() + static_cast<std::ptrdiff_t>(end));
-          pqxx::result rows = tx.exec(absl::StrCat("SELECT ", pg::kHostStatusColumns,
-                                                   " FROM host_change_status s WHERE s.host IN ",
-                                                   QuotedList(tx, chunk)));
+          pqxx::result rows = tx.exec_params(
+              absl::StrCat("SELECT ", pg::kHostStatusColumns,
+                           " FROM host_change_status s WHERE s.host = ANY($1::text[])"),
+              pg::TextArray(chunk));
           for (const auto& r : rows) out[r["host"].as<std::string>()] = pg::HostStatusFromRow(r);
         }
         return out;
@@ -874,16 +844,13 @@ absl::StatusOr<std::vector<v1::AuditEntry>> PgChangeStore::ListAudit(const Audit
   return pool_->Run<pqxx::read_transaction>(
       "reading the audit log",
       [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<v1::AuditEntry>> {
-        std::string where = absl::StrCat("l.seq > ", query.after_seq);
-        if (!query.change_id.empty()) {
-          absl::StrAppend(&where, " AND l.change_id = ", tx.quote(query.change_id));
-        }
-        if (!query.waiver_id.empty()) {
-          absl::StrAppend(&where, " AND l.waiver_id = ", tx.quote(query.waiver_id));
-        }
-        pqxx::result rows =
-            tx.exec(absl::StrCat("SELECT ", pg::kAuditColumns, " FROM audit_log l WHERE ", where,
-                                 " ORDER BY l.seq LIMIT ", query.limit));
+        // An empty filter matches any entry.
+        pqxx::result rows = tx.exec_params(
+            absl::StrCat("SELECT ", pg::kAuditColumns,
+                         " FROM audit_log l WHERE l.seq > $1 AND ($2::text = '' OR l.change_id = "
+                         "$2::text) AND ($3::text = '' OR l.waiver_id = $3::text) "
+                         "ORDER BY l.seq LIMIT $4"),
+            query.after_seq, query.change_id, query.waiver_id, static_cast<int64_t>(query.limit));
         std::vector<v1::AuditEntry> out;
         out.reserve(rows.size());
         for (const auto& r : rows) out.push_back(pg::AuditFromRow(r));
@@ -905,8 +872,7 @@ absl::Status PgChangeStore::CreateWaiver(const v1::Waiver& waiver, const v1::Aud
     if (!tx.exec_params("SELECT 1 FROM waivers WHERE id = $1", waiver.id()).empty()) {
       return absl::AlreadyExistsError(absl::StrCat("waiver ", waiver.id(), " already exists"));
     }
-    const pg::RowValues row = pg::WaiverRow(tx, stored);
-    tx.exec(absl::StrCat("INSERT INTO waivers ", row.ColumnList(), " VALUES ", row.ValueList()));
+    pg::InsertRows(tx, "waivers", {pg::WaiverRow(stored)});
     InsertAudit(tx, {audit});
     tx.commit();
     return absl::OkStatus();
@@ -941,9 +907,7 @@ absl::StatusOr<v1::Waiver> PgChangeStore::UpdateWaiver(const std::string& id,
           absl::StrCat("waiver ", id, ": the step returned waiver '", next.id(), "'"));
     }
     created_by = next.created_by();
-    const pg::RowValues row = pg::WaiverRow(tx, next);
-    tx.exec_params(absl::StrCat("UPDATE waivers SET ", row.Assignments({"id"}), " WHERE id = $1"),
-                   id);
+    pg::UpdateRow(tx, "waivers", pg::WaiverRow(next), {"id"}, "id = $1", {id});
     InsertAudit(tx, {update.second});
     tx.commit();
     return next;

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "collector/store/postgres/change_rows.h"
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/sql.h"
@@ -15,7 +14,6 @@
 namespace smbfleet::collector {
 namespace {
 
-using pg::Literal;
 using smbfleet::v1::HostEvaluation;
 
 std::string EvidenceJson(const google::protobuf::RepeatedPtrField<smbfleet::v1::Evidence>& ev) {
@@ -50,78 +48,12 @@ smbfleet::v1::Finding FindingFromRow(const pqxx::row& r) {
   return f;
 }
 
-void InsertTransitions(pqxx::work& tx, int64_t host_id, const std::string& labels,
-                       const EvaluationWrite& w) {
-  const HostEvaluation& eval = *w.evaluation;
-  const std::string at = Literal(tx, pg::TimestampText(eval.evaluated_at())) + "::timestamptz";
-  pg::InsertBatch rows(tx,
-                       "INSERT INTO compliance_transitions (host_id, policy_name, "
-                       "policy_version, rule_id, share_name, classification, from_status, "
-                       "to_status, at, labels)",
-                       "");
-  for (const auto& t : w.transitions) {
-    rows.Add({Literal(host_id), Literal(tx, eval.policy_name()), Literal(tx, t.policy_version()),
-              Literal(tx, t.rule_id()), Literal(tx, t.share()), Literal(tx, t.classification()),
-              Literal(tx, pg::StatusText(t.from_status())),
-              Literal(tx, pg::StatusText(t.to_status())), at, Literal(tx, labels) + "::jsonb"});
-  }
-  rows.Flush();
-}
-
-void ReplaceResults(pqxx::work& tx, int64_t host_id, const HostEvaluation& eval) {
-  tx.exec_params("DELETE FROM compliance_results WHERE host_id = $1 AND policy_name = $2", host_id,
-                 eval.policy_name());
-  const std::string at = Literal(tx, pg::TimestampText(eval.evaluated_at())) + "::timestamptz";
-  pg::InsertBatch rows(tx,
-                       "INSERT INTO compliance_results (host_id, policy_name, policy_version, "
-                       "rule_id, share_name, classification, status, severity, message, "
-                       "evidence, waiver_id, cis_ws2022, cis_ws2025, evaluated_at)",
-                       "ON CONFLICT (host_id, policy_name, rule_id, share_name) DO NOTHING");
-  for (const auto& r : eval.results()) {
-    rows.Add({Literal(host_id), Literal(tx, eval.policy_name()), Literal(tx, eval.policy_version()),
-              Literal(tx, r.rule_id()), Literal(tx, r.share()), Literal(tx, r.classification()),
-              Literal(tx, pg::StatusText(r.status())),
-              Literal(tx, smbfleet::v1::Severity_Name(r.severity())), Literal(tx, r.message()),
-              Literal(tx, EvidenceJson(r.evidence())) + "::jsonb",
-              r.waiver_id().empty() ? "NULL" : Literal(tx, r.waiver_id()),
-              Literal(tx, r.cis().ws2022()), Literal(tx, r.cis().ws2025()), at});
-  }
-  rows.Flush();
-}
-
-void UpdateShareClassifications(pqxx::work& tx, int64_t host_id, const HostEvaluation& eval) {
-  if (eval.classifications_size() == 0) return;
-  std::vector<std::string> values;
-  values.reserve(eval.classifications_size());
-  for (const auto& c : eval.classifications()) {
-    values.push_back(absl::StrCat("(", Literal(tx, c.share()), ", ",
-                                  Literal(tx, c.classification()), ", ", Literal(tx, c.rule()),
-                                  ")"));
-  }
-  tx.exec(absl::StrCat(
-      "UPDATE host_shares s SET classification = c.classification, classification_rule = "
-      "c.rule FROM (VALUES ",
-      absl::StrJoin(values, ", "),
-      ") AS c (name, classification, rule) WHERE s.host_id = ", host_id, " AND s.name = c.name"));
-}
-
-// The evaluation of one host whose row the transaction has locked (and whose stored key it
-// checked): transitions, results, share classifications and the key, as SaveEvaluation writes
-// it (a page of hosts: WriteEvaluations below).
-void WriteEvaluation(pqxx::work& tx, int64_t host_id, const std::string& labels,
-                     const EvaluationWrite& w) {
-  InsertTransitions(tx, host_id, labels, w);
-  ReplaceResults(tx, host_id, *w.evaluation);
-  UpdateShareClassifications(tx, host_id, *w.evaluation);
-  tx.exec_params("UPDATE hosts SET evaluation_key = $2 WHERE id = $1", host_id, w.evaluation_key);
-}
-
-// The evaluations of a page's hosts, whose rows the transaction has locked (and whose stored
-// keys it checked), written as WriteEvaluation writes each of them but in five statements for
-// the whole page: its transitions, the removal of its current results, its new results, its
-// shares' classifications and its keys, every value an array parameter. The rows are the
-// per-host path's, and the count triggers of migration 0015 fire once per statement instead of
-// three times per host (their counts are sums, the same either way).
+// The evaluations of a page's hosts (one host for SaveEvaluation), whose rows the transaction
+// has locked (and whose stored keys it checked), in five statements for the whole page: its
+// transitions, the removal of its current results, its new results, its shares'
+// classifications and its keys, every value an array parameter. The count triggers of migration
+// 0015 fire once per statement instead of three times per host (their counts are sums, the same
+// either way).
 struct PageHost {
   int64_t id;
   const EvaluationWrite* write;
@@ -516,15 +448,13 @@ class PgComplianceStore : public ComplianceStore {
     return pool_->Run<pqxx::work>(
         absl::StrCat("storing the evaluation of ", w.host), [&](pqxx::work& tx) -> absl::Status {
           pqxx::result h = tx.exec_params(
-              "SELECT id, labels::text AS labels, evaluation_key FROM hosts WHERE name = $1 "
-              "FOR UPDATE",
-              w.host);
+              "SELECT id, evaluation_key FROM hosts WHERE name = $1 FOR UPDATE", w.host);
           if (h.empty()) return absl::NotFoundError(absl::StrCat("no host named '", w.host, "'"));
           if (h[0]["evaluation_key"].as<std::string>() != w.expected_key) {
             return absl::AbortedError(
                 absl::StrCat("the results of ", w.host, " changed while it was evaluated"));
           }
-          WriteEvaluation(tx, h[0]["id"].as<int64_t>(), h[0]["labels"].as<std::string>(), w);
+          WriteEvaluations(tx, {{h[0]["id"].as<int64_t>(), &w}});
           tx.commit();
           return absl::OkStatus();
         });

@@ -19,7 +19,6 @@
 namespace smbfleet::collector {
 namespace {
 
-using pg::Literal;
 using smbfleet::v1::HostSummary;
 using smbfleet::v1::Posture;
 

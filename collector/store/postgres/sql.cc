@@ -51,34 +51,39 @@ smbfleet::v1::ComplianceStatus StatusFromText(const std::string& text) {
   return s;
 }
 
-std::string Literal(const pqxx::transaction_base& tx, const std::string& text) {
-  return tx.quote(text);
+namespace {
+
+// An element of an array's input text: quoted, with `"` and `\` escaped.
+void AppendQuoted(const std::string& value, std::string* out) {
+  *out += '"';
+  for (char c : value) {
+    if (c == '"' || c == '\\') *out += '\\';
+    *out += c;
+  }
+  *out += '"';
 }
 
-std::string Literal(const pqxx::transaction_base& tx, const std::optional<std::string>& text) {
-  return text ? tx.quote(*text) : "NULL";
-}
-
-std::string Literal(std::optional<bool> b) {
-  if (!b) return "NULL";
-  return *b ? "true" : "false";
-}
-
-std::string Literal(int64_t n) { return absl::StrCat(n); }
-
-// Full precision: absl::StrCat would round to six digits.
-std::string Literal(double d) { return absl::StrCat("'", pqxx::to_string(d), "'::float8"); }
+}  // namespace
 
 std::string TextArray(const std::vector<std::string>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';
-    out += '"';
-    for (char c : values[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
+    AppendQuoted(values[i], &out);
+  }
+  out += '}';
+  return out;
+}
+
+std::string NullableTextArray(const std::vector<std::optional<std::string>>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    if (values[i].has_value()) {
+      AppendQuoted(*values[i], &out);
+    } else {
+      out += "NULL";
     }
-    out += '"';
   }
   out += '}';
   return out;
@@ -113,21 +118,6 @@ std::string DoubleArray(const std::vector<double>& values) {
   texts.reserve(values.size());
   for (double d : values) texts.push_back(pqxx::to_string(d));
   return absl::StrCat("{", absl::StrJoin(texts, ","), "}");
-}
-
-InsertBatch::InsertBatch(pqxx::transaction_base& tx, std::string head, std::string tail)
-    : tx_(tx), head_(std::move(head)), tail_(std::move(tail)) {}
-
-void InsertBatch::Add(const std::vector<std::string>& values) {
-  absl::StrAppend(&values_, rows_ == 0 ? "" : ", ", "(", absl::StrJoin(values, ", "), ")");
-  if (++rows_ == kRowsPerStatement) Flush();
-}
-
-void InsertBatch::Flush() {
-  if (rows_ == 0) return;
-  tx_.exec(absl::StrCat(head_, " VALUES ", values_, " ", tail_));
-  values_.clear();
-  rows_ = 0;
 }
 
 }  // namespace smbfleet::collector::pg

@@ -2,7 +2,8 @@
 #define SMBFLEET_COLLECTOR_STORE_POSTGRES_SQL_H_
 
 // Small helpers shared by the PostgreSQL stores: timestamps in and out, status names, and
-// multi-row INSERTs.
+// array parameters for statements over many rows. Values are always bound as parameters, never
+// pasted into a statement's text.
 
 #include <optional>
 #include <pqxx/pqxx>
@@ -32,42 +33,18 @@ uint32_t HostCount(pqxx::transaction_base& tx);
 std::optional<std::string> StatusText(smbfleet::v1::ComplianceStatus s);
 smbfleet::v1::ComplianceStatus StatusFromText(const std::string& text);
 
-// SQL literals for InsertBatch rows.
-std::string Literal(const pqxx::transaction_base& tx, const std::string& text);
-std::string Literal(const pqxx::transaction_base& tx, const std::optional<std::string>& text);
-std::string Literal(std::optional<bool> b);
-std::string Literal(int64_t n);
-std::string Literal(double d);
-
 // Array parameters (`$1::text[]`, `$1::bigint[]`, `$1::bool[]`) in PostgreSQL's array input
 // syntax, for unnest(): one statement over many rows, the values still bound, never pasted
 // into the SQL text.
 std::string TextArray(const std::vector<std::string>& values);
+// A text[] whose unset values are NULL.
+std::string NullableTextArray(const std::vector<std::optional<std::string>>& values);
 std::string BigintArray(const std::vector<int64_t>& values);
 std::string BoolArray(const std::vector<bool>& values);
 // A bool[] whose unknown values are NULL.
 std::string NullableBoolArray(const std::vector<std::optional<bool>>& values);
 // A float8[] (shortest text that reads back the same value).
 std::string DoubleArray(const std::vector<double>& values);
-
-// Rows of one INSERT sent a few hundred at a time instead of one round trip each. Values are
-// SQL literals (Literal() above, optionally with a ::cast).
-class InsertBatch {
- public:
-  // head: "INSERT INTO t (a, b)"; tail: e.g. "ON CONFLICT DO NOTHING" or "".
-  InsertBatch(pqxx::transaction_base& tx, std::string head, std::string tail);
-  void Add(const std::vector<std::string>& values);
-  // Sends what is pending; must be called before the transaction commits.
-  void Flush();
-
- private:
-  static constexpr size_t kRowsPerStatement = 500;
-  pqxx::transaction_base& tx_;
-  const std::string head_;
-  const std::string tail_;
-  std::string values_;
-  size_t rows_ = 0;
-};
 
 }  // namespace smbfleet::collector::pg
 
