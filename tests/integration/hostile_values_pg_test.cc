@@ -154,8 +154,8 @@ class HostileValuesPgTest : public ::testing::Test {
 
 TEST_F(HostileValuesPgTest, AnEvaluationRoundTripsExactly) {
   const auto& bad = Hostile();
-  const std::string policy = bad[2];
-  const std::string version = bad[3];
+  const std::string& policy = bad[2];
+  const std::string& version = bad[3];
   ASSERT_TRUE(stores_.compliance->ActivatePolicy(policy, version, bad[4]).ok());
 
   // Two hosts: one written by SaveEvaluation, one by a page of SaveEvaluations.

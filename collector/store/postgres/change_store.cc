@@ -264,6 +264,7 @@ void PgChangeStore::AddApprovals(pqxx::transaction_base& tx, std::vector<v1::Cha
 void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& change) {
   pg::InsertRows(tx, "changes", {pg::ChangeRow(change)});
   std::vector<pg::RowValues> hosts;
+  hosts.reserve(change.hosts_size());
   pg::HostJsonCache printed;
   for (int i = 0; i < change.hosts_size(); ++i) {
     hosts.push_back(pg::HostRow(change.id(), i, change.hosts(i), /*with_counters=*/true, &printed));
