@@ -29,8 +29,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/json.h"
 #include "common/posture_digest.h"
@@ -253,8 +253,8 @@ int Main(int argc, char** argv) {
       o.phases.clear();
       for (absl::string_view p : absl::StrSplit(v, ',', absl::SkipEmpty())) {
         if (p != "first" && p != "unchanged" && p != "digest" && p != "changed") {
-          return Usage(absl::StrCat("--phases: '", p,
-                                    "' is not one of first, unchanged, digest, changed"));
+          return Usage(
+              absl::StrCat("--phases: '", p, "' is not one of first, unchanged, digest, changed"));
         }
         o.phases.emplace(p);
       }
