@@ -59,7 +59,7 @@ run() {
   fi
   echo "goals.sh: $name: $*" >&2
   local t0=$SECONDS
-  if "$@" > "$work/$name.out" 2> >(sed "s/^/[$name] /" >&2); then :; else
+  if "$@" > "$work/$name.out" 2> >(sed -u "s/^/[$name] /" >&2); then :; else
     echo "exit $?" > "$work/$name.error"
   fi
   echo "goals.sh: $name took $((SECONDS - t0)) s" >&2
