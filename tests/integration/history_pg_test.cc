@@ -302,8 +302,9 @@ TEST_F(HistoryPgTest, TrimByHandAndRefusal) {
   ASSERT_TRUE(stores_.history->Maintain(old, absl::ZeroDuration(), 1).ok());
   ASSERT_TRUE(TableExists(dsn_, PartitionOf("reports", old)));
   // The pass made the day before, the day and the day after: all three are dropped.
-  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM history_trim(now() - interval '90 days') "
-                             "WHERE outcome = 'dropped' AND relation LIKE 'reports_p%'"),
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT count(*) FROM history_trim(now() - interval '90 days') "
+                       "WHERE outcome = 'dropped' AND relation LIKE 'reports_p%'"),
             "3");
   EXPECT_FALSE(TableExists(dsn_, PartitionOf("reports", old)));
   EXPECT_FALSE(TableExists(dsn_, PartitionOf("reports", old + absl::Hours(24))));
