@@ -2,11 +2,15 @@
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -48,6 +52,16 @@ std::string Subject(X509* cert) {
   char* data = nullptr;
   long len = BIO_get_mem_data(bio.get(), &data);
   return len > 0 ? std::string(data, static_cast<size_t>(len)) : std::string("(empty subject)");
+}
+
+// The SHA-256 of `text`, 32 raw bytes: the key a certificate's checks are kept under.
+std::string Sha256(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &len, EVP_sha256(), nullptr) != 1) {
+    return text;  // never expected; the PEM itself is an exact key too
+  }
+  return std::string(reinterpret_cast<const char*>(digest), len);
 }
 
 // OK when `ca` issued `cert`: names and key identifiers match, and the signature checks
@@ -105,26 +119,47 @@ bool Authenticator::kind_from_issuer() const {
   return !issuers_->agents.empty() || !issuers_->operators.empty();
 }
 
-absl::StatusOr<Principal> Authenticator::FromCertificate(const std::string& pem) const {
+struct Authenticator::Checked {
+  absl::StatusOr<Principal> principal;
+  std::string subject;
+  std::string serial;
+  std::string fingerprint;
+};
+
+Authenticator::Checked Authenticator::Check(const std::string& pem) const {
+  Checked out;
   std::vector<X509Ptr> certs = ParseAll(pem);
-  if (certs.empty()) return absl::UnauthenticatedError("peer certificate cannot be parsed");
+  if (certs.empty()) {
+    out.principal = absl::UnauthenticatedError("peer certificate cannot be parsed");
+    return out;
+  }
   X509* cert = certs[0].get();
-  const std::string subject = Subject(cert);
+  out.subject = Subject(cert);
+  const std::string& subject = out.subject;
 
   // A client certificate must say it is one. Our CAs always write the extension, so a
   // certificate without it was made elsewhere, for something else: refused as well.
   uint32_t flags = X509_get_extension_flags(cert);
   if ((flags & EXFLAG_XKUSAGE) == 0) {
-    return absl::UnauthenticatedError(
+    out.principal = absl::UnauthenticatedError(
         absl::StrCat("certificate '", subject,
                      "' has no extended key usage; a client certificate needs clientAuth"));
+    return out;
   }
   if ((X509_get_extended_key_usage(cert) & XKU_SSL_CLIENT) == 0) {
-    return absl::UnauthenticatedError(absl::StrCat(
+    out.principal = absl::UnauthenticatedError(absl::StrCat(
         "certificate '", subject, "' is not for client authentication (no clientAuth usage)"));
+    return out;
   }
 
-  ASSIGN_OR_RETURN(PeerIdentity id, IdentityFromPem(pem));
+  absl::StatusOr<PeerIdentity> identity = IdentityFromPem(pem);
+  if (!identity.ok()) {
+    out.principal = identity.status();
+    return out;
+  }
+  const PeerIdentity& id = *identity;
+  out.serial = id.serial;
+  out.fingerprint = id.fingerprint;
   Principal p = PrincipalFromIdentity(id);
   if (kind_from_issuer()) {
     bool by_agents = false;
@@ -134,17 +169,19 @@ absl::StatusOr<Principal> Authenticator::FromCertificate(const std::string& pem)
       by_operators = by_operators || IssuedBy(ca.get(), cert);
     }
     if (!by_agents && !by_operators) {
-      return absl::UnauthenticatedError(
+      out.principal = absl::UnauthenticatedError(
           absl::StrCat("certificate '", subject, "' (serial ", id.serial,
                        ") was not issued by a CA of identity.agent_issuers or "
                        "identity.operator_issuers"));
+      return out;
     }
     const absl::string_view kind = by_agents ? kAgent : kOperator;
     // The OU may say the kind too (ca.sh writes it); it may not say another one.
     if (!id.kind.empty() && (id.kind == kAgent || id.kind == kOperator) && id.kind != kind) {
-      return absl::UnauthenticatedError(
-          absl::StrCat("certificate '", subject, "' says OU=", id.kind, " but was issued by an ",
-                       kind, "s CA; refused"));
+      out.principal =
+          absl::UnauthenticatedError(absl::StrCat("certificate '", subject, "' says OU=", id.kind,
+                                                  " but was issued by an ", kind, "s CA; refused"));
+      return out;
     }
     p.kind = by_agents ? PrincipalKind::kAgent : PrincipalKind::kOperator;
     p.kind_text = std::string(kind);
@@ -154,16 +191,39 @@ absl::StatusOr<Principal> Authenticator::FromCertificate(const std::string& pem)
       p.roles.insert(p.roles.begin(), id.kind);
     }
   }
-  if (revocations_ != nullptr && revocations_->IsRevoked(id.serial, id.fingerprint)) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("certificate '", subject, "' (serial ", id.serial, ") has been revoked"));
+  out.principal = std::move(p);
+  return out;
+}
+
+std::shared_ptr<const Authenticator::Checked> Authenticator::CheckedOf(
+    const std::string& pem) const {
+  const std::string key = Sha256(pem);
+  {
+    absl::ReaderMutexLock lock(&checked_mu_);
+    auto it = checked_.find(key);
+    if (it != checked_.end()) return it->second;
+  }
+  auto checked = std::make_shared<const Checked>(Check(pem));
+  absl::MutexLock lock(&checked_mu_);
+  if (checked_.size() >= kMaxCheckedCertificates) checked_.clear();
+  checked_.emplace(key, checked);
+  return checked;
+}
+
+absl::StatusOr<Principal> Authenticator::FromCertificate(const std::string& pem) const {
+  std::shared_ptr<const Checked> checked = CheckedOf(pem);
+  if (!checked->principal.ok()) return checked->principal.status();
+  const Principal& p = *checked->principal;
+  if (revocations_ != nullptr && revocations_->IsRevoked(checked->serial, checked->fingerprint)) {
+    return absl::UnauthenticatedError(absl::StrCat("certificate '", checked->subject, "' (serial ",
+                                                   checked->serial, ") has been revoked"));
   }
   // Only an agent's name is a host; an operator who happens to share it is not that host.
   if (revocations_ != nullptr && p.kind == PrincipalKind::kAgent &&
       revocations_->IsHostRevoked(p.name)) {
-    return absl::UnauthenticatedError(absl::StrCat("host '", p.name,
-                                                   "' has been revoked (certificate '", subject,
-                                                   "', serial ", id.serial, ")"));
+    return absl::UnauthenticatedError(
+        absl::StrCat("host '", p.name, "' has been revoked (certificate '", checked->subject,
+                     "', serial ", checked->serial, ")"));
   }
   return p;
 }

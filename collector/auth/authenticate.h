@@ -9,8 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "collector/auth/authorize.h"
 #include "grpcpp/server_context.h"
 
@@ -64,16 +67,31 @@ class Authenticator {
 
   // The holder of a client certificate the TLS layer has already verified against the
   // collector's CA bundle: kind from the issuer (or OU), EKU clientAuth required, not revoked
-  // (nor, for an agent, its host).
+  // (nor, for an agent, its host). What the certificate itself says is worked out once per
+  // certificate and kept (its parse, usage and issuer signature; at most kMaxCheckedCertificates,
+  // by SHA-256 of the PEM): an agent's calls on one connection present the same certificate
+  // every time. Revocation is checked on every call.
   absl::StatusOr<Principal> FromCertificate(const std::string& pem) const;
   // `authorization` metadata value ("Bearer <token>").
   absl::StatusOr<Principal> FromAuthorization(absl::string_view header) const;
 
+  // Certificates whose checks are kept; when full, all are forgotten at once.
+  static constexpr size_t kMaxCheckedCertificates = 1 << 18;
+
  private:
   struct Issuers;
+  struct Checked;
   explicit Authenticator(std::unique_ptr<Issuers> issuers);
 
+  // What `pem` says, whoever asks: the principal (or why it is refused) and what revocation
+  // is checked against.
+  Checked Check(const std::string& pem) const;
+  std::shared_ptr<const Checked> CheckedOf(const std::string& pem) const;
+
   std::unique_ptr<Issuers> issuers_;
+  mutable absl::Mutex checked_mu_;
+  mutable absl::flat_hash_map<std::string, std::shared_ptr<const Checked>> checked_
+      ABSL_GUARDED_BY(checked_mu_);
   const TokenVerifier* tokens_ = nullptr;
   const RevocationChecker* revocations_ = nullptr;
 };

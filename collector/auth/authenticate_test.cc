@@ -240,6 +240,36 @@ TEST_F(AuthenticateTest, ARevokedCertificateIsRefusedNamingItsSerial) {
   EXPECT_NE(p.status().message().find("serial 1f"), std::string::npos) << p.status();
 }
 
+// A certificate's checks are kept, revocation is not: the same certificate gets the same answer
+// call after call until it is revoked (by fingerprint here), and a refused one stays refused.
+TEST_F(AuthenticateTest, AKeptCertificateIsStillCheckedForRevocationOnEveryCall) {
+  auto auth = ByIssuer();
+  ASSERT_NE(auth, nullptr);
+  FakeRevocations revoked;
+  auth->set_revocations(&revoked);
+  Cert agent = Make("O=smbfleet,OU=agent,CN=fs07", &agents_ca_, "clientAuth", 0x31);
+  Cert server_only = Make("O=smbfleet,OU=agent,CN=fs08", &agents_ca_, "serverAuth", 0x32);
+  for (int call = 0; call < 3; ++call) {
+    auto p = auth->FromCertificate(agent.pem);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(p->name, "fs07");
+    EXPECT_EQ(p->kind, PrincipalKind::kAgent);
+    auto refused = auth->FromCertificate(server_only.pem);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("not for client authentication"), std::string::npos)
+        << refused.status();
+  }
+  auto id = IdentityFromPem(agent.pem);
+  ASSERT_TRUE(id.ok()) << id.status();
+  revoked.fingerprints.insert(id->fingerprint);
+  auto p = auth->FromCertificate(agent.pem);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("serial 31) has been revoked"), std::string::npos)
+      << p.status();
+  revoked.fingerprints.clear();
+  EXPECT_TRUE(auth->FromCertificate(agent.pem).ok());
+}
+
 class FakeTokens : public TokenVerifier {
  public:
   absl::StatusOr<Principal> VerifyToken(absl::string_view token) const override {

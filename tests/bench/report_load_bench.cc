@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/files.h"
 #include "common/json.h"
 #include "common/posture_digest.h"
@@ -50,6 +52,9 @@ struct Options {
   int hosts = 200;
   int reports = 2000;
   int concurrency = 16;
+  // The phases to run, in their fixed order (first, unchanged, digest, changed); a later phase
+  // run alone needs the hosts' first reports stored by an earlier run.
+  std::set<std::string> phases = {"first", "unchanged", "digest", "changed"};
   size_t posture_json_bytes = 0;  // the posture as the agent prints it (--format=json)
 };
 
@@ -62,10 +67,14 @@ std::string ReportId(uint32_t run, uint32_t phase, uint64_t seq) {
                          static_cast<uint32_t>((seq >> 36) & 0xfff), seq & 0xffffffffffffULL);
 }
 
+// Attempts per report: the first and resends after UNAVAILABLE.
+constexpr int kAttempts = 5;
+
 struct PhaseResult {
   std::string phase;
   int reports = 0;
-  int errors = 0;
+  int errors = 0;   // reports not answered OK after every attempt
+  int retries = 0;  // resends after UNAVAILABLE
   std::map<std::string, int> outcomes;
   std::map<std::string, int> error_codes;
   double seconds = 0;
@@ -147,13 +156,26 @@ class LoadClient {
             s->set_client_address(absl::StrCat("192.0.2.", seq % 250 + 1));
             s->set_dialect(v1::DIALECT_SMB_3_1_1);
           }
-          grpc::ClientContext context;
-          context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+          // UNAVAILABLE means "not stored, send it again" (a busy collector or database): the
+          // report is resent as an agent resends it, a few times, and counted in `retries`.
+          grpc::Status status;
           v1::ReportResponse response;
-          const auto sent = Clock::now();
-          grpc::Status status = stubs_[host]->Report(&context, request, &response);
-          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+          double ms = 0;
+          int retries = 0;
+          for (int attempt = 1;; ++attempt) {
+            grpc::ClientContext context;
+            context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+            const auto sent = Clock::now();
+            status = stubs_[host]->Report(&context, request, &response);
+            ms = std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+            if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt == kAttempts) {
+              break;
+            }
+            ++retries;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+          }
           std::lock_guard<std::mutex> lock(mu);
+          result.retries += retries;
           result.latencies_ms.push_back(ms);
           if (status.ok()) {
             ++result.reports;
@@ -181,6 +203,7 @@ class LoadClient {
     j["postureJsonBytes"] = options_.posture_json_bytes;
     j["reports"] = r.reports;
     j["errors"] = r.errors;
+    j["retries"] = r.retries;
     j["errorCodes"] = r.error_codes;
     j["outcomes"] = r.outcomes;
     j["seconds"] = r.seconds;
@@ -201,7 +224,8 @@ class LoadClient {
 int Usage(const std::string& problem) {
   std::cerr << "report_load_bench: " << problem << "\n"
             << "usage: report_load_bench --target HOST:PORT --pki DIR --posture FILE.json "
-               "[--hosts N] [--reports N] [--concurrency N] [--label TEXT]\n";
+               "[--hosts N] [--reports N] [--concurrency N] [--label TEXT] "
+               "[--phases first,unchanged,digest,changed]\n";
   return 2;
 }
 
@@ -225,6 +249,16 @@ int Main(int argc, char** argv) {
       o.posture_file = v;
     } else if (const char* v = take("--label")) {
       o.label = v;
+    } else if (const char* v = take("--phases")) {
+      o.phases.clear();
+      for (absl::string_view p : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        if (p != "first" && p != "unchanged" && p != "digest" && p != "changed") {
+          return Usage(
+              absl::StrCat("--phases: '", p, "' is not one of first, unchanged, digest, changed"));
+        }
+        o.phases.emplace(p);
+      }
+      if (o.phases.empty()) return Usage("--phases needs at least one phase");
     } else if (a == "--hosts") {
       if (!number(take("--hosts"), &o.hosts)) return Usage("--hosts needs a positive number");
     } else if (a == "--reports") {
@@ -253,6 +287,7 @@ int Main(int argc, char** argv) {
   bool failed = false;
   auto phase = [&](const std::string& name, uint32_t no, int count, bool vary,
                    bool digest_only = false) {
+    if (o.phases.count(name) == 0) return;
     PhaseResult r = client.Run(name, no, count, vary, digest_only);
     std::cout << client.ToJsonLine(r).dump() << std::endl;
     if (r.errors > 0 || r.reports != count) failed = true;

@@ -4,6 +4,7 @@
 
 #include <pqxx/pqxx>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -259,6 +260,57 @@ TEST_F(HistoryPgTest, ReportOnADayWithoutPartitionIsStored) {
   ASSERT_TRUE(resent.ok()) << resent.status();
   EXPECT_EQ(*resent, SaveOutcome::kDuplicate);
   EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM reports"), "1");
+}
+
+// Each table is trimmed in a transaction of its own (migration 0020): while a reader holds
+// host_benchmarks, an old day of compliance_transitions (trimmed before it) is already gone for
+// everyone, so the trim holds no table's lock while it waits for another's. Once the reader
+// ends, the pass finishes and drops the old days of every table.
+TEST_F(HistoryPgTest, EachTableIsTrimmedInATransactionOfItsOwn) {
+  const absl::Time now = absl::Now();
+  const absl::Time old = now - absl::Hours(24 * 200);
+  ASSERT_TRUE(stores_.history->Maintain(old, absl::ZeroDuration(), 1).ok());
+  // Today's days made first: making one waits for the reader too (attaching locks the default).
+  ASSERT_TRUE(stores_.history->Maintain(now, absl::ZeroDuration(), 1).ok());
+  ASSERT_TRUE(TableExists(dsn_, PartitionOf("compliance_transitions", old)));
+
+  pqxx::connection reader(dsn_);
+  pqxx::work holding(reader);
+  holding.exec("LOCK TABLE host_benchmarks IN ACCESS SHARE MODE");
+  absl::StatusOr<HistoryPass> pass;
+  std::thread trim([&] { pass = stores_.history->Maintain(now, absl::Hours(24 * 90), 1); });
+  bool gone_while_held = false;
+  for (int i = 0; i < 100 && !gone_while_held; ++i) {
+    gone_while_held = !TableExists(dsn_, PartitionOf("compliance_transitions", old));
+    if (!gone_while_held) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(TableExists(dsn_, PartitionOf("host_benchmarks", old)));
+  holding.abort();
+  trim.join();
+  EXPECT_TRUE(gone_while_held) << "the old day of compliance_transitions stayed while the trim "
+                                  "waited for host_benchmarks";
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_THAT(pass->dropped, Contains(PartitionOf("host_benchmarks", old)));
+  EXPECT_THAT(pass->dropped, Contains(PartitionOf("postures", old)));
+  EXPECT_FALSE(TableExists(dsn_, PartitionOf("host_benchmarks", old)));
+}
+
+// history_trim (every table at once, for use by hand) is still there and trims as the pass
+// does; history_trim_table refuses a table that is not history.
+TEST_F(HistoryPgTest, TrimByHandAndRefusal) {
+  const absl::Time old = absl::Now() - absl::Hours(24 * 200);
+  ASSERT_TRUE(stores_.history->Maintain(old, absl::ZeroDuration(), 1).ok());
+  ASSERT_TRUE(TableExists(dsn_, PartitionOf("reports", old)));
+  // The pass made the day before, the day and the day after: all three are dropped.
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT count(*) FROM history_trim(now() - interval '90 days') "
+                       "WHERE outcome = 'dropped' AND relation LIKE 'reports_p%'"),
+            "3");
+  EXPECT_FALSE(TableExists(dsn_, PartitionOf("reports", old)));
+  EXPECT_FALSE(TableExists(dsn_, PartitionOf("reports", old + absl::Hours(24))));
+  pqxx::connection c(dsn_);
+  pqxx::work tx(c);
+  EXPECT_THROW(tx.exec("SELECT * FROM history_trim_table('hosts', now())"), pqxx::sql_error);
 }
 
 // A second collector's pass finds the first one's lock and skips.

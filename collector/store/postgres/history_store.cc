@@ -56,26 +56,33 @@ class PgHistoryStore : public HistoryStore {
       }
     }
     if (retention <= absl::ZeroDuration()) return pass;
-    absl::Status trimmed =
-        pool_->Run<pqxx::work>("trimming the history", [&](pqxx::work& tx) -> absl::Status {
-          if (!Lock(tx)) return absl::OkStatus();
-          for (const auto& r :
-               tx.exec_params("SELECT relation, outcome, COALESCE(rows, 0) FROM history_trim("
-                              "$1::timestamptz - make_interval(secs => $2))",
-                              at, absl::ToDoubleSeconds(retention))) {
-            const std::string outcome = r[1].as<std::string>();
-            if (outcome == "dropped") {
-              pass.dropped.push_back(r[0].as<std::string>());
-            } else if (outcome == "kept") {
-              pass.kept.push_back(r[0].as<std::string>());
-            } else {
-              pass.trimmed_rows += r[2].as<int64_t>();
+    // Trimmed a table at a time, each in a transaction of its own, for the same reason
+    // (migration 0020): dropping a day partition locks its table.
+    std::vector<std::string> trimmed_tables = *tables;
+    trimmed_tables.push_back("report_ids");
+    for (const std::string& table : trimmed_tables) {
+      absl::StatusOr<bool> locked = pool_->Run<pqxx::work>(
+          "trimming the history", [&](pqxx::work& tx) -> absl::StatusOr<bool> {
+            if (!Lock(tx)) return false;
+            for (const auto& r : tx.exec_params(
+                     "SELECT relation, outcome, COALESCE(rows, 0) FROM history_trim_table("
+                     "$1, $2::timestamptz - make_interval(secs => $3))",
+                     table, at, absl::ToDoubleSeconds(retention))) {
+              const std::string outcome = r[1].as<std::string>();
+              if (outcome == "dropped") {
+                pass.dropped.push_back(r[0].as<std::string>());
+              } else if (outcome == "kept") {
+                pass.kept.push_back(r[0].as<std::string>());
+              } else {
+                pass.trimmed_rows += r[2].as<int64_t>();
+              }
             }
-          }
-          tx.commit();
-          return absl::OkStatus();
-        });
-    if (!trimmed.ok()) return trimmed;
+            tx.commit();
+            return true;
+          });
+      if (!locked.ok()) return locked.status();
+      if (!*locked) return pass;  // another collector's pass holds the lock: it goes on
+    }
     return pass;
   }
 

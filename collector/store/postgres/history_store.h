@@ -8,8 +8,9 @@
 
 namespace smbfleet::collector {
 
-// The pass runs history_partitions_ensure and history_trim (migration 0016) in one transaction
-// under a transaction-level advisory lock: a second collector finds it taken and skips.
+// The pass makes each partition (history_partition_create, migration 0016) and trims each table
+// (history_trim_table, migration 0020) in a transaction of its own, each under a
+// transaction-level advisory lock: a second collector finds it taken and skips the rest.
 std::unique_ptr<HistoryStore> NewPgHistoryStore(std::shared_ptr<ConnectionPool> pool);
 
 }  // namespace smbfleet::collector
