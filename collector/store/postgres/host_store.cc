@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "collector/store/postgres/dsn.h"
+#include "collector/store/postgres/posture_codec.h"
 #include "collector/store/postgres/posture_rows.h"
 #include "collector/store/postgres/sql.h"
 #include "common/json.h"
@@ -31,16 +32,31 @@ constexpr char kSummaryColumns[] = R"sql(
   h.labels::text AS labels, h.reported_labels::text AS reported_labels,
   (SELECT count(*) FROM host_shares s WHERE s.host_id = h.id) AS shares,
   (SELECT count(*) FROM host_sessions s WHERE s.host_id = h.id) AS sessions,
-  COALESCE(jsonb_array_length(p.posture_json -> 'probeErrors'), 0) AS probe_errors
+  COALESCE(jsonb_array_length(NULLIF(CASE WHEN p.posture_json ? 'probeErrors'
+    THEN p.posture_json -> 'probeErrors' ELSE b.posture_json -> 'probeErrors' END,
+    'null'::jsonb)), 0) AS probe_errors
 )sql";
 
 // Hosts read by one statement of GetHosts.
 constexpr size_t kHostsPerRead = 1000;
 
-// Each host's latest posture, joined to `h` (the hosts table or a page of it).
+// Each host's latest posture `p`, joined to `h` (the hosts table or a page of it), and the
+// base `b` it is stored against (migration 0019; none for a plain posture): p.posture_json holds
+// only the members that differ from b.posture_json, a member b has and p has not as JSON null.
 constexpr char kLatestPosture[] =
     "LEFT JOIN host_state st ON st.host_id = h.id "
-    "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at ";
+    "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at "
+    "LEFT JOIN postures b ON b.id = p.base_id AND b.stored_at = p.base_stored_at ";
+
+// The binary posture of the base `b` (kLatestPosture) as the column `base` ('' for a plain
+// posture): the dictionary of p.posture (posture_codec.h).
+constexpr char kPostureBase[] = "COALESCE(encode(b.posture, 'hex'), '') AS base";
+
+// The plain bytes of the row's `posture` (with its `base`); '' for a host without one.
+absl::StatusOr<std::string> PlainPosture(const pqxx::row& r, const std::string& host) {
+  return pg::DecodeStoredPosture(absl::HexStringToBytes(r["posture"].as<std::string>()),
+                                 absl::HexStringToBytes(r["base"].as<std::string>()), host);
+}
 
 HostSummary SummaryFromRow(const pqxx::row& r) {
   HostSummary s;
@@ -340,14 +356,33 @@ absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_
     return absl::InvalidArgumentError(
         absl::StrCat("posture of report ", report.report_id, " cannot be serialised"));
   }
+  const std::string received = pg::Rfc3339(report.received_at);
+  // The host's first plain posture of this UTC day is the base of its later ones
+  // (posture_codec.h): the same partition holds both.
+  pqxx::result base = tx.exec_params(
+      "SELECT id, stored_at::text AS stored_at, encode(posture, 'hex') AS posture FROM postures "
+      "WHERE host_id = $1 AND stored_at >= date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC') "
+      "AT TIME ZONE 'UTC' AND stored_at < (date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC') "
+      "+ interval '1 day') AT TIME ZONE 'UTC' AND base_id IS NULL AND posture <> ''::bytea "
+      "ORDER BY stored_at, id LIMIT 1",
+      host_id, received);
+  std::optional<int64_t> base_id;
+  std::optional<std::string> base_stored_at;
+  if (!base.empty()) {
+    const std::string base_bytes = absl::HexStringToBytes(base[0]["posture"].as<std::string>());
+    if (auto delta = pg::EncodePostureDelta(bytes, base_bytes)) {
+      bytes = *std::move(delta);
+      base_id = base[0]["id"].as<int64_t>();
+      base_stored_at = base[0]["stored_at"].as<std::string>();
+    }
+  }
   pqxx::row stored = tx.exec_params1(
       "INSERT INTO postures (host_id, report_id, stored_at, collected_at, posture_hash, "
-      "posture, posture_json) VALUES ($1, $2::uuid, $3::timestamptz, "
-      "NULLIF($4, '')::timestamptz, decode($5, 'hex'), decode($6, 'hex'), $7::jsonb) "
-      "RETURNING id",
-      host_id, report.report_id, pg::Rfc3339(report.received_at),
-      pg::TimestampText(posture.collected_at()), report.digest, absl::BytesToHexString(bytes),
-      json);
+      "posture, posture_json, base_id, base_stored_at) VALUES ($1, $2::uuid, $3::timestamptz, "
+      "NULLIF($4, '')::timestamptz, decode($5, 'hex'), decode($6, 'hex'), $7::jsonb, $8, "
+      "$9::timestamptz) RETURNING id",
+      host_id, report.report_id, received, pg::TimestampText(posture.collected_at()), report.digest,
+      absl::BytesToHexString(bytes), json, base_id, base_stored_at);
   return stored["id"].as<int64_t>();
 }
 
@@ -511,8 +546,8 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
   const std::string in = pg::TextArray(names);
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", kSummaryColumns,
-                   ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
-                   "COALESCE(h.last_report_id::text, '') AS last_report_id, "
+                   ", COALESCE(encode(p.posture, 'hex'), '') AS posture, ", kPostureBase,
+                   ", COALESCE(h.last_report_id::text, '') AS last_report_id, "
                    "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
                    " FROM hosts h ", kLatestPosture, "WHERE h.name = ANY($1::text[])"),
       in);
@@ -523,7 +558,7 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
     HostRecord record;
     record.summary = SummaryFromRow(row);
     const std::string name = record.summary.name();
-    std::string bytes = absl::HexStringToBytes(row["posture"].as<std::string>());
+    ASSIGN_OR_RETURN(std::string bytes, PlainPosture(row, name));
     if (!bytes.empty() && !record.posture.ParseFromString(bytes)) {
       return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
     }
@@ -583,15 +618,15 @@ absl::StatusOr<std::map<std::string, StoredPosture>> PgHostStore::CurrentPosture
       [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, StoredPosture>> {
         const std::string names = pg::TextArray(hosts);
         pqxx::result rows = tx.exec_params(
-            "SELECT h.name, encode(p.posture, 'hex') AS posture, encode(h.posture_hash, 'hex') "
-            "AS digest FROM hosts h JOIN host_state st ON st.host_id = h.id JOIN postures p ON "
-            "p.id = st.posture_id AND p.stored_at = st.posture_stored_at WHERE h.name = "
-            "ANY($1::text[]) AND h.posture_hash IS NOT NULL",
+            absl::StrCat("SELECT h.name, COALESCE(encode(p.posture, 'hex'), '') AS posture, ",
+                         kPostureBase, ", encode(h.posture_hash, 'hex') AS digest FROM hosts h ",
+                         kLatestPosture,
+                         "WHERE h.name = ANY($1::text[]) AND h.posture_hash IS NOT NULL"),
             names);
         std::map<std::string, StoredPosture> out;
         for (const auto& r : rows) {
           const std::string name = r["name"].as<std::string>();
-          std::string bytes = absl::HexStringToBytes(r["posture"].as<std::string>());
+          ASSIGN_OR_RETURN(std::string bytes, PlainPosture(r, name));
           if (bytes.empty()) continue;  // as GetHost: no posture
           StoredPosture& p = out[name];
           if (!p.posture.ParseFromString(bytes)) {
