@@ -6,8 +6,8 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <string>

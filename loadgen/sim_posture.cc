@@ -155,8 +155,8 @@ v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape, ui
     session->set_encryption(modern ? v1::PROTECTION_FULL : v1::PROTECTION_NONE);
     if (modern) session->set_cipher(v1::AES_128_GCM);
     session->set_num_opens(rng() % 20);
-    const uint64_t seconds = session_reports > 1 ? client() % 3'600 + slot_age * 3'600
-                                                 : rng() % 86'400;
+    const uint64_t seconds =
+        session_reports > 1 ? client() % 3'600 + slot_age * 3'600 : rng() % 86'400;
     session->set_seconds_exists(static_cast<uint32_t>(seconds));
     session->add_shares()->set_name(p.shares(i % p.shares_size()).name());
   }

@@ -32,8 +32,7 @@ HostShape DrawShape(std::mt19937_64& rng);
 // and age move on every time (a file server's clients stay connected for hours).
 smbfleet::v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape,
                                        uint64_t sequence, std::mt19937_64& rng,
-                                       uint64_t settings_every = 1,
-                                       uint64_t session_reports = 1);
+                                       uint64_t settings_every = 1, uint64_t session_reports = 1);
 
 }  // namespace smbfleet::loadgen
 
