@@ -171,6 +171,32 @@ TEST_F(PostureBasePgTest, LaterPosturesOfADayAreStoredAgainstTheFirst) {
             "t");
 }
 
+// When the sessions have moved on from the base's, so that the posture before would be a far
+// better base, the posture is stored whole and is the base of the next ones.
+TEST_F(PostureBasePgTest, APostureFarFromItsBaseIsTheNextBase) {
+  ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
+  Open();
+  const absl::Time day = absl::FromCivil(
+      absl::CivilDay(absl::ToCivilDay(absl::Now(), absl::UTCTimeZone())), absl::UTCTimeZone());
+  // 1: the base; 2: its sessions, one more open file each; 3: all sessions new; 4: 3's sessions
+  // again, far from the base and near 3; 5: near 4.
+  std::vector<smbfleet::v1::Posture> postures = {
+      PostureAt(1, 80), PostureAt(1, 80), PostureAt(50, 80), PostureAt(50, 80), PostureAt(50, 80)};
+  for (size_t i = 0; i < postures.size(); ++i) {
+    postures[i].mutable_collected_at()->set_seconds(1'800'000'000 + static_cast<int64_t>(i));
+    for (auto& s : *postures[i].mutable_sessions()) s.set_num_opens(s.num_opens() + i);
+  }
+  for (size_t i = 0; i < postures.size(); ++i) {
+    Save(postures[i], static_cast<int>(i) + 1, day + absl::Minutes(10 * (static_cast<int>(i) + 1)));
+    ExpectCurrent(postures[i]);
+  }
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT string_agg(CASE WHEN base_id IS NULL THEN 'plain' ELSE "
+                       "'delta of ' || (SELECT count(*) FROM postures o WHERE o.id <= "
+                       "p.base_id) END, ',' ORDER BY id) FROM postures p"),
+            "plain,delta of 1,delta of 1,plain,delta of 4");
+}
+
 // A posture stored before migration 0019 (whole) reads as it was, and is the base of the day's
 // next posture.
 TEST_F(PostureBasePgTest, PosturesStoredBeforeTheMigrationReadAndServeAsBase) {

@@ -358,17 +358,18 @@ absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_
   }
   const std::string received = pg::Rfc3339(report.received_at);
   // The host's latest plain posture of this UTC day is the base of its next ones
-  // (posture_codec.h; the same partition holds both). When a posture's difference from it is
-  // over twice the smallest stored against it (its sessions have moved on from the base's),
-  // the posture is stored plain and is the next base.
+  // (posture_codec.h; the same partition holds both). When the posture before this one would be
+  // a base at least twice as good (the sessions have moved on from the base's), this posture
+  // is stored plain and is the next base.
   pqxx::result base = tx.exec_params(
       "WITH day AS (SELECT date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE "
       "'UTC' AS lo, (date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC') + interval '1 day') "
       "AT TIME ZONE 'UTC' AS hi) "
       "SELECT b.id, b.stored_at::text AS stored_at, encode(b.posture, 'hex') AS posture, "
-      "(SELECT min(octet_length(d.posture)) FROM postures d WHERE d.host_id = b.host_id AND "
-      "d.stored_at >= b.stored_at AND d.stored_at < day.hi AND d.base_id = b.id AND "
-      "d.base_stored_at = b.stored_at) AS smallest "
+      "COALESCE((SELECT encode(d.posture, 'hex') FROM postures d WHERE d.host_id = b.host_id "
+      "AND d.stored_at >= b.stored_at AND d.stored_at < day.hi AND d.base_id = b.id AND "
+      "d.base_stored_at = b.stored_at ORDER BY d.stored_at DESC, d.id DESC LIMIT 1), '') "
+      "AS previous "
       "FROM day, postures b WHERE b.host_id = $1 AND b.stored_at >= day.lo AND b.stored_at < "
       "day.hi AND b.base_id IS NULL AND b.posture <> ''::bytea "
       "ORDER BY b.stored_at DESC, b.id DESC LIMIT 1",
@@ -377,11 +378,20 @@ absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_
   std::optional<std::string> base_stored_at;
   if (!base.empty()) {
     const std::string base_bytes = absl::HexStringToBytes(base[0]["posture"].as<std::string>());
-    std::optional<int64_t> smallest;
-    if (!base[0]["smallest"].is_null()) smallest = base[0]["smallest"].as<int64_t>();
-    if (auto delta = pg::EncodePostureDelta(bytes, base_bytes);
-        delta.has_value() &&
-        (!smallest.has_value() || static_cast<int64_t>(delta->size()) <= 2 * *smallest)) {
+    std::optional<std::string> delta = pg::EncodePostureDelta(bytes, base_bytes);
+    const std::string previous = absl::HexStringToBytes(base[0]["previous"].as<std::string>());
+    if (delta.has_value() && !previous.empty()) {
+      absl::StatusOr<std::string> plain_previous =
+          pg::DecodeStoredPosture(previous, base_bytes, report.host);
+      if (plain_previous.ok()) {
+        std::optional<std::string> against_previous =
+            pg::EncodePostureDelta(bytes, *plain_previous);
+        if (against_previous.has_value() && 2 * against_previous->size() < delta->size()) {
+          delta.reset();  // a new base
+        }
+      }
+    }
+    if (delta.has_value()) {
       bytes = *std::move(delta);
       base_id = base[0]["id"].as<int64_t>();
       base_stored_at = base[0]["stored_at"].as<std::string>();
