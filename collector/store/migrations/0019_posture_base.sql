@@ -28,9 +28,12 @@ BEGIN
   IF NEW.base_id IS NULL THEN
     RETURN NEW;
   END IF;
-  SELECT b.posture_json INTO base FROM postures b
-    WHERE b.id = NEW.base_id AND b.stored_at = NEW.base_stored_at AND b.host_id = NEW.host_id
-      AND b.base_id IS NULL;
+  -- Planned for these values each time (a saved plan would lock every partition, the default
+  -- one too, which the history job holds while it attaches a day: a deadlock), the values as
+  -- parameters.
+  EXECUTE 'SELECT b.posture_json FROM postures b WHERE b.id = $1 AND b.stored_at = $2 '
+          'AND b.host_id = $3 AND b.base_id IS NULL'
+    INTO base USING NEW.base_id, NEW.base_stored_at, NEW.host_id;
   IF base IS NULL THEN
     RAISE EXCEPTION 'posture of report % names base posture % (%), which is not a plain '
                     'posture of its host', NEW.report_id, NEW.base_id, NEW.base_stored_at;

@@ -9,6 +9,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "collector/store/postgres/dsn.h"
 #include "collector/store/postgres/posture_codec.h"
 #include "collector/store/postgres/posture_rows.h"
@@ -361,19 +363,22 @@ absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_
   // (posture_codec.h; the same partition holds both). When the posture before this one would be
   // a base at least twice as good (the sessions have moved on from the base's), this posture
   // is stored plain and is the next base.
+  // The day's bounds as parameters, so that PostgreSQL plans the read of that day's partition
+  // alone: a report's transaction holds its host's row, and locking every partition (the
+  // default one too, which the history job locks to attach a day, and then waits for the hosts
+  // table) would deadlock with the job.
+  const absl::CivilDay day = absl::ToCivilDay(report.received_at, absl::UTCTimeZone());
+  const std::string day_start = pg::Rfc3339(absl::FromCivil(day, absl::UTCTimeZone()));
+  const std::string day_end = pg::Rfc3339(absl::FromCivil(day + 1, absl::UTCTimeZone()));
   pqxx::result base = tx.exec_params(
-      "WITH day AS (SELECT date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE "
-      "'UTC' AS lo, (date_trunc('day', $2::timestamptz AT TIME ZONE 'UTC') + interval '1 day') "
-      "AT TIME ZONE 'UTC' AS hi) "
       "SELECT b.id, b.stored_at::text AS stored_at, encode(b.posture, 'hex') AS posture, "
-      "COALESCE((SELECT encode(d.posture, 'hex') FROM postures d WHERE d.host_id = b.host_id "
-      "AND d.stored_at >= b.stored_at AND d.stored_at < day.hi AND d.base_id = b.id AND "
-      "d.base_stored_at = b.stored_at ORDER BY d.stored_at DESC, d.id DESC LIMIT 1), '') "
-      "AS previous "
-      "FROM day, postures b WHERE b.host_id = $1 AND b.stored_at >= day.lo AND b.stored_at < "
-      "day.hi AND b.base_id IS NULL AND b.posture <> ''::bytea "
+      "COALESCE((SELECT encode(d.posture, 'hex') FROM postures d WHERE d.host_id = $1 AND "
+      "d.stored_at >= $2::timestamptz AND d.stored_at < $3::timestamptz AND d.base_id = b.id "
+      "AND d.base_stored_at = b.stored_at ORDER BY d.stored_at DESC, d.id DESC LIMIT 1), '') "
+      "AS previous FROM postures b WHERE b.host_id = $1 AND b.stored_at >= $2::timestamptz AND "
+      "b.stored_at < $3::timestamptz AND b.base_id IS NULL AND b.posture <> ''::bytea "
       "ORDER BY b.stored_at DESC, b.id DESC LIMIT 1",
-      host_id, received);
+      host_id, day_start, day_end);
   std::optional<int64_t> base_id;
   std::optional<std::string> base_stored_at;
   if (!base.empty()) {
