@@ -401,8 +401,8 @@ absl::Status LoadGen::Run() {
       // Under the lock: Ack draws from the same rng on a gRPC thread.
       std::lock_guard<std::mutex> lock(st.mu);
       if (!a->last_posture.has_value() || share(a->rng) < options_.change_rate) {
-        a->last_posture =
-            SimulatedPosture(a->name, a->shape, a->sequence++, a->rng, options_.settings_every);
+        a->last_posture = SimulatedPosture(a->name, a->shape, a->sequence++, a->rng,
+                                           options_.settings_every, options_.session_reports);
       } else {
         const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())

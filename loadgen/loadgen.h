@@ -42,6 +42,7 @@ struct LoadGenOptions {
   double connect_rate = 0;       // agents opening their first Watch stream per second; 0: all
   double change_rate = 1;        // share of reports whose posture differs from the agent's last
   uint64_t settings_every = 1;   // a changed posture's settings change every this many changes
+  uint64_t session_reports = 1;  // a session lasts this many postures (1: all new each time)
   double ack_failure_share = 0;  // share of change orders acked FAILED instead of APPLIED
   bool hold_reports = false;     // no reports until release_flag() is set (SIGUSR1 in main)
 };

@@ -38,6 +38,9 @@ ABSL_FLAG(double, change_rate, 1, "share of reports whose posture changes (other
 ABSL_FLAG(uint64_t, settings_every, 1,
           "a changed posture's server settings change every this many changes (sessions and "
           "events every time)");
+ABSL_FLAG(uint64_t, session_reports, 1,
+          "a session lasts this many changed postures (1: every session new each time; N: 1/N "
+          "of the sessions new each time, the others with new open-file counts and ages)");
 ABSL_FLAG(double, ack_failure_share, 0, "share of change orders acked FAILED");
 ABSL_FLAG(bool, hold_reports, false, "make no reports until SIGUSR1");
 
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
   o.connect_rate = absl::GetFlag(FLAGS_connect_rate);
   o.change_rate = absl::GetFlag(FLAGS_change_rate);
   o.settings_every = absl::GetFlag(FLAGS_settings_every);
+  o.session_reports = absl::GetFlag(FLAGS_session_reports);
   o.ack_failure_share = absl::GetFlag(FLAGS_ack_failure_share);
   o.hold_reports = absl::GetFlag(FLAGS_hold_reports);
   if (o.curve_interval.count() < 1 || o.max_backoff.count() < 1 || o.base_backoff.count() < 1 ||

@@ -6,8 +6,10 @@
 #include <openssl/x509v3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -118,6 +120,35 @@ TEST(SimulatedPostureTest, PassesIngestValidationAndChangesEachTime) {
     EXPECT_NE(collector::PostureDigest(p),
               collector::PostureDigest(SimulatedPosture("sim-00001", shape, 1, rng)));
   }
+}
+
+// Sessions are new in every posture by default; with session_reports N a host's sessions keep
+// their clients for N postures, 1/N of them new each time, their counters moving on.
+TEST(SimulatedPostureTest, SessionsLastSessionReportsPostures) {
+  HostShape shape;
+  shape.sessions = 48;
+  std::mt19937_64 rng(3);
+  auto ids = [](const smbfleet::v1::Posture& p) {
+    std::set<std::string> out;
+    for (const auto& s : p.sessions()) out.insert(s.session_id());
+    return out;
+  };
+  auto kept = [&](const smbfleet::v1::Posture& a, const smbfleet::v1::Posture& b) {
+    const std::set<std::string> x = ids(a), y = ids(b);
+    return std::count_if(x.begin(), x.end(), [&](const std::string& id) { return y.count(id); });
+  };
+  const auto once_a = SimulatedPosture("sim-00001", shape, 5, rng, 24, 1);
+  const auto once_b = SimulatedPosture("sim-00001", shape, 6, rng, 24, 1);
+  EXPECT_EQ(kept(once_a, once_b), 0);
+
+  const auto a = SimulatedPosture("sim-00001", shape, 5, rng, 24, 4);
+  const auto b = SimulatedPosture("sim-00001", shape, 6, rng, 24, 4);
+  EXPECT_EQ(kept(a, b), 36);  // a quarter of 48 replaced
+  EXPECT_NE(collector::PostureDigest(a), collector::PostureDigest(b));
+  const auto c = SimulatedPosture("sim-00001", shape, 9, rng, 24, 4);
+  EXPECT_EQ(kept(a, c), 0);  // four postures later every session is new
+  // Another host's sessions are its own.
+  EXPECT_EQ(kept(a, SimulatedPosture("sim-00002", shape, 5, rng, 24, 4)), 0);
 }
 
 TEST(SimulatedPostureTest, ShapesVaryAndFollowTheSeed) {

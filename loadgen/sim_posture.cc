@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/version.h"
@@ -95,7 +97,8 @@ HostShape DrawShape(std::mt19937_64& rng) {
 }
 
 v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape, uint64_t sequence,
-                             std::mt19937_64& rng, uint64_t settings_every) {
+                             std::mt19937_64& rng, uint64_t settings_every,
+                             uint64_t session_reports) {
   const uint64_t settings = sequence / std::max<uint64_t>(settings_every, 1);
   v1::Posture p;
   v1::HostInfo* h = p.mutable_host();
@@ -126,13 +129,21 @@ v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape, ui
   }
 
   std::uniform_int_distribution<int> octet(2, 250);
+  session_reports = std::max<uint64_t>(session_reports, 1);
   for (int i = 0; i < shape.sessions; ++i) {
+    // A lasting session's client comes from its slot and generation, not from `rng`.
+    const uint64_t slot_age = (sequence + static_cast<uint64_t>(i)) % session_reports;
+    const uint64_t generation = (sequence + static_cast<uint64_t>(i)) / session_reports;
+    std::mt19937_64 lasting(std::hash<std::string>()(host) ^
+                            (static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL) ^
+                            (generation * 0xc2b2ae3d27d4eb4fULL));
+    std::mt19937_64& client = session_reports > 1 ? lasting : rng;
     v1::Session* session = p.add_sessions();
-    session->set_session_id(absl::StrCat(rng() % 4'000'000'000ULL));
-    session->set_client_address(absl::StrCat("10.20.", octet(rng), ".", octet(rng)));
-    session->set_client_name(absl::StrCat("ws-", octet(rng)));
-    session->set_user(absl::StrCat("LAB\\user", octet(rng)));
-    const bool modern = rng() % 4 != 0;
+    session->set_session_id(absl::StrCat(client() % 4'000'000'000ULL));
+    session->set_client_address(absl::StrCat("10.20.", octet(client), ".", octet(client)));
+    session->set_client_name(absl::StrCat("ws-", octet(client)));
+    session->set_user(absl::StrCat("LAB\\user", octet(client)));
+    const bool modern = client() % 4 != 0;
     session->set_dialect(modern ? v1::DIALECT_SMB_3_1_1 : v1::DIALECT_SMB_2_1);
     if (shape.windows) {
       session->set_dialect_raw(modern ? "3.1.1" : "2.1");
@@ -144,7 +155,9 @@ v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape, ui
     session->set_encryption(modern ? v1::PROTECTION_FULL : v1::PROTECTION_NONE);
     if (modern) session->set_cipher(v1::AES_128_GCM);
     session->set_num_opens(rng() % 20);
-    session->set_seconds_exists(static_cast<uint32_t>(rng() % 86'400));
+    const uint64_t seconds =
+        session_reports > 1 ? client() % 3'600 + slot_age * 3'600 : rng() % 86'400;
+    session->set_seconds_exists(static_cast<uint32_t>(seconds));
     session->add_shares()->set_name(p.shares(i % p.shares_size()).name());
   }
 

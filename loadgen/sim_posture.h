@@ -26,9 +26,13 @@ HostShape DrawShape(std::mt19937_64& rng);
 // settings, so that consecutive postures of one host differ (a change, not "unchanged"). The
 // settings follow sequence / settings_every: with 24, hourly postures change their sessions and
 // events every time and their settings once a day.
+// session_reports: how many consecutive postures a session lasts. 1: every session is new in
+// every posture. N > 1: each session slot keeps its client (id, address, name, user, dialect)
+// for N postures, staggered so that 1/N of the sessions are new in each, while its open files
+// and age move on every time (a file server's clients stay connected for hours).
 smbfleet::v1::Posture SimulatedPosture(const std::string& host, const HostShape& shape,
                                        uint64_t sequence, std::mt19937_64& rng,
-                                       uint64_t settings_every = 1);
+                                       uint64_t settings_every = 1, uint64_t session_reports = 1);
 
 }  // namespace smbfleet::loadgen
 

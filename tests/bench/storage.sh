@@ -11,26 +11,29 @@
 # (postures, reports, report_ids, host_events, compliance_transitions, host_benchmarks) per
 # changed report, times 24 (an hourly report, each a new posture: the sessions change every
 # time). --settings_every N makes the server settings, and so the policy results, change only
-# every N new postures (24: once a day) instead of every time.
+# every N new postures (24: once a day) instead of every time. --session_reports N makes each
+# session last N new postures (1/N of them new each time, the others' open files and age
+# moving on) instead of every session new every time.
 #
 #   tests/bench/storage.sh BUILD_DIR [--hosts 500] [--changed 4] [--unchanged 4]
-#                          [--settings_every 1]
+#                          [--settings_every 1] [--session_reports 1]
 set -euo pipefail
 storage_root=$(cd "$(dirname "$0")/../.." && pwd)
 [[ $# -ge 1 && $1 != --* ]] || { echo "usage: storage.sh BUILD_DIR [--hosts N] [--changed N] [--unchanged N]" >&2; exit 2; }
 build=$(cd "$1" && pwd)
 shift
-hosts=500 changed=4 unchanged=4 settings_every=1
+hosts=500 changed=4 unchanged=4 settings_every=1 session_reports=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --settings_every) settings_every=$2; shift 2 ;;
+    --session_reports) session_reports=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --changed) changed=$2; shift 2 ;;
     --unchanged) unchanged=$2; shift 2 ;;
     *) echo "storage.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-for v in "$hosts" "$changed" "$unchanged" "$settings_every"; do
+for v in "$hosts" "$changed" "$unchanged" "$settings_every" "$session_reports"; do
   [[ $v =~ ^[0-9]+$ ]] || { echo "storage.sh: '$v' is not a count" >&2; exit 2; }
 done
 ((hosts > 0)) || { echo "storage.sh: --hosts must be at least 1" >&2; exit 2; }
@@ -77,7 +80,8 @@ phase() {
   before=$(measure)
   run_loadgen "$name" --collector "127.0.0.1:${collector_port[main]}" --agents "$hosts" \
     --reports "$reports" --rate 0 --change_rate "$rate" --seed 7 --max_seconds 1800 \
-    --report_timeout_ms 60000 --settings_every "$settings_every" >/dev/null
+    --report_timeout_ms 60000 --settings_every "$settings_every" \
+    --session_reports "$session_reports" >/dev/null
   wait_loadgen "$name" 1900
   [[ $loadgen_rc == 0 ]] || fail "loadgen $name exited $loadgen_rc"
   after=$(measure)
@@ -106,9 +110,10 @@ same='null'
 
 jq -n --argjson hosts "$hosts" --argjson start "$start" --argjson first "$first" \
   --argjson changed "$more" --argjson unchanged "$same" \
-  --argjson settings_every "$settings_every" \
+  --argjson settings_every "$settings_every" --argjson session_reports "$session_reports" \
   --arg pg "$(psql "$dsn" -qAt -c 'SHOW server_version')" '{
     hosts: $hosts, postgres: $pg, settings_every: $settings_every,
+    session_reports: $session_reports,
     bytes_per_host_first_posture: (($first.after.database_bytes - $start.database_bytes) / $hosts | floor),
     phases: [$first, $changed, $unchanged | select(. != null)],
     # A new loadgen process knows no earlier posture, so the unchanged phase begins with one new

@@ -99,7 +99,9 @@ std::string Difference(const std::string& dsn, const std::string& a, const std::
                                       ") UNION ALL (", b, " EXCEPT ALL ", a, ")) d"));
 }
 
-// The scans the overview ran before 0017, and the kept figures that replace them.
+// The scans the overview ran before 0017, and the kept figures that replace them. A posture's
+// whole JSON is posture_documents' since 0019 (postures.posture_json of a posture stored against
+// its day's base holds its difference from it).
 constexpr char kScanSessions[] = R"sql(
   SELECT dialect, signing, encryption, count(*) FROM host_sessions GROUP BY 1, 2, 3)sql";
 constexpr char kKeptSessions[] = R"sql(
@@ -117,7 +119,7 @@ constexpr char kScanEncryption[] = R"sql(
          count(*) FILTER (WHERE s.encrypt_data IS TRUE
                           OR p.posture_json -> 'server' ->> 'encryptData' = 'true') AS encrypted
   FROM host_shares s LEFT JOIN host_state st ON st.host_id = s.host_id
-  LEFT JOIN postures p ON p.id = st.posture_id WHERE s.classification <> ''
+  LEFT JOIN posture_documents p ON p.id = st.posture_id WHERE s.classification <> ''
   GROUP BY s.classification)sql";
 constexpr char kKeptEncryption[] = R"sql(
   SELECT classification, sum(n)::bigint, COALESCE(sum(n) FILTER (WHERE encrypted), 0)::bigint
@@ -132,7 +134,8 @@ constexpr char kScanShareView[] = R"sql(
            ELSE false
          END
   FROM host_shares s JOIN hosts h ON h.id = s.host_id
-  LEFT JOIN host_state hs ON hs.host_id = s.host_id LEFT JOIN postures p ON p.id = hs.posture_id
+  LEFT JOIN host_state hs ON hs.host_id = s.host_id
+  LEFT JOIN posture_documents p ON p.id = hs.posture_id
   WHERE s.classification <> '')sql";
 constexpr char kKeptShareView[] = R"sql(
   SELECT host, share, classification, server_encrypt_data, encrypted FROM share_encryption)sql";

@@ -9,7 +9,10 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "collector/store/postgres/dsn.h"
+#include "collector/store/postgres/posture_codec.h"
 #include "collector/store/postgres/posture_rows.h"
 #include "collector/store/postgres/sql.h"
 #include "common/json.h"
@@ -30,16 +33,31 @@ constexpr char kSummaryColumns[] = R"sql(
   h.labels::text AS labels, h.reported_labels::text AS reported_labels,
   (SELECT count(*) FROM host_shares s WHERE s.host_id = h.id) AS shares,
   (SELECT count(*) FROM host_sessions s WHERE s.host_id = h.id) AS sessions,
-  COALESCE(jsonb_array_length(p.posture_json -> 'probeErrors'), 0) AS probe_errors
+  COALESCE(jsonb_array_length(NULLIF(CASE WHEN p.posture_json ? 'probeErrors'
+    THEN p.posture_json -> 'probeErrors' ELSE b.posture_json -> 'probeErrors' END,
+    'null'::jsonb)), 0) AS probe_errors
 )sql";
 
 // Hosts read by one statement of GetHosts.
 constexpr size_t kHostsPerRead = 1000;
 
-// Each host's latest posture, joined to `h` (the hosts table or a page of it).
+// Each host's latest posture `p`, joined to `h` (the hosts table or a page of it), and the
+// base `b` it is stored against (migration 0019; none for a plain posture): p.posture_json holds
+// only the members that differ from b.posture_json, a member b has and p has not as JSON null.
 constexpr char kLatestPosture[] =
     "LEFT JOIN host_state st ON st.host_id = h.id "
-    "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at ";
+    "LEFT JOIN postures p ON p.id = st.posture_id AND p.stored_at = st.posture_stored_at "
+    "LEFT JOIN postures b ON b.id = p.base_id AND b.stored_at = p.base_stored_at ";
+
+// The binary posture of the base `b` (kLatestPosture) as the column `base` ('' for a plain
+// posture): the dictionary of p.posture (posture_codec.h).
+constexpr char kPostureBase[] = "COALESCE(encode(b.posture, 'hex'), '') AS base";
+
+// The plain bytes of the row's `posture` (with its `base`); '' for a host without one.
+absl::StatusOr<std::string> PlainPosture(const pqxx::row& r, const std::string& host) {
+  return pg::DecodeStoredPosture(absl::HexStringToBytes(r["posture"].as<std::string>()),
+                                 absl::HexStringToBytes(r["base"].as<std::string>()), host);
+}
 
 HostSummary SummaryFromRow(const pqxx::row& r) {
   HostSummary s;
@@ -339,14 +357,57 @@ absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_
     return absl::InvalidArgumentError(
         absl::StrCat("posture of report ", report.report_id, " cannot be serialised"));
   }
+  const std::string received = pg::Rfc3339(report.received_at);
+  // The host's latest plain posture of this UTC day is the base of its next ones
+  // (posture_codec.h; the same partition holds both). When the posture before this one would be
+  // a base at least twice as good (the sessions have moved on from the base's), this posture
+  // is stored plain and is the next base.
+  // The day's bounds as parameters, so that PostgreSQL plans the read of that day's partition
+  // alone: a report's transaction holds its host's row, and locking every partition (the
+  // default one too, which the history job locks to attach a day, and then waits for the hosts
+  // table) would deadlock with the job.
+  const absl::CivilDay day = absl::ToCivilDay(report.received_at, absl::UTCTimeZone());
+  const std::string day_start = pg::Rfc3339(absl::FromCivil(day, absl::UTCTimeZone()));
+  const std::string day_end = pg::Rfc3339(absl::FromCivil(day + 1, absl::UTCTimeZone()));
+  pqxx::result base = tx.exec_params(
+      "SELECT b.id, b.stored_at::text AS stored_at, encode(b.posture, 'hex') AS posture, "
+      "COALESCE((SELECT encode(d.posture, 'hex') FROM postures d WHERE d.host_id = $1 AND "
+      "d.stored_at >= $2::timestamptz AND d.stored_at < $3::timestamptz AND d.base_id = b.id "
+      "AND d.base_stored_at = b.stored_at ORDER BY d.stored_at DESC, d.id DESC LIMIT 1), '') "
+      "AS previous FROM postures b WHERE b.host_id = $1 AND b.stored_at >= $2::timestamptz AND "
+      "b.stored_at < $3::timestamptz AND b.base_id IS NULL AND b.posture <> ''::bytea "
+      "ORDER BY b.stored_at DESC, b.id DESC LIMIT 1",
+      host_id, day_start, day_end);
+  std::optional<int64_t> base_id;
+  std::optional<std::string> base_stored_at;
+  if (!base.empty()) {
+    const std::string base_bytes = absl::HexStringToBytes(base[0]["posture"].as<std::string>());
+    std::optional<std::string> delta = pg::EncodePostureDelta(bytes, base_bytes);
+    const std::string previous = absl::HexStringToBytes(base[0]["previous"].as<std::string>());
+    if (delta.has_value() && !previous.empty()) {
+      absl::StatusOr<std::string> plain_previous =
+          pg::DecodeStoredPosture(previous, base_bytes, report.host);
+      if (plain_previous.ok()) {
+        std::optional<std::string> against_previous =
+            pg::EncodePostureDelta(bytes, *plain_previous);
+        if (against_previous.has_value() && 2 * against_previous->size() < delta->size()) {
+          delta.reset();  // a new base
+        }
+      }
+    }
+    if (delta.has_value()) {
+      bytes = *std::move(delta);
+      base_id = base[0]["id"].as<int64_t>();
+      base_stored_at = base[0]["stored_at"].as<std::string>();
+    }
+  }
   pqxx::row stored = tx.exec_params1(
       "INSERT INTO postures (host_id, report_id, stored_at, collected_at, posture_hash, "
-      "posture, posture_json) VALUES ($1, $2::uuid, $3::timestamptz, "
-      "NULLIF($4, '')::timestamptz, decode($5, 'hex'), decode($6, 'hex'), $7::jsonb) "
-      "RETURNING id",
-      host_id, report.report_id, pg::Rfc3339(report.received_at),
-      pg::TimestampText(posture.collected_at()), report.digest, absl::BytesToHexString(bytes),
-      json);
+      "posture, posture_json, base_id, base_stored_at) VALUES ($1, $2::uuid, $3::timestamptz, "
+      "NULLIF($4, '')::timestamptz, decode($5, 'hex'), decode($6, 'hex'), $7::jsonb, $8, "
+      "$9::timestamptz) RETURNING id",
+      host_id, report.report_id, received, pg::TimestampText(posture.collected_at()), report.digest,
+      absl::BytesToHexString(bytes), json, base_id, base_stored_at);
   return stored["id"].as<int64_t>();
 }
 
@@ -510,8 +571,8 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
   const std::string in = pg::TextArray(names);
   pqxx::result rows = tx.exec_params(
       absl::StrCat("SELECT ", kSummaryColumns,
-                   ", COALESCE(encode(p.posture, 'hex'), '') AS posture, "
-                   "COALESCE(h.last_report_id::text, '') AS last_report_id, "
+                   ", COALESCE(encode(p.posture, 'hex'), '') AS posture, ", kPostureBase,
+                   ", COALESCE(h.last_report_id::text, '') AS last_report_id, "
                    "COALESCE(encode(h.posture_hash, 'hex'), '') AS digest",
                    " FROM hosts h ", kLatestPosture, "WHERE h.name = ANY($1::text[])"),
       in);
@@ -522,7 +583,7 @@ absl::StatusOr<std::map<std::string, HostRecord>> PgHostStore::ReadHosts(
     HostRecord record;
     record.summary = SummaryFromRow(row);
     const std::string name = record.summary.name();
-    std::string bytes = absl::HexStringToBytes(row["posture"].as<std::string>());
+    ASSIGN_OR_RETURN(std::string bytes, PlainPosture(row, name));
     if (!bytes.empty() && !record.posture.ParseFromString(bytes)) {
       return absl::DataLossError(absl::StrCat("stored posture of ", name, " cannot be parsed"));
     }
@@ -582,15 +643,15 @@ absl::StatusOr<std::map<std::string, StoredPosture>> PgHostStore::CurrentPosture
       [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, StoredPosture>> {
         const std::string names = pg::TextArray(hosts);
         pqxx::result rows = tx.exec_params(
-            "SELECT h.name, encode(p.posture, 'hex') AS posture, encode(h.posture_hash, 'hex') "
-            "AS digest FROM hosts h JOIN host_state st ON st.host_id = h.id JOIN postures p ON "
-            "p.id = st.posture_id AND p.stored_at = st.posture_stored_at WHERE h.name = "
-            "ANY($1::text[]) AND h.posture_hash IS NOT NULL",
+            absl::StrCat("SELECT h.name, COALESCE(encode(p.posture, 'hex'), '') AS posture, ",
+                         kPostureBase, ", encode(h.posture_hash, 'hex') AS digest FROM hosts h ",
+                         kLatestPosture,
+                         "WHERE h.name = ANY($1::text[]) AND h.posture_hash IS NOT NULL"),
             names);
         std::map<std::string, StoredPosture> out;
         for (const auto& r : rows) {
           const std::string name = r["name"].as<std::string>();
-          std::string bytes = absl::HexStringToBytes(r["posture"].as<std::string>());
+          ASSIGN_OR_RETURN(std::string bytes, PlainPosture(r, name));
           if (bytes.empty()) continue;  // as GetHost: no posture
           StoredPosture& p = out[name];
           if (!p.posture.ParseFromString(bytes)) {

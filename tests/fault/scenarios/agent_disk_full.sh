@@ -87,7 +87,7 @@ full_logged=$(grep -c 'cannot write a report' "$log" || true)
 recovered_logged=$(grep -c 'writes work again;' "$log" || true)
 dropped_for_room=$(grep -c 'no space left for a new report' "$log" || true)
 duplicated=$(duplicated_reports)
-told=$(psql "$dsn" -qAt -c "SELECT max((regexp_match(e->>'message', '^([0-9]+)'))[1]::int) FROM postures,
+told=$(psql "$dsn" -qAt -c "SELECT max((regexp_match(e->>'message', '^([0-9]+)'))[1]::int) FROM posture_documents,
   jsonb_array_elements(posture_json->'probeErrors') e WHERE e->>'probe' = 'spool' AND e->>'code' = 'DROPPED'")
 ((lost == 0)) || fail "$lost spooled reports neither delivered nor logged as dropped"
 ((duplicated == 0)) || fail "$duplicated reports stored twice"
