@@ -102,7 +102,7 @@ jq -n --arg started "$started" --arg finished "$(date -u +%FT%TZ)" \
     # A figure measured at fewer hosts than its goal names: met only if the goal is met there
     # and the size was reached, else null with the size measured.
     def at_size($n; $goal_n): if $n == null then "not measured" elif $n < $goal_n then
-      "measured at \($n) hosts, not \($goal_n): the run seeds --fleet-hosts (seeding 100,000 takes about 25 minutes here)"
+      "measured at \($n) hosts, not \($goal_n): the run seeds --fleet-hosts (seeding 100,000 takes 15-25 minutes here)"
       else null end;
     ($f.hosts // null) as $fh
   | {started: $started, finished: $finished,
