@@ -1,5 +1,6 @@
 #include "collector/store/postgres/history_store.h"
 
+#include <functional>
 #include <pqxx/pqxx>
 #include <string>
 #include <utility>
@@ -37,9 +38,8 @@ class PgHistoryStore : public HistoryStore {
     // and waits for another (reading a host reads postures, then host_benchmarks), deadlocked.
     for (const std::string& table : *tables) {
       for (int day = -1; day <= days_ahead; ++day) {
-        absl::StatusOr<bool> locked = pool_->Run<pqxx::work>(
-            "making a history partition", [&](pqxx::work& tx) -> absl::StatusOr<bool> {
-              if (!Lock(tx)) return false;
+        absl::StatusOr<bool> locked =
+            InPassTransaction("making a history partition", [&](pqxx::work& tx) {
               const pqxx::row made = tx.exec_params1(
                   "SELECT history_partition_create($1, "
                   "($2::timestamptz AT TIME ZONE 'UTC')::date + $3::integer), "
@@ -47,8 +47,6 @@ class PgHistoryStore : public HistoryStore {
                   "+ $3::integer, 'YYYYMMDD')",
                   table, at, day);
               if (made[0].as<bool>()) pass.created.push_back(made[1].as<std::string>());
-              tx.commit();
-              return true;
             });
         if (!locked.ok()) return locked.status();
         if (!*locked) return pass;  // another collector's pass holds the lock: it goes on
@@ -61,25 +59,21 @@ class PgHistoryStore : public HistoryStore {
     std::vector<std::string> trimmed_tables = *tables;
     trimmed_tables.push_back("report_ids");
     for (const std::string& table : trimmed_tables) {
-      absl::StatusOr<bool> locked = pool_->Run<pqxx::work>(
-          "trimming the history", [&](pqxx::work& tx) -> absl::StatusOr<bool> {
-            if (!Lock(tx)) return false;
-            for (const auto& r : tx.exec_params(
-                     "SELECT relation, outcome, COALESCE(rows, 0) FROM history_trim_table("
-                     "$1, $2::timestamptz - make_interval(secs => $3))",
-                     table, at, absl::ToDoubleSeconds(retention))) {
-              const std::string outcome = r[1].as<std::string>();
-              if (outcome == "dropped") {
-                pass.dropped.push_back(r[0].as<std::string>());
-              } else if (outcome == "kept") {
-                pass.kept.push_back(r[0].as<std::string>());
-              } else {
-                pass.trimmed_rows += r[2].as<int64_t>();
-              }
-            }
-            tx.commit();
-            return true;
-          });
+      absl::StatusOr<bool> locked = InPassTransaction("trimming the history", [&](pqxx::work& tx) {
+        for (const auto& r :
+             tx.exec_params("SELECT relation, outcome, COALESCE(rows, 0) FROM history_trim_table("
+                            "$1, $2::timestamptz - make_interval(secs => $3))",
+                            table, at, absl::ToDoubleSeconds(retention))) {
+          const std::string outcome = r[1].as<std::string>();
+          if (outcome == "dropped") {
+            pass.dropped.push_back(r[0].as<std::string>());
+          } else if (outcome == "kept") {
+            pass.kept.push_back(r[0].as<std::string>());
+          } else {
+            pass.trimmed_rows += r[2].as<int64_t>();
+          }
+        }
+      });
       if (!locked.ok()) return locked.status();
       if (!*locked) return pass;  // another collector's pass holds the lock: it goes on
     }
@@ -87,6 +81,18 @@ class PgHistoryStore : public HistoryStore {
   }
 
  private:
+  // Runs `step` in a transaction of its own under the pass's lock and commits it; false (and
+  // `step` not run) when another collector's pass holds the lock.
+  absl::StatusOr<bool> InPassTransaction(const char* what,
+                                         const std::function<void(pqxx::work&)>& step) {
+    return pool_->Run<pqxx::work>(what, [&](pqxx::work& tx) -> absl::StatusOr<bool> {
+      if (!Lock(tx)) return false;
+      step(tx);
+      tx.commit();
+      return true;
+    });
+  }
+
   // In a pass's transaction: its lock waits and time bounded, and the lock of the pass across
   // collectors taken; false when another collector holds it.
   static bool Lock(pqxx::work& tx) {
