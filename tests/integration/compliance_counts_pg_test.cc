@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <pqxx/pqxx>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collector/ingest/digest.h"
@@ -416,6 +418,176 @@ TEST_F(ComplianceCountsPgTest, APageWritesWhatEachHostWrittenAloneWrites) {
   EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs5'"), "key-report");
   EXPECT_EQ(QueryValue(dsn_, "SELECT evaluation_key FROM hosts WHERE name = 'fs4'"), "key-2-fs4");
   ExpectKeptEqualsRecount("a page written at once");
+}
+
+// Writing an evaluation over stored results keeps those that did not change in place, setting
+// only their policy version and evaluation time (WriteEvaluations). Under a new version, hosts
+// whose results are unchanged, changed in each column, removed, new and written twice: every
+// row must be what writing the same evaluations into a database without stored results (every
+// row inserted) leaves, and every kept count what a recount gives, trusted labels included.
+TEST_F(ComplianceCountsPgTest, ResultsKeptInPlaceAreTheRowsAnInsertWrites) {
+  const std::string fresh_dsn = CreateTestDatabase();
+  ASSERT_TRUE(ApplyMigrations(fresh_dsn, BuiltinMigrations()).ok());
+  auto fresh_stores = NewPgStore(fresh_dsn, 2);
+  ASSERT_TRUE(fresh_stores.ok()) << fresh_stores.status();
+  Stores fresh = *std::move(fresh_stores);
+
+  auto v1 = Baseline("1");
+  auto v2 = Baseline("2");
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) - 86400 * 2);
+  const absl::Time t1 = t0 + absl::Hours(25);
+  constexpr int kHosts = 4;
+  // Stored: every host evaluated under version 1 (none in `fresh`), a trusted label on two.
+  ASSERT_TRUE(a_.compliance->ActivatePolicy(v1.name, v1.version, "text").ok());
+  for (int i = 0; i < kHosts; ++i) Report(a_, absl::StrCat("fs", i), i + 3, v1, {}, t0);
+  for (Stores* stores : {&a_, &fresh}) {
+    if (stores == &fresh) {
+      for (int i = 0; i < kHosts; ++i) {
+        auto posture = PostureOf(absl::StrCat("fs", i), i + 3);
+        IncomingReport r;
+        r.host = absl::StrCat("fs", i);
+        r.report_id = absl::StrCat("00000000-0000-4000-a000-", absl::Dec(i, absl::kZeroPad12));
+        r.reason = "test";
+        r.posture = &posture;
+        r.digest = PostureDigest(posture);
+        r.size_bytes = posture.ByteSizeLong();
+        r.received_at = t0;
+        ASSERT_TRUE(stores->hosts->SaveReport(r).ok());
+      }
+    }
+    for (const char* host : {"fs1", "fs2"}) {
+      ASSERT_TRUE(stores->enrollment == nullptr ||
+                  stores->enrollment->SetHostLabels(host, {{"tier", "gold"}}, "carol", t0).ok());
+    }
+    ASSERT_TRUE(stores->compliance->ActivatePolicy(v2.name, v2.version, "text").ok());
+  }
+  ASSERT_NE(QueryValue(dsn_, "SELECT count(*) FROM compliance_results"), "0");
+
+  // Version 2's evaluations: fs0 as before but for the version; fs1, fs2 and fs3 with results
+  // changed one column each, one removed, one new and one written twice (the first counts).
+  std::vector<smbfleet::v1::HostEvaluation> evaluations;
+  evaluations.reserve(kHosts);
+  for (int i = 0; i < kHosts; ++i) {
+    auto& eval = evaluations.emplace_back(smbfleet::policy::EvaluateHost(
+        v2, PostureOf(absl::StrCat("fs", i), i + 3), {}, t1));
+    if (i == 0) continue;
+    ASSERT_GE(eval.results_size(), 10);
+    auto* results = eval.mutable_results();
+    for (int k = 0; k < results->size(); ++k) {
+      auto& r = (*results)[k];
+      switch ((k + i) % 9) {
+        case 1:
+          r.set_status(r.status() == smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT
+                           ? smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT
+                           : smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
+          break;
+        case 2: r.set_message(r.message() + " (changed)"); break;
+        case 3: r.add_evidence()->set_field("added"); break;
+        case 4: r.set_waiver_id("w9"); break;
+        case 5: r.set_severity(smbfleet::v1::SEVERITY_LOW); break;
+        case 6: r.set_classification("changed"); break;
+        case 7: r.mutable_cis()->set_ws2025("9.9.9"); break;
+        default: break;  // unchanged
+      }
+    }
+    smbfleet::v1::RuleResult added = (*results)[0];
+    added.set_rule_id("added-rule");
+    smbfleet::v1::RuleResult twice = (*results)[1];
+    twice.set_message("the second of two, not stored");
+    results->DeleteSubrange(results->size() - 1, 1);  // removed
+    *results->Add() = added;
+    *results->Add() = twice;
+  }
+
+  for (Stores* stores : {&a_, &fresh}) {
+    std::vector<EvaluationWrite> page;
+    for (int i = 0; i < kHosts; ++i) {
+      const std::string host = absl::StrCat("fs", i);
+      auto stored = stores->compliance->CurrentResults(host, v2.name);
+      ASSERT_TRUE(stored.ok()) << stored.status();
+      std::vector<smbfleet::policy::StoredResult> previous;
+      for (const ResultStatus& r : *stored) {
+        previous.push_back({r.rule_id, r.share, r.policy_version, r.status});
+      }
+      auto key = stores->compliance->EvaluationKey(host);
+      ASSERT_TRUE(key.ok()) << key.status();
+      EvaluationWrite w;
+      w.host = host;
+      w.evaluation = &evaluations[i];
+      w.transitions = smbfleet::policy::ComputeTransitions(previous, evaluations[i]);
+      w.evaluation_key = absl::StrCat("key-2-", host);
+      w.expected_key = *key;
+      if (i == kHosts - 1) {  // one host as a report writes it, the others as a page
+        ASSERT_TRUE(stores->compliance->SaveEvaluation(w).ok()) << host;
+      } else {
+        page.push_back(std::move(w));
+      }
+    }
+    auto saved = stores->compliance->SaveEvaluations(page);
+    ASSERT_TRUE(saved.ok()) << saved.status();
+    for (const absl::Status& s : *saved) EXPECT_TRUE(s.ok()) << s;
+  }
+
+  constexpr char kResults[] = R"sql(
+    SELECT COALESCE(string_agg(x, E'\n' ORDER BY x COLLATE "C"), '') FROM (
+      SELECT (h.name, r.policy_name, r.policy_version, r.rule_id, r.share_name,
+              r.classification, r.status, r.severity, r.message, r.evidence, r.waiver_id,
+              r.cis_ws2022, r.cis_ws2025, r.evaluated_at)::text AS x
+      FROM compliance_results r JOIN hosts h ON h.id = r.host_id) d)sql";
+  const std::string rows = QueryValue(dsn_, kResults);
+  EXPECT_EQ(rows, QueryValue(fresh_dsn, kResults));
+  EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM compliance_results WHERE policy_version <> '2'"),
+            "0");
+  EXPECT_NE(rows.find("added-rule"), std::string::npos);
+  EXPECT_EQ(rows.find("the second of two"), std::string::npos);
+  ExpectKeptEqualsRecount("results kept in place under a new version");
+  // The trusted labels' counts (migration 0017) against a recount.
+  EXPECT_EQ(Difference(dsn_,
+                       "SELECT r.policy_name, r.policy_version, l.key, l.value, r.status, "
+                       "count(*) FROM compliance_results r JOIN hosts h ON h.id = r.host_id "
+                       "JOIN host_labels l ON l.host = h.name GROUP BY 1, 2, 3, 4, 5",
+                       "SELECT policy_name, policy_version, key, value, status, sum(n) "
+                       "FROM compliance_label_counts GROUP BY 1, 2, 3, 4, 5 HAVING sum(n) <> 0"),
+            "0");
+  // The counts are those of the database where every row was inserted.
+  for (const char* counts :
+       {"SELECT COALESCE(string_agg(c::text, E'\\n' ORDER BY c::text), '') FROM (SELECT "
+        "policy_name, policy_version, rule_id, on_share, classification, status, sum(n) FROM "
+        "compliance_counts GROUP BY 1, 2, 3, 4, 5, 6 HAVING sum(n) <> 0) c",
+        "SELECT COALESCE(string_agg(c::text, E'\\n' ORDER BY c::text), '') FROM (SELECT h.name, "
+        "c.policy_name, c.policy_version, c.status, c.n FROM compliance_host_counts c JOIN hosts "
+        "h ON h.id = c.host_id) c"}) {
+    EXPECT_EQ(QueryValue(dsn_, counts), QueryValue(fresh_dsn, counts)) << counts;
+  }
+}
+
+// Each result names a loaded policy version, checked once per statement since migration 0021 (a
+// foreign key before): a result of a version never loaded is refused, and so is deleting or
+// renaming a version that results still name; a version without results may go.
+TEST_F(ComplianceCountsPgTest, AResultNamesALoadedPolicyVersion) {
+  auto v1 = Baseline("1");
+  ASSERT_TRUE(a_.compliance->ActivatePolicy(v1.name, v1.version, "text").ok());
+  Report(a_, "fs0", 1, v1, {}, absl::Now());
+  EXPECT_THROW(QueryValue(dsn_, absl::StrCat("INSERT INTO compliance_results (host_id, "
+                                             "policy_name, policy_version, rule_id, status, "
+                                             "evaluated_at) SELECT id, '",
+                                             v1.name,
+                                             "', 'never', 'x', 'COMPLIANT', now() FROM hosts "
+                                             "RETURNING 1")),
+               pqxx::foreign_key_violation);
+  EXPECT_THROW(
+      QueryValue(dsn_, "UPDATE compliance_results SET policy_version = 'never' RETURNING 1"),
+      pqxx::foreign_key_violation);
+  EXPECT_THROW(QueryValue(dsn_, "DELETE FROM policy_versions RETURNING 1"),
+               pqxx::foreign_key_violation);
+  EXPECT_THROW(QueryValue(dsn_, "UPDATE policy_versions SET version = 'renamed' RETURNING 1"),
+               pqxx::foreign_key_violation);
+  ASSERT_TRUE(a_.compliance->ActivatePolicy(v1.name, "2", "text").ok());
+  EXPECT_EQ(QueryValue(dsn_,
+                       "WITH d AS (DELETE FROM policy_versions WHERE version = '2' RETURNING 1) "
+                       "SELECT count(*) FROM d"),
+            "1");
+  EXPECT_NE(QueryValue(dsn_, "SELECT count(*) FROM compliance_results"), "0");
 }
 
 }  // namespace

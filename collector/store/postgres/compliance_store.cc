@@ -3,6 +3,9 @@
 #include <map>
 #include <pqxx/pqxx>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "collector/store/postgres/change_rows.h"
@@ -49,14 +52,39 @@ smbfleet::v1::Finding FindingFromRow(const pqxx::row& r) {
 }
 
 // The evaluations of a page's hosts (one host for SaveEvaluation), whose rows the transaction
-// has locked (and whose stored keys it checked), in five statements for the whole page: its
-// transitions, the removal of its current results, its new results, its shares'
+// has locked (and whose stored keys it checked), in six statements for the whole page: its
+// transitions, the removal of its current results that changed or are gone, the policy version
+// and evaluation time of those that did not change, its new and changed results, its shares'
 // classifications and its keys, every value an array parameter. The count triggers of migration
 // 0015 fire once per statement instead of three times per host (their counts are sums, the same
-// either way).
+// either way; an update counts its rows out of their old version and into the new).
 struct PageHost {
   int64_t id;
   const EvaluationWrite* write;
+};
+
+// Result rows as array parameters, a column each.
+struct ResultRows {
+  std::vector<int64_t> ids;
+  std::vector<std::string> policy, version, rule, share, classification, status, severity,
+      message, evidence, waiver, ws2022, ws2025, at;
+
+  void Add(const ResultRows& from, size_t i) {
+    ids.push_back(from.ids[i]);
+    policy.push_back(from.policy[i]);
+    version.push_back(from.version[i]);
+    rule.push_back(from.rule[i]);
+    share.push_back(from.share[i]);
+    classification.push_back(from.classification[i]);
+    status.push_back(from.status[i]);
+    severity.push_back(from.severity[i]);
+    message.push_back(from.message[i]);
+    evidence.push_back(from.evidence[i]);
+    waiver.push_back(from.waiver[i]);
+    ws2022.push_back(from.ws2022[i]);
+    ws2025.push_back(from.ws2025[i]);
+    at.push_back(from.at[i]);
+  }
 };
 
 void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
@@ -105,38 +133,78 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
     }
   }
 
-  // `= ANY` on the ids: a join on unnest() alone is planned as a scan of the whole table once
-  // the page has a few hundred hosts.
+  // The page's results: each host's in its order, of two with the same rule and share only the
+  // first (as an insert that kept the first of two did before).
+  ResultRows rows;
+  for (const PageHost& h : page) {
+    const HostEvaluation& eval = *h.write->evaluation;
+    const std::string evaluated_at = pg::TimestampText(eval.evaluated_at());
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const auto& r : eval.results()) {
+      if (!seen.emplace(r.rule_id(), r.share()).second) continue;
+      rows.ids.push_back(h.id);
+      rows.policy.push_back(eval.policy_name());
+      rows.version.push_back(eval.policy_version());
+      rows.rule.push_back(r.rule_id());
+      rows.share.push_back(r.share());
+      rows.classification.push_back(r.classification());
+      rows.status.push_back(pg::StatusText(r.status()).value_or(""));
+      rows.severity.push_back(smbfleet::v1::Severity_Name(r.severity()));
+      rows.message.push_back(r.message());
+      rows.evidence.push_back(EvidenceJson(r.evidence()));
+      rows.waiver.push_back(r.waiver_id());
+      rows.ws2022.push_back(r.cis().ws2022());
+      rows.ws2025.push_back(r.cis().ws2025());
+      rows.at.push_back(evaluated_at);
+    }
+  }
+
+  // The stored results that no new result equals (in every column but the policy version and
+  // the evaluation time) are removed: changed ones, and those no longer evaluated. `= ANY` on
+  // the ids: a join on unnest() alone is planned as a scan of the whole table once the page has
+  // a few hundred hosts. A stored waiver_id is never '' (NULL for none).
   tx.exec_params(
       "DELETE FROM compliance_results r WHERE r.host_id = ANY($1::bigint[]) AND "
-      "(r.host_id, r.policy_name) IN (SELECT * FROM unnest($1::bigint[], $2::text[]))",
-      pg::BigintArray(host_ids), pg::TextArray(policies));
+      "(r.host_id, r.policy_name) IN (SELECT * FROM unnest($1::bigint[], $2::text[])) AND NOT "
+      "EXISTS (SELECT FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], "
+      "$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) AS u(host_id, "
+      "rule_id, share_name, classification, status, severity, message, evidence, waiver_id, "
+      "cis_ws2022, cis_ws2025) WHERE u.host_id = r.host_id AND u.rule_id = r.rule_id AND "
+      "u.share_name = r.share_name AND u.classification = r.classification AND u.status = "
+      "r.status AND u.severity = r.severity AND u.message = r.message AND u.evidence::jsonb = "
+      "r.evidence AND u.waiver_id = COALESCE(r.waiver_id, '') AND u.cis_ws2022 = r.cis_ws2022 "
+      "AND u.cis_ws2025 = r.cis_ws2025)",
+      pg::BigintArray(host_ids), pg::TextArray(policies), pg::BigintArray(rows.ids),
+      pg::TextArray(rows.rule), pg::TextArray(rows.share), pg::TextArray(rows.classification),
+      pg::TextArray(rows.status), pg::TextArray(rows.severity), pg::TextArray(rows.message),
+      pg::TextArray(rows.evidence), pg::TextArray(rows.waiver), pg::TextArray(rows.ws2022),
+      pg::TextArray(rows.ws2025));
 
-  {  // Results, in each host's order: of two with the same rule and share the first is kept.
-    std::vector<int64_t> ids;
-    std::vector<std::string> policy, version, rule, share, classification, status, severity,
-        message, evidence, waiver, ws2022, ws2025, at;
-    for (const PageHost& h : page) {
-      const HostEvaluation& eval = *h.write->evaluation;
-      const std::string evaluated_at = pg::TimestampText(eval.evaluated_at());
-      for (const auto& r : eval.results()) {
-        ids.push_back(h.id);
-        policy.push_back(eval.policy_name());
-        version.push_back(eval.policy_version());
-        rule.push_back(r.rule_id());
-        share.push_back(r.share());
-        classification.push_back(r.classification());
-        status.push_back(pg::StatusText(r.status()).value_or(""));
-        severity.push_back(smbfleet::v1::Severity_Name(r.severity()));
-        message.push_back(r.message());
-        evidence.push_back(EvidenceJson(r.evidence()));
-        waiver.push_back(r.waiver_id());
-        ws2022.push_back(r.cis().ws2022());
-        ws2025.push_back(r.cis().ws2025());
-        at.push_back(evaluated_at);
-      }
+  // What is left of the hosts' results is what the new results repeat: only their version and
+  // evaluation time are set, in place (no indexed column changes, so the update can stay on the
+  // row's page: migration 0021). After a policy change that is most of them.
+  std::vector<bool> kept(rows.ids.size(), false);
+  if (!rows.ids.empty()) {
+    for (const auto& r : tx.exec_params(
+             "UPDATE compliance_results r SET policy_version = u.policy_version, evaluated_at = "
+             "NULLIF(u.at, '')::timestamptz FROM unnest($1::bigint[], $2::text[], $3::text[], "
+             "$4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS u(host_id, policy_name, "
+             "rule_id, share_name, policy_version, at, i) WHERE r.host_id = ANY($7::bigint[]) AND "
+             "r.host_id = u.host_id AND r.policy_name = u.policy_name AND r.rule_id = u.rule_id "
+             "AND r.share_name = u.share_name RETURNING u.i",
+             pg::BigintArray(rows.ids), pg::TextArray(rows.policy), pg::TextArray(rows.rule),
+             pg::TextArray(rows.share), pg::TextArray(rows.version), pg::TextArray(rows.at),
+             pg::BigintArray(host_ids))) {
+      kept[static_cast<size_t>(r[0].as<int64_t>() - 1)] = true;
     }
-    if (!ids.empty()) {
+  }
+
+  {  // The new and changed results, in each host's order.
+    ResultRows fresh;
+    for (size_t i = 0; i < rows.ids.size(); ++i) {
+      if (!kept[i]) fresh.Add(rows, i);
+    }
+    if (!fresh.ids.empty()) {
       tx.exec_params(
           "INSERT INTO compliance_results (host_id, policy_name, policy_version, rule_id, "
           "share_name, classification, status, severity, message, evidence, waiver_id, "
@@ -150,10 +218,12 @@ void WriteEvaluations(pqxx::work& tx, const std::vector<PageHost>& page) {
           "rule_id, share_name, classification, status, severity, message, evidence, waiver_id, "
           "cis_ws2022, cis_ws2025, at, i) ORDER BY u.i "
           "ON CONFLICT (host_id, policy_name, rule_id, share_name) DO NOTHING",
-          pg::BigintArray(ids), pg::TextArray(policy), pg::TextArray(version), pg::TextArray(rule),
-          pg::TextArray(share), pg::TextArray(classification), pg::TextArray(status),
-          pg::TextArray(severity), pg::TextArray(message), pg::TextArray(evidence),
-          pg::TextArray(waiver), pg::TextArray(ws2022), pg::TextArray(ws2025), pg::TextArray(at));
+          pg::BigintArray(fresh.ids), pg::TextArray(fresh.policy), pg::TextArray(fresh.version),
+          pg::TextArray(fresh.rule), pg::TextArray(fresh.share),
+          pg::TextArray(fresh.classification), pg::TextArray(fresh.status),
+          pg::TextArray(fresh.severity), pg::TextArray(fresh.message),
+          pg::TextArray(fresh.evidence), pg::TextArray(fresh.waiver), pg::TextArray(fresh.ws2022),
+          pg::TextArray(fresh.ws2025), pg::TextArray(fresh.at));
     }
   }
 
