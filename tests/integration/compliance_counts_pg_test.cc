@@ -6,11 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <pqxx/pqxx>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <pqxx/pqxx>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -468,8 +467,8 @@ TEST_F(ComplianceCountsPgTest, ResultsKeptInPlaceAreTheRowsAnInsertWrites) {
   std::vector<smbfleet::v1::HostEvaluation> evaluations;
   evaluations.reserve(kHosts);
   for (int i = 0; i < kHosts; ++i) {
-    auto& eval = evaluations.emplace_back(smbfleet::policy::EvaluateHost(
-        v2, PostureOf(absl::StrCat("fs", i), i + 3), {}, t1));
+    auto& eval = evaluations.emplace_back(
+        smbfleet::policy::EvaluateHost(v2, PostureOf(absl::StrCat("fs", i), i + 3), {}, t1));
     if (i == 0) continue;
     ASSERT_GE(eval.results_size(), 10);
     auto* results = eval.mutable_results();
@@ -481,13 +480,26 @@ TEST_F(ComplianceCountsPgTest, ResultsKeptInPlaceAreTheRowsAnInsertWrites) {
                            ? smbfleet::v1::COMPLIANCE_STATUS_NON_COMPLIANT
                            : smbfleet::v1::COMPLIANCE_STATUS_COMPLIANT);
           break;
-        case 2: r.set_message(r.message() + " (changed)"); break;
-        case 3: r.add_evidence()->set_field("added"); break;
-        case 4: r.set_waiver_id("w9"); break;
-        case 5: r.set_severity(smbfleet::v1::SEVERITY_LOW); break;
-        case 6: r.set_classification("changed"); break;
-        case 7: r.mutable_cis()->set_ws2025("9.9.9"); break;
-        default: break;  // unchanged
+        case 2:
+          r.set_message(r.message() + " (changed)");
+          break;
+        case 3:
+          r.add_evidence()->set_field("added");
+          break;
+        case 4:
+          r.set_waiver_id("w9");
+          break;
+        case 5:
+          r.set_severity(smbfleet::v1::SEVERITY_LOW);
+          break;
+        case 6:
+          r.set_classification("changed");
+          break;
+        case 7:
+          r.mutable_cis()->set_ws2025("9.9.9");
+          break;
+        default:
+          break;  // unchanged
       }
     }
     smbfleet::v1::RuleResult added = (*results)[0];

@@ -66,8 +66,8 @@ struct PageHost {
 // Result rows as array parameters, a column each.
 struct ResultRows {
   std::vector<int64_t> ids;
-  std::vector<std::string> policy, version, rule, share, classification, status, severity,
-      message, evidence, waiver, ws2022, ws2025, at;
+  std::vector<std::string> policy, version, rule, share, classification, status, severity, message,
+      evidence, waiver, ws2022, ws2025, at;
 
   void Add(const ResultRows& from, size_t i) {
     ids.push_back(from.ids[i]);
