@@ -168,8 +168,7 @@ absl::StatusOr<std::vector<SavedDigestReport>> PgHostStore::StoreDigestReports(
   // One statement, which PostgreSQL runs as its own transaction: all of it or nothing, and
   // committed before its answer, so an ack still means stored.
   return pool_->RunStatement(
-      DatabaseOperation::kWrite,
-      absl::StrCat("storing ", reports.size(), " digest-only report(s)"),
+      DatabaseOperation::kWrite, absl::StrCat("storing ", reports.size(), " digest-only report(s)"),
       [&](pqxx::nontransaction& tx) -> absl::StatusOr<std::vector<SavedDigestReport>> {
         try {
           return SaveDigestReportsIn(tx, reports);
