@@ -12,7 +12,11 @@ namespace {
 
 namespace v1 = smbfleet::v1;
 
-std::shared_ptr<spdlog::logger> Log() { return Logger("collector"); }
+// Looked up once: Logger() takes a lock and a registry lookup, and every report logs here.
+const std::shared_ptr<spdlog::logger>& Log() {
+  static const std::shared_ptr<spdlog::logger> log = Logger("collector");
+  return log;
+}
 
 v1::ReportResponse::Outcome ToProto(SaveOutcome outcome) {
   switch (outcome) {
@@ -56,9 +60,12 @@ void AgentServiceImpl::HandleReport(const Principal& agent, const v1::ReportRequ
         response.set_outcome(result->send_full ? v1::ReportResponse::OUTCOME_SEND_FULL
                                                : ToProto(result->outcome));
         response.set_digest_reports(true);
-        Log()->debug("report {} from {} (agent {}): {}", LogSafe(request.report_id()),
-                     LogSafe(name), LogSafe(request.posture().host().agent_version()),
-                     v1::ReportResponse::Outcome_Name(response.outcome()));
+        // Every report passes here: its fields are made safe only when the line is written.
+        if (Log()->should_log(spdlog::level::debug)) {
+          Log()->debug("report {} from {} (agent {}): {}", LogSafe(request.report_id()),
+                       LogSafe(name), LogSafe(request.posture().host().agent_version()),
+                       v1::ReportResponse::Outcome_Name(response.outcome()));
+        }
         done(std::move(response));
       });
 }

@@ -14,6 +14,8 @@
 // DIR holds ca.pem and agent-<host>.pem/.key for hosts named load-0000, load-0001, ...
 // (deploy/ca.sh dev DIR load-0000 ...). Bounded by --reports per phase; a phase gives up after
 // two minutes.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -78,8 +80,19 @@ struct PhaseResult {
   std::map<std::string, int> outcomes;
   std::map<std::string, int> error_codes;
   double seconds = 0;
+  double cpu_seconds = 0;  // this client's own CPU (user and system) during the phase
   std::vector<double> latencies_ms;
 };
+
+// The CPU this process has used so far, user and system, in seconds.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -129,6 +142,7 @@ class LoadClient {
     std::atomic<int> next{0};
     std::mutex mu;
     const auto give_up = Clock::now() + std::chrono::minutes(2);
+    const double cpu_start = ProcessCpuSeconds();
     const auto start = Clock::now();
     std::vector<std::thread> workers;
     workers.reserve(static_cast<size_t>(options_.concurrency));
@@ -189,6 +203,7 @@ class LoadClient {
     }
     for (auto& t : workers) t.join();
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    result.cpu_seconds = ProcessCpuSeconds() - cpu_start;
     return result;
   }
 
@@ -210,6 +225,9 @@ class LoadClient {
     j["reportsPerSecond"] = r.seconds > 0 ? r.reports / r.seconds : 0;
     j["p50Ms"] = Percentile(r.latencies_ms, 0.50);
     j["p99Ms"] = Percentile(r.latencies_ms, 0.99);
+    // What the client itself takes of the shared cores, per answered report.
+    j["clientCpuSeconds"] = r.cpu_seconds;
+    j["clientCpuUsPerReport"] = r.reports > 0 ? r.cpu_seconds * 1e6 / r.reports : 0;
     return j;
   }
 

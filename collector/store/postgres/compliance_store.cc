@@ -450,9 +450,10 @@ class PgComplianceStore : public ComplianceStore {
   }
 
   absl::StatusOr<std::vector<smbfleet::v1::Waiver>> ActiveWaivers() override {
-    return pool_->Run<pqxx::read_transaction>(
-        "reading waivers",
-        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Waiver>> {
+    // One statement (a batch of digest-only reports reads the waivers once): no BEGIN/COMMIT.
+    return pool_->RunStatement(
+        DatabaseOperation::kRead, "reading waivers",
+        [&](pqxx::nontransaction& tx) -> absl::StatusOr<std::vector<smbfleet::v1::Waiver>> {
           // The view keeps only APPROVED, unrevoked waivers in their validity period.
           pqxx::result rows = tx.exec(
               absl::StrCat("SELECT ", pg::kWaiverColumns, " FROM waivers_active w ORDER BY w.id"));

@@ -80,6 +80,21 @@ class ConnectionPool {
                     what);
     }
   }
+  // Runs fn(tx) on a pqxx::nontransaction, for one statement: PostgreSQL runs it as its own
+  // transaction (all or nothing, committed before its answer), without the round trips of a
+  // BEGIN and a COMMIT. `operation` is how a failure is counted; otherwise as Run.
+  template <typename Fn>
+  auto RunStatement(DatabaseOperation operation, absl::string_view what, Fn fn)
+      -> decltype(fn(std::declval<pqxx::nontransaction&>())) {
+    try {
+      Lease conn = Acquire();
+      pqxx::nontransaction tx(*conn);
+      return fn(tx);
+    } catch (...) {
+      return Failed(operation, what);
+    }
+  }
+
   // Shuts down the socket of every leased connection: the calls on them fail UNAVAILABLE now
   // (at shutdown's deadline, when the database is stuck). Returns how many.
   size_t CutLeases();

@@ -231,9 +231,11 @@ class PgEnrollmentStore : public EnrollmentStore {
 
   absl::StatusOr<std::map<std::string, HostLabels>> GetHostLabelsOf(
       const std::vector<std::string>& hosts) override {
-    return pool_->Run<pqxx::read_transaction>(
-        "reading host labels",
-        [&](pqxx::read_transaction& tx) -> absl::StatusOr<std::map<std::string, HostLabels>> {
+    // One statement (a batch of digest-only reports reads its hosts' labels once): no
+    // BEGIN/COMMIT.
+    return pool_->RunStatement(
+        DatabaseOperation::kRead, "reading host labels",
+        [&](pqxx::nontransaction& tx) -> absl::StatusOr<std::map<std::string, HostLabels>> {
           pqxx::result r = tx.exec_params(
               "SELECT host, key, value FROM host_labels WHERE host = ANY($1::text[])",
               pg::TextArray(hosts));

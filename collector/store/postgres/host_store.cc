@@ -115,7 +115,7 @@ class PgHostStore : public HostStore {
 
  private:
   absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
-  std::vector<SavedDigestReport> SaveDigestReportsIn(pqxx::work& tx,
+  std::vector<SavedDigestReport> SaveDigestReportsIn(pqxx::transaction_base& tx,
                                                      const std::vector<IncomingReport>& reports);
   // The history row of a changed posture; returns its id.
   absl::StatusOr<int64_t> InsertPosture(pqxx::work& tx, int64_t host_id,
@@ -165,13 +165,13 @@ absl::StatusOr<std::vector<SavedDigestReport>> PgHostStore::StoreDigestReports(
     }
   }
   if (reports.empty()) return std::vector<SavedDigestReport>();
-  return pool_->Run<pqxx::work>(
-      absl::StrCat("storing ", reports.size(), " digest-only report(s)"),
-      [&](pqxx::work& tx) -> absl::StatusOr<std::vector<SavedDigestReport>> {
+  // One statement, which PostgreSQL runs as its own transaction: all of it or nothing, and
+  // committed before its answer, so an ack still means stored.
+  return pool_->RunStatement(
+      DatabaseOperation::kWrite, absl::StrCat("storing ", reports.size(), " digest-only report(s)"),
+      [&](pqxx::nontransaction& tx) -> absl::StatusOr<std::vector<SavedDigestReport>> {
         try {
-          std::vector<SavedDigestReport> saved = SaveDigestReportsIn(tx, reports);
-          tx.commit();
-          return saved;
+          return SaveDigestReportsIn(tx, reports);
         } catch (const pqxx::sql_error& e) {
           if (!IsDataError(e)) throw;
           return absl::InvalidArgumentError(
@@ -181,112 +181,68 @@ absl::StatusOr<std::vector<SavedDigestReport>> PgHostStore::StoreDigestReports(
       });
 }
 
-// Three statements for the whole batch, where StoreReport takes three per report: the hosts'
-// rows locked (in name order, so that batches of two replicas cannot deadlock) and read, the
-// report rows of the matching digests inserted, and the hosts of the inserted ones updated.
+// One statement for the whole batch, where StoreReport takes three per report and a
+// transaction: the hosts' rows locked (in name order, so that batches of two replicas cannot
+// deadlock) and read, the report rows of the matching digests inserted (report_ids keeps each
+// report once: reports is partitioned by day and a resend may come on another day), and the
+// hosts of the inserted ones updated. A duplicate or another digest writes nothing, as in
+// StoreReport (whose transaction it aborts).
 std::vector<SavedDigestReport> PgHostStore::SaveDigestReportsIn(
-    pqxx::work& tx, const std::vector<IncomingReport>& reports) {
+    pqxx::transaction_base& tx, const std::vector<IncomingReport>& reports) {
   const size_t n = reports.size();
   std::vector<std::string> names(n);
-  std::vector<std::string> collected(n);
+  std::vector<std::string> ids(n);
   std::vector<std::string> received(n);
+  std::vector<std::string> collected(n);
+  std::vector<std::string> reasons(n);
+  std::vector<std::string> digests(n);
+  std::vector<int64_t> sizes(n);
   for (size_t i = 0; i < n; ++i) {
-    names[i] = reports[i].host;
-    collected[i] = pg::TimestampText(reports[i].collected_at);
-    received[i] = pg::Rfc3339(reports[i].received_at);
+    const IncomingReport& r = reports[i];
+    names[i] = r.host;
+    ids[i] = r.report_id;
+    received[i] = pg::Rfc3339(r.received_at);
+    collected[i] = pg::TimestampText(r.collected_at);
+    reasons[i] = r.reason;
+    digests[i] = r.digest;
+    sizes[i] = static_cast<int64_t>(r.size_bytes);
   }
+  pqxx::result rows = tx.exec_params(
+      "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], "
+      "$5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY AS u(name, id, received, collected, "
+      "reason, digest, size, i)), "
+      "locked AS (SELECT u.*, h.id AS host_id, h.evaluation_key, "
+      "COALESCE(encode(h.posture_hash, 'hex'), '') = u.digest AS same, "
+      "COALESCE(NULLIF(u.collected, '')::timestamptz < h.last_collected_at, false) AS older "
+      "FROM u JOIN hosts h ON h.name = u.name ORDER BY h.name FOR UPDATE OF h), "
+      "fresh AS (INSERT INTO report_ids (host_id, report_id, received_at) SELECT host_id, "
+      "id::uuid, received::timestamptz FROM locked WHERE same "
+      "ON CONFLICT (host_id, report_id) DO NOTHING RETURNING host_id), "
+      "inserted AS (INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
+      "posture_hash, changed, size_bytes) SELECT l.id::uuid, l.host_id, "
+      "l.received::timestamptz, NULLIF(l.collected, '')::timestamptz, l.reason, "
+      "decode(l.digest, 'hex'), false, l.size FROM locked l JOIN fresh USING (host_id)), "
+      "moved AS (UPDATE hosts h SET last_seen = GREATEST(h.last_seen, l.received::timestamptz), "
+      "last_report_id = CASE WHEN l.older THEN h.last_report_id ELSE l.id::uuid END, "
+      "last_collected_at = CASE WHEN l.older THEN h.last_collected_at ELSE "
+      "COALESCE(NULLIF(l.collected, '')::timestamptz, h.last_collected_at) END "
+      "FROM locked l JOIN fresh USING (host_id) WHERE h.id = l.host_id) "
+      "SELECT l.i, l.same, l.evaluation_key, fresh.host_id IS NOT NULL AS stored "
+      "FROM locked l LEFT JOIN fresh USING (host_id)",
+      pg::TextArray(names), pg::TextArray(ids), pg::TextArray(received), pg::TextArray(collected),
+      pg::TextArray(reasons), pg::TextArray(digests), pg::BigintArray(sizes));
   std::vector<SavedDigestReport> out(n);
   for (auto& o : out) o.saved.unknown_digest = true;  // until its host's digest is read
-  struct Match {
-    size_t index;
-    int64_t host_id;
-    bool older;
-  };
-  std::vector<Match> matches;
-  pqxx::result hosts = tx.exec_params(
-      "SELECT u.i, h.id, COALESCE(encode(h.posture_hash, 'hex'), '') AS posture_hash, "
-      "h.evaluation_key, COALESCE(NULLIF(u.collected, '')::timestamptz < h.last_collected_at, "
-      "false) AS older FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(name, "
-      "collected, i) JOIN hosts h ON h.name = u.name ORDER BY h.name FOR UPDATE OF h",
-      pg::TextArray(names), pg::TextArray(collected));
-  for (const auto& row : hosts) {
+  for (const auto& row : rows) {
     const auto i = static_cast<size_t>(row["i"].as<int64_t>() - 1);
-    if (row["posture_hash"].as<std::string>() != reports[i].digest) continue;
-    out[i].saved.unknown_digest = false;
-    out[i].evaluation_key = row["evaluation_key"].as<std::string>();
-    matches.push_back({i, row["id"].as<int64_t>(), row["older"].as<bool>()});
-  }
-  if (matches.empty()) return out;
-
-  std::vector<std::string> ids;
-  std::vector<int64_t> host_ids;
-  std::vector<std::string> m_received;
-  std::vector<std::string> m_collected;
-  std::vector<std::string> reasons;
-  std::vector<std::string> digests;
-  std::vector<int64_t> sizes;
-  for (const Match& m : matches) {
-    const IncomingReport& r = reports[m.index];
-    ids.push_back(r.report_id);
-    host_ids.push_back(m.host_id);
-    m_received.push_back(received[m.index]);
-    m_collected.push_back(collected[m.index]);
-    reasons.push_back(r.reason);
-    digests.push_back(r.digest);
-    sizes.push_back(static_cast<int64_t>(r.size_bytes));
-  }
-  // report_ids keeps each report once (reports is partitioned by day: a resend may come on
-  // another day); the batch holds one report per host.
-  pqxx::result inserted = tx.exec_params(
-      "WITH u AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], "
-      "$5::text[], $6::text[], $7::bigint[]) AS u(id, host_id, received, collected, reason, "
-      "digest, size)), "
-      "fresh AS (INSERT INTO report_ids (host_id, report_id, received_at) SELECT u.host_id, "
-      "u.id::uuid, u.received::timestamptz FROM u ON CONFLICT (host_id, report_id) DO NOTHING "
-      "RETURNING host_id) "
-      "INSERT INTO reports (report_id, host_id, received_at, collected_at, reason, "
-      "posture_hash, changed, size_bytes) SELECT u.id::uuid, u.host_id, "
-      "u.received::timestamptz, NULLIF(u.collected, '')::timestamptz, u.reason, "
-      "decode(u.digest, 'hex'), false, u.size FROM u JOIN fresh ON fresh.host_id = u.host_id "
-      "RETURNING host_id",
-      pg::TextArray(ids), pg::BigintArray(host_ids), pg::TextArray(m_received),
-      pg::TextArray(m_collected), pg::TextArray(reasons), pg::TextArray(digests),
-      pg::BigintArray(sizes));
-  std::set<int64_t> stored;
-  for (const auto& row : inserted) stored.insert(row[0].as<int64_t>());
-
-  // A duplicate writes nothing, as in StoreReport (whose transaction it aborts).
-  std::vector<int64_t> u_ids;
-  std::vector<std::string> u_reports;
-  std::vector<std::string> u_received;
-  std::vector<std::string> u_collected;
-  std::vector<bool> u_older;
-  for (const Match& m : matches) {
-    SavedReport& saved = out[m.index].saved;
-    if (stored.count(m.host_id) == 0) {
-      saved.outcome = SaveOutcome::kDuplicate;
-      saved.current = true;
-      continue;
-    }
+    if (i >= n || !row["same"].as<bool>()) continue;
+    SavedDigestReport& o = out[i];
+    o.saved.unknown_digest = false;
+    o.evaluation_key = row["evaluation_key"].as<std::string>();
     // Current even when collected before the current state: it says what that state says.
-    saved.outcome = SaveOutcome::kUnchanged;
-    saved.current = true;
-    u_ids.push_back(m.host_id);
-    u_reports.push_back(reports[m.index].report_id);
-    u_received.push_back(received[m.index]);
-    u_collected.push_back(collected[m.index]);
-    u_older.push_back(m.older);
+    o.saved.outcome = row["stored"].as<bool>() ? SaveOutcome::kUnchanged : SaveOutcome::kDuplicate;
+    o.saved.current = true;
   }
-  if (u_ids.empty()) return out;
-  tx.exec_params(
-      "UPDATE hosts h SET last_seen = GREATEST(h.last_seen, u.received::timestamptz), "
-      "last_report_id = CASE WHEN u.older THEN h.last_report_id ELSE u.report_id::uuid END, "
-      "last_collected_at = CASE WHEN u.older THEN h.last_collected_at ELSE "
-      "COALESCE(NULLIF(u.collected, '')::timestamptz, h.last_collected_at) END "
-      "FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::bool[]) AS u(id, "
-      "report_id, received, collected, older) WHERE h.id = u.id",
-      pg::BigintArray(u_ids), pg::TextArray(u_reports), pg::TextArray(u_received),
-      pg::TextArray(u_collected), pg::BoolArray(u_older));
   return out;
 }
 
