@@ -10,7 +10,7 @@ packages=(
   cmake ninja-build g++ ccache pkg-config git
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libpqxx-dev libpq-dev nlohmann-json3-dev libyaml-cpp-dev
-  libcli11-dev libcpp-httplib-dev prometheus-cpp-dev libwim-dev liblz4-dev
+  libcli11-dev libcpp-httplib-dev prometheus-cpp-dev libwim-dev liblz4-dev libzstd-dev
   libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev libre2-dev libc-ares-dev
   postgresql postgresql-client samba smbclient libnss-wrapper procps iproute2
 )

@@ -177,8 +177,11 @@ for n in $steps; do
   sleep 2  # the last handshakes' buffers are released
   rss_idle=$(rss_kb "$name" VmRSS)
   hwm_idle=$(rss_kb "$name" VmHWM)
+  # The simulator's side of the same connections: whether N agents and the collector fit one
+  # machine together is the sum of both.
+  loadgen_rss=$(rss_kb "load-$n" VmRSS)
   now_connected=$(loadgen_status "load-$n" connected)
-  note "   connected $now_connected/$n in ${connect_ms} ms; collector RSS ${rss_before} -> ${rss_idle} KB"
+  note "   connected $now_connected/$n in ${connect_ms} ms; collector RSS ${rss_before} -> ${rss_idle} KB; loadgen RSS ${loadgen_rss} KB"
 
   kill -USR1 "${e2e_pid[load-$n]}"
   all_acked=true
@@ -195,6 +198,7 @@ for n in $steps; do
     --argjson connected_all "$connected" --argjson acked_all "$all_acked" \
     --argjson before "$rss_before" --argjson idle "$rss_idle" \
     --argjson hwm_idle "$hwm_idle" --argjson after "$rss_after" --argjson hwm_after "$hwm_after" \
+    --argjson loadgen_rss "${loadgen_rss:-null}" \
     --argjson now "$now_connected" --argjson rc "$loadgen_rc" --argjson push "$push" '{
       agents: $n, connected: $now, all_connected: $connected_all,
       connect_s: (if $s.watch.all_connected_ms == null then null
@@ -202,6 +206,9 @@ for n in $steps; do
       collector_rss_kb: {start: $before, idle: $idle, idle_hwm: $hwm_idle, after_reports: $after,
                          after_reports_hwm: $hwm_after},
       kb_per_agent: (if $now > 0 then (($idle - $before) / $now * 10 | round) / 10 else null end),
+      loadgen_rss_kb: $loadgen_rss,
+      loadgen_kb_per_agent: (if $now > 0 and $loadgen_rss != null
+                             then ($loadgen_rss / $now * 10 | round) / 10 else null end),
       reports: $s.produced, acked: $s.acked, all_acked: $acked_all,
       reports_per_s: $s.report_phase.reports_per_s,
       stored: $c.stored, stored_distinct: $c.stored_distinct, duplicates: $c.duplicates,

@@ -6,13 +6,17 @@
 //          posture of each UTC day (its day's base), and a posture the other form does not make
 //          smaller. PostgreSQL compresses it (pglz) when the row is large.
 //   delta  0x00 (no serialised message starts with a zero byte: field number 0 does not
-//          exist), 0x01 (the form: LZ4, its dictionary the base's plain bytes), the plain size
-//          as a varint, and one LZ4 block. The row names its base in base_id and
-//          base_stored_at: the same host's plain posture of the same UTC day, so a day
-//          partition holds both and the history job drops them together.
+//          exist), a form byte, the plain size as a varint, and the compressed bytes, made
+//          with the base's plain bytes as their dictionary:
+//            0x02  a zstd frame, the base its prefix (what is written);
+//            0x01  an LZ4 block (what collectors wrote first; read, no longer written).
+//          The row names its base in base_id and base_stored_at: the same host's plain
+//          posture of the same UTC day, so a day partition holds both and the history job
+//          drops them together.
 // A host's postures of one day repeat its settings, shares, and the shape of its sessions
 // (field tags, dialects, ciphers, user and client names), so the base makes the block about
-// half of what a posture compressed alone takes (docs/scaling.md "History per host per day").
+// half of what a posture compressed alone takes, and zstd's entropy coding takes the new
+// sessions' numbers and names smaller than LZ4 does (docs/scaling.md "History per host per day").
 
 #include <optional>
 #include <string>

@@ -1,5 +1,8 @@
 #include "collector/store/postgres/posture_codec.h"
 
+#include <lz4.h>
+#include <lz4hc.h>
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +54,46 @@ TEST(PostureCodecTest, DeltaReadsBackTheSameBytesAndIsSmaller) {
   EXPECT_EQ(parsed.sessions_size(), 40);
 }
 
+// A delta as collectors wrote them first: 0x00 0x01, the plain size (one varint byte here: under
+// 128 bytes, or two), an LZ4 block with the base as its dictionary.
+std::string Lz4Delta(const std::string& plain, const std::string& base) {
+  LZ4_streamHC_t* stream = LZ4_createStreamHC();
+  LZ4_loadDictHC(stream, base.data(), static_cast<int>(base.size()));
+  std::string block(static_cast<size_t>(LZ4_compressBound(static_cast<int>(plain.size()))), '\0');
+  const int n = LZ4_compress_HC_continue(stream, plain.data(), block.data(),
+                                         static_cast<int>(plain.size()),
+                                         static_cast<int>(block.size()));
+  LZ4_freeStreamHC(stream);
+  block.resize(static_cast<size_t>(n));
+  std::string out("\x00\x01", 2);
+  for (uint64_t v = plain.size(); ; v >>= 7) {
+    if (v < 0x80) {
+      out.push_back(static_cast<char>(v));
+      break;
+    }
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  }
+  return out + block;
+}
+
+TEST(PostureCodecTest, WritesZstdAndStillReadsTheLz4RowsOfBefore) {
+  const std::string base = PlainPosture(40, 1);
+  const std::string plain = PlainPosture(40, 2);
+  const std::string zstd = *EncodePostureDelta(plain, base);
+  EXPECT_EQ(zstd[1], '\x02');
+  const std::string lz4 = Lz4Delta(plain, base);
+  ASSERT_GT(lz4.size(), 4u);
+  // The new sessions' ids, addresses and counters entropy-coded: smaller than LZ4's block.
+  EXPECT_LT(zstd.size(), lz4.size());
+  auto old_row = DecodeStoredPosture(lz4, base, "fs01");
+  ASSERT_TRUE(old_row.ok()) << old_row.status();
+  EXPECT_EQ(*old_row, plain);
+  std::string damaged = lz4;
+  damaged.resize(damaged.size() - 3);
+  EXPECT_EQ(DecodeStoredPosture(damaged, base, "fs01").status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 TEST(PostureCodecTest, PlainPosturesReadAsTheyAre) {
   const std::string plain = PlainPosture(3, 5);
   EXPECT_TRUE(IsPlainPosture(plain));
@@ -93,9 +136,14 @@ TEST(PostureCodecTest, DamagedRowsAreErrorsNamingThePosture) {
   std::string truncated = delta.substr(0, delta.size() - 5);
   EXPECT_EQ(DecodeStoredPosture(truncated, base, "fs01").status().code(),
             absl::StatusCode::kDataLoss);
-  // Another base than the one it was made with does not give the posture back.
-  auto wrong = DecodeStoredPosture(delta, PlainPosture(20, 9), "fs01");
-  EXPECT_TRUE(!wrong.ok() || *wrong != PlainPosture(20, 2));
+  // Another base than the one it was made with is an error (the frame's checksum), not another
+  // posture; so is a flipped byte in the frame.
+  EXPECT_EQ(DecodeStoredPosture(delta, PlainPosture(20, 9), "fs01").status().code(),
+            absl::StatusCode::kDataLoss);
+  std::string flipped = delta;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x5a);
+  EXPECT_EQ(DecodeStoredPosture(flipped, base, "fs01").status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
