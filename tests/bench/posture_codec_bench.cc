@@ -15,8 +15,8 @@
 #include <zstd.h>
 
 #include <chrono>
-#include <optional>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,7 +108,8 @@ int main(int argc, char** argv) {
   for (const Day& day : days) {
     for (const std::string& plain : day.later) {
       Clock::time_point t0 = Clock::now();
-      std::optional<std::string> delta = smbfleet::collector::pg::EncodePostureDelta(plain, day.base);
+      std::optional<std::string> delta =
+          smbfleet::collector::pg::EncodePostureDelta(plain, day.base);
       encode_us.push_back(MicrosSince(t0));
       const std::string& stored = delta.has_value() ? *delta : plain;
       codec_bytes += static_cast<double>(stored.size());
@@ -146,23 +147,22 @@ int main(int argc, char** argv) {
                       {"encode_us_p99", Percentile(us, 0.99)}});
   }
 
-  const nlohmann::json out = {
-      {"hosts", hosts},
-      {"postures_per_host", postures},
-      {"session_reports", session_reports},
-      {"settings_every", settings_every},
-      {"plain_bytes_per_posture", plain_bytes / deltas},
-      {"codec",
-       {{"bytes_per_delta", codec_bytes / deltas},
-        {"encode_us_p50", Percentile(encode_us, 0.5)},
-        {"encode_us_p99", Percentile(encode_us, 0.99)},
-        {"decode_us_p50", Percentile(decode_us, 0.5)},
-        {"round_trip_failures", failures}}},
-      {"lz4_hc",
-       {{"bytes_per_delta", lz4_bytes / deltas},
-        {"encode_us_p50", Percentile(lz4_us, 0.5)},
-        {"encode_us_p99", Percentile(lz4_us, 0.99)}}},
-      {"zstd_levels", levels}};
+  const nlohmann::json out = {{"hosts", hosts},
+                              {"postures_per_host", postures},
+                              {"session_reports", session_reports},
+                              {"settings_every", settings_every},
+                              {"plain_bytes_per_posture", plain_bytes / deltas},
+                              {"codec",
+                               {{"bytes_per_delta", codec_bytes / deltas},
+                                {"encode_us_p50", Percentile(encode_us, 0.5)},
+                                {"encode_us_p99", Percentile(encode_us, 0.99)},
+                                {"decode_us_p50", Percentile(decode_us, 0.5)},
+                                {"round_trip_failures", failures}}},
+                              {"lz4_hc",
+                               {{"bytes_per_delta", lz4_bytes / deltas},
+                                {"encode_us_p50", Percentile(lz4_us, 0.5)},
+                                {"encode_us_p99", Percentile(lz4_us, 0.99)}}},
+                              {"zstd_levels", levels}};
   std::printf("%s\n", out.dump().c_str());
   return failures == 0 ? 0 : 1;
 }

@@ -52,8 +52,8 @@ struct DCtxFree {
 // The plain bytes of an LZ4 block made with `base` as its dictionary (rows of the first form).
 bool DecodeLz4(std::string_view block, std::string_view base, std::string* plain) {
   const int n = LZ4_decompress_safe_usingDict(
-      block.data(), plain->data(), static_cast<int>(block.size()),
-      static_cast<int>(plain->size()), base.data(), static_cast<int>(base.size()));
+      block.data(), plain->data(), static_cast<int>(block.size()), static_cast<int>(plain->size()),
+      base.data(), static_cast<int>(base.size()));
   return n >= 0 && static_cast<size_t>(n) == plain->size();
 }
 
@@ -94,8 +94,7 @@ std::optional<std::string> EncodePostureDelta(std::string_view plain, std::strin
   const size_t header = out.size();
   const size_t bound = ZSTD_compressBound(plain.size());
   out.resize(header + bound);
-  const size_t n =
-      ZSTD_compress2(c.get(), out.data() + header, bound, plain.data(), plain.size());
+  const size_t n = ZSTD_compress2(c.get(), out.data() + header, bound, plain.data(), plain.size());
   if (ZSTD_isError(n)) return std::nullopt;
   out.resize(header + n);
   if (out.size() >= plain.size()) return std::nullopt;
@@ -120,8 +119,8 @@ absl::StatusOr<std::string> DecodeStoredPosture(std::string_view stored, std::st
   }
   std::string plain(size, '\0');
   const std::string_view body = stored.substr(pos);
-  const bool ok = stored[1] == kLz4WithBase ? DecodeLz4(body, base, &plain)
-                                            : DecodeZstd(body, base, &plain);
+  const bool ok =
+      stored[1] == kLz4WithBase ? DecodeLz4(body, base, &plain) : DecodeZstd(body, base, &plain);
   if (!ok) {
     return absl::DataLossError(absl::StrCat("stored posture of ", what, " cannot be decompressed"));
   }

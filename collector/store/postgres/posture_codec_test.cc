@@ -60,13 +60,13 @@ std::string Lz4Delta(const std::string& plain, const std::string& base) {
   LZ4_streamHC_t* stream = LZ4_createStreamHC();
   LZ4_loadDictHC(stream, base.data(), static_cast<int>(base.size()));
   std::string block(static_cast<size_t>(LZ4_compressBound(static_cast<int>(plain.size()))), '\0');
-  const int n = LZ4_compress_HC_continue(stream, plain.data(), block.data(),
-                                         static_cast<int>(plain.size()),
-                                         static_cast<int>(block.size()));
+  const int n =
+      LZ4_compress_HC_continue(stream, plain.data(), block.data(), static_cast<int>(plain.size()),
+                               static_cast<int>(block.size()));
   LZ4_freeStreamHC(stream);
   block.resize(static_cast<size_t>(n));
   std::string out("\x00\x01", 2);
-  for (uint64_t v = plain.size(); ; v >>= 7) {
+  for (uint64_t v = plain.size();; v >>= 7) {
     if (v < 0x80) {
       out.push_back(static_cast<char>(v));
       break;
