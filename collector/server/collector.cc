@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "collector/store/memory/memory_approver_key_store.h"
 #include "collector/store/memory/memory_change_store.h"
 #include "collector/store/memory/memory_enrollment_store.h"
@@ -262,30 +263,39 @@ void Collector::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
   const absl::Time deadline = absl::Now() + shutdown_timeout_;
-  if (web_) web_->Stop();
-  if (history_) history_->Stop();
-  scheduler_->Stop();
-  if (reevaluator_) reevaluator_->Stop();
-  // Agents reconnect after their jittered backoff, to this collector once it is back or to
-  // another one.
-  registry_->CloseAll();
+  // The background jobs stop beside the calls, under the same deadline: a scheduler tick or a
+  // re-evaluation page parked on a stuck database returns once its connection is cut below,
+  // like a call's.
+  absl::Notification jobs_stopped;
+  std::thread jobs([this, &jobs_stopped] {
+    if (web_) web_->Stop();
+    if (history_) history_->Stop();
+    scheduler_->Stop();
+    if (reevaluator_) reevaluator_->Stop();
+    // Agents reconnect after their jittered backoff, to this collector once it is back or to
+    // another one. Closed after the scheduler, which may still push an order to a stream.
+    registry_->CloseAll();
+    jobs_stopped.Notify();
+  });
   // While gRPC stops accepting and waits for the calls in flight, the queue finishes what it
   // holds until the deadline and answers the rest UNAVAILABLE (not acked: the agents resend).
-  std::thread drain([this, deadline] {
+  std::thread drain([this, deadline, &jobs_stopped] {
     size_t running = 0;
     const size_t dropped = work_->Drain(deadline, &running);
+    const bool jobs_done = jobs_stopped.WaitForNotificationWithDeadline(deadline);
     size_t cut = 0;
-    if (running > 0 && on_shutdown_deadline_) cut = on_shutdown_deadline_();
-    if (dropped > 0 || running > 0) {
+    if ((running > 0 || !jobs_done) && on_shutdown_deadline_) cut = on_shutdown_deadline_();
+    if (dropped > 0 || running > 0 || !jobs_done) {
       Logger("collector")
           ->warn(
-              "shutdown: {} queued call(s) answered UNAVAILABLE; {} still running at the "
-              "deadline, {} database connection(s) cut",
-              dropped, running, cut);
+              "shutdown: {} queued call(s) answered UNAVAILABLE; {} call(s) still running and "
+              "background jobs {} at the deadline, {} database connection(s) cut",
+              dropped, running, jobs_done ? "stopped" : "still running", cut);
     }
   });
   server_->Shutdown(absl::ToChronoTime(deadline));
   drain.join();
+  jobs.join();
 }
 
 void Collector::Wait() { server_->Wait(); }

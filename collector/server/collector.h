@@ -67,12 +67,13 @@ class Collector {
   // Null when nothing is re-evaluated (no policy, or policy.reevaluate_threads 0).
   Reevaluator* reevaluator() { return reevaluator_.get(); }
   EnrollmentApi* enrollment() { return enrollment_api_.get(); }
-  // Stops accepting, closes the Watch streams (UNAVAILABLE), finishes the queued calls for up to
+  // Stops accepting, stops the background jobs (console, history, rollout scheduler,
+  // re-evaluation), closes the Watch streams (UNAVAILABLE), finishes the queued calls for up to
   // config.shutdown_timeout and answers those not started UNAVAILABLE.
   void Shutdown();
   void Wait();
-  // Called by Shutdown when calls are still running at its deadline (a stuck database); it
-  // should make them fail now, e.g. by cutting the database connections they hold.
+  // Called by Shutdown when calls or background jobs are still running at its deadline (a stuck
+  // database); it should make them fail now, e.g. by cutting the database connections they hold.
   void set_on_shutdown_deadline(std::function<size_t()> f) { on_shutdown_deadline_ = std::move(f); }
 
  private:

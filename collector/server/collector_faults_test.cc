@@ -290,6 +290,43 @@ TEST_F(CollectorFaultsTest, CallsFailUnavailableWhenTheDatabaseStopsAnswering) {
       unavailable, parked, absl::StrJoin(seconds, ",").c_str(), Seconds(all_failed));
 }
 
+// Shutdown's last resort: Close() cuts the call parked on a frozen server and fails the next
+// one at once, where before it (CutLeases) the next one opened a connection and waited
+// connect_timeout on a server that does not answer.
+TEST_F(CollectorFaultsTest, ClosingThePoolFailsTheParkedCallAndEveryLaterOne) {
+  SessionLimits limits;
+  limits.connect_timeout = absl::Seconds(20);
+  limits.statement_timeout = absl::Seconds(30);
+  auto dsn = WithSessionLimits(pg_->dsn(), limits);
+  ASSERT_TRUE(dsn.ok()) << dsn.status();
+  PoolOptions options;
+  options.acquire_timeout = absl::Seconds(1);
+  options.lease_limit = absl::Seconds(35);
+  ConnectionPool pool(*dsn, 2, options);
+  auto query = [&pool] {
+    return pool.Run<pqxx::read_transaction>("probe", [](pqxx::read_transaction& tx) {
+      tx.exec("SELECT 1");
+      return absl::OkStatus();
+    });
+  };
+  ASSERT_TRUE(query().ok());
+
+  pg_->Freeze();
+  auto parked = std::async(std::launch::async, query);
+  EXPECT_EQ(parked.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout)
+      << "the server is frozen: the call should wait on it";
+  EXPECT_EQ(pool.Close(), 1u);
+  // Far below the 30 s statement timeout; only a call the cut missed is still waiting.
+  ASSERT_EQ(parked.wait_for(std::chrono::seconds(15)), std::future_status::ready);
+  absl::Status cut = parked.get();
+  EXPECT_EQ(cut.code(), absl::StatusCode::kUnavailable) << cut;
+  EXPECT_THAT(cut.message(), HasSubstr("connection closed"));
+  absl::Status later = query();
+  pg_->Thaw();
+  EXPECT_EQ(later.code(), absl::StatusCode::kUnavailable) << later;
+  EXPECT_THAT(later.message(), HasSubstr("the collector is stopping"));
+}
+
 // Before: a report after the restart could land on a pooled connection the restart had broken,
 // and nothing was logged about the outage at all (or a line per failed call).
 TEST_F(CollectorFaultsTest, OutageFailsFastAndRecoversWithoutRestart) {
@@ -594,6 +631,34 @@ TEST_F(CollectorFaultsTest, SigtermExitsWithinTheBoundWhenTheDatabaseIsStuck) {
       "{\"test\":\"sigterm_database_stuck\",\"exit_code\":%d,\"exit_seconds\":%.2f,"
       "\"calls\":8,\"acked\":%d}\n",
       code, Seconds(exit_took), ok);
+}
+
+// Before: SIGTERM while a rollout scheduler tick was parked on a frozen database waited for the
+// tick (the background jobs were stopped before the deadline applied), and the watchdog ended
+// the process with 1 at shutdown_timeout + 5 s. Now the jobs stop under the same deadline as
+// the calls, their connections are cut with the calls', and the process exits 0.
+TEST_F(CollectorFaultsTest, SigtermExitsZeroWhileTheSchedulerWaitsOnAStuckDatabase) {
+  const std::string pki = smbfleet::testing::MakeCertificates("fs01");
+  const std::string dir = smbfleet::testing::MakeTempDir("smbfleet-faults");
+  CollectorProcess process(
+      dir, Yaml(pki, pg_->dsn(), "shutdown_timeout: 2s\nchanges:\n  tick: 100ms\n"));
+  const int port = process.WaitForPort(absl::Seconds(60));
+  ASSERT_GT(port, 0) << process.Log();
+
+  pg_->Freeze();
+  // A tick every 100 ms, each reading the live changes: one is parked on the database now.
+  absl::SleepFor(absl::Milliseconds(1500));
+  const absl::Time term = absl::Now();
+  process.Signal(SIGTERM);
+  const int code = process.WaitForExit(absl::Seconds(40));
+  const absl::Duration exit_took = absl::Now() - term;
+  pg_->Thaw();
+  EXPECT_EQ(code, 0) << process.Log();
+  EXPECT_THAT(process.Log(), HasSubstr("background jobs still running at the deadline"));
+  EXPECT_THAT(process.Log(), HasSubstr("database connection(s) cut"));
+  EXPECT_THAT(process.Log(), HasSubstr("stopped"));
+  std::printf("{\"test\":\"sigterm_scheduler_stuck\",\"exit_code\":%d,\"exit_seconds\":%.2f}\n",
+              code, Seconds(exit_took));
 }
 
 }  // namespace

@@ -55,6 +55,10 @@ ConnectionPool::Lease ConnectionPool::Acquire() {
       throw DatabaseBusy(absl::StrCat("none of ", capacity_, " connections free within ",
                                       absl::FormatDuration(options_.acquire_timeout)));
     }
+    if (closed_) {
+      throw DatabaseUnreachable(
+          absl::StrCat("PostgreSQL at ", RedactDsn(dsn_), ": the collector is stopping"));
+    }
     while (!idle_.empty() && conn == nullptr) {
       std::unique_ptr<pqxx::connection> c = std::move(idle_.front());
       idle_.pop_front();
@@ -193,8 +197,9 @@ void ConnectionPool::CutLocked(pqxx::connection* conn, Leased* leased) {
   if (int fd = conn->sock(); fd >= 0) shutdown(fd, SHUT_RDWR);
 }
 
-size_t ConnectionPool::CutLeases() {
+size_t ConnectionPool::Close() {
   absl::MutexLock lock(&mu_);
+  closed_ = true;
   size_t cut = 0;
   for (auto& [conn, leased] : leased_) {
     cut += !leased.cut;

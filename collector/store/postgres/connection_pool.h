@@ -95,9 +95,11 @@ class ConnectionPool {
     }
   }
 
-  // Shuts down the socket of every leased connection: the calls on them fail UNAVAILABLE now
-  // (at shutdown's deadline, when the database is stuck). Returns how many.
-  size_t CutLeases();
+  // Shutdown's last resort, at its deadline when the database is stuck: shuts down the socket of
+  // every leased connection, so the calls on them fail UNAVAILABLE now, and fails every later
+  // Acquire at once (a background job's next try must not wait connect_timeout on a server
+  // that does not answer). Returns how many leases it cut.
+  size_t Close();
   const std::string& dsn() const { return dsn_; }
   // Whether the last attempt found the server unreachable (for tests and readiness).
   bool unreachable() const;
@@ -116,7 +118,7 @@ class ConnectionPool {
   void WatchdogLoop();
   void CutLocked(pqxx::connection* conn, Leased* leased) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CanLease() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !idle_.empty() || open_ < capacity_;
+    return closed_ || !idle_.empty() || open_ < capacity_;
   }
 
   const std::string dsn_;
@@ -135,6 +137,7 @@ class ConnectionPool {
   int64_t failed_in_outage_ ABSL_GUARDED_BY(mu_) = 0;
   bool probing_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;  // by Close(), for good
   std::thread watchdog_;
 };
 

@@ -81,7 +81,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOpt
   stores.claims = NewPgJobClaims(dsn);
   stores.history = NewPgHistoryStore(pool);
   stores.set_metrics = [pool](Metrics* metrics) { pool->SetMetrics(metrics); };
-  if (cut_leases != nullptr) *cut_leases = [pool] { return pool->CutLeases(); };
+  if (cut_leases != nullptr) *cut_leases = [pool] { return pool->Close(); };
   return stores;
 }
 

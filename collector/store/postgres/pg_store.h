@@ -17,7 +17,8 @@ namespace smbfleet::collector {
 
 // Checks that the server answers, then hands out the stores. Migrations are applied
 // separately (ApplyMigrations), once per start. `cut_leases` (may be null) gets a function that
-// cuts every connection leased at the time (ConnectionPool::CutLeases), for shutdown.
+// cuts every connection leased at the time and refuses new leases (ConnectionPool::Close), for
+// shutdown.
 absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOptions options = {},
                                   std::function<size_t()>* cut_leases = nullptr);
 
