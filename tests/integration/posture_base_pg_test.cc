@@ -10,6 +10,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "collector/ingest/digest.h"
 #include "collector/store/postgres/migrations.h"
 #include "collector/store/postgres/pg_store.h"
@@ -264,6 +265,55 @@ TEST_F(PostureBasePgTest, HistoryJobKeepsTheBaseOfTheCurrentPosture) {
   ASSERT_TRUE(pass.ok()) << pass.status();
   EXPECT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures_default"), "0");
   ExpectCurrent(today);
+}
+
+// The default partition is trimmed at the cutoff, within a day: a posture after the cutoff keeps
+// its base before it. Before migration 0022 the base went, the posture could no longer be read
+// and its JSON in posture_documents had lost the members it shares with the base.
+TEST_F(PostureBasePgTest, HistoryJobKeepsTheBaseOfAPostureItKeeps) {
+  ASSERT_TRUE(ApplyMigrations(dsn_, BuiltinMigrations()).ok());
+  Open();
+  const absl::Time now = absl::Now();
+  const absl::Time old_day = absl::FromCivil(
+      absl::CivilDay(absl::ToCivilDay(now - absl::Hours(24 * 40), absl::UTCTimeZone())),
+      absl::UTCTimeZone());
+  const smbfleet::v1::Posture base = PostureAt(1, 30);
+  const smbfleet::v1::Posture early = PostureAt(2, 30);
+  const smbfleet::v1::Posture late = PostureAt(3, 30);
+  Save(base, 1, old_day + absl::Hours(1));
+  Save(early, 2, old_day + absl::Hours(2));
+  Save(late, 3, old_day + absl::Hours(20));
+  Save(PostureAt(4, 30), 4, now);  // the current posture is of another day
+  ASSERT_EQ(QueryValue(dsn_, "SELECT count(*) FROM postures_default WHERE base_id IS NOT NULL"),
+            "2");
+
+  // The cutoff at 10:00 of the old day: `early` goes, `base` stays for `late`.
+  const absl::Duration retention = now - (old_day + absl::Hours(10));
+  auto pass = stores_.history->Maintain(now, retention, 2);
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  const std::string old_rows = absl::StrCat(
+      "SELECT string_agg(report_id::text, ',' ORDER BY stored_at) FROM postures WHERE "
+      "stored_at < '",
+      absl::FormatTime("%Y-%m-%d", old_day + absl::Hours(24), absl::UTCTimeZone()), "'");
+  EXPECT_EQ(QueryValue(dsn_, old_rows),
+            "00000000-0000-4000-8000-000000000001,00000000-0000-4000-8000-000000000003");
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT count(*) FROM postures p WHERE p.base_id IS NOT NULL AND NOT "
+                       "EXISTS (SELECT FROM postures b WHERE b.id = p.base_id AND "
+                       "b.stored_at = p.base_stored_at)"),
+            "0")
+      << "a posture kept without its base";
+  EXPECT_EQ(QueryValue(dsn_,
+                       "SELECT posture_json::text FROM posture_documents WHERE report_id = "
+                       "'00000000-0000-4000-8000-000000000003'"),
+            StoredJson(dsn_, late));
+
+  // Once the cutoff has passed `late`, the whole old day goes.
+  pass = stores_.history->Maintain(now, now - (old_day + absl::Hours(21)), 2);
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(QueryValue(dsn_, absl::StrCat("SELECT count(*) FROM (", old_rows, ") o WHERE "
+                                          "o.string_agg IS NOT NULL")),
+            "0");
 }
 
 }  // namespace
