@@ -311,7 +311,8 @@ TEST_F(PostureBasePgTest, HistoryJobKeepsTheBaseOfAPostureItKeeps) {
   // Once the cutoff has passed `late`, the whole old day goes.
   pass = stores_.history->Maintain(now, now - (old_day + absl::Hours(21)), 2);
   ASSERT_TRUE(pass.ok()) << pass.status();
-  EXPECT_EQ(QueryValue(dsn_, absl::StrCat("SELECT count(*) FROM (", old_rows, ") o WHERE "
+  EXPECT_EQ(QueryValue(dsn_, absl::StrCat("SELECT count(*) FROM (", old_rows,
+                                          ") o WHERE "
                                           "o.string_agg IS NOT NULL")),
             "0");
 }

@@ -270,11 +270,15 @@ class Direction {
         nanos_per_byte_(rate_mbit > 0 ? 8e3 / rate_mbit : 0),
         queue_packets_(queue_packets) {}
 
-  // Reads up to kReadBurst frames from the input device.
-  void Read(int64_t now) {
+  // Reads up to kReadBurst frames from the input device. Each frame's delay runs from its own
+  // read: a frame that arrived while the burst was being read must not take an earlier frame's
+  // time, or it would leave early (a slow reader, e.g. a sanitizer build, made round trips
+  // shorter than configured).
+  void Read() {
     for (int i = 0; i < kReadBurst; ++i) {
       uint8_t buffer[kMaxFrameBytes + 1];
       ssize_t n = read(in_fd_, buffer, sizeof(buffer));
+      const int64_t now = NowNanos();
       if (n < 0) {
         if (errno != EAGAIN && errno != EINTR) {
           ++read_errors_;
@@ -442,12 +446,11 @@ int Run(const Options& o) {
       stopped_by = "signal";
       break;
     }
-    now = NowNanos();
     if ((fds[0].revents & POLLIN) != 0) {
-      ab.Read(now);
+      ab.Read();
     }
     if ((fds[1].revents & POLLIN) != 0) {
-      ba.Read(now);
+      ba.Read();
     }
     if (((fds[0].revents | fds[1].revents) & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
       std::fprintf(stderr, "smbfleet-delay-link: a TAP device failed\n");
