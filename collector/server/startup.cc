@@ -69,9 +69,9 @@ absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig
   // Past statement_timeout the server cancels the statement itself; a lease held 5 s longer
   // means the server stopped answering.
   pool.lease_limit = limits.statement_timeout + absl::Seconds(5);
-  std::function<size_t()> cut_leases;
+  std::function<size_t()> close_pool;
   ASSIGN_OR_RETURN(Stores stores,
-                   NewPgStore(dsn, static_cast<int>(config.database_pool_size), pool, &cut_leases));
+                   NewPgStore(dsn, static_cast<int>(config.database_pool_size), pool, &close_pool));
   ASSIGN_OR_RETURN(std::unique_ptr<policy::Policy> policy,
                    LoadPolicy(config.policy_file, *stores.compliance));
   CollectorConfig effective = config;
@@ -80,7 +80,7 @@ absl::StatusOr<std::unique_ptr<Collector>> StartFromConfig(const CollectorConfig
                    Collector::Start(effective, tls, std::move(stores), std::move(policy),
                                     PgOrderSignalFactory(dsn)));
   // Shutdown does not wait on a stuck database past its deadline.
-  collector->set_on_shutdown_deadline(std::move(cut_leases));
+  collector->set_on_shutdown_deadline(std::move(close_pool));
   return collector;
 }
 

@@ -59,7 +59,7 @@ absl::Status WaitForDatabase(const std::string& dsn, absl::Duration bound) {
 }
 
 absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOptions options,
-                                  std::function<size_t()>* cut_leases) {
+                                  std::function<size_t()>* close_pool) {
   try {
     pqxx::connection probe(dsn);
     if (!probe.is_open()) {
@@ -81,7 +81,7 @@ absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOpt
   stores.claims = NewPgJobClaims(dsn);
   stores.history = NewPgHistoryStore(pool);
   stores.set_metrics = [pool](Metrics* metrics) { pool->SetMetrics(metrics); };
-  if (cut_leases != nullptr) *cut_leases = [pool] { return pool->Close(); };
+  if (close_pool != nullptr) *close_pool = [pool] { return pool->Close(); };
   return stores;
 }
 

@@ -16,11 +16,11 @@
 namespace smbfleet::collector {
 
 // Checks that the server answers, then hands out the stores. Migrations are applied
-// separately (ApplyMigrations), once per start. `cut_leases` (may be null) gets a function that
+// separately (ApplyMigrations), once per start. `close_pool` (may be null) gets a function that
 // cuts every connection leased at the time and refuses new leases (ConnectionPool::Close), for
 // shutdown.
 absl::StatusOr<Stores> NewPgStore(const std::string& dsn, int pool_size, PoolOptions options = {},
-                                  std::function<size_t()>* cut_leases = nullptr);
+                                  std::function<size_t()>* close_pool = nullptr);
 
 // At start: tries to connect until it succeeds or `bound` has passed, waiting 0.5 s, 1 s, 2 s
 // ... (at most 5 s) between tries. Logs a failed try's reason when it differs from the previous
