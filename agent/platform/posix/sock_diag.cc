@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -76,8 +78,8 @@ void ReadTcpInfo(absl::string_view info, TcpConnection* c) {
   c->bytes_received = TcpInfoField<uint64_t>(info, offsetof(struct tcp_info, tcpi_bytes_received));
 }
 
-// One SOCK_DIAG_BY_FAMILY message: inet_diag_msg, then rtattrs. Appends it when its local port is
-// one of local_ports.
+// One message of a dump (SOCK_DIAG_BY_FAMILY or TCPDIAG_GETSOCK): inet_diag_msg, then rtattrs.
+// Appends it when its local port is one of local_ports.
 absl::Status ParseDiagMessage(absl::string_view payload, size_t at,
                               const std::vector<uint16_t>& local_ports,
                               std::vector<TcpConnection>* out) {
@@ -117,32 +119,15 @@ absl::Status ParseDiagMessage(absl::string_view payload, size_t at,
   return absl::OkStatus();
 }
 
-class SockDiagTcpStats : public TcpStats {
- public:
-  absl::StatusOr<std::vector<TcpConnection>> Connections(
-      const std::vector<uint16_t>& local_ports) override {
-    std::vector<TcpConnection> all;
-    for (uint8_t family : {AF_INET, AF_INET6}) {
-      absl::Status s = Dump(family, local_ports, &all);
-      if (!s.ok()) return s;
-    }
-    return all;
-  }
-
- private:
-  static absl::Status Dump(uint8_t family, const std::vector<uint16_t>& local_ports,
-                           std::vector<TcpConnection>* out) {
-    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (fd < 0) return absl::ErrnoToStatus(errno, "sock_diag: socket(NETLINK_SOCK_DIAG)");
-    absl::Status s = DumpOn(fd, family, local_ports, out);
-    close(fd);
-    return s;
-  }
-
-  static absl::Status DumpOn(int fd, uint8_t family, const std::vector<uint16_t>& local_ports,
-                             std::vector<TcpConnection>* out) {
-    struct timeval timeout = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+// The request of one dump, for one address family or (nullopt) for both: the legacy
+// TCPDIAG_GETSOCK request, which the kernel answers with AF_UNSPEC (inet_diag_dump_compat).
+absl::Status SendDumpRequest(int fd, std::optional<uint8_t> family) {
+  constexpr uint32_t kStates = ~(1u << kTcpListen);  // listeners have no peer
+  constexpr uint8_t kInfo = 1u << (INET_DIAG_INFO - 1);
+  struct sockaddr_nl kernel = {};
+  kernel.nl_family = AF_NETLINK;
+  ssize_t sent = 0;
+  if (family.has_value()) {
     struct {
       struct nlmsghdr header;
       struct inet_diag_req_v2 request;
@@ -151,42 +136,117 @@ class SockDiagTcpStats : public TcpStats {
     req.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
     req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
     req.header.nlmsg_seq = 1;
-    req.request.sdiag_family = family;
+    req.request.sdiag_family = *family;
     req.request.sdiag_protocol = IPPROTO_TCP;
-    req.request.idiag_ext = 1u << (INET_DIAG_INFO - 1);
-    req.request.idiag_states = ~(1u << kTcpListen);  // listeners have no peer
-    struct sockaddr_nl kernel = {};
-    kernel.nl_family = AF_NETLINK;
-    if (sendto(fd, &req, sizeof(req), 0, reinterpret_cast<struct sockaddr*>(&kernel),
-               sizeof(kernel)) < 0) {
-      return absl::ErrnoToStatus(errno, "sock_diag: sending the dump request");
-    }
-    std::vector<char> buffer(kReceiveBuffer);
-    for (;;) {
-      struct iovec iov = {buffer.data(), buffer.size()};
-      struct msghdr mh = {};
-      mh.msg_iov = &iov;
-      mh.msg_iovlen = 1;
-      ssize_t n = recvmsg(fd, &mh, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int e = errno;
-        if (e == EAGAIN || e == EWOULDBLOCK) {
-          return absl::DeadlineExceededError("sock_diag: no reply from the kernel within 5 s");
-        }
-        return absl::ErrnoToStatus(e, "sock_diag: reading the dump");
-      }
-      if (n == 0) return absl::InternalError("sock_diag: the dump ended without NLMSG_DONE");
-      if ((mh.msg_flags & MSG_TRUNC) != 0) {
-        return absl::InternalError("sock_diag: a reply datagram was truncated");
-      }
-      auto chunk =
-          ParseSockDiagReply(absl::string_view(buffer.data(), static_cast<size_t>(n)), local_ports);
-      if (!chunk.ok()) return chunk.status();
-      for (auto& c : chunk->connections) out->push_back(std::move(c));
-      if (chunk->done) return absl::OkStatus();
-    }
+    req.request.idiag_ext = kInfo;
+    req.request.idiag_states = kStates;
+    sent = sendto(fd, &req, sizeof(req), 0, reinterpret_cast<struct sockaddr*>(&kernel),
+                  sizeof(kernel));
+  } else {
+    struct {
+      struct nlmsghdr header;
+      struct inet_diag_req request;
+    } req = {};
+    req.header.nlmsg_len = sizeof(req);
+    req.header.nlmsg_type = TCPDIAG_GETSOCK;
+    req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    req.header.nlmsg_seq = 1;
+    req.request.idiag_family = AF_UNSPEC;
+    req.request.idiag_ext = kInfo;
+    req.request.idiag_states = kStates;
+    sent = sendto(fd, &req, sizeof(req), 0, reinterpret_cast<struct sockaddr*>(&kernel),
+                  sizeof(kernel));
   }
+  if (sent < 0) return absl::ErrnoToStatus(errno, "sock_diag: sending the dump request");
+  return absl::OkStatus();
+}
+
+absl::Status DumpOn(int fd, std::optional<uint8_t> family, const std::vector<uint16_t>& local_ports,
+                    std::vector<TcpConnection>* out) {
+  struct timeval timeout = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  absl::Status sent = SendDumpRequest(fd, family);
+  if (!sent.ok()) return sent;
+  std::vector<char> buffer(kReceiveBuffer);
+  for (;;) {
+    struct iovec iov = {buffer.data(), buffer.size()};
+    struct msghdr mh = {};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    ssize_t n = recvmsg(fd, &mh, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK) {
+        return absl::DeadlineExceededError("sock_diag: no reply from the kernel within 5 s");
+      }
+      return absl::ErrnoToStatus(e, "sock_diag: reading the dump");
+    }
+    if (n == 0) return absl::InternalError("sock_diag: the dump ended without NLMSG_DONE");
+    if ((mh.msg_flags & MSG_TRUNC) != 0) {
+      return absl::InternalError("sock_diag: a reply datagram was truncated");
+    }
+    auto chunk =
+        ParseSockDiagReply(absl::string_view(buffer.data(), static_cast<size_t>(n)), local_ports);
+    if (!chunk.ok()) return chunk.status();
+    for (auto& c : chunk->connections) out->push_back(std::move(c));
+    if (chunk->done) return absl::OkStatus();
+  }
+}
+
+absl::Status Dump(std::optional<uint8_t> family, const std::vector<uint16_t>& local_ports,
+                  std::vector<TcpConnection>* out) {
+  int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "sock_diag: socket(NETLINK_SOCK_DIAG)");
+  absl::Status s = DumpOn(fd, family, local_ports, out);
+  close(fd);
+  return s;
+}
+
+absl::StatusOr<std::vector<TcpConnection>> DumpPerFamily(const std::vector<uint16_t>& local_ports) {
+  std::vector<TcpConnection> all;
+  for (uint8_t family : {AF_INET, AF_INET6}) {
+    absl::Status s = Dump(family, local_ports, &all);
+    if (!s.ok()) return s;
+  }
+  return all;
+}
+
+absl::StatusOr<std::vector<TcpConnection>> DumpInOneWalk(const std::vector<uint16_t>& local_ports) {
+  std::vector<TcpConnection> all;
+  absl::Status s = Dump(std::nullopt, local_ports, &all);
+  if (!s.ok()) return s;
+  return all;
+}
+
+class SockDiagTcpStats : public TcpStats {
+ public:
+  explicit SockDiagTcpStats(SockDiagDump dump) : dump_(dump) {}
+
+  absl::StatusOr<std::vector<TcpConnection>> Connections(
+      const std::vector<uint16_t>& local_ports) override {
+    switch (dump_) {
+      case SockDiagDump::kOneWalk:
+        return DumpInOneWalk(local_ports);
+      case SockDiagDump::kPerFamily:
+        return DumpPerFamily(local_ports);
+      case SockDiagDump::kAuto:
+        break;
+    }
+    if (!one_walk_refused_.load()) {
+      auto one = DumpInOneWalk(local_ports);
+      if (one.ok()) return one;
+      // A kernel without the legacy request: the dumps per family, from now on if they work.
+      auto per_family = DumpPerFamily(local_ports);
+      if (per_family.ok()) one_walk_refused_.store(true);
+      return per_family;
+    }
+    return DumpPerFamily(local_ports);
+  }
+
+ private:
+  const SockDiagDump dump_;
+  std::atomic<bool> one_walk_refused_{false};
 };
 
 }  // namespace
@@ -224,7 +284,7 @@ absl::StatusOr<SockDiagChunk> ParseSockDiagReply(absl::string_view bytes,
         int e = error < 0 && error > -4096 ? -error : EPROTO;
         return absl::ErrnoToStatus(e, "sock_diag: the kernel refused the dump");
       }
-    } else if (header.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
+    } else if (header.nlmsg_type == SOCK_DIAG_BY_FAMILY || header.nlmsg_type == TCPDIAG_GETSOCK) {
       absl::Status s = ParseDiagMessage(payload, off, local_ports, &chunk.connections);
       if (!s.ok()) return s;
     }
@@ -233,6 +293,8 @@ absl::StatusOr<SockDiagChunk> ParseSockDiagReply(absl::string_view bytes,
   return chunk;
 }
 
-std::unique_ptr<TcpStats> NewSockDiagTcpStats() { return std::make_unique<SockDiagTcpStats>(); }
+std::unique_ptr<TcpStats> NewSockDiagTcpStats(SockDiagDump dump) {
+  return std::make_unique<SockDiagTcpStats>(dump);
+}
 
 }  // namespace smbfleet::agent::posix

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -27,7 +29,8 @@ using ::testing::HasSubstr;
 // One SOCK_DIAG_BY_FAMILY message as the kernel writes it. `info_len` bytes of a tcp_info (the
 // kernel's struct grows; older ones send fewer bytes).
 std::string DiagMessage(uint8_t family, const std::string& local, uint16_t local_port,
-                        const std::string& remote, uint16_t remote_port, size_t info_len) {
+                        const std::string& remote, uint16_t remote_port, size_t info_len,
+                        uint16_t type = SOCK_DIAG_BY_FAMILY) {
   struct inet_diag_msg msg = {};
   msg.idiag_family = family;
   msg.idiag_state = 1;  // TCP_ESTABLISHED
@@ -59,7 +62,7 @@ std::string DiagMessage(uint8_t family, const std::string& local, uint16_t local
 
   struct nlmsghdr header = {};
   header.nlmsg_len = static_cast<uint32_t>(NLMSG_HDRLEN + body.size());
-  header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  header.nlmsg_type = type;
   header.nlmsg_flags = NLM_F_MULTI;
   std::string out(reinterpret_cast<const char*>(&header), sizeof(header));
   return out + body;
@@ -107,6 +110,25 @@ TEST(SockDiagTest, ReadsTcpInfoOfSmbConnectionsOnly) {
   EXPECT_EQ(v6.local_port, 139);
   EXPECT_EQ(v6.remote_address, "2001:db8::9");
   EXPECT_EQ(v6.remote_port, 51000);
+}
+
+// The reply to the legacy request (both families in one walk) carries the same inet_diag_msg
+// under the request's own type; other message types are not connections.
+TEST(SockDiagTest, ReadsTheRepliesToTheOneWalkRequest) {
+  std::string bytes = DiagMessage(AF_INET, "192.0.2.1", 445, "192.0.2.9", 49812,
+                                  sizeof(struct tcp_info), TCPDIAG_GETSOCK) +
+                      DiagMessage(AF_INET6, "2001:db8::1", 445, "2001:db8::9", 51000,
+                                  sizeof(struct tcp_info), TCPDIAG_GETSOCK) +
+                      DiagMessage(AF_INET, "192.0.2.1", 445, "192.0.2.7", 40000,
+                                  sizeof(struct tcp_info), RTM_NEWLINK) +
+                      Done();
+  auto chunk = Parse(bytes);
+  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  EXPECT_TRUE(chunk->done);
+  ASSERT_EQ(chunk->connections.size(), 2u);
+  EXPECT_EQ(chunk->connections[0].remote_port, 49812);
+  EXPECT_EQ(chunk->connections[0].bytes_acked, 5000000000ull);
+  EXPECT_EQ(chunk->connections[1].remote_address, "2001:db8::9");
 }
 
 TEST(SockDiagTest, IPv4MappedAddressesArePlainIPv4) {
@@ -262,6 +284,88 @@ TEST(SockDiagTest, LiveLoopbackConnection) {
   EXPECT_GT(*c.rtt_us, 0u);
   EXPECT_LT(*c.rtt_us, 1000000u);
   ASSERT_TRUE(c.retransmits.has_value());
+}
+
+// A connected pair on the loopback of `family`, closed with the object. Empty when the host has no
+// such loopback (an IPv6-less namespace).
+class LoopbackPair {
+ public:
+  explicit LoopbackPair(int family) {
+    listener_ = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener_ < 0) return;
+    struct sockaddr_storage addr = {};
+    socklen_t len = 0;
+    if (family == AF_INET6) {
+      auto* a6 = reinterpret_cast<struct sockaddr_in6*>(&addr);
+      a6->sin6_family = AF_INET6;
+      a6->sin6_addr = in6addr_loopback;
+      len = sizeof(*a6);
+    } else {
+      auto* a4 = reinterpret_cast<struct sockaddr_in*>(&addr);
+      a4->sin_family = AF_INET;
+      a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      len = sizeof(*a4);
+    }
+    if (bind(listener_, reinterpret_cast<struct sockaddr*>(&addr), len) != 0) return;
+    if (listen(listener_, 1) != 0) return;
+    if (getsockname(listener_, reinterpret_cast<struct sockaddr*>(&addr), &len) != 0) return;
+    client_ = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(client_, reinterpret_cast<struct sockaddr*>(&addr), len) != 0) return;
+    server_ = accept(listener_, nullptr, nullptr);
+    struct sockaddr_storage local = {};
+    socklen_t local_len = sizeof(local);
+    if (server_ < 0 ||
+        getsockname(client_, reinterpret_cast<struct sockaddr*>(&local), &local_len) != 0) {
+      return;
+    }
+    port_ = ntohs(family == AF_INET6 ? reinterpret_cast<struct sockaddr_in6*>(&addr)->sin6_port
+                                     : reinterpret_cast<struct sockaddr_in*>(&addr)->sin_port);
+    client_port_ =
+        ntohs(family == AF_INET6 ? reinterpret_cast<struct sockaddr_in6*>(&local)->sin6_port
+                                 : reinterpret_cast<struct sockaddr_in*>(&local)->sin_port);
+  }
+  ~LoopbackPair() {
+    for (int fd : {server_, client_, listener_}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  LoopbackPair(const LoopbackPair&) = delete;
+  LoopbackPair& operator=(const LoopbackPair&) = delete;
+
+  bool ok() const { return port_ != 0; }
+  uint16_t port() const { return port_; }
+  uint16_t client_port() const { return client_port_; }
+
+ private:
+  int listener_ = -1;
+  int client_ = -1;
+  int server_ = -1;
+  uint16_t port_ = 0;
+  uint16_t client_port_ = 0;
+};
+
+// The real kernel, an IPv4 and an IPv6 connection: the one-walk request, the dumps per family and
+// the default each find both, the same ones.
+TEST(SockDiagTest, EveryWayOfAskingFindsBothFamilies) {
+  LoopbackPair v4(AF_INET);
+  LoopbackPair v6(AF_INET6);
+  ASSERT_TRUE(v4.ok());
+  if (!v6.ok()) GTEST_SKIP() << "no IPv6 loopback on this host";
+  for (SockDiagDump dump :
+       {SockDiagDump::kOneWalk, SockDiagDump::kPerFamily, SockDiagDump::kAuto}) {
+    SCOPED_TRACE(static_cast<int>(dump));
+    auto connections = NewSockDiagTcpStats(dump)->Connections({v4.port(), v6.port()});
+    ASSERT_TRUE(connections.ok()) << connections.status();
+    ASSERT_EQ(connections->size(), 2u);
+    std::vector<std::string> found;
+    for (const TcpConnection& c : *connections) {
+      found.push_back(absl::StrCat(c.local_address, " ", c.local_port, " ", c.remote_port));
+      EXPECT_TRUE(c.bytes_acked.has_value());
+    }
+    EXPECT_THAT(found, ::testing::UnorderedElementsAre(
+                           absl::StrCat("127.0.0.1 ", v4.port(), " ", v4.client_port()),
+                           absl::StrCat("::1 ", v6.port(), " ", v6.client_port())));
+  }
 }
 
 }  // namespace
