@@ -62,6 +62,12 @@ class AgentLoopsTest : public ::testing::Test {
     spool_ = std::make_unique<Spool>(dir_, 100);
     ASSERT_TRUE(spool_->Open().ok());
   }
+  void TearDown() override {
+    spool_.reset();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::remove_all(dir_ + "-journal");
+    std::filesystem::remove(dir_ + "-approver-set.pb");
+  }
 
   std::unique_ptr<Agent> NewAgent() {
     return std::make_unique<Agent>(config_, &source_, &client_, spool_.get(), nullptr, nullptr,

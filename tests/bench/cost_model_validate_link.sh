@@ -148,6 +148,26 @@ proc_cpu() {
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.4f", ($12 + $13) / hz }' "/proc/$1/stat"
 }
 
+# The minor page faults of one live process so far (field 10 of /proc/PID/stat); empty when it
+# is gone.
+proc_faults() {
+  awk '{ sub(/^.*\) /, ""); print $8 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# The pid of the smbd process serving the one held session (its comm is plain "smbd", the
+# helpers' smbd-notifyd and smbd-cleanupd); empty unless there is exactly one.
+server_connection_pid() {
+  local pids
+  pids=$(ps -o pid=,comm= --ppid "$smbd_pid" | awk '$2 == "smbd" { print $1 }')
+  [[ $(wc -w <<<"$pids") -eq 1 ]] && echo "$pids"
+  return 0
+}
+
+# FAULTS_BEFORE FAULTS_AFTER: the difference as JSON, null when either is unknown.
+faults_json() {
+  if [[ -n "$1" && -n "$2" ]]; then echo $(($2 - $1)); else echo null; fi
+}
+
 # The host's idle CPU seconds so far, all cores together (idle + iowait of /proc/stat).
 host_idle() {
   awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.4f", ($5 + $6) / hz; exit }' /proc/stat
@@ -180,6 +200,7 @@ wait_reaped() {
 measure() {
   local posture=$1 run=$2 before after kbps name="m-$1-$2" client_pid
   local client_before client_after link_before link_after idle_before idle_after
+  local server_pid server_faults_before server_faults_after client_faults_before client_faults_after
   wait_reaped
   netpath_hold "$name" >/dev/null
   read -r client_pid _ <"$netpath_work/lab/holds/$name.pids"
@@ -187,6 +208,9 @@ measure() {
   renice -n "$nice_level" -p $(ip netns pids "$netpath_client_ns") >/dev/null
   netpath_get "$name" warm.bin >/dev/null || die "warm-up get failed under $posture"
   client_before=$(proc_cpu "$client_pid")
+  server_pid=$(server_connection_pid)
+  server_faults_before=$([[ -n "$server_pid" ]] && proc_faults "$server_pid")
+  client_faults_before=$(proc_faults "$client_pid")
   link_before=$(proc_cpu "$netpath_link_pid")
   idle_before=$(host_idle)
   before=$(server_cpu)
@@ -195,15 +219,20 @@ measure() {
   idle_after=$(host_idle)
   link_after=$(proc_cpu "$netpath_link_pid")
   client_after=$(proc_cpu "$client_pid")
+  server_faults_after=$([[ -n "$server_pid" ]] && proc_faults "$server_pid")
+  client_faults_after=$(proc_faults "$client_pid")
   bash "$lab" release "$netpath_work/lab" "$name" >/dev/null
   jq -cn --arg p "$posture" --argjson r "$run" --argjson b "$((mib << 20))" --argjson k "$kbps" \
     --argjson c "$(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.6f", b - a }')" \
     --argjson cc "$(awk -v a="$client_before" -v b="$client_after" 'BEGIN { printf "%.4f", b - a }')" \
     --argjson lc "$(awk -v a="$link_before" -v b="$link_after" 'BEGIN { printf "%.4f", b - a }')" \
     --argjson ic "$(awk -v a="$idle_before" -v b="$idle_after" 'BEGIN { printf "%.4f", b - a }')" \
+    --argjson sf "$(faults_json "$server_faults_before" "$server_faults_after")" \
+    --argjson cf "$(faults_json "$client_faults_before" "$client_faults_after")" \
     --arg load "$(cut -d' ' -f1 /proc/loadavg)" \
     '{posture: $p, workload: "large", run: $r, bytes: $b, files: 0, seconds: ($b / ($k * 1024)),
-      serverCpu: $c, clientCpu: $cc, linkCpu: $lc, hostIdleCpu: $ic, loadAverage: ($load | tonumber)}' >>"$point_out/measured.jsonl"
+      serverCpu: $c, clientCpu: $cc, linkCpu: $lc, hostIdleCpu: $ic, loadAverage: ($load | tonumber),
+      serverFaults: $sf, clientFaults: $cf}' >>"$point_out/measured.jsonl"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

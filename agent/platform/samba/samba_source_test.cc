@@ -1,5 +1,7 @@
 #include "agent/platform/samba/samba_source.h"
 
+#include <cstdio>
+
 #include "agent/core/testing/fake_tcp_stats.h"
 #include "agent/platform/samba/fake_runner_for_test.h"
 #include "agent/platform/samba/fixtures_for_test.h"
@@ -46,6 +48,7 @@ class SambaSourceTest : public ::testing::Test {
     options_.env = {{"NSS_WRAPPER_PASSWD", "/lab/passwd"}};
     options_.sysfs_root = "";  // this machine's NICs are no fixture; sysfs_nics_test fakes them
   }
+  void TearDown() override { std::remove(conf_.c_str()); }
   std::string Testparm() const { return "testparm -s -v " + conf_; }
   std::string SmbStatus() const { return "smbstatus -s " + conf_ + " --json"; }
 
