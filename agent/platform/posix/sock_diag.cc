@@ -119,43 +119,43 @@ absl::Status ParseDiagMessage(absl::string_view payload, size_t at,
   return absl::OkStatus();
 }
 
+// Sends one dump request: a netlink header of `type`, then `request`.
+template <typename Request>
+ssize_t SendDump(int fd, uint16_t type, const Request& request) {
+  struct {
+    struct nlmsghdr header;
+    Request request;
+  } message = {};
+  message.header.nlmsg_len = sizeof(message);
+  message.header.nlmsg_type = type;
+  message.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  message.header.nlmsg_seq = 1;
+  message.request = request;
+  struct sockaddr_nl kernel = {};
+  kernel.nl_family = AF_NETLINK;
+  return sendto(fd, &message, sizeof(message), 0, reinterpret_cast<struct sockaddr*>(&kernel),
+                sizeof(kernel));
+}
+
 // The request of one dump, for one address family or (nullopt) for both: the legacy
 // TCPDIAG_GETSOCK request, which the kernel answers with AF_UNSPEC (inet_diag_dump_compat).
 absl::Status SendDumpRequest(int fd, std::optional<uint8_t> family) {
   constexpr uint32_t kStates = ~(1u << kTcpListen);  // listeners have no peer
   constexpr uint8_t kInfo = 1u << (INET_DIAG_INFO - 1);
-  struct sockaddr_nl kernel = {};
-  kernel.nl_family = AF_NETLINK;
   ssize_t sent = 0;
   if (family.has_value()) {
-    struct {
-      struct nlmsghdr header;
-      struct inet_diag_req_v2 request;
-    } req = {};
-    req.header.nlmsg_len = sizeof(req);
-    req.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    req.header.nlmsg_seq = 1;
-    req.request.sdiag_family = *family;
-    req.request.sdiag_protocol = IPPROTO_TCP;
-    req.request.idiag_ext = kInfo;
-    req.request.idiag_states = kStates;
-    sent = sendto(fd, &req, sizeof(req), 0, reinterpret_cast<struct sockaddr*>(&kernel),
-                  sizeof(kernel));
+    struct inet_diag_req_v2 request = {};
+    request.sdiag_family = *family;
+    request.sdiag_protocol = IPPROTO_TCP;
+    request.idiag_ext = kInfo;
+    request.idiag_states = kStates;
+    sent = SendDump(fd, SOCK_DIAG_BY_FAMILY, request);
   } else {
-    struct {
-      struct nlmsghdr header;
-      struct inet_diag_req request;
-    } req = {};
-    req.header.nlmsg_len = sizeof(req);
-    req.header.nlmsg_type = TCPDIAG_GETSOCK;
-    req.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    req.header.nlmsg_seq = 1;
-    req.request.idiag_family = AF_UNSPEC;
-    req.request.idiag_ext = kInfo;
-    req.request.idiag_states = kStates;
-    sent = sendto(fd, &req, sizeof(req), 0, reinterpret_cast<struct sockaddr*>(&kernel),
-                  sizeof(kernel));
+    struct inet_diag_req request = {};
+    request.idiag_family = AF_UNSPEC;
+    request.idiag_ext = kInfo;
+    request.idiag_states = kStates;
+    sent = SendDump(fd, TCPDIAG_GETSOCK, request);
   }
   if (sent < 0) return absl::ErrnoToStatus(errno, "sock_diag: sending the dump request");
   return absl::OkStatus();
