@@ -82,11 +82,11 @@ sample() {
     esac
   done <"/proc/$pid/status"
   delivered=$(grep -c ' delivered as ' "$log" || true)
-  sched=$(awk '{s += $1} END {printf "%d", s}' "/proc/$pid/task/"*/schedstat 2>/dev/null || echo 0)
-  local own task comm ns grpc=0
+  local own task comm ns sched=0 grpc=0
   read -r own <"/proc/$pid/comm" || return 1
   for task in "/proc/$pid/task/"*; do
     { read -r comm <"$task/comm" && read -r ns _ <"$task/schedstat"; } 2>/dev/null || continue
+    sched=$((sched + ns))
     [[ $comm == "$own" ]] || grpc=$((grpc + ns))
   done
   read -r sent received < <(ss -tinpH state established "dport = :$port" 2>/dev/null |

@@ -247,47 +247,9 @@ TEST(SockDiagTest, OnlyTheLocalPortsAskedFor) {
   EXPECT_TRUE(chunk->connections.empty());
 }
 
-// The real kernel, with a connection of this process on loopback: sock_diag finds it by the
-// listener's port, with the round-trip times the kernel measured.
-TEST(SockDiagTest, LiveLoopbackConnection) {
-  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(listener, 0);
-  struct sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(bind(listener, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<struct sockaddr*>(&addr), &len), 0);
-  int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_EQ(connect(client, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)), 0);
-  int server = accept(listener, nullptr, nullptr);
-  ASSERT_GE(server, 0);
-  char byte = 'x';
-  ASSERT_EQ(write(server, &byte, 1), 1);
-  ASSERT_EQ(read(client, &byte, 1), 1);
-  struct sockaddr_in client_addr = {};
-  len = sizeof(client_addr);
-  ASSERT_EQ(getsockname(client, reinterpret_cast<struct sockaddr*>(&client_addr), &len), 0);
-
-  auto connections = NewSockDiagTcpStats()->Connections({ntohs(addr.sin_port)});
-  close(server);
-  close(client);
-  close(listener);
-  ASSERT_TRUE(connections.ok()) << connections.status();
-  ASSERT_EQ(connections->size(), 1u);
-  const TcpConnection& c = (*connections)[0];
-  EXPECT_EQ(c.local_address, "127.0.0.1");
-  EXPECT_EQ(c.remote_address, "127.0.0.1");
-  EXPECT_EQ(c.remote_port, ntohs(client_addr.sin_port));
-  ASSERT_TRUE(c.rtt_us.has_value());
-  EXPECT_GT(*c.rtt_us, 0u);
-  EXPECT_LT(*c.rtt_us, 1000000u);
-  ASSERT_TRUE(c.retransmits.has_value());
-}
-
-// A connected pair on the loopback of `family`, closed with the object. Empty when the host has no
-// such loopback (an IPv6-less namespace).
+// A connected pair on the loopback of `family` that has exchanged one byte (so the kernel has
+// measured a round trip), closed with the object. Empty when the host has no such loopback (an
+// IPv6-less namespace).
 class LoopbackPair {
  public:
   explicit LoopbackPair(int family) {
@@ -312,12 +274,11 @@ class LoopbackPair {
     client_ = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (connect(client_, reinterpret_cast<struct sockaddr*>(&addr), len) != 0) return;
     server_ = accept(listener_, nullptr, nullptr);
+    char byte = 'x';
+    if (server_ < 0 || write(server_, &byte, 1) != 1 || read(client_, &byte, 1) != 1) return;
     struct sockaddr_storage local = {};
     socklen_t local_len = sizeof(local);
-    if (server_ < 0 ||
-        getsockname(client_, reinterpret_cast<struct sockaddr*>(&local), &local_len) != 0) {
-      return;
-    }
+    if (getsockname(client_, reinterpret_cast<struct sockaddr*>(&local), &local_len) != 0) return;
     port_ = ntohs(family == AF_INET6 ? reinterpret_cast<struct sockaddr_in6*>(&addr)->sin6_port
                                      : reinterpret_cast<struct sockaddr_in*>(&addr)->sin_port);
     client_port_ =
@@ -343,6 +304,29 @@ class LoopbackPair {
   uint16_t port_ = 0;
   uint16_t client_port_ = 0;
 };
+
+// The real kernel, with a connection of this process on loopback: sock_diag finds it by the
+// listener's port, with the round-trip times the kernel measured.
+TEST(SockDiagTest, LiveLoopbackConnection) {
+  absl::StatusOr<std::vector<TcpConnection>> connections;
+  uint16_t client_port = 0;
+  {
+    LoopbackPair pair(AF_INET);
+    ASSERT_TRUE(pair.ok());
+    client_port = pair.client_port();
+    connections = NewSockDiagTcpStats()->Connections({pair.port()});
+  }
+  ASSERT_TRUE(connections.ok()) << connections.status();
+  ASSERT_EQ(connections->size(), 1u);
+  const TcpConnection& c = (*connections)[0];
+  EXPECT_EQ(c.local_address, "127.0.0.1");
+  EXPECT_EQ(c.remote_address, "127.0.0.1");
+  EXPECT_EQ(c.remote_port, client_port);
+  ASSERT_TRUE(c.rtt_us.has_value());
+  EXPECT_GT(*c.rtt_us, 0u);
+  EXPECT_LT(*c.rtt_us, 1000000u);
+  ASSERT_TRUE(c.retransmits.has_value());
+}
 
 // The real kernel, an IPv4 and an IPv6 connection: the one-walk request, the dumps per family and
 // the default each find both, the same ones.
