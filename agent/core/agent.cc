@@ -141,6 +141,9 @@ absl::StatusOr<smbfleet::v1::ReportRequest> BuildReport(PostureSource& source,
   if (p->compression_benchmarks_size() == 0) {
     for (const auto& b : benchmarks.compression) *p->add_compression_benchmarks() = b;
   }
+  if (!p->has_memory_benchmark() && benchmarks.memory.has_measured_at()) {
+    *p->mutable_memory_benchmark() = benchmarks.memory;
+  }
   if (!FitReport(&report, config.max_report_bytes)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("posture of ", host->hostname(), " is ", report.ByteSizeLong(),
@@ -187,6 +190,7 @@ void Agent::RefreshBenchmark() {
         last_benchmark_.crypto.assign(cached.benchmarks().begin(), cached.benchmarks().end());
         last_benchmark_.compression.assign(cached.compression_benchmarks().begin(),
                                            cached.compression_benchmarks().end());
+        last_benchmark_.memory = cached.memory_benchmark();
         next_benchmark_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     config_.benchmark_interval - age);
         return;
@@ -201,11 +205,17 @@ void Agent::RefreshBenchmark() {
   }
   last_benchmark_ = *std::move(result);
   release_due_ = true;
-  Log()->info("benchmark: {} crypto and {} compression results", last_benchmark_.crypto.size(),
-              last_benchmark_.compression.size());
+  Log()->info("benchmark: {} crypto and {} compression results, page fault {}",
+              last_benchmark_.crypto.size(), last_benchmark_.compression.size(),
+              last_benchmark_.memory.has_measured_at()
+                  ? absl::StrFormat("%.2f us", last_benchmark_.memory.page_fault_seconds() * 1e6)
+                  : std::string("not measured"));
   smbfleet::v1::Posture keep;
   for (const auto& b : last_benchmark_.crypto) *keep.add_benchmarks() = b;
   for (const auto& b : last_benchmark_.compression) *keep.add_compression_benchmarks() = b;
+  if (last_benchmark_.memory.has_measured_at()) {
+    *keep.mutable_memory_benchmark() = last_benchmark_.memory;
+  }
   if (auto s = WriteFileAtomic(cache, keep.SerializeAsString(), 0600); !s.ok()) {
     Log()->warn("cannot keep the benchmark result: {}", LogSafe(s));
   }

@@ -29,6 +29,8 @@ namespace smbfleet::agent {
 struct BenchmarkRun {
   std::vector<smbfleet::v1::Benchmark> crypto;
   std::vector<smbfleet::v1::CompressionBenchmark> compression;
+  // The cost of a page fault; absent (no measured_at) where it was not measured.
+  smbfleet::v1::MemoryBenchmark memory;
 };
 using BenchmarkFn = std::function<absl::StatusOr<BenchmarkRun>()>;
 // Samples the compressibility of the share at a path on this host (bench::SampleCompressibility).

@@ -583,7 +583,7 @@ class SharesSource : public PostureSource {
   std::vector<std::pair<std::string, std::string>> shares;
 };
 
-TEST_F(AgentLoopsTest, BothBenchmarksReachTheReportAndSurviveARestart) {
+TEST_F(AgentLoopsTest, EveryBenchmarkReachesTheReportAndSurvivesARestart) {
   config_.benchmark_interval = std::chrono::hours(24);
   int runs = 0;
   BenchmarkFn benchmark = [&runs]() -> absl::StatusOr<BenchmarkRun> {
@@ -597,6 +597,8 @@ TEST_F(AgentLoopsTest, BothBenchmarksReachTheReportAndSurviveARestart) {
     compression.set_corpus("vm-disk");
     compression.set_ratio(1.9);
     compression.mutable_measured_at()->set_seconds(::time(nullptr));
+    run.memory.set_page_fault_seconds(12.5e-6);
+    run.memory.mutable_measured_at()->set_seconds(::time(nullptr));
     return run;
   };
   Agent first(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 1);
@@ -613,6 +615,7 @@ TEST_F(AgentLoopsTest, BothBenchmarksReachTheReportAndSurviveARestart) {
     ASSERT_EQ(report.posture().compression_benchmarks_size(), 1);
     EXPECT_EQ(report.posture().compression_benchmarks(0).corpus(), "vm-disk");
     EXPECT_EQ(report.posture().compression_benchmarks(0).ratio(), 1.9);
+    EXPECT_EQ(report.posture().memory_benchmark().page_fault_seconds(), 12.5e-6);
   }
 }
 

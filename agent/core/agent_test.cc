@@ -46,6 +46,8 @@ TEST(BuildReportTest, FillsIdentityLabelsAndBenchmark) {
   c.set_algorithm(smbfleet::v1::COMPRESSION_LZ4);
   c.set_corpus("text");
   c.set_ratio(4.5);
+  run.memory.set_page_fault_seconds(2e-6);
+  run.memory.mutable_measured_at()->set_seconds(1700000000);
   auto report = BuildReport(source, config, "schedule", run,
                             [](smbfleet::v1::HostInfo* h) { h->mutable_cpu()->set_aes_ni(true); });
   ASSERT_TRUE(report.ok()) << report.status();
@@ -60,6 +62,13 @@ TEST(BuildReportTest, FillsIdentityLabelsAndBenchmark) {
   ASSERT_EQ(report->posture().compression_benchmarks_size(), 1);
   EXPECT_EQ(report->posture().compression_benchmarks(0).algorithm(), smbfleet::v1::COMPRESSION_LZ4);
   EXPECT_EQ(report->posture().compression_benchmarks(0).ratio(), 4.5);
+  EXPECT_EQ(report->posture().memory_benchmark().page_fault_seconds(), 2e-6);
+
+  // A run that did not measure the page fault leaves the posture without one.
+  run.memory.Clear();
+  report = BuildReport(source, config, "schedule", run, nullptr);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_FALSE(report->posture().has_memory_benchmark());
 }
 
 TEST(FitReportTest, DropsOldestEventsAndCountsThem) {

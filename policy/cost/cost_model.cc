@@ -557,6 +557,18 @@ std::string MultichannelText(HostProfile::Multichannel m) {
   return "unknown";
 }
 
+double FaultSecondsPerByte(const HostProfile& host, const ProtectionLevel& level, bool client_side,
+                           const ModelParameters& p) {
+  if (host.page_fault_seconds <= 0 || host.page_bytes <= 0) return 0;
+  if (client_side ? !host.client_on_host : host.platform != v1::PLATFORM_SAMBA) return 0;
+  const CryptoAlgorithm alg = level.effective_algorithm();
+  const bool ccm = alg == v1::AES_128_CCM || alg == v1::AES_256_CCM;
+  double faults_per_page =
+      client_side ? (ccm ? p.smbclient_ccm_faults_per_page : p.smbclient_faults_per_page)
+                  : (ccm ? p.samba_server_ccm_faults_per_page : p.samba_server_faults_per_page);
+  return faults_per_page * host.page_fault_seconds / host.page_bytes;
+}
+
 HostProfile ProfileFromPosture(const v1::Posture& posture) {
   const ModelParameters& p = DefaultParameters();
   HostProfile host;
@@ -668,6 +680,15 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
     host.assumptions.push_back(absl::StrCat("no benchmark for ", absl::StrJoin(missing, ", "),
                                             ": reference host figures used"));
   }
+  // The cost of a page fault, where the host measured one (a figure outside 0..1 ms is not a
+  // measurement of a fault).
+  const v1::MemoryBenchmark& memory = posture.memory_benchmark();
+  if (memory.page_fault_seconds() > 0 && memory.page_fault_seconds() < 1e-3) {
+    host.page_fault_seconds = memory.page_fault_seconds();
+    if (memory.page_bytes() > 0) host.page_bytes = static_cast<double>(memory.page_bytes());
+  } else if (host.platform == v1::PLATFORM_SAMBA) {
+    host.assumptions.push_back("page fault cost not measured: smbd's faults not counted");
+  }
   host.compression = FitCompressionCosts(posture.compression_benchmarks());
   // No compression benchmark is noted where compression is priced (CompressionCost::measured),
   // not here: most changes do not touch compression.
@@ -716,10 +737,16 @@ Prediction Predict(const HostProfile& host, const ProtectionLevel& level,
       return MessageCryptoSeconds(host, level, on_wire(io), p, client_side) +
              MessageCryptoSeconds(host, level, kControlMessageBytes, p, client_side);
     };
-    double server_plain = p.server_base_cpu_seconds_per_byte * io + p.server_cpu_seconds_per_op;
-    double server_io = server_plain + server_codec * io + crypto(false);
-    double client_io = p.client_base_cpu_seconds_per_byte * io + p.client_cpu_seconds_per_op +
-                       client_codec * io + crypto(true);
+    // Each end reads a message into fresh pages: their faults, at this host's cost of one.
+    const double plain_faults = FaultSecondsPerByte(host, ProtectionLevel::None(), false, p);
+    double server_plain =
+        (p.server_base_cpu_seconds_per_byte + plain_faults) * io + p.server_cpu_seconds_per_op;
+    double server_io = server_plain +
+                       (FaultSecondsPerByte(host, level, false, p) - plain_faults) * io +
+                       server_codec * io + crypto(false);
+    double client_io =
+        (p.client_base_cpu_seconds_per_byte + FaultSecondsPerByte(host, level, true, p)) * io +
+        p.client_cpu_seconds_per_op + client_codec * io + crypto(true);
     plain_server_cpu_per_byte = server_plain / io;
     out.server_cpu_seconds_per_byte = server_io / io;
     out.client_cpu_seconds_per_byte = client_io / io;

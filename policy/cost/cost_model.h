@@ -202,6 +202,10 @@ struct HostProfile {
   std::map<CryptoAlgorithm, CryptoCost> crypto;
   // Compression figures per benchmark corpus ("text", "vm-disk", "compressed").
   std::map<std::string, CompressionCost> compression;
+  // The host's measured CPU cost of one minor page fault (Posture.memory_benchmark) and its
+  // page size; 0 = not measured (no fault term).
+  double page_fault_seconds = 0;
+  double page_bytes = 4096;
   // The host's measured CPU (fraction of all cores) at a measured throughput without
   // compression, when an operator knows it (tests: the published case). With both set, CPU is
   // predicted as that CPU scaled with throughput plus the model's extra CPU per byte; else from
@@ -213,6 +217,7 @@ struct HostProfile {
 };
 
 // Builds the profile from a posture: host.logical_cores, host.platform, benchmarks[],
+// memory_benchmark (the cost of a page fault),
 // nics[] (link_speed_bps of the NICs not known to be down; up, rss_* for multichannel) /
 // multichannel_connections[], labels link_speed ("1Gbit", "10G",
 // "100Mbit", "2.5Gbps"), rtt_ms ("0.25"), wan ("true"), sessions[].min_rtt_us (the RTT when
@@ -276,6 +281,15 @@ struct ModelParameters {
   // Windows client (not measured here: it keeps many 1 MiB reads outstanding).
   bool smbclient_crypto_in_series = false;
   bool CryptoInSeries(ClientKind client) const;
+  // Page faults per page of payload that Samba's smbd (server) and smbclient (client) take on
+  // large READs: each reads a message into memory its allocator has just obtained from the
+  // kernel, and the CCM ciphers copy it once more. Multiplied by the host's measured cost of a
+  // fault (HostProfile::page_fault_seconds); hosts other than Samba take none (the Windows
+  // server works in the kernel), and the client's only when it runs on the host.
+  double samba_server_faults_per_page = 0;
+  double samba_server_ccm_faults_per_page = 0;
+  double smbclient_faults_per_page = 0;
+  double smbclient_ccm_faults_per_page = 0;
   // Payload share of the line rate (Ethernet/IP/TCP/NetBIOS/SMB2 headers).
   double link_efficiency = 0;
   // Defaults when the host does not say.
@@ -305,6 +319,12 @@ CompressionCost CompressionCostFor(const HostProfile& host, absl::string_view co
 // neither the host nor the reference host has a corpus.
 CompressionCost CompressionCostForRatio(const HostProfile& host, double ratio,
                                         const ModelParameters& parameters);
+
+// CPU seconds per payload byte of a large read's page faults at `level`: on the server
+// (client_side false; Samba only) or in smbclient (client_side true; only when the client runs
+// on the host). 0 when the host's fault cost is not measured.
+double FaultSecondsPerByte(const HostProfile& host, const ProtectionLevel& level, bool client_side,
+                           const ModelParameters& parameters = DefaultParameters());
 
 // ---------------------------------------------------------------------------------------------
 // Predictions.

@@ -578,6 +578,77 @@ TEST(PredictTest, ClientOnHostAddsItsCpu) {
   EXPECT_LE(local.throughput_bytes_per_second, remote.throughput_bytes_per_second);
 }
 
+TEST(ProfileFromPostureTest, PageFaultCostFromTheMemoryBenchmark) {
+  v1::Posture posture = BenchedPosture();
+  posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
+  auto assumed = [](const HostProfile& h) {
+    for (const std::string& a : h.assumptions) {
+      if (a.find("page fault cost not measured") != std::string::npos) return true;
+    }
+    return false;
+  };
+  // Not measured: no fault term, and a Samba host says so.
+  HostProfile h = ProfileFromPosture(posture);
+  EXPECT_EQ(h.page_fault_seconds, 0);
+  EXPECT_TRUE(assumed(h));
+  posture.mutable_memory_benchmark()->set_page_fault_seconds(12.5e-6);
+  posture.mutable_memory_benchmark()->set_page_bytes(16384);
+  h = ProfileFromPosture(posture);
+  EXPECT_EQ(h.page_fault_seconds, 12.5e-6);
+  EXPECT_EQ(h.page_bytes, 16384);
+  EXPECT_FALSE(assumed(h));
+  // A figure no fault costs is not taken for one.
+  posture.mutable_memory_benchmark()->set_page_fault_seconds(2);
+  h = ProfileFromPosture(posture);
+  EXPECT_EQ(h.page_fault_seconds, 0);
+  EXPECT_TRUE(assumed(h));
+}
+
+TEST(PredictTest, SambaPaysItsPageFaultsPerByteAtTheHostsCost) {
+  v1::Posture posture = BenchedPosture();
+  posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
+  (*posture.mutable_host()->mutable_labels())["link_speed"] = "1Gbit";
+  const HostProfile without = ProfileFromPosture(posture);
+  posture.mutable_memory_benchmark()->set_page_fault_seconds(10e-6);
+  posture.mutable_memory_benchmark()->set_page_bytes(4096);
+  HostProfile with = ProfileFromPosture(posture);
+  ModelParameters p = DefaultParameters();
+  p.samba_server_faults_per_page = 0.25;
+  p.samba_server_ccm_faults_per_page = 1.0;
+  p.smbclient_faults_per_page = 0.125;
+  p.smbclient_ccm_faults_per_page = 2.0;
+  const Workload large = Workload::LargeSequential();
+  const double per_fault_byte = 10e-6 / 4096;
+  for (auto [level, server_faults] :
+       {std::pair{ProtectionLevel::None(), 0.25},
+        std::pair{ProtectionLevel::Encryption(v1::AES_128_GCM), 0.25},
+        std::pair{ProtectionLevel::Encryption(v1::AES_128_CCM), 1.0},
+        std::pair{ProtectionLevel::Encryption(v1::AES_256_CCM), 1.0}}) {
+    SCOPED_TRACE(level.ToString());
+    Prediction a = Predict(without, level, large, p);
+    Prediction b = Predict(with, level, large, p);
+    EXPECT_NEAR(b.server_cpu_seconds_per_byte - a.server_cpu_seconds_per_byte,
+                server_faults * per_fault_byte, 1e-15);
+    // The client's faults count only where the client runs on the host.
+    EXPECT_NEAR(b.client_cpu_seconds_per_byte, a.client_cpu_seconds_per_byte, 1e-15);
+  }
+  // smbclient on the host: its faults at the same cost.
+  with.client_on_host = true;
+  HostProfile without_on_host = without;
+  without_on_host.client_on_host = true;
+  const ProtectionLevel ccm = ProtectionLevel::Encryption(v1::AES_128_CCM);
+  EXPECT_NEAR(Predict(with, ccm, large, p).client_cpu_seconds_per_byte -
+                  Predict(without_on_host, ccm, large, p).client_cpu_seconds_per_byte,
+              2.0 * per_fault_byte, 1e-15);
+  // A Windows server serves from the kernel: no fault term.
+  posture.mutable_host()->set_platform(v1::PLATFORM_WINDOWS);
+  HostProfile windows = ProfileFromPosture(posture);
+  posture.clear_memory_benchmark();
+  HostProfile windows_unmeasured = ProfileFromPosture(posture);
+  EXPECT_EQ(Predict(windows, ccm, large, p).server_cpu_seconds_per_byte,
+            Predict(windows_unmeasured, ccm, large, p).server_cpu_seconds_per_byte);
+}
+
 TEST(PredictTest, UnbenchmarkedAlgorithmUsesReferenceCost) {
   v1::Posture bare;
   (*bare.mutable_host()->mutable_labels())["link_speed"] = "400Gbit";

@@ -64,6 +64,19 @@ const ModelParameters& DefaultParameters() {
     // (docs/cost-model.md, "Validation across a link") the CCM postures at 1 Gbit carried what
     // wire + server crypto + client crypto per byte gives, whatever the link program's CPU share.
     p->smbclient_crypto_in_series = true;
+    // Page faults per page (4 KiB there) of a large READ's payload, Samba 4.17 (smbd, and smbclient
+    // `get`), counted (minor faults of smbd's connection process and of smbclient) in 64 MiB
+    // gets of 8 MiB READs through the delay link, 135 gets over five points and postures
+    // (tests/bench/data/cost_model_link_run4_*.jsonl and cost_model_link_diag_faults_*): the
+    // medians. smbd's allocator returns a freed 8 MiB buffer to the kernel or keeps it for the
+    // next READ as it happens, so a get takes whole buffers' worth (steps of 0.25 a page):
+    // "none", signing and GCM 0.25-0.99 (median 0.25), CCM 0.87-1.12 (0.99), where the cipher's
+    // output is one more fresh buffer; smbclient 0-0.87 (0.13) and 1.74-1.98 (1.98) for CCM.
+    // The cost of a fault is the host's own (the agent's page-fault benchmark).
+    p->samba_server_faults_per_page = 0.25;
+    p->samba_server_ccm_faults_per_page = 1.0;
+    p->smbclient_faults_per_page = 0.125;
+    p->smbclient_ccm_faults_per_page = 2.0;
     // Reference host (2 vCPU AMD EPYC VM, AES-NI, PCLMULQDQ, VAES, VPCLMULQDQ, SHA-NI;
     // OpenSSL 3.0): one-thread agent benchmark (crypto_bench_compare), fitted as
     // seconds = per_call + per_byte x size through 4 KiB and 1 MiB.

@@ -1,5 +1,5 @@
 // The product command: `smbfleet-agent bench --format=json` prints crypto and compression rows
-// as protobuf JSON, and the text form a line per row.
+// and the cost of a page fault as protobuf JSON, and the text form a line per row.
 #include <set>
 #include <string>
 #include <utility>
@@ -46,6 +46,11 @@ TEST(AgentBenchCommandTest, JsonHasCryptoAndCompressionRows) {
   EXPECT_GE(cells.size(), 1u);
   EXPECT_LE(cells.size(), 6u);
   EXPECT_TRUE(cells.count({"COMPRESSION_LZ77_HUFFMAN", "text"}));
+  // The page fault: measured on this (Linux) host, with the faults it was divided by.
+  ASSERT_TRUE(doc["memoryBenchmark"].is_object()) << r.stdout_data.substr(0, 400);
+  EXPECT_GT(doc["memoryBenchmark"]["pageFaultSeconds"].get<double>(), 0);
+  EXPECT_GT(std::stoull(doc["memoryBenchmark"]["faults"].get<std::string>()), 0u);
+  EXPECT_TRUE(doc["memoryBenchmark"].contains("measuredAt"));
   // The text corpus compresses, the already compressed one does not.
   for (const auto& row : doc["compressionBenchmarks"]) {
     if (row["corpus"] == "text") {
@@ -57,13 +62,16 @@ TEST(AgentBenchCommandTest, JsonHasCryptoAndCompressionRows) {
   }
 }
 
-TEST(AgentBenchCommandTest, TextHasALinePerCompressionRow) {
+TEST(AgentBenchCommandTest, TextHasALinePerRow) {
   CommandResult r = Bench("text");
   ASSERT_EQ(r.exit_code, 0) << r.stderr_data;
   EXPECT_THAT(r.stdout_data, ContainsRegex("AES_128_GCM\t65536 B\t1 thread\\(s\\)\t[0-9]+ MB/s"));
   EXPECT_THAT(r.stdout_data,
               ContainsRegex("COMPRESSION_LZ77_HUFFMAN\ttext\t1 thread\\(s\\)\tcompress [0-9]+ "
                             "MB/s\tdecompress [0-9]+ MB/s\tratio [0-9]+\\.[0-9][0-9]\n"));
+  EXPECT_THAT(
+      r.stdout_data,
+      ContainsRegex("page fault\t[0-9]+\\.[0-9][0-9] us\t[0-9]+ faults of [0-9]+ B pages\n"));
 }
 
 }  // namespace

@@ -48,6 +48,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "agent/bench/crypto_bench.h"
+#include "agent/bench/memory_bench.h"
 #include "nlohmann/json.hpp"
 #include "policy/cost/cost_model.h"
 
@@ -343,6 +344,14 @@ int main(int argc, char** argv) {
   host_posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
   host_posture.mutable_host()->set_logical_cores(std::max(1u, std::thread::hardware_concurrency()));
   for (const auto& b : *bench) *host_posture.add_benchmarks() = b;
+  smbfleet::agent::bench::MemoryBenchOptions memory_options;
+  memory_options.lowest_priority = false;
+  auto memory = smbfleet::agent::bench::RunPageFaultBenchmark(memory_options);
+  if (!memory.ok()) {
+    std::fprintf(stderr, "page-fault benchmark: %s\n", memory.status().ToString().c_str());
+    return 1;
+  }
+  *host_posture.mutable_memory_benchmark() = *memory;
   const double rtt = link ? rtt_ms / 1000 : LoopbackRttSeconds();
   (*host_posture.mutable_host()->mutable_labels())["link_speed"] = "100Gbit";  // loopback
   (*host_posture.mutable_host()->mutable_labels())["rtt_ms"] = absl::StrCat(rtt * 1000);
@@ -586,6 +595,7 @@ int main(int argc, char** argv) {
   nlohmann::json out = {{"benchmark", "cost_model_validate"},
                         {"loopbackRttMs", rtt * 1000},
                         {"logicalCores", host.logical_cores},
+                        {"pageFaultSeconds", host.page_fault_seconds},
                         {"smallFileBytes", small.file_bytes},
                         {"hostCrypto", HostCryptoJson(host)},
                         {"rows", rows},
@@ -649,8 +659,13 @@ int main(int argc, char** argv) {
     const double file = static_cast<double>(small.file_bytes);
     const double ops = small.ops_per_file + std::ceil(file / io);
     double fitted[2][3];  // [server, client][base per byte, per op, per io]
+    // What the model's page-fault term already holds is left out of the fitted figures.
+    auto faults = [&](const cost::ProtectionLevel& level, int side) {
+      return cost::FaultSecondsPerByte(host, level, side == 1);
+    };
     for (int side = 0; side < 2; ++side) {
-      double per_byte_large = best_abs("none", "large", side == 1);
+      double per_byte_large =
+          best_abs("none", "large", side == 1) - faults(cost::ProtectionLevel::None(), side);
       double per_file = best_abs("none", "small", side == 1) * file;
       double per_op = std::max(0.0, (per_file - per_byte_large * file) / ops);
       fitted[side][0] = std::max(0.0, per_byte_large - per_op / io);
@@ -670,7 +685,8 @@ int main(int argc, char** argv) {
       nlohmann::json f;
       for (int side = 0; side < 2; ++side) {
         double extra =
-            (best_abs(posture.name, "large", side == 1) - best_abs("none", "large", side == 1)) *
+            (best_abs(posture.name, "large", side == 1) - best_abs("none", "large", side == 1) -
+             (faults(posture.level, side) - faults(cost::ProtectionLevel::None(), side))) *
             io;
         f[side == 0 ? "server" : "client"] = (extra - per_call) / evp;
       }
