@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -45,12 +46,24 @@ struct Trial {
   uint64_t faults = 0;
 };
 
+using SteadyClock = std::chrono::steady_clock;
+
+absl::Status GaveUp(const MemoryBenchOptions& options) {
+  return absl::UnavailableError(absl::StrCat(
+      "page-fault benchmark: not done within ",
+      std::chrono::duration_cast<std::chrono::milliseconds>(options.give_up_after).count(),
+      " ms (host busy)"));
+}
+
 // One trial: the same writes into fresh mappings and into `warm`. The last byte of each write
-// is read back through a volatile pointer so that no write can be dropped as dead.
-absl::StatusOr<Trial> RunTrial(const MemoryBenchOptions& options, unsigned char* warm) {
+// is read back through a volatile pointer so that no write can be dropped as dead. Gives up
+// between writes once `give_up` has passed.
+absl::StatusOr<Trial> RunTrial(const MemoryBenchOptions& options, unsigned char* warm,
+                               SteadyClock::time_point give_up) {
   const size_t bytes = options.mapping_bytes;
   double start = ThreadCpuSeconds();
   for (unsigned r = 0; r < options.rounds; ++r) {
+    if (SteadyClock::now() >= give_up) return GaveUp(options);
     std::memset(warm, static_cast<int>(r + 1), bytes);
     (void)static_cast<volatile unsigned char*>(warm)[bytes - 1];
   }
@@ -59,6 +72,7 @@ absl::StatusOr<Trial> RunTrial(const MemoryBenchOptions& options, unsigned char*
   const uint64_t faults_before = MinorFaults();
   start = ThreadCpuSeconds();
   for (unsigned r = 0; r < options.rounds; ++r) {
+    if (SteadyClock::now() >= give_up) return GaveUp(options);
     absl::StatusOr<void*> fresh = MapAnonymous(bytes);
     if (!fresh.ok()) return fresh.status();
     auto* p = static_cast<unsigned char*>(*fresh);
@@ -80,6 +94,7 @@ absl::StatusOr<Trial> RunTrial(const MemoryBenchOptions& options, unsigned char*
 }
 
 absl::StatusOr<smbfleet::v1::MemoryBenchmark> Measure(const MemoryBenchOptions& options) {
+  const SteadyClock::time_point give_up = SteadyClock::now() + options.give_up_after;
   if (options.lowest_priority) {
     // A refusal leaves the figure right (CPU time is the measure), only the run less polite.
     (void)LowerCurrentThreadPriority();
@@ -91,7 +106,7 @@ absl::StatusOr<smbfleet::v1::MemoryBenchmark> Measure(const MemoryBenchOptions& 
   std::vector<Trial> trials;
   absl::Status failed;
   for (unsigned t = 0; t < options.trials && failed.ok(); ++t) {
-    absl::StatusOr<Trial> trial = RunTrial(options, warm);
+    absl::StatusOr<Trial> trial = RunTrial(options, warm, give_up);
     if (trial.ok()) {
       trials.push_back(*trial);
     } else {
@@ -128,6 +143,9 @@ absl::StatusOr<smbfleet::v1::MemoryBenchmark> RunPageFaultBenchmark(
   }
   if (options.trials == 0 || options.trials > 9) {
     return absl::InvalidArgumentError(absl::StrCat("trials ", options.trials, ": want 1 to 9"));
+  }
+  if (options.give_up_after <= SteadyClock::duration::zero()) {
+    return absl::InvalidArgumentError("give_up_after: want a time above zero");
   }
   // A thread of its own, so that lowering its priority leaves the caller's alone.
   absl::StatusOr<smbfleet::v1::MemoryBenchmark> result =

@@ -4,6 +4,8 @@
 #include <unistd.h>
 #endif
 
+#include <chrono>
+
 #include "gtest/gtest.h"
 
 namespace smbfleet::agent::bench {
@@ -48,6 +50,20 @@ TEST(MemoryBenchTest, RejectsOptionsOutsideTheirBounds) {
   options = Small();
   options.trials = 10;
   EXPECT_EQ(RunPageFaultBenchmark(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options = Small();
+  options.give_up_after = std::chrono::steady_clock::duration::zero();
+  EXPECT_EQ(RunPageFaultBenchmark(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// At idle priority on a busy host the thread may get no CPU for minutes, and the agent's report
+// waits for it: past its time the run stops and says why, leaving no figure.
+TEST(MemoryBenchTest, GivesUpOnceItsTimeHasPassed) {
+  MemoryBenchOptions options = Small();
+  options.give_up_after = std::chrono::nanoseconds(1);  // passed before the first write
+  auto result = RunPageFaultBenchmark(options);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(result.status().message().find("host busy"), absl::string_view::npos)
+      << result.status();
 }
 
 #else
