@@ -67,20 +67,27 @@ failed_tests() {
   [[ -f "$log" ]] && cut -d: -f2- "$log" | paste -sd' ' -
 }
 # What each failed test of a tree's last ctest run said went wrong: its assertion failures, crash
-# and timeout lines (a few lines each, at most 40 per test), so that a failure seen only in the
-# tail of CI's output can still be read.
+# and timeout lines (a few lines each, at most 40 per test), or the last lines of a test that has
+# none (a script), and how long it ran (a test stopped at its timeout says nothing of it), so that
+# a failure seen only in the tail of CI's output can still be read.
 failure_details() {
   local failed=$1/Testing/Temporary/LastTestsFailed.log log=$1/Testing/Temporary/LastTest.log
   [[ -f "$failed" && -f "$log" ]] || return 0
   local name
   while IFS= read -r name; do
     echo "-- $name"
-    awk -v name="$name" '
-      $0 ~ /^[0-9]+\/[0-9]+ Test: / { inside = (substr($0, index($0, "Test: ") + 6) == name) }
-      inside && /^<end of output>/ { inside = 0 }
-      inside' "$log" |
-      grep -E -A6 ': Failure$|^\[  FAILED  \]|Segmentation|Aborted|ERROR: AddressSanitizer|runtime error|Timeout|timed out' |
-      cut -c1-300 | head -n 40 || true
+    local output said
+    output=$(awk -v name="$name" '
+      $0 ~ /^[0-9]+\/[0-9]+ Test: / { test = (substr($0, index($0, "Test: ") + 6) == name) }
+      test && /^Output:$/ { getline; inside = 1; next }
+      inside && /^<end of output>/ { inside = 0; next }
+      test && /^Test time = / { test = 0; print; next }
+      inside' "$log")
+    said=$(grep -E -A6 ': Failure$|^\[  FAILED  \]|Segmentation|Aborted|ERROR: AddressSanitizer|runtime error|Timeout|timed out' <<<"$output" || true)
+    # A script's test (no GoogleTest lines) says why it stopped in its last lines.
+    [[ -n $said ]] || said=$(grep -v '^Test time = ' <<<"$output" | tail -n 15)
+    cut -c1-300 <<<"$said" | head -n 40
+    grep '^Test time = ' <<<"$output" || true
   done < <(cut -d: -f2- "$failed")
   return 0
 }
