@@ -3,6 +3,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -31,6 +32,9 @@ constexpr Probe kReportProbe{
 constexpr Probe kSpoolProbe{"spool", {}};
 // Load counters the host could not read (docs/agent-changes.md): no posture section is unknown.
 constexpr Probe kCountersProbe{kLoadCountersProbe, {}};
+
+// The last benchmark run, kept so that a restarted agent benchmarks once per benchmark_interval.
+std::string BenchmarkCache(const AgentConfig& config) { return config.spool_dir + "/benchmark.pb"; }
 
 // Tells the collector about reports lost since the last delivered report (probe errors "spool"
 // with code DROPPED, CORRUPT or REJECTED; the count leads the message).
@@ -168,17 +172,25 @@ void Agent::set_change_executor(ChangeExecutor* executor) {
   if (changes_ != nullptr) changes_->set_on_changed([this] { Nudge("after_change"); });
 }
 
+// The benchmarks run at idle priority, and a busy host may hold them back for minutes: a run
+// goes on a thread of its own, and a report waits for it at most benchmark_wait_, then goes
+// without it (or with the last run); a later report takes it once it is done.
 void Agent::RefreshBenchmark() {
   if (!benchmark_ || config_.benchmark_interval.count() == 0) return;
+  if (benchmark_run_.valid()) {
+    if (benchmark_run_.wait_for(benchmark_wait_) == std::future_status::ready) {
+      TakeBenchmark(benchmark_run_.get());
+    }
+    return;
+  }
   auto now = clock_->Now();
   const bool have = !last_benchmark_.crypto.empty() || !last_benchmark_.compression.empty();
   if (have && now < next_benchmark_) return;
   // The last run survives restarts, so that an agent restarted every hour still benchmarks
   // once per benchmark_interval.
-  const std::string cache = config_.spool_dir + "/benchmark.pb";
   if (!have) {
     smbfleet::v1::Posture cached;
-    auto bytes = ReadFile(cache, 1 << 20);
+    auto bytes = ReadFile(BenchmarkCache(config_), 1 << 20);
     if (bytes.ok() && cached.ParseFromString(*bytes) &&
         (cached.benchmarks_size() > 0 || cached.compression_benchmarks_size() > 0)) {
       const google::protobuf::Timestamp& at = cached.benchmarks_size() > 0
@@ -198,7 +210,21 @@ void Agent::RefreshBenchmark() {
     }
   }
   next_benchmark_ = now + config_.benchmark_interval;
-  auto result = benchmark_();
+  try {
+    benchmark_run_ = std::async(std::launch::async, benchmark_);
+  } catch (const std::system_error& e) {
+    Log()->warn("benchmark not run: no thread for it: {}", e.what());
+    return;
+  }
+  if (benchmark_run_.wait_for(benchmark_wait_) == std::future_status::ready) {
+    TakeBenchmark(benchmark_run_.get());
+  } else {
+    Log()->info("benchmark still running after {} ms (host busy): the report goes without it",
+                benchmark_wait_.count());
+  }
+}
+
+void Agent::TakeBenchmark(absl::StatusOr<BenchmarkRun> result) {
   if (!result.ok()) {
     Log()->warn("benchmark failed: {}", LogSafe(result.status()));
     return;
@@ -216,7 +242,7 @@ void Agent::RefreshBenchmark() {
   if (last_benchmark_.memory.has_measured_at()) {
     *keep.mutable_memory_benchmark() = last_benchmark_.memory;
   }
-  if (auto s = WriteFileAtomic(cache, keep.SerializeAsString(), 0600); !s.ok()) {
+  if (auto s = WriteFileAtomic(BenchmarkCache(config_), keep.SerializeAsString(), 0600); !s.ok()) {
     Log()->warn("cannot keep the benchmark result: {}", LogSafe(s));
   }
 }

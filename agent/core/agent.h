@@ -1,8 +1,10 @@
 #ifndef SMBFLEET_AGENT_CORE_AGENT_H_
 #define SMBFLEET_AGENT_CORE_AGENT_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -97,6 +99,9 @@ class Agent {
   // after each delivery that followed a benchmark run: gives back memory that only the start and
   // the benchmark used (main: platform::ReleaseProgramPages). Call before Run().
   void set_release_memory(std::function<void()> release) { release_memory_ = std::move(release); }
+  // How long a report waits for a benchmark run in progress (default 10 s; agent.cc,
+  // RefreshBenchmark). Call before Run().
+  void set_benchmark_wait(std::chrono::milliseconds wait) { benchmark_wait_ = wait; }
 
   // Makes Run() return soon; safe from any thread, before or during Run().
   void Stop();
@@ -124,6 +129,8 @@ class Agent {
   void SetAcked(const std::string& key);
   absl::Status CollectAndSpool(const std::string& reason);
   void RefreshBenchmark();
+  // Makes a finished benchmark run the one reports carry, and keeps it across restarts.
+  void TakeBenchmark(absl::StatusOr<BenchmarkRun> result);
   void SampleShares(smbfleet::v1::Posture* posture);
   void WatchLoop(uint64_t seed);
   // Waits until the deadline, a nudge or Stop(). False when stopped; else *nudge is the nudge
@@ -144,6 +151,10 @@ class Agent {
   // Used by the Run() thread only (the watch thread gets its own seed).
   BenchmarkRun last_benchmark_;
   Clock::TimePoint next_benchmark_{};
+  std::chrono::milliseconds benchmark_wait_{10000};
+  // A benchmark run on a thread of its own, valid until taken. Declared after benchmark_ and
+  // the state it may use: destroyed before them, it waits for the run to end.
+  std::future<absl::StatusOr<BenchmarkRun>> benchmark_run_;
   struct ShareSample {
     std::string path;
     smbfleet::v1::CompressibilitySample sample;
