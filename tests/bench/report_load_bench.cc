@@ -71,6 +71,14 @@ std::string ReportId(uint32_t run, uint32_t phase, uint64_t seq) {
 
 // Attempts per report: the first and resends after UNAVAILABLE.
 constexpr int kAttempts = 5;
+// Distinct answer messages kept per phase (each with its count).
+constexpr size_t kMessagesKept = 8;
+
+// Counts `status` under "CODE: message" in `said`, keeping at most kMessagesKept distinct ones.
+void CountSaid(const grpc::Status& status, std::map<std::string, int>* said) {
+  std::string key = absl::StrCat(status.error_code(), ": ", status.error_message());
+  if (said->count(key) > 0 || said->size() < kMessagesKept) ++(*said)[key];
+}
 
 struct PhaseResult {
   std::string phase;
@@ -79,6 +87,9 @@ struct PhaseResult {
   int retries = 0;  // resends after UNAVAILABLE
   std::map<std::string, int> outcomes;
   std::map<std::string, int> error_codes;
+  // What the answers that were resent or failed said, by code and message (a few distinct).
+  std::map<std::string, int> unavailable_said;
+  std::map<std::string, int> errors_said;
   double seconds = 0;
   double cpu_seconds = 0;  // this client's own CPU (user and system) during the phase
   std::vector<double> latencies_ms;
@@ -185,6 +196,10 @@ class LoadClient {
             if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt == kAttempts) {
               break;
             }
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              CountSaid(status, &result.unavailable_said);
+            }
             ++retries;
             std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
           }
@@ -197,6 +212,7 @@ class LoadClient {
           } else {
             ++result.errors;
             ++result.error_codes[absl::StrCat(status.error_code())];
+            CountSaid(status, &result.errors_said);
           }
         }
       });
@@ -220,6 +236,8 @@ class LoadClient {
     j["errors"] = r.errors;
     j["retries"] = r.retries;
     j["errorCodes"] = r.error_codes;
+    j["errorsSaid"] = r.errors_said;
+    j["resentAfter"] = r.unavailable_said;
     j["outcomes"] = r.outcomes;
     j["seconds"] = r.seconds;
     j["reportsPerSecond"] = r.seconds > 0 ? r.reports / r.seconds : 0;
