@@ -69,8 +69,12 @@ std::string ReportId(uint32_t run, uint32_t phase, uint64_t seq) {
                          static_cast<uint32_t>((seq >> 36) & 0xfff), seq & 0xffffffffffffULL);
 }
 
-// Attempts per report: the first and resends after UNAVAILABLE.
-constexpr int kAttempts = 5;
+// Attempts per report: the first and resends after UNAVAILABLE, 50 ms after the first, each
+// wait twice the one before up to 1 s (about 3.4 s in all; an agent goes on for longer, up to
+// collector.max_backoff between tries).
+constexpr int kAttempts = 8;
+constexpr std::chrono::milliseconds kFirstResendAfter{50};
+constexpr std::chrono::milliseconds kLongestResendWait{1000};
 // Distinct answer messages kept per phase (each with its count).
 constexpr size_t kMessagesKept = 8;
 
@@ -201,7 +205,8 @@ class LoadClient {
               CountSaid(status, &result.unavailable_said);
             }
             ++retries;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50 * attempt));
+            std::this_thread::sleep_for(
+                std::min(kFirstResendAfter * (1 << (attempt - 1)), kLongestResendWait));
           }
           std::lock_guard<std::mutex> lock(mu);
           result.retries += retries;
