@@ -167,6 +167,10 @@ Agent::Agent(AgentConfig config, PostureSource* source, CollectorClient* client,
       clock_(clock),
       rng_(seed) {}
 
+Agent::~Agent() {
+  if (benchmark_run_.valid()) TakeBenchmark(benchmark_run_.get());
+}
+
 void Agent::set_change_executor(ChangeExecutor* executor) {
   changes_ = executor;
   if (changes_ != nullptr) changes_->set_on_changed([this] { Nudge("after_change"); });

@@ -68,6 +68,10 @@ class Agent {
   Agent(AgentConfig config, PostureSource* source, CollectorClient* client, Spool* spool,
         BenchmarkFn benchmark, HostInfoFn host_info, Clock* clock = RealClock(),
         uint64_t seed = std::random_device{}());
+  // Waits for a benchmark run still in progress and keeps it for the next start.
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
 
   // Collect, spool and deliver everything spooled; an error when something is left undelivered.
   absl::Status RunOnce(const std::string& reason);

@@ -651,6 +651,38 @@ TEST_F(AgentLoopsTest, AReportWaitsForABenchmarkRunOnlyABoundedTime) {
   EXPECT_EQ(runs, 1);
 }
 
+// An agent stopped (or run with --once) while its benchmark run goes on waits for it and keeps
+// it: the next start reports it instead of benchmarking again.
+TEST_F(AgentLoopsTest, ABenchmarkRunStillGoingAtExitIsKeptForTheNextStart) {
+  config_.benchmark_interval = std::chrono::hours(24);
+  std::promise<void> cpu_given;
+  std::shared_future<void> cpu = cpu_given.get_future().share();
+  std::atomic<int> runs{0};
+  BenchmarkFn benchmark = [cpu, &runs]() -> absl::StatusOr<BenchmarkRun> {
+    ++runs;
+    cpu.wait();
+    BenchmarkRun run;
+    smbfleet::v1::Benchmark& crypto = run.crypto.emplace_back();
+    crypto.set_algorithm(smbfleet::v1::AES_256_GCM);
+    crypto.mutable_measured_at()->set_seconds(::time(nullptr));
+    return run;
+  };
+  {
+    Agent first(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 1);
+    first.set_benchmark_wait(std::chrono::milliseconds(20));
+    ASSERT_TRUE(first.RunOnce("startup").ok());
+    cpu_given.set_value();
+  }
+  Agent restarted(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 2);
+  restarted.set_benchmark_wait(std::chrono::milliseconds(20));
+  ASSERT_TRUE(restarted.RunOnce("startup").ok());
+  EXPECT_EQ(runs, 1);
+  ASSERT_EQ(client_.reports().size(), 2u);
+  EXPECT_EQ(client_.reports()[0].posture().benchmarks_size(), 0);
+  ASSERT_EQ(client_.reports()[1].posture().benchmarks_size(), 1);
+  EXPECT_EQ(client_.reports()[1].posture().benchmarks(0).algorithm(), smbfleet::v1::AES_256_GCM);
+}
+
 TEST_F(AgentLoopsTest, MemoryIsReleasedOnceAfterStartAndAgainAfterEachBenchmark) {
   config_.benchmark_interval = seconds(1500);  // due again in the fourth cycle (600 s ± 30 s)
   int benchmarks = 0;
