@@ -185,8 +185,10 @@ class LoadClient {
             s->set_client_address(absl::StrCat("192.0.2.", seq % 250 + 1));
             s->set_dialect(v1::DIALECT_SMB_3_1_1);
           }
-          // UNAVAILABLE means "not stored, send it again" (a busy collector or database): the
-          // report is resent as an agent resends it, a few times, and counted in `retries`.
+          // UNAVAILABLE means "not stored, send it again" (a busy collector or database, or a
+          // connection gRPC failed to make: gRPC 1.51 now and then misreads a connect still in
+          // progress as failed, and its channel then waits about a second before the next
+          // try): the report is resent as an agent resends it, and counted in `retries`.
           grpc::Status status;
           v1::ReportResponse response;
           double ms = 0;
