@@ -1,11 +1,12 @@
 #include "agent/platform/samba/samba_source.h"
 
-#include <cstdio>
+#include <filesystem>
 
 #include "agent/core/testing/fake_tcp_stats.h"
 #include "agent/platform/samba/fake_runner_for_test.h"
 #include "agent/platform/samba/fixtures_for_test.h"
 #include "common/files.h"
+#include "common/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -42,13 +43,15 @@ TcpConnection Peer(const std::string& address, uint16_t port) {
 class SambaSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    conf_ = ::testing::TempDir() + "/samba_source_test_smb.conf";
+    // A folder of its own: the tests of this suite run side by side under ctest -j.
+    dir_ = smbfleet::testing::MakeTestDir("smbfleet-samba-source");
+    conf_ = dir_ + "/smb.conf";
     ASSERT_TRUE(WriteFileAtomic(conf_, "[global]\n").ok());
     options_.smb_conf = conf_;
     options_.env = {{"NSS_WRAPPER_PASSWD", "/lab/passwd"}};
     options_.sysfs_root = "";  // this machine's NICs are no fixture; sysfs_nics_test fakes them
   }
-  void TearDown() override { std::remove(conf_.c_str()); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Testparm() const { return "testparm -s -v " + conf_; }
   std::string SmbStatus() const { return "smbstatus -s " + conf_ + " --json"; }
 
@@ -57,6 +60,7 @@ class SambaSourceTest : public ::testing::Test {
     runner_.Set(SmbStatus(), FakeRunner::Ok(SambaFixture(fixture + ".smbstatus.json")));
   }
 
+  std::string dir_;
   std::string conf_;
   SambaOptions options_;
   FakeRunner runner_;
