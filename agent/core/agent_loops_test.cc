@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "agent/core/agent.h"
 #include "agent/core/testing/fake_clock.h"
 #include "agent/core/testing/fake_collector_client.h"
@@ -620,63 +622,72 @@ TEST_F(AgentLoopsTest, EveryBenchmarkReachesTheReportAndSurvivesARestart) {
   }
 }
 
+// A benchmark run that gets no CPU until the test gives it, then returns one crypto row of
+// `algorithm`. An agent waits for a run in progress when it goes: give the CPU before that
+// (Release, also from a guard declared after the agent, so that a failed assertion cannot hang).
+class HeldBackBenchmark {
+ public:
+  explicit HeldBackBenchmark(smbfleet::v1::CryptoAlgorithm algorithm) : algorithm_(algorithm) {}
+  void Release() {
+    std::call_once(released_, [this] { cpu_given_.set_value(); });
+  }
+  int runs() const { return runs_; }
+  BenchmarkFn Fn() {
+    return [this]() -> absl::StatusOr<BenchmarkRun> {
+      ++runs_;
+      cpu_.wait();
+      BenchmarkRun run;
+      smbfleet::v1::Benchmark& crypto = run.crypto.emplace_back();
+      crypto.set_algorithm(algorithm_);
+      crypto.mutable_measured_at()->set_seconds(::time(nullptr));
+      return run;
+    };
+  }
+
+ private:
+  smbfleet::v1::CryptoAlgorithm algorithm_;
+  std::promise<void> cpu_given_;
+  std::shared_future<void> cpu_ = cpu_given_.get_future().share();
+  std::once_flag released_;
+  std::atomic<int> runs_{0};
+};
+
 // The benchmark threads run at idle priority, and a busy host may give them no CPU for minutes:
 // the report waits for them a bounded time, then goes without, and a later one carries the run.
 TEST_F(AgentLoopsTest, AReportWaitsForABenchmarkRunOnlyABoundedTime) {
   config_.benchmark_interval = std::chrono::hours(24);
-  std::promise<void> cpu_given;
-  std::shared_future<void> cpu = cpu_given.get_future().share();
-  std::atomic<int> runs{0};
-  BenchmarkFn benchmark = [cpu, &runs]() -> absl::StatusOr<BenchmarkRun> {
-    ++runs;
-    cpu.wait();
-    BenchmarkRun run;
-    smbfleet::v1::Benchmark& crypto = run.crypto.emplace_back();
-    crypto.set_algorithm(smbfleet::v1::AES_128_GCM);
-    crypto.mutable_measured_at()->set_seconds(::time(nullptr));
-    return run;
-  };
-  Agent agent(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 1);
+  HeldBackBenchmark benchmark(smbfleet::v1::AES_128_GCM);
+  Agent agent(config_, &source_, &client_, spool_.get(), benchmark.Fn(), nullptr, &clock_, 1);
+  absl::Cleanup release = [&benchmark] { benchmark.Release(); };
   agent.set_benchmark_wait(std::chrono::milliseconds(20));
   ASSERT_TRUE(agent.RunOnce("startup").ok());
   ASSERT_EQ(client_.reports().size(), 1u);
   EXPECT_EQ(client_.reports()[0].posture().benchmarks_size(), 0);  // sent without it
 
-  cpu_given.set_value();
+  benchmark.Release();
   agent.set_benchmark_wait(std::chrono::seconds(60));
   ASSERT_TRUE(agent.RunOnce("schedule").ok());
   ASSERT_EQ(client_.reports().size(), 2u);
   ASSERT_EQ(client_.reports()[1].posture().benchmarks_size(), 1);  // the same run, done
   EXPECT_EQ(client_.reports()[1].posture().benchmarks(0).algorithm(), smbfleet::v1::AES_128_GCM);
-  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(benchmark.runs(), 1);
 }
 
 // An agent stopped (or run with --once) while its benchmark run goes on waits for it and keeps
 // it: the next start reports it instead of benchmarking again.
 TEST_F(AgentLoopsTest, ABenchmarkRunStillGoingAtExitIsKeptForTheNextStart) {
   config_.benchmark_interval = std::chrono::hours(24);
-  std::promise<void> cpu_given;
-  std::shared_future<void> cpu = cpu_given.get_future().share();
-  std::atomic<int> runs{0};
-  BenchmarkFn benchmark = [cpu, &runs]() -> absl::StatusOr<BenchmarkRun> {
-    ++runs;
-    cpu.wait();
-    BenchmarkRun run;
-    smbfleet::v1::Benchmark& crypto = run.crypto.emplace_back();
-    crypto.set_algorithm(smbfleet::v1::AES_256_GCM);
-    crypto.mutable_measured_at()->set_seconds(::time(nullptr));
-    return run;
-  };
+  HeldBackBenchmark benchmark(smbfleet::v1::AES_256_GCM);
   {
-    Agent first(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 1);
+    Agent first(config_, &source_, &client_, spool_.get(), benchmark.Fn(), nullptr, &clock_, 1);
+    absl::Cleanup release = [&benchmark] { benchmark.Release(); };
     first.set_benchmark_wait(std::chrono::milliseconds(20));
     ASSERT_TRUE(first.RunOnce("startup").ok());
-    cpu_given.set_value();
   }
-  Agent restarted(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 2);
+  Agent restarted(config_, &source_, &client_, spool_.get(), benchmark.Fn(), nullptr, &clock_, 2);
   restarted.set_benchmark_wait(std::chrono::milliseconds(20));
   ASSERT_TRUE(restarted.RunOnce("startup").ok());
-  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(benchmark.runs(), 1);
   ASSERT_EQ(client_.reports().size(), 2u);
   EXPECT_EQ(client_.reports()[0].posture().benchmarks_size(), 0);
   ASSERT_EQ(client_.reports()[1].posture().benchmarks_size(), 1);
