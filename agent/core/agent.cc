@@ -181,12 +181,17 @@ void Agent::set_change_executor(ChangeExecutor* executor) {
 // without it (or with the last run); a later report takes it once it is done.
 void Agent::RefreshBenchmark() {
   if (!benchmark_ || config_.benchmark_interval.count() == 0) return;
-  if (benchmark_run_.valid()) {
-    if (benchmark_run_.wait_for(benchmark_wait_) == std::future_status::ready) {
-      TakeBenchmark(benchmark_run_.get());
-    }
-    return;
+  if (!benchmark_run_.valid()) StartBenchmarkIfDue();
+  if (!benchmark_run_.valid()) return;
+  if (benchmark_run_.wait_for(benchmark_wait_) == std::future_status::ready) {
+    TakeBenchmark(benchmark_run_.get());
+  } else {
+    Log()->info("benchmark still running after {} ms (host busy): the report goes without it",
+                benchmark_wait_.count());
   }
+}
+
+void Agent::StartBenchmarkIfDue() {
   auto now = clock_->Now();
   const bool have = !last_benchmark_.crypto.empty() || !last_benchmark_.compression.empty();
   if (have && now < next_benchmark_) return;
@@ -218,13 +223,6 @@ void Agent::RefreshBenchmark() {
     benchmark_run_ = std::async(std::launch::async, benchmark_);
   } catch (const std::system_error& e) {
     Log()->warn("benchmark not run: no thread for it: {}", e.what());
-    return;
-  }
-  if (benchmark_run_.wait_for(benchmark_wait_) == std::future_status::ready) {
-    TakeBenchmark(benchmark_run_.get());
-  } else {
-    Log()->info("benchmark still running after {} ms (host busy): the report goes without it",
-                benchmark_wait_.count());
   }
 }
 

@@ -133,6 +133,9 @@ class Agent {
   void SetAcked(const std::string& key);
   absl::Status CollectAndSpool(const std::string& reason);
   void RefreshBenchmark();
+  // Takes the kept run when it is recent enough, else starts a run on a thread of its own
+  // (benchmark_run_) when one is due.
+  void StartBenchmarkIfDue();
   // Makes a finished benchmark run the one reports carry, and keeps it across restarts.
   void TakeBenchmark(absl::StatusOr<BenchmarkRun> result);
   void SampleShares(smbfleet::v1::Posture* posture);

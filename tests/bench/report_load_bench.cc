@@ -92,7 +92,7 @@ struct PhaseResult {
   std::map<std::string, int> outcomes;
   std::map<std::string, int> error_codes;
   // What the answers that were resent or failed said, by code and message (a few distinct).
-  std::map<std::string, int> unavailable_said;
+  std::map<std::string, int> resent_after;
   std::map<std::string, int> errors_said;
   double seconds = 0;
   double cpu_seconds = 0;  // this client's own CPU (user and system) during the phase
@@ -204,7 +204,7 @@ class LoadClient {
             }
             {
               std::lock_guard<std::mutex> lock(mu);
-              CountSaid(status, &result.unavailable_said);
+              CountSaid(status, &result.resent_after);
             }
             ++retries;
             std::this_thread::sleep_for(
@@ -244,7 +244,7 @@ class LoadClient {
     j["retries"] = r.retries;
     j["errorCodes"] = r.error_codes;
     j["errorsSaid"] = r.errors_said;
-    j["resentAfter"] = r.unavailable_said;
+    j["resentAfter"] = r.resent_after;
     j["outcomes"] = r.outcomes;
     j["seconds"] = r.seconds;
     j["reportsPerSecond"] = r.seconds > 0 ? r.reports / r.seconds : 0;
