@@ -5,6 +5,7 @@
 #include "cli/exit_code.h"
 #include "cli/render.h"
 #include "common/json.h"
+#include "grpc/grpc.h"
 
 namespace smbfleet::cli {
 namespace {
@@ -19,6 +20,15 @@ void SetCallTimeout(std::chrono::milliseconds timeout) { call_timeout_ms = timeo
 
 std::chrono::milliseconds CallTimeout() {
   return std::chrono::milliseconds(call_timeout_ms.load());
+}
+
+void SetReconnectBackoff(grpc::ChannelArguments& args) {
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+}
+
+bool AwaitConnection(grpc::Channel& channel, std::chrono::milliseconds wait) {
+  return channel.WaitForConnected(std::chrono::system_clock::now() + wait);
 }
 
 int FailedCall(const grpc::Status& status, const std::string& what, std::ostream& err) {

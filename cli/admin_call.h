@@ -9,7 +9,9 @@
 #include <string>
 
 #include "google/protobuf/message.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/status.h"
 #include "smbfleet/v1/admin.grpc.pb.h"
 
@@ -24,6 +26,22 @@ void SetCallTimeout(std::chrono::milliseconds timeout);
 std::chrono::milliseconds CallTimeout();
 
 using AdminStub = smbfleet::v1::AdminService::StubInterface;
+
+// How long a command waits, before its first call, for the collector to take its connection.
+inline constexpr std::chrono::milliseconds kConnectWait = std::chrono::seconds(2);
+
+// smbfleetctl's reconnect timing: a failed connection attempt is tried again after 100 ms
+// (growing to at most 500 ms), not gRPC's default of a second, so that AwaitConnection's wait
+// holds several attempts.
+void SetReconnectBackoff(grpc::ChannelArguments& args);
+
+// Waits until `channel` is connected, at most `wait`. A call on a channel whose connection
+// attempt just failed fails at once; this gives the channel's own reconnect attempts the wait:
+// a collector that is restarting, and gRPC 1.51 misreading a connection still in progress as
+// failed (its client reads errno after other calls; grpc/grpc#35064), which it does now and
+// then on a loaded machine. False when not connected by then: the first call then fails with
+// gRPC's reason (refused, a TLS error), which the command reports as before.
+bool AwaitConnection(grpc::Channel& channel, std::chrono::milliseconds wait);
 
 // fn(context) with a context that carries the call deadline.
 template <typename Fn>

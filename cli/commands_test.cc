@@ -1,5 +1,8 @@
 #include "cli/commands.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,9 +12,11 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "cli/admin_call.h"
 #include "cli/commands_approvals.h"
 #include "cli/run.h"
 #include "common/approval_signing.h"
@@ -602,6 +607,81 @@ TEST_F(CommandsTest, ApproversAddTakesThePublicKeyTextOrAFile) {
       ParseCommandLine({"approvers", "add", "ann", "--public-key", "ed25519:AAAA"}, absl::Now());
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--public-key"));
+}
+
+// A port on 127.0.0.1 that is bound but not listening: a connection to it is refused until the
+// socket is closed and a server listens there. -1 when no socket could be bound.
+int BoundButNotListening(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+grpc::Status GetChange(v1::AdminService::Stub& stub) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetChangeRequest request;
+  request.set_id("c-1");
+  v1::GetChangeResponse response;
+  return stub.GetChange(&context, request, &response);
+}
+
+// A collector that takes the first connection only after a moment (restarting, or a connection
+// attempt that gRPC misread as failed): a call fails at once, the wait lets the channel try again.
+TEST(AwaitConnectionTest, ACollectorThatListensWithinTheWaitIsConnectedTo) {
+  int port = 0;
+  const int fd = BoundButNotListening(&port);
+  ASSERT_GE(fd, 0);
+  grpc::ChannelArguments args;
+  SetReconnectBackoff(args);
+  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::AdminService::NewStub(channel);
+  // What a command met without the wait: its first attempt refused, the call failed at once.
+  EXPECT_EQ(GetChange(*stub).error_code(), grpc::StatusCode::UNAVAILABLE);
+
+  FakeAdmin admin;
+  std::unique_ptr<grpc::Server> server;
+  std::thread starts_late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    close(fd);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials());
+    builder.RegisterService(&admin);
+    server = builder.BuildAndStart();
+  });
+  const bool connected = AwaitConnection(*channel, std::chrono::seconds(20));
+  starts_late.join();
+  ASSERT_NE(server, nullptr) << "port " << port << " was taken meanwhile";
+  EXPECT_TRUE(connected);
+  const grpc::Status answered = GetChange(*stub);  // the fake's answer: it got there
+  EXPECT_EQ(answered.error_code(), grpc::StatusCode::NOT_FOUND) << answered.error_message();
+  server->Shutdown();
+}
+
+TEST(AwaitConnectionTest, NothingListeningIsNotConnectedAfterTheWaitAndTheCallSaysWhy) {
+  int port = 0;
+  const int fd = BoundButNotListening(&port);
+  ASSERT_GE(fd, 0);
+  grpc::ChannelArguments args;
+  SetReconnectBackoff(args);
+  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                           grpc::InsecureChannelCredentials(), args);
+  EXPECT_FALSE(AwaitConnection(*channel, std::chrono::milliseconds(500)));
+  auto stub = v1::AdminService::NewStub(channel);
+  const grpc::Status refused = GetChange(*stub);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.error_message(), HasSubstr("Connection refused"));
+  close(fd);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "cli/admin_call.h"
 #include "cli/ctl_config.h"
 #include "cli/render.h"
 #include "cli/run.h"
@@ -56,6 +57,7 @@ absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Conne
           ? config.collector_address.substr(0, config.collector_address.rfind(':'))
           : config.server_name);
   channel_args.SetMaxReceiveMessageSize(256 << 20);
+  SetReconnectBackoff(channel_args);
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (!token.empty()) {
     // The token alone: a call with a certificate and a token is refused.
@@ -68,6 +70,8 @@ absl::StatusOr<std::unique_ptr<smbfleet::v1::AdminService::StubInterface>> Conne
     credentials = MutualTlsChannelCredentials(tls);
   }
   auto channel = grpc::CreateCustomChannel(config.collector_address, credentials, channel_args);
+  // Not connected within the wait: the first call reports why (cli/admin_call.h).
+  (void)AwaitConnection(*channel, kConnectWait);
   return smbfleet::v1::AdminService::NewStub(channel);
 }
 
