@@ -1,9 +1,11 @@
-// The collector executable's TLS buffers: what an idle connection keeps (docs/scaling.md).
+// The TLS buffers of an executable that holds many connections: what an idle connection keeps
+// (docs/scaling.md). Linked into the collector and into the loadgen, whose simulated agents are
+// each a client connection of their own.
 //
-// gRPC 1.51 makes its own SSL_CTX and BIO pair for each server connection and offers no option
-// for either, so this executable defines the two OpenSSL functions it calls. The definitions are
-// linked into the executable only, not the libraries the tests use; collector/CMakeLists.txt
-// exports them so that gRPC's libraries find them before OpenSSL's.
+// gRPC 1.51 makes its own SSL_CTX and BIO pair for each connection, server or client, and offers
+// no option for either, so the executable defines the two OpenSSL functions it calls. The
+// definitions are linked into the executables only, not the libraries the tests use;
+// collector/CMakeLists.txt exports them so that gRPC's libraries find them before OpenSSL's.
 #include <dlfcn.h>
 #include <openssl/bio.h>
 #include <openssl/ssl.h>

@@ -5,7 +5,9 @@
 namespace smbfleet::agent {
 
 Backoff::Backoff(std::chrono::milliseconds base, std::chrono::milliseconds cap, uint64_t seed)
-    : base_(base), cap_(cap), rng_(seed) {}
+    : base_(base),
+      cap_(cap),
+      rng_(static_cast<std::minstd_rand::result_type>((seed ^ (seed >> 32)) & 0xffffffffu)) {}
 
 std::chrono::milliseconds Backoff::Ceiling() const {
   int64_t ceiling = base_.count();

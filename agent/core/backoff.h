@@ -22,7 +22,9 @@ class Backoff {
  private:
   std::chrono::milliseconds base_, cap_;
   int attempt_ = 0;
-  std::mt19937_64 rng_;
+  // A small engine (8 bytes where std::mt19937_64 takes 2.5 KB): jitter needs no more, and the
+  // loadgen holds two Backoffs per simulated agent (docs/scaling.md).
+  std::minstd_rand rng_;
 };
 
 // A point in [-splay/2, +splay/2] around the interval, so that hosts started together drift apart.

@@ -30,6 +30,23 @@ TEST(BackoffTest, FullJitterSpreadsWaits) {
   EXPECT_GT(hi, 800);
 }
 
+TEST(BackoffTest, BackoffsSeededApartWaitApartAndStaySmall) {
+  // Agents seed their backoff from their identity: two must not retry in step.
+  Backoff a(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000), 1'000'003);
+  Backoff b(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000), 1'000'004);
+  Backoff c(std::chrono::milliseconds(1000), std::chrono::milliseconds(1000), 1ULL << 40);
+  int same_ab = 0, same_ac = 0;
+  for (int i = 0; i < 20; ++i) {
+    const auto wait = a.Next();
+    same_ab += wait == b.Next() ? 1 : 0;
+    same_ac += wait == c.Next() ? 1 : 0;
+  }
+  EXPECT_LT(same_ab, 5);
+  EXPECT_LT(same_ac, 5);
+  // The loadgen holds two per simulated agent, 100,000 agents on one machine.
+  EXPECT_LE(sizeof(Backoff), 64u);
+}
+
 TEST(SplayTest, StaysWithinHalfTheSplay) {
   std::mt19937_64 rng(3);
   for (int i = 0; i < 100; ++i) {
