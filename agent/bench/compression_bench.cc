@@ -607,7 +607,7 @@ absl::StatusOr<std::vector<smbfleet::v1::CompressionBenchmark>> RunCompressionBe
   worker.join();
   RETURN_IF_ERROR(status);
   if (rows.empty()) {
-    return absl::UnavailableError(
+    return absl::DeadlineExceededError(
         absl::StrCat("compression benchmark: no cell got CPU time within twice the ",
                      options.budget.count(), " ms budget (host busy)"));
   }

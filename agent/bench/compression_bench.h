@@ -99,8 +99,8 @@ struct CompressionBenchOptions {
 // each). Each cell gets an equal slice of the budget (half compressing, half decompressing) and
 // times at least one pass over its corpus; past twice the budget (a busy host, idle priority)
 // the remaining cells are left out, so the call returns within about twice the budget.
-// InvalidArgument for bad options; Internal when a library fails; Unavailable when every cell
-// was left out.
+// InvalidArgument for bad options; Internal when a library fails; Unavailable when XPRESS
+// cannot be loaded; DeadlineExceeded when every cell was left out (host busy).
 absl::StatusOr<std::vector<smbfleet::v1::CompressionBenchmark>> RunCompressionBenchmark(
     const CompressionBenchOptions& options);
 

@@ -189,7 +189,7 @@ absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
     *row.mutable_measured_at() = now;
   }
   if (rows.empty()) {
-    return absl::UnavailableError(
+    return absl::DeadlineExceededError(
         absl::StrCat("crypto benchmark: no cell got CPU time within twice the ",
                      options.budget.count(), " ms budget (host busy)"));
   }

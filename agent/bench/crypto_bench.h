@@ -44,8 +44,8 @@ std::vector<smbfleet::v1::CryptoAlgorithm> BenchmarkedAlgorithms();
 // priority), the remaining cells are skipped and their rows left out, so the call returns
 // within about twice the budget.
 // InvalidArgument for bad options (no sizes, a size of 0 or over 16 MiB, budget under 10 ms,
-// an algorithm not benchmarked); Internal when OpenSSL fails; Unavailable when every cell was
-// skipped.
+// an algorithm not benchmarked); Internal when OpenSSL fails; DeadlineExceeded when every cell
+// was skipped (host busy).
 absl::StatusOr<std::vector<smbfleet::v1::Benchmark>> RunCryptoBenchmark(
     const BenchOptions& options);
 

@@ -36,8 +36,8 @@ struct MemoryBenchOptions {
 
 // InvalidArgument for bad options (a mapping under one page or over 64 MiB, no rounds or more
 // than 64, no trials or more than 9, no time to give up after); ResourceExhausted when the OS
-// refuses a mapping; Unavailable when the fresh writes took no fault (nothing to divide by) or
-// the run gave up (host busy); Unimplemented on
+// refuses a mapping; Unavailable when the fresh writes took no fault (nothing to divide by);
+// DeadlineExceeded when the run gave up (host busy); Unimplemented on
 // Windows (its SMB server works in the kernel, where the model adds no fault term).
 absl::StatusOr<smbfleet::v1::MemoryBenchmark> RunPageFaultBenchmark(
     const MemoryBenchOptions& options);

@@ -49,7 +49,7 @@ struct Trial {
 using SteadyClock = std::chrono::steady_clock;
 
 absl::Status GaveUp(const MemoryBenchOptions& options) {
-  return absl::UnavailableError(absl::StrCat(
+  return absl::DeadlineExceededError(absl::StrCat(
       "page-fault benchmark: not done within ",
       std::chrono::duration_cast<std::chrono::milliseconds>(options.give_up_after).count(),
       " ms (host busy)"));

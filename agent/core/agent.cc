@@ -229,9 +229,15 @@ void Agent::StartBenchmarkIfDue() {
 void Agent::TakeBenchmark(absl::StatusOr<BenchmarkRun> result) {
   if (!result.ok()) {
     Log()->warn("benchmark failed: {}", LogSafe(result.status()));
+    if (absl::IsDeadlineExceeded(result.status())) RunBenchmarkAgainSooner();
     return;
   }
-  last_benchmark_ = *std::move(result);
+  BenchmarkRun run = *std::move(result);
+  // A part this run could not measure keeps its last measurement, which says when it was taken.
+  if (run.compression.empty()) run.compression = std::move(last_benchmark_.compression);
+  if (!run.memory.has_measured_at()) run.memory = last_benchmark_.memory;
+  if (run.cut_short) RunBenchmarkAgainSooner();
+  last_benchmark_ = std::move(run);
   release_due_ = true;
   Log()->info("benchmark: {} crypto and {} compression results, page fault {}",
               last_benchmark_.crypto.size(), last_benchmark_.compression.size(),
@@ -247,6 +253,14 @@ void Agent::TakeBenchmark(absl::StatusOr<BenchmarkRun> result) {
   if (auto s = WriteFileAtomic(BenchmarkCache(config_), keep.SerializeAsString(), 0600); !s.ok()) {
     Log()->warn("cannot keep the benchmark result: {}", LogSafe(s));
   }
+}
+
+void Agent::RunBenchmarkAgainSooner() {
+  const auto retry =
+      std::min<std::chrono::milliseconds>(config_.benchmark_interval, kBenchmarkRetryWhenBusy);
+  next_benchmark_ = std::min(next_benchmark_, clock_->Now() + retry);
+  Log()->info("benchmark cut short (host busy): it runs again in {} min",
+              std::chrono::duration_cast<std::chrono::minutes>(retry).count());
 }
 
 void Agent::SampleShares(smbfleet::v1::Posture* posture) {

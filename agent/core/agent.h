@@ -33,7 +33,13 @@ struct BenchmarkRun {
   std::vector<smbfleet::v1::CompressionBenchmark> compression;
   // The cost of a page fault; absent (no measured_at) where it was not measured.
   smbfleet::v1::MemoryBenchmark memory;
+  // A part gave up for want of CPU time (the benches' DeadlineExceeded, "host busy") and is left
+  // out: the agent runs the benchmarks again after kBenchmarkRetryWhenBusy, not a whole
+  // benchmark_interval later, and meanwhile reports the part's last measurement.
+  bool cut_short = false;
 };
+// When a benchmark run that a busy host cut short runs again (at most the benchmark_interval).
+inline constexpr std::chrono::hours kBenchmarkRetryWhenBusy{1};
 using BenchmarkFn = std::function<absl::StatusOr<BenchmarkRun>()>;
 // Samples the compressibility of the share at a path on this host (bench::SampleCompressibility).
 using ShareSamplerFn = std::function<smbfleet::v1::CompressibilitySample(const std::string& path)>;
@@ -138,6 +144,8 @@ class Agent {
   void StartBenchmarkIfDue();
   // Makes a finished benchmark run the one reports carry, and keeps it across restarts.
   void TakeBenchmark(absl::StatusOr<BenchmarkRun> result);
+  // After a run a busy host cut short: the next run is due after kBenchmarkRetryWhenBusy.
+  void RunBenchmarkAgainSooner();
   void SampleShares(smbfleet::v1::Posture* posture);
   void WatchLoop(uint64_t seed);
   // Waits until the deadline, a nudge or Stop(). False when stopped; else *nudge is the nudge

@@ -622,6 +622,65 @@ TEST_F(AgentLoopsTest, EveryBenchmarkReachesTheReportAndSurvivesARestart) {
   }
 }
 
+// A busy host may give a benchmark run too little CPU time: a part it could not measure keeps
+// its last measurement, and the run is due again within the hour, not a day later.
+TEST_F(AgentLoopsTest, ABenchmarkRunABusyHostCutShortRunsAgainWithinTheHour) {
+  config_.benchmark_interval = std::chrono::hours(24);
+  std::vector<absl::StatusOr<BenchmarkRun>> answers;
+  auto crypto_row = [](smbfleet::v1::CryptoAlgorithm algorithm) {
+    smbfleet::v1::Benchmark row;
+    row.set_algorithm(algorithm);
+    row.mutable_measured_at()->set_seconds(::time(nullptr));
+    return row;
+  };
+  BenchmarkRun whole;
+  whole.crypto.push_back(crypto_row(smbfleet::v1::AES_128_GCM));
+  whole.compression.emplace_back().set_corpus("vm-disk");
+  whole.memory.set_page_fault_seconds(12.5e-6);
+  whole.memory.mutable_measured_at()->set_seconds(::time(nullptr));
+  answers.push_back(whole);
+  answers.push_back(absl::DeadlineExceededError("crypto benchmark: no cell got CPU time"));
+  BenchmarkRun crypto_only;  // compression and page faults gave up
+  crypto_only.crypto.push_back(crypto_row(smbfleet::v1::AES_256_GCM));
+  crypto_only.cut_short = true;
+  answers.push_back(crypto_only);
+  BenchmarkRun later = whole;
+  later.memory.set_page_fault_seconds(14e-6);
+  answers.push_back(later);
+  size_t runs = 0;
+  BenchmarkFn benchmark = [&]() -> absl::StatusOr<BenchmarkRun> {
+    return answers[std::min(runs++, answers.size() - 1)];
+  };
+  Agent agent(config_, &source_, &client_, spool_.get(), benchmark, nullptr, &clock_, 1);
+  auto report = [&](std::chrono::minutes after) {
+    clock_.Advance(after);
+    EXPECT_TRUE(agent.RunOnce("schedule").ok());
+    return client_.reports().back().posture();
+  };
+  report(std::chrono::minutes(0));
+  EXPECT_EQ(runs, 1u);
+  smbfleet::v1::Posture p = report(std::chrono::minutes(24 * 60));  // due: the whole run fails
+  EXPECT_EQ(runs, 2u);
+  ASSERT_EQ(p.benchmarks_size(), 1);
+  EXPECT_EQ(p.benchmarks(0).algorithm(), smbfleet::v1::AES_128_GCM);  // the last run's
+  report(std::chrono::minutes(59));
+  EXPECT_EQ(runs, 2u);
+  p = report(std::chrono::minutes(2));  // an hour later: crypto only
+  EXPECT_EQ(runs, 3u);
+  ASSERT_EQ(p.benchmarks_size(), 1);
+  EXPECT_EQ(p.benchmarks(0).algorithm(), smbfleet::v1::AES_256_GCM);
+  ASSERT_EQ(p.compression_benchmarks_size(), 1);  // kept from the first run
+  EXPECT_EQ(p.compression_benchmarks(0).corpus(), "vm-disk");
+  EXPECT_EQ(p.memory_benchmark().page_fault_seconds(), 12.5e-6);
+  report(std::chrono::minutes(59));
+  EXPECT_EQ(runs, 3u);
+  p = report(std::chrono::minutes(2));  // an hour later again: whole
+  EXPECT_EQ(runs, 4u);
+  EXPECT_EQ(p.memory_benchmark().page_fault_seconds(), 14e-6);
+  report(std::chrono::minutes(23 * 60));  // a whole run: the next one is a day later
+  EXPECT_EQ(runs, 4u);
+}
+
 // A benchmark run that gets no CPU until the test gives it, then returns one crypto row of
 // `algorithm`. An agent waits for a run in progress when it goes: give the CPU before that
 // (Release, also from a guard declared after the agent, so that a failed assertion cannot hang).
