@@ -687,7 +687,12 @@ HostProfile ProfileFromPosture(const v1::Posture& posture) {
     host.page_fault_seconds = memory.page_fault_seconds();
     if (memory.page_bytes() > 0) host.page_bytes = static_cast<double>(memory.page_bytes());
   } else if (host.platform == v1::PLATFORM_SAMBA) {
-    host.assumptions.push_back("page fault cost not measured: smbd's faults not counted");
+    host.assumptions.push_back(
+        memory.page_fault_seconds() == 0
+            ? std::string("page fault cost not measured: smbd's faults not counted")
+            : absl::StrFormat("page fault cost of %g s refused (not within 0 to 1 ms): smbd's "
+                              "faults not counted",
+                              memory.page_fault_seconds()));
   }
   host.compression = FitCompressionCosts(posture.compression_benchmarks());
   // No compression benchmark is noted where compression is priced (CompressionCost::measured),

@@ -581,9 +581,10 @@ TEST(PredictTest, ClientOnHostAddsItsCpu) {
 TEST(ProfileFromPostureTest, PageFaultCostFromTheMemoryBenchmark) {
   v1::Posture posture = BenchedPosture();
   posture.mutable_host()->set_platform(v1::PLATFORM_SAMBA);
-  auto assumed = [](const HostProfile& h) {
+  auto assumed = [](const HostProfile& h,
+                    const std::string& what = "page fault cost not measured") {
     for (const std::string& a : h.assumptions) {
-      if (a.find("page fault cost not measured") != std::string::npos) return true;
+      if (a.find(what) != std::string::npos) return true;
     }
     return false;
   };
@@ -597,11 +598,13 @@ TEST(ProfileFromPostureTest, PageFaultCostFromTheMemoryBenchmark) {
   EXPECT_EQ(h.page_fault_seconds, 12.5e-6);
   EXPECT_EQ(h.page_bytes, 16384);
   EXPECT_FALSE(assumed(h));
-  // A figure no fault costs is not taken for one.
+  // A figure no fault costs is not taken for one, and the assumption names it.
   posture.mutable_memory_benchmark()->set_page_fault_seconds(2);
   h = ProfileFromPosture(posture);
   EXPECT_EQ(h.page_fault_seconds, 0);
-  EXPECT_TRUE(assumed(h));
+  EXPECT_TRUE(assumed(h, "page fault cost of 2 s refused (not within 0 to 1 ms)"));
+  posture.mutable_memory_benchmark()->set_page_fault_seconds(-1.5e-6);
+  EXPECT_TRUE(assumed(ProfileFromPosture(posture), "page fault cost of -1.5e-06 s refused"));
 }
 
 TEST(PredictTest, SambaPaysItsPageFaultsPerByteAtTheHostsCost) {
