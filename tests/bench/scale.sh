@@ -188,6 +188,7 @@ for n in $steps; do
   until_status "load-$n" acked "$n" "$report_bound" || all_acked=false
   rss_after=$(rss_kb "$name" VmRSS)
   hwm_after=$(rss_kb "$name" VmHWM)
+  loadgen_rss_after=$(rss_kb "load-$n" VmRSS || true)  # each simulated host keeps its last posture
   push='{"skipped": "not every report was acked"}'
   [[ $all_acked != true ]] || push "$n" "load-$n" "$name"
   kill -TERM "${e2e_pid[load-$n]}"
@@ -198,7 +199,7 @@ for n in $steps; do
     --argjson connected_all "$connected" --argjson acked_all "$all_acked" \
     --argjson before "$rss_before" --argjson idle "$rss_idle" \
     --argjson hwm_idle "$hwm_idle" --argjson after "$rss_after" --argjson hwm_after "$hwm_after" \
-    --argjson loadgen_rss "${loadgen_rss:-null}" \
+    --argjson loadgen_rss "${loadgen_rss:-null}" --argjson loadgen_after "${loadgen_rss_after:-null}" \
     --argjson now "$now_connected" --argjson rc "$loadgen_rc" --argjson push "$push" '{
       agents: $n, connected: $now, all_connected: $connected_all,
       connect_s: (if $s.watch.all_connected_ms == null then null
@@ -209,6 +210,7 @@ for n in $steps; do
       loadgen_rss_kb: $loadgen_rss,
       loadgen_kb_per_agent: (if $now > 0 and $loadgen_rss != null
                              then ($loadgen_rss / $now * 10 | round) / 10 else null end),
+      loadgen_rss_kb_after_reports: $loadgen_after,
       reports: $s.produced, acked: $s.acked, all_acked: $acked_all,
       reports_per_s: $s.report_phase.reports_per_s,
       stored: $c.stored, stored_distinct: $c.stored_distinct, duplicates: $c.duplicates,
