@@ -626,6 +626,14 @@ int BoundButNotListening(int* port) {
   return fd;
 }
 
+// A channel to 127.0.0.1:port that reconnects as smbfleetctl's does.
+std::shared_ptr<grpc::Channel> ReconnectingChannel(int port) {
+  grpc::ChannelArguments args;
+  SetReconnectBackoff(args);
+  return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                   grpc::InsecureChannelCredentials(), args);
+}
+
 grpc::Status GetChange(v1::AdminService::Stub& stub) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -641,10 +649,7 @@ TEST(AwaitConnectionTest, ACollectorThatListensWithinTheWaitIsConnectedTo) {
   int port = 0;
   const int fd = BoundButNotListening(&port);
   ASSERT_GE(fd, 0);
-  grpc::ChannelArguments args;
-  SetReconnectBackoff(args);
-  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
-                                           grpc::InsecureChannelCredentials(), args);
+  auto channel = ReconnectingChannel(port);
   auto stub = v1::AdminService::NewStub(channel);
   // What a command met without the wait: its first attempt refused, the call failed at once.
   EXPECT_EQ(GetChange(*stub).error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -672,10 +677,7 @@ TEST(AwaitConnectionTest, NothingListeningIsNotConnectedAfterTheWaitAndTheCallSa
   int port = 0;
   const int fd = BoundButNotListening(&port);
   ASSERT_GE(fd, 0);
-  grpc::ChannelArguments args;
-  SetReconnectBackoff(args);
-  auto channel = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
-                                           grpc::InsecureChannelCredentials(), args);
+  auto channel = ReconnectingChannel(port);
   EXPECT_FALSE(AwaitConnection(*channel, std::chrono::milliseconds(500)));
   auto stub = v1::AdminService::NewStub(channel);
   const grpc::Status refused = GetChange(*stub);
