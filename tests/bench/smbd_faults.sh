@@ -38,6 +38,7 @@ trap cleanup EXIT
 bash "$root/deploy/samba-lab.sh" start "$lab" "$port" >&2
 head -c $((mib * 1024 * 1024)) /dev/urandom >"$lab/shares/demo/big.bin"
 export SAMBA_LAB_SEND_SECONDS=300
+main_smbd=$(tr -dc '0-9' <"$lab/pid/smbd.pid")
 
 # stat_of PID: "minflt utime stime rchar" (fields 10, 14, 15 of /proc/PID/stat, whose comm has no
 # spaces here, and the bytes the process read)
@@ -53,7 +54,9 @@ for ((run = 1; run <= runs; run++)); do
     options=()  # none: smbclient's defaults, which the lab server does not make sign or encrypt
     [[ $p == none ]] || options=(--client-protection="$p")
     bash "$root/deploy/samba-lab.sh" hold "$lab" f demo "${options[@]}" >&2
-    pid=$(pgrep -n -x smbd)  # the newest smbd: the held session's connection process
+    # The newest child of this lab's smbd: the held session's connection process (not the newest
+    # smbd on the machine, which may be another test's).
+    pid=$(pgrep -n -x -P "$main_smbd" smbd)
     before=$(stat_of "$pid")
     bash "$root/deploy/samba-lab.sh" send "$lab" f 'get big.bin /dev/null' >&2
     after=$(stat_of "$pid")
