@@ -1,7 +1,5 @@
 #include "loadgen/loadgen.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
@@ -20,6 +18,7 @@
 #include "agent/core/agent.h"
 #include "agent/core/backoff.h"
 #include "agent/core/collector_target.h"
+#include "agent/platform/platform.h"
 #include "common/files.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -369,7 +368,7 @@ absl::Status LoadGen::Run() {
   auto next_curve = st.start;
   auto next_status = st.start;
   auto next_trim = st.start + kHeapTrimInterval;
-  int64_t acked_at_trim = 0;
+  int64_t acked = 0, acked_at_trim = 0;
   const auto n = static_cast<int64_t>(st.agents.size());
   if (options_.connect_rate > 0) {
     // A ramp: agent i opens its first stream i / connect_rate seconds after the start.
@@ -467,6 +466,7 @@ absl::Status LoadGen::Run() {
         (void)WriteFileAtomic(options_.status_file, s.dump() + "\n");
       }
       all_acked = produced == options_.reports && !busy;
+      acked = st.acked;
     }
     // Started outside the lock: a callback may run before the call returns.
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -479,17 +479,10 @@ absl::Status LoadGen::Run() {
     }
     for (WatchStream* s : streams) s->Start();
     if (all_acked && !options_.watch) break;
-    if (now >= next_trim || all_acked) {
+    if (acked != acked_at_trim && (now >= next_trim || all_acked)) {
       next_trim = now + kHeapTrimInterval;
-      int64_t acked = 0;
-      {
-        std::lock_guard<std::mutex> lock(st.mu);
-        acked = st.acked;
-      }
-      if (acked != acked_at_trim) {
-        acked_at_trim = acked;
-        malloc_trim(0);
-      }
+      acked_at_trim = acked;
+      agent::platform::ReleaseFreeHeap();
     }
     std::unique_lock<std::mutex> lock(st.mu);
     st.changed.wait_for(lock, kTick);

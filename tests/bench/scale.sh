@@ -188,7 +188,7 @@ for n in $steps; do
   until_status "load-$n" acked "$n" "$report_bound" || all_acked=false
   rss_after=$(rss_kb "$name" VmRSS)
   hwm_after=$(rss_kb "$name" VmHWM)
-  loadgen_rss_after=$(rss_kb "load-$n" VmRSS || true)  # each simulated host keeps its last posture
+  loadgen_rss_after=$(rss_kb "load-$n" VmRSS || true)  # the simulator's, every report acked
   push='{"skipped": "not every report was acked"}'
   [[ $all_acked != true ]] || push "$n" "load-$n" "$name"
   kill -TERM "${e2e_pid[load-$n]}"
