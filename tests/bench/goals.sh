@@ -9,12 +9,12 @@
 #                  rows, unchanged and digest-only postures per second
 #   fleet_queries  fleet_queries.sh: a policy change until every host is re-evaluated; the
 #                  compliance overview and host search p95
-#   storage        storage.sh: history per host per day (hourly reports, each a new posture,
-#                  the settings changing once a day)
+#   storage        storage.sh: history per host per day (a whole day of hourly reports, each a
+#                  new posture, sessions lasting 8 hours, the settings changing once a day)
 #   agent          agent_footprint.sh: the agent's steady memory, CPU and report on the wire
 #
 #   tests/bench/goals.sh BUILD_DIR [--agents-steps "1000 10000 100000"] [--fleet-hosts 10000]
-#                        [--storage-hosts 100] [--agent-cycles 12] [--skip "agent storage"]
+#                        [--storage-hosts 300] [--agent-cycles 12] [--skip "agent storage"]
 #
 # A goal set at a size this run did not reach (100,000 hosts) is reported at the size measured,
 # `met` null, with the size in `limit`; a skipped benchmark leaves its goals null. Progress and
@@ -24,7 +24,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build
 if [[ $# -gt 0 && $1 != --* ]]; then build=$1; shift; fi
 build=$(cd "$build" && pwd)
-agents_steps="1000 10000 100000" fleet_hosts=10000 storage_hosts=100 agent_cycles=12 skip=""
+agents_steps="1000 10000 100000" fleet_hosts=10000 storage_hosts=300 agent_cycles=12 skip=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --agents-steps) agents_steps=$2; shift 2 ;;
@@ -74,8 +74,8 @@ run() {
 run scale bash "$root/tests/bench/scale.sh" "$build" --agents-steps "$agents_steps"
 run report_load bash "$root/tests/bench/report_load.sh" "$build" --policy on
 run fleet_queries bash "$root/tests/bench/fleet_queries.sh" "$build" --hosts "$fleet_hosts"
-run storage bash "$root/tests/bench/storage.sh" "$build" --hosts "$storage_hosts" --changed 4 \
-  --unchanged 0 --settings_every 24
+run storage bash "$root/tests/bench/storage.sh" "$build" --hosts "$storage_hosts" --changed 23 \
+  --unchanged 0 --settings_every 24 --session_reports 8
 run agent bash "$root/tests/bench/agent_footprint.sh" "$build" --cycles "$agent_cycles"
 
 errors='{}'

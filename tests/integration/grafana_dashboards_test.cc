@@ -721,5 +721,60 @@ TEST(GrafanaMigrationTest, CopiesEarlierEventsAndKeepsEachOnce) {
   EXPECT_EQ(QueryValue(dsn, "SELECT smbfleet_grant_readonly()"), "t");
 }
 
+// Migration 0023 moves an event's channel, provider, level and kind into host_event_types:
+// the events stored before read the same through smb_security_events, later ones add a type
+// only when it is new (and use up no id of the identity when it is not), a resent event is
+// still stored once.
+TEST(GrafanaMigrationTest, EventTypesKeepWhatEachEventSaidAndAreStoredOnce) {
+  SMBFLEET_REQUIRE_PG();
+  const std::string dsn = CreateTestDatabase();
+  std::vector<Migration> before;
+  for (const Migration& m : BuiltinMigrations()) {
+    if (m.version < "0023") before.push_back(m);
+  }
+  ASSERT_LT(before.size(), BuiltinMigrations().size());
+  ASSERT_TRUE(ApplyMigrations(dsn, before).ok());
+  auto stores = NewPgStore(dsn, 1);
+  ASSERT_TRUE(stores.ok()) << stores.status();
+
+  const std::string audit = "Microsoft-Windows-SMBServer/Audit";
+  v1::Posture p = Host("fs23", v1::PLATFORM_WINDOWS, "1.4.0", "paris");
+  *p.add_events() =
+      MakeEvent(3021, audit, "client_no_signing", "2026-03-01T08:00:00Z", 1, "ws1", "");
+  *p.add_events() = MakeEvent(3000, audit, "smb1_access", "2026-03-01T09:00:00Z", 2, "ws2", "");
+  v1::Event samba =
+      MakeEvent(0, "samba", "client_no_encryption", "2026-03-01T10:00:00Z", 0, "", "10.0.0.7");
+  samba.set_provider("smbd");
+  samba.set_level(v1::EVENT_LEVEL_WARNING);
+  *p.add_events() = samba;
+  Save(*stores->hosts, "fs23", p, "00000000-0000-4000-8000-000000002301", absl::Now());
+  const std::string shown =
+      "SELECT string_agg(concat_ws('|', at, host, event_id, channel, provider, kind, level, "
+      "client_address, client_name, category, event), ',' ORDER BY at) FROM smb_security_events";
+  const std::string before_0023 = QueryValue(dsn, shown);
+  ASSERT_THAT(before_0023, HasSubstr("samba|smbd|client_no_encryption|EVENT_LEVEL_WARNING"));
+
+  ASSERT_TRUE(ApplyMigrations(dsn, BuiltinMigrations()).ok());
+  EXPECT_EQ(QueryValue(dsn, shown), before_0023);
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM host_event_types"), "3");
+
+  v1::Posture next = Host("fs23", v1::PLATFORM_WINDOWS, "1.4.0", "paris");
+  *next.add_events() = p.events(1);  // resent
+  *next.add_events() =
+      MakeEvent(3021, audit, "client_no_signing", "2026-03-02T08:00:00Z", 3, "ws1", "");
+  *next.add_events() = MakeEvent(3023, audit, "guest_logon", "2026-03-02T09:00:00Z", 4, "ws3", "");
+  Save(*stores->hosts, "fs23", next, "00000000-0000-4000-8000-000000002302", absl::Now());
+  EXPECT_EQ(QueryValue(dsn, "SELECT count(*) FROM host_events"), "5");
+  EXPECT_EQ(QueryValue(dsn,
+                       "SELECT count(*) || ':' || (SELECT last_value FROM pg_sequences WHERE "
+                       "sequencename = 'host_event_types_id_seq') FROM host_event_types"),
+            "4:4");
+  EXPECT_EQ(
+      QueryValue(dsn,
+                 "SELECT string_agg(event_id || ':' || client_name || ':' || channel || ':' || "
+                 "kind, ',' ORDER BY at) FROM smb_security_events WHERE at >= '2026-03-02'"),
+      absl::StrCat("3021:ws1:", audit, ":client_no_signing,3023:ws3:", audit, ":guest_logon"));
+}
+
 }  // namespace
 }  // namespace smbfleet::collector
