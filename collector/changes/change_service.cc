@@ -376,7 +376,7 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
   // The plans against each host's latest posture, read before the step so that the step holds
   // the change only as long as the decision takes.
   std::vector<v1::RemediationPlan> plans;
-  std::map<std::string, HostRecord> records;
+  std::map<std::string, StoredPosture> postures;
   std::map<std::string, const v1::Posture*> latest;
   if (!rollback) {
     std::vector<std::string> names;
@@ -388,9 +388,9 @@ absl::StatusOr<v1::ApproveChangeResponse> ChangeService::Approve(
       plans.push_back(std::move(plan));
       names.push_back(h.host());
     }
-    ASSIGN_OR_RETURN(records, hosts_->GetHosts(names));  // one read, not one per host
+    ASSIGN_OR_RETURN(postures, hosts_->CurrentPostures(names));  // one read, not one per host
   }
-  for (const auto& [name, record] : records) latest[name] = &record.posture;
+  for (const auto& [name, stored] : postures) latest[name] = &stored.posture;
   ASSIGN_OR_RETURN(std::optional<StaleSetting> stale, FindStaleSetting(plans, latest));
 
   ApprovalOutcome outcome;

@@ -7,9 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 #include "collector/store/postgres/sql.h"
 #include "common/json.h"
 #include "common/status_macros.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace smbfleet::collector::pg {
 namespace {
@@ -166,6 +168,33 @@ void InsertRows(pqxx::transaction_base& tx, const std::string& table,
       pqxx::prepare::make_dynamic_params(params));
 }
 
+void UpdateRows(pqxx::transaction_base& tx, const std::string& table,
+                const std::vector<RowValues>& rows, const std::vector<std::string>& keys) {
+  if (rows.empty()) return;
+  const std::vector<RowValues::Column>& first = rows[0].columns;
+  std::vector<std::string> names, arrays, assignments, matches, params;
+  for (size_t c = 0; c < first.size(); ++c) {
+    const std::string& name = first[c].name;
+    names.push_back(name);
+    arrays.push_back(absl::StrCat("$", c + 1, "::text[]"));
+    const std::string read = Read(first[c].type, absl::StrCat("u.", name));
+    if (std::find(keys.begin(), keys.end(), name) != keys.end()) {
+      matches.push_back(absl::StrCat("t.", name, " = ", read));
+    } else {
+      assignments.push_back(absl::StrCat(name, " = ", read));
+    }
+    std::vector<std::optional<std::string>> values;
+    values.reserve(rows.size());
+    for (const RowValues& r : rows) values.push_back(r.columns[c].value);
+    params.push_back(NullableTextArray(values));
+  }
+  tx.exec_params(
+      absl::StrCat("UPDATE ", table, " t SET ", absl::StrJoin(assignments, ", "), " FROM unnest(",
+                   absl::StrJoin(arrays, ", "), ") AS u(", absl::StrJoin(names, ", "), ") WHERE ",
+                   absl::StrJoin(matches, " AND ")),
+      pqxx::prepare::make_dynamic_params(params));
+}
+
 void UpdateRow(pqxx::transaction_base& tx, const std::string& table, const RowValues& row,
                const std::vector<std::string>& skip, const std::string& where,
                const std::vector<std::string>& keys) {
@@ -251,7 +280,45 @@ std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
   return json;
 }
 
+// The ChangeHost fields of HostStateRow's columns, and of the counter columns.
+constexpr int kStateFields[] = {2, 8, 9, 10, 11, 14, 15, 16};
+constexpr int kCounterFields[] = {17, 18, 19};
+
+void ClearFields(google::protobuf::Message* m, absl::Span<const int> fields) {
+  for (int field : fields) {
+    m->GetReflection()->ClearField(m, m->GetDescriptor()->FindFieldByNumber(field));
+  }
+}
+
+void AddStateColumns(const v1::ChangeHost& h, RowValues* row) {
+  row->Add("state", Type::kText, HostStateText(h.state()));
+  row->Add("wave", Type::kBigint, Int(h.wave()));
+  row->Add("dispatched_at", Type::kTimestamptz, Time(h.dispatched_at()));
+  row->Add("finished_at", Type::kTimestamptz, Time(h.finished_at()));
+  row->Add("message", Type::kText, h.message());
+  row->Add("order_not_after", Type::kTimestamptz, Time(h.order_not_after()));
+  row->Add("nonce", Type::kText, h.nonce());
+  row->Add("rollback_sent", Type::kBool, Bool(h.rollback_sent()));
+}
+
 }  // namespace
+
+RowValues HostStateRow(const std::string& change_id, const v1::ChangeHost& h) {
+  RowValues row;
+  row.Add("change_id", Type::kText, change_id);
+  row.Add("host", Type::kText, h.host());
+  AddStateColumns(h, &row);
+  return row;
+}
+
+bool DiffersInStateOnly(const v1::ChangeHost& a, const v1::ChangeHost& b) {
+  v1::ChangeHost rest_a = a, rest_b = b;
+  for (v1::ChangeHost* rest : {&rest_a, &rest_b}) {
+    ClearFields(rest, kStateFields);
+    ClearFields(rest, kCounterFields);
+  }
+  return google::protobuf::util::MessageDifferencer::Equals(rest_a, rest_b);
+}
 
 RowValues HostRow(const std::string& change_id, int position, const v1::ChangeHost& h,
                   bool with_counters, HostJsonCache* cache) {
@@ -260,21 +327,14 @@ RowValues HostRow(const std::string& change_id, int position, const v1::ChangeHo
   *before.mutable_before() = h.before();
   *after.mutable_after() = h.after();
   // These have columns; the rest (rule ids, not remediable, labels, later fields) is `more`.
-  for (int field : {1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}) {
-    more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
-  }
+  ClearFields(&more, {1, 3, 4, 12, 13});
+  ClearFields(&more, kStateFields);
+  ClearFields(&more, kCounterFields);
   RowValues row;
   row.Add("change_id", Type::kText, change_id);
   row.Add("host", Type::kText, h.host());
   row.Add("position", Type::kBigint, Int(position));
-  row.Add("state", Type::kText, HostStateText(h.state()));
-  row.Add("wave", Type::kBigint, Int(h.wave()));
-  row.Add("dispatched_at", Type::kTimestamptz, Time(h.dispatched_at()));
-  row.Add("finished_at", Type::kTimestamptz, Time(h.finished_at()));
-  row.Add("message", Type::kText, h.message());
-  row.Add("order_not_after", Type::kTimestamptz, Time(h.order_not_after()));
-  row.Add("nonce", Type::kText, h.nonce());
-  row.Add("rollback_sent", Type::kBool, Bool(h.rollback_sent()));
+  AddStateColumns(h, &row);
   row.Add("steps", Type::kJsonb,
           PrintedOnce(cache, "steps", steps, [&] { return FieldJson(steps, "steps", "[]"); }));
   row.Add("impact", Type::kJsonb,

@@ -50,6 +50,11 @@ struct RowValues {
 // after it.
 void InsertRows(pqxx::transaction_base& tx, const std::string& table,
                 const std::vector<RowValues>& rows, const std::string& tail = "");
+// `rows` (each with the same columns) in one UPDATE of `table`, each column one text[] parameter
+// read through unnest(): each row sets its columns but those named in `keys` on the row whose
+// `keys` columns equal its own.
+void UpdateRows(pqxx::transaction_base& tx, const std::string& table,
+                const std::vector<RowValues>& rows, const std::vector<std::string>& keys);
 // UPDATE `table` SET every column of `row` but those named in `skip` WHERE `where`, whose
 // parameters $1, $2, ... are `keys`.
 void UpdateRow(pqxx::transaction_base& tx, const std::string& table, const RowValues& row,
@@ -78,6 +83,13 @@ RowValues ChangeRow(const smbfleet::v1::Change& change);
 // `cache` may be null: then each JSON column is printed.
 RowValues HostRow(const std::string& change_id, int position, const smbfleet::v1::ChangeHost& host,
                   bool with_counters, HostJsonCache* cache = nullptr);
+// The columns of change_hosts that a workflow step moves (state, wave, dispatched_at,
+// finished_at, message, order_not_after, nonce, rollback_sent) with the key (change_id, host).
+RowValues HostStateRow(const std::string& change_id, const smbfleet::v1::ChangeHost& host);
+// True when `a` and `b` differ at most in what HostStateRow writes and in the counters (which
+// a workflow step does not write): such a row is written by its state columns alone, and its
+// JSON columns (steps, impact, values, more) are not parsed and stored again.
+bool DiffersInStateOnly(const smbfleet::v1::ChangeHost& a, const smbfleet::v1::ChangeHost& b);
 // The counter columns of change_hosts: each window serialised, measured as JSON; NULL for unset.
 RowValues HostCounterRow(const smbfleet::v1::ChangeHost& host);
 // change_approvals; the row carries the change's proposer for the four-eyes constraint.

@@ -277,24 +277,29 @@ void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& c
   WriteHostStatuses(tx, nullptr, change);
 }
 
-// Upserts the host rows that are new or differ (fields or position) and deletes the hosts the
-// step dropped.
+// Upserts the host rows that are new or differ (fields or position), updates the state columns
+// of those whose state alone moved, and deletes the hosts the step dropped.
 void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& before,
                                const v1::Change& after) {
   std::map<std::string, std::pair<int, const v1::ChangeHost*>> old;
   for (int i = 0; i < before.hosts_size(); ++i) old[before.hosts(i).host()] = {i, &before.hosts(i)};
-  std::vector<pg::RowValues> rows;
+  std::vector<pg::RowValues> rows, states;
   pg::HostJsonCache printed;
   for (int i = 0; i < after.hosts_size(); ++i) {
     const v1::ChangeHost& h = after.hosts(i);
     auto it = old.find(h.host());
-    const bool same = it != old.end() && it->second.first == i &&
-                      MessageDifferencer::Equals(*it->second.second, h);
+    const bool in_place = it != old.end() && it->second.first == i;
+    const bool same = in_place && MessageDifferencer::Equals(*it->second.second, h);
+    // A dispatch or a timeout moves only the host's state: its JSON columns stay as they are.
+    const bool state_only = in_place && !same && pg::DiffersInStateOnly(*it->second.second, h);
     if (it != old.end()) old.erase(it);
-    if (!same) {
+    if (state_only) {
+      states.push_back(pg::HostStateRow(after.id(), h));
+    } else if (!same) {
       rows.push_back(pg::HostRow(after.id(), i, h, /*with_counters=*/false, &printed));
     }
   }
+  pg::UpdateRows(tx, "change_hosts", states, {"change_id", "host"});
   if (!rows.empty()) {
     pg::InsertRows(tx, "change_hosts", rows,
                    absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
