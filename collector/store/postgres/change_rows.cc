@@ -7,11 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "absl/types/span.h"
 #include "collector/store/postgres/sql.h"
 #include "common/json.h"
 #include "common/status_macros.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace smbfleet::collector::pg {
 namespace {
@@ -280,44 +278,24 @@ std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
   return json;
 }
 
-// The ChangeHost fields of HostStateRow's columns, and of the counter columns.
-constexpr int kStateFields[] = {2, 8, 9, 10, 11, 14, 15, 16};
-constexpr int kCounterFields[] = {17, 18, 19};
-
-void ClearFields(google::protobuf::Message* m, absl::Span<const int> fields) {
-  for (int field : fields) {
-    m->GetReflection()->ClearField(m, m->GetDescriptor()->FindFieldByNumber(field));
-  }
-}
-
-void AddStateColumns(const v1::ChangeHost& h, RowValues* row) {
-  row->Add("state", Type::kText, HostStateText(h.state()));
-  row->Add("wave", Type::kBigint, Int(h.wave()));
-  row->Add("dispatched_at", Type::kTimestamptz, Time(h.dispatched_at()));
-  row->Add("finished_at", Type::kTimestamptz, Time(h.finished_at()));
-  row->Add("message", Type::kText, h.message());
-  row->Add("order_not_after", Type::kTimestamptz, Time(h.order_not_after()));
-  row->Add("nonce", Type::kText, h.nonce());
-  row->Add("rollback_sent", Type::kBool, Bool(h.rollback_sent()));
-}
-
 }  // namespace
 
-RowValues HostStateRow(const std::string& change_id, const v1::ChangeHost& h) {
-  RowValues row;
-  row.Add("change_id", Type::kText, change_id);
-  row.Add("host", Type::kText, h.host());
-  AddStateColumns(h, &row);
-  return row;
-}
-
-bool DiffersInStateOnly(const v1::ChangeHost& a, const v1::ChangeHost& b) {
-  v1::ChangeHost rest_a = a, rest_b = b;
-  for (v1::ChangeHost* rest : {&rest_a, &rest_b}) {
-    ClearFields(rest, kStateFields);
-    ClearFields(rest, kCounterFields);
+RowValues ChangedColumns(const RowValues& was, const RowValues& now,
+                         const std::vector<std::string>& keys) {
+  RowValues out;
+  for (const RowValues::Column& c : now.columns) {
+    if (std::find(keys.begin(), keys.end(), c.name) != keys.end()) out.columns.push_back(c);
   }
-  return google::protobuf::util::MessageDifferencer::Equals(rest_a, rest_b);
+  for (size_t i = 0; i < now.columns.size(); ++i) {
+    const RowValues::Column& c = now.columns[i];
+    if (std::find(keys.begin(), keys.end(), c.name) != keys.end()) continue;
+    if (i < was.columns.size() && was.columns[i].name == c.name &&
+        was.columns[i].value == c.value) {
+      continue;
+    }
+    out.columns.push_back(c);
+  }
+  return out;
 }
 
 RowValues HostRow(const std::string& change_id, int position, const v1::ChangeHost& h,
@@ -327,14 +305,21 @@ RowValues HostRow(const std::string& change_id, int position, const v1::ChangeHo
   *before.mutable_before() = h.before();
   *after.mutable_after() = h.after();
   // These have columns; the rest (rule ids, not remediable, labels, later fields) is `more`.
-  ClearFields(&more, {1, 3, 4, 12, 13});
-  ClearFields(&more, kStateFields);
-  ClearFields(&more, kCounterFields);
+  for (int field : {1, 2, 3, 4, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}) {
+    more.GetReflection()->ClearField(&more, more.GetDescriptor()->FindFieldByNumber(field));
+  }
   RowValues row;
   row.Add("change_id", Type::kText, change_id);
   row.Add("host", Type::kText, h.host());
   row.Add("position", Type::kBigint, Int(position));
-  AddStateColumns(h, &row);
+  row.Add("state", Type::kText, HostStateText(h.state()));
+  row.Add("wave", Type::kBigint, Int(h.wave()));
+  row.Add("dispatched_at", Type::kTimestamptz, Time(h.dispatched_at()));
+  row.Add("finished_at", Type::kTimestamptz, Time(h.finished_at()));
+  row.Add("message", Type::kText, h.message());
+  row.Add("order_not_after", Type::kTimestamptz, Time(h.order_not_after()));
+  row.Add("nonce", Type::kText, h.nonce());
+  row.Add("rollback_sent", Type::kBool, Bool(h.rollback_sent()));
   row.Add("steps", Type::kJsonb,
           PrintedOnce(cache, "steps", steps, [&] { return FieldJson(steps, "steps", "[]"); }));
   row.Add("impact", Type::kJsonb,

@@ -83,13 +83,11 @@ RowValues ChangeRow(const smbfleet::v1::Change& change);
 // `cache` may be null: then each JSON column is printed.
 RowValues HostRow(const std::string& change_id, int position, const smbfleet::v1::ChangeHost& host,
                   bool with_counters, HostJsonCache* cache = nullptr);
-// The columns of change_hosts that a workflow step moves (state, wave, dispatched_at,
-// finished_at, message, order_not_after, nonce, rollback_sent) with the key (change_id, host).
-RowValues HostStateRow(const std::string& change_id, const smbfleet::v1::ChangeHost& host);
-// True when `a` and `b` differ at most in what HostStateRow writes and in the counters (which
-// a workflow step does not write): such a row is written by its state columns alone, and its
-// JSON columns (steps, impact, values, more) are not parsed and stored again.
-bool DiffersInStateOnly(const smbfleet::v1::ChangeHost& a, const smbfleet::v1::ChangeHost& b);
+// The columns of `now` whose value differs from `was` (a row of the same table with the same
+// columns), after the columns named in `keys`, which are always kept; the keys alone when no
+// other column differs.
+RowValues ChangedColumns(const RowValues& was, const RowValues& now,
+                         const std::vector<std::string>& keys);
 // The counter columns of change_hosts: each window serialised, measured as JSON; NULL for unset.
 RowValues HostCounterRow(const smbfleet::v1::ChangeHost& host);
 // change_approvals; the row carries the change's proposer for the four-eyes constraint.

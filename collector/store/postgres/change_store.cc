@@ -277,34 +277,71 @@ void PgChangeStore::InsertChange(pqxx::transaction_base& tx, const v1::Change& c
   WriteHostStatuses(tx, nullptr, change);
 }
 
-// Upserts the host rows that are new or differ (fields or position), updates the state columns
-// of those whose state alone moved, and deletes the hosts the step dropped.
+namespace {
+
+// A host row a step wrote: as it was stored (nullptr: a new host) and as it is now.
+struct HostWrite {
+  const v1::ChangeHost* was = nullptr;
+  int was_position = 0;
+  const v1::ChangeHost* now = nullptr;
+  int position = 0;
+};
+
+// Writes host rows: a new one whole (an upsert), another by the columns that differ from how it
+// was stored, the rows whose same columns differ in one UPDATE. A dispatch moves a host's
+// state, wave, nonce and order time, an ack its state, times, message and values: its steps,
+// impact and the rest are not parsed and stored again.
+void WriteHostRows(pqxx::transaction_base& tx, const std::string& change_id,
+                   const std::vector<HostWrite>& writes) {
+  const std::vector<std::string> key = {"change_id", "host"};
+  pg::HostJsonCache printed;
+  std::vector<pg::RowValues> whole;
+  std::map<std::string, std::vector<pg::RowValues>> by_columns;  // by the changed columns' names
+  for (const HostWrite& w : writes) {
+    pg::RowValues now =
+        pg::HostRow(change_id, w.position, *w.now, /*with_counters=*/false, &printed);
+    if (w.was == nullptr) {
+      whole.push_back(std::move(now));
+      continue;
+    }
+    pg::RowValues changed = pg::ChangedColumns(
+        pg::HostRow(change_id, w.was_position, *w.was, /*with_counters=*/false, &printed), now,
+        key);
+    if (changed.columns.size() == key.size()) continue;  // only the counters differ
+    std::vector<std::string> names;
+    for (const pg::RowValues::Column& c : changed.columns) names.push_back(c.name);
+    by_columns[absl::StrJoin(names, ",")].push_back(std::move(changed));
+  }
+  if (!whole.empty()) {
+    pg::InsertRows(tx, "change_hosts", whole,
+                   absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
+                                whole[0].ExcludedAssignments(key)));
+  }
+  for (const auto& [unused, rows] : by_columns) pg::UpdateRows(tx, "change_hosts", rows, key);
+}
+
+}  // namespace
+
+// Writes the host rows that are new or differ (fields or position) and deletes the hosts the
+// step dropped.
 void PgChangeStore::WriteHosts(pqxx::transaction_base& tx, const v1::Change& before,
                                const v1::Change& after) {
   std::map<std::string, std::pair<int, const v1::ChangeHost*>> old;
   for (int i = 0; i < before.hosts_size(); ++i) old[before.hosts(i).host()] = {i, &before.hosts(i)};
-  std::vector<pg::RowValues> rows, states;
-  pg::HostJsonCache printed;
+  std::vector<HostWrite> writes;
   for (int i = 0; i < after.hosts_size(); ++i) {
     const v1::ChangeHost& h = after.hosts(i);
     auto it = old.find(h.host());
-    const bool in_place = it != old.end() && it->second.first == i;
-    const bool same = in_place && MessageDifferencer::Equals(*it->second.second, h);
-    // A dispatch or a timeout moves only the host's state: its JSON columns stay as they are.
-    const bool state_only = in_place && !same && pg::DiffersInStateOnly(*it->second.second, h);
-    if (it != old.end()) old.erase(it);
-    if (state_only) {
-      states.push_back(pg::HostStateRow(after.id(), h));
-    } else if (!same) {
-      rows.push_back(pg::HostRow(after.id(), i, h, /*with_counters=*/false, &printed));
+    if (it == old.end()) {
+      writes.push_back({nullptr, 0, &h, i});
+      continue;
     }
+    if (it->second.first != i || !MessageDifferencer::Equals(*it->second.second, h)) {
+      writes.push_back({it->second.second, it->second.first, &h, i});
+    }
+    old.erase(it);
   }
-  pg::UpdateRows(tx, "change_hosts", states, {"change_id", "host"});
-  if (!rows.empty()) {
-    pg::InsertRows(tx, "change_hosts", rows,
-                   absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
-                                rows[0].ExcludedAssignments({"change_id", "host"})));
-  }
+  WriteHostRows(tx, after.id(), writes);
   if (!old.empty()) {
     std::vector<std::string> gone;
     gone.reserve(old.size());
@@ -551,7 +588,7 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
     }
     RETURN_IF_ERROR(CheckChange(update->change));
     v1::Change before, after;
-    std::vector<pg::RowValues> changed;
+    std::vector<HostWrite> changed;
     for (const v1::ChangeHost& h : update->hosts) {
       auto it = found.find(h.host());
       if (it == found.end()) {
@@ -565,17 +602,13 @@ absl::Status PgChangeStore::UpdateChangeHosts(const std::string& id,
       *before.add_hosts() = it->second.second;
       *after.add_hosts() = h;
       if (!MessageDifferencer::Equals(it->second.second, h)) {
-        changed.push_back(pg::HostRow(id, it->second.first, h, /*with_counters=*/false, &parsed));
+        changed.push_back({&it->second.second, it->second.first, &h, it->second.first});
       }
     }
     if (RowDiffers(current, update->change)) {
       pg::UpdateRow(tx, "changes", pg::ChangeRow(update->change), {"id"}, "id = $1", {id});
     }
-    if (!changed.empty()) {
-      pg::InsertRows(tx, "change_hosts", changed,
-                     absl::StrCat("ON CONFLICT (change_id, host) DO UPDATE SET ",
-                                  changed[0].ExcludedAssignments({"change_id", "host"})));
-    }
+    WriteHostRows(tx, id, changed);
     after.set_id(id);
     after.set_version(update->change.version());
     WriteHostStatuses(tx, &before, after);
