@@ -38,10 +38,6 @@ namespace {
 
 constexpr std::chrono::milliseconds kTick{10};
 constexpr std::chrono::milliseconds kStatusInterval{200};
-// How often the loadgen gives freed heap back to the OS while reports are acked: each report's
-// request, its serialized and compressed copies and gRPC's buffers are freed on many threads,
-// and glibc keeps those pages (about 90 KB per simulated agent after one report each).
-constexpr std::chrono::seconds kHeapTrimInterval{10};
 constexpr std::chrono::seconds kDrainLimit{15};
 
 double Ms(Clock::duration d) {
@@ -68,6 +64,8 @@ nlohmann::json Distribution(std::vector<double> values) {
 
 class WatchStream;
 
+struct ReportCall;
+
 struct Agent {
   Agent(int i, std::string n, uint64_t seed, const LoadGenOptions& o)
       : index(i),
@@ -85,6 +83,7 @@ struct Agent {
   // Reports: kept until acked, oldest first, one in flight at a time (as the spool flushes).
   std::deque<v1::ReportRequest> pending;
   bool in_flight = false;
+  std::shared_ptr<ReportCall> report_call;  // the one in flight, to cancel it when stopping
   Clock::time_point next_report{};
   agent::Backoff report_backoff;
   std::optional<Clock::time_point> failing_since;
@@ -270,6 +269,7 @@ void OnReportDone(LoadGen::State* state, Agent* agent, const ReportCall& call,
     std::lock_guard<std::mutex> lock(state->mu);
     const auto now = Clock::now();
     agent->in_flight = false;
+    agent->report_call.reset();
     --state->outstanding;
     if (status.ok()) {
       ++state->acked;
@@ -367,8 +367,7 @@ absl::Status LoadGen::Run() {
   const auto deadline = st.start + options_.max_seconds;
   auto next_curve = st.start;
   auto next_status = st.start;
-  auto next_trim = st.start + kHeapTrimInterval;
-  int64_t acked = 0, acked_at_trim = 0;
+  bool trimmed = false;
   const auto n = static_cast<int64_t>(st.agents.size());
   if (options_.connect_rate > 0) {
     // A ramp: agent i opens its first stream i / connect_rate seconds after the start.
@@ -441,6 +440,7 @@ absl::Status LoadGen::Run() {
           auto call = std::make_shared<ReportCall>();
           call->request = a->pending.front();
           call->context.set_deadline(std::chrono::system_clock::now() + options_.report_timeout);
+          a->report_call = call;
           calls.push_back(std::move(call));
           call_agents.push_back(a.get());
         }
@@ -466,7 +466,6 @@ absl::Status LoadGen::Run() {
         (void)WriteFileAtomic(options_.status_file, s.dump() + "\n");
       }
       all_acked = produced == options_.reports && !busy;
-      acked = st.acked;
     }
     // Started outside the lock: a callback may run before the call returns.
     for (size_t i = 0; i < calls.size(); ++i) {
@@ -479,22 +478,34 @@ absl::Status LoadGen::Run() {
     }
     for (WatchStream* s : streams) s->Start();
     if (all_acked && !options_.watch) break;
-    if (acked != acked_at_trim && (now >= next_trim || all_acked)) {
-      next_trim = now + kHeapTrimInterval;
-      acked_at_trim = acked;
+    if (all_acked && !trimmed) {
+      // Each report's request, its serialized and compressed copies and gRPC's buffers were
+      // freed on many threads, and glibc keeps those pages (about 90 KB per simulated agent
+      // after one report each). Once, when every report is acked: malloc_trim walks the heap
+      // under its arenas' locks, which stalls the threads allocating meanwhile; with 10,000
+      // agents (a heap of several GB) a trim every 10 s while reports were in flight went with
+      // fewer reports acked in time (docs/scaling.md "The simulator's side").
+      trimmed = true;
       agent::platform::ReleaseFreeHeap();
     }
     std::unique_lock<std::mutex> lock(st.mu);
     st.changed.wait_for(lock, kTick);
   }
 
-  // Drain: end the streams (again, for one started just as we stopped), let calls finish.
+  // Drain: end the streams and the report calls still waiting for an answer (again, for one
+  // started just as we stopped). A call left running would outlive the agents it points into.
   const auto drain_deadline = Clock::now() + kDrainLimit;
   std::unique_lock<std::mutex> lock(st.mu);
   while (st.outstanding > 0 && Clock::now() < drain_deadline) {
+    std::vector<std::shared_ptr<ReportCall>> waiting;
     for (auto& a : st.agents) {
       if (a->stream != nullptr) a->stream->Cancel();
+      if (a->report_call != nullptr) waiting.push_back(a->report_call);
     }
+    // Outside the lock: a cancelled call's callback, which takes it, may run in TryCancel.
+    lock.unlock();
+    for (const auto& call : waiting) call->context.TryCancel();
+    lock.lock();
     st.changed.wait_for(lock, std::chrono::milliseconds(50));
   }
   st.elapsed_s = std::chrono::duration<double>(Clock::now() - st.start).count();

@@ -69,6 +69,8 @@ CREATE UNIQUE INDEX host_events_once ON host_events (at, host_id, event_id, type
 -- when it is missing: INSERT ... ON CONFLICT uses up an id of the identity even when it
 -- inserts nothing. Two reports bringing the same new type at once: the second waits for the
 -- first's row and then inserts nothing; the next statement sees that row (read committed).
+-- New types are inserted in one order, so that two reports each waiting for a type the other
+-- inserted (a deadlock) cannot happen: a fleet's first reports bring the same new types at once.
 CREATE OR REPLACE FUNCTION host_events_from_posture() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO host_event_types (channel, provider, level, kind)
@@ -77,6 +79,7 @@ BEGIN
   WHERE NOT EXISTS (SELECT FROM host_event_types t
                     WHERE t.channel = r.channel AND t.provider = r.provider
                       AND t.level = r.level AND t.kind = r.kind)
+  ORDER BY 1, 2, 3, 4
   ON CONFLICT DO NOTHING;
   INSERT INTO host_events (host_id, at, event_id, type_id, record_id, client_address,
                            client_name, user_name, share_name, status, posture_id)
