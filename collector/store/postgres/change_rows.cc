@@ -144,6 +144,18 @@ std::string RowValues::ExcludedAssignments(const std::vector<std::string>& key) 
   return absl::StrJoin(parts, ", ");
 }
 
+namespace {
+
+// Column `c` of every row of `rows` as one text[] parameter (InsertRows, UpdateRows).
+std::string ColumnArray(const std::vector<RowValues>& rows, size_t c) {
+  std::vector<std::optional<std::string>> values;
+  values.reserve(rows.size());
+  for (const RowValues& r : rows) values.push_back(r.columns[c].value);
+  return NullableTextArray(values);
+}
+
+}  // namespace
+
 void InsertRows(pqxx::transaction_base& tx, const std::string& table,
                 const std::vector<RowValues>& rows, const std::string& tail) {
   if (rows.empty()) return;
@@ -153,10 +165,7 @@ void InsertRows(pqxx::transaction_base& tx, const std::string& table,
     names.push_back(first[c].name);
     reads.push_back(Read(first[c].type, absl::StrCat("u.", first[c].name)));
     arrays.push_back(absl::StrCat("$", c + 1, "::text[]"));
-    std::vector<std::optional<std::string>> values;
-    values.reserve(rows.size());
-    for (const RowValues& r : rows) values.push_back(r.columns[c].value);
-    params.push_back(NullableTextArray(values));
+    params.push_back(ColumnArray(rows, c));
   }
   tx.exec_params(
       absl::StrCat("INSERT INTO ", table, " (", absl::StrJoin(names, ", "), ") SELECT ",
@@ -181,10 +190,7 @@ void UpdateRows(pqxx::transaction_base& tx, const std::string& table,
     } else {
       assignments.push_back(absl::StrCat(name, " = ", read));
     }
-    std::vector<std::optional<std::string>> values;
-    values.reserve(rows.size());
-    for (const RowValues& r : rows) values.push_back(r.columns[c].value);
-    params.push_back(NullableTextArray(values));
+    params.push_back(ColumnArray(rows, c));
   }
   tx.exec_params(
       absl::StrCat("UPDATE ", table, " t SET ", absl::StrJoin(assignments, ", "), " FROM unnest(",
@@ -283,17 +289,12 @@ std::string PrintedOnce(HostJsonCache* cache, absl::string_view column,
 RowValues ChangedColumns(const RowValues& was, const RowValues& now,
                          const std::vector<std::string>& keys) {
   RowValues out;
-  for (const RowValues::Column& c : now.columns) {
-    if (std::find(keys.begin(), keys.end(), c.name) != keys.end()) out.columns.push_back(c);
-  }
   for (size_t i = 0; i < now.columns.size(); ++i) {
     const RowValues::Column& c = now.columns[i];
-    if (std::find(keys.begin(), keys.end(), c.name) != keys.end()) continue;
-    if (i < was.columns.size() && was.columns[i].name == c.name &&
-        was.columns[i].value == c.value) {
-      continue;
-    }
-    out.columns.push_back(c);
+    const bool key = std::find(keys.begin(), keys.end(), c.name) != keys.end();
+    const bool same =
+        i < was.columns.size() && was.columns[i].name == c.name && was.columns[i].value == c.value;
+    if (key || !same) out.columns.push_back(c);
   }
   return out;
 }

@@ -84,8 +84,8 @@ RowValues ChangeRow(const smbfleet::v1::Change& change);
 RowValues HostRow(const std::string& change_id, int position, const smbfleet::v1::ChangeHost& host,
                   bool with_counters, HostJsonCache* cache = nullptr);
 // The columns of `now` whose value differs from `was` (a row of the same table with the same
-// columns), after the columns named in `keys`, which are always kept; the keys alone when no
-// other column differs.
+// columns) and the columns named in `keys`, which are always kept, in `now`'s order; the keys
+// alone when no other column differs.
 RowValues ChangedColumns(const RowValues& was, const RowValues& now,
                          const std::vector<std::string>& keys);
 // The counter columns of change_hosts: each window serialised, measured as JSON; NULL for unset.
