@@ -15,9 +15,9 @@ using prometheus::BuildCounter;
 using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 
-constexpr ReportRefusal kRefusals[] = {ReportRefusal::kUnauthenticated, ReportRefusal::kNotAgent,
-                                       ReportRefusal::kInvalid, ReportRefusal::kNotStored,
-                                       ReportRefusal::kBusy};
+constexpr ReportRefusal kRefusals[] = {
+    ReportRefusal::kUnauthenticated, ReportRefusal::kNotAgent, ReportRefusal::kInvalid,
+    ReportRefusal::kNotStored,       ReportRefusal::kBusy,     ReportRefusal::kGone};
 constexpr DatabaseOperation kOperations[] = {DatabaseOperation::kConnect, DatabaseOperation::kRead,
                                              DatabaseOperation::kWrite};
 
@@ -63,6 +63,8 @@ absl::string_view ReportRefusalName(ReportRefusal reason) {
       return "database";
     case ReportRefusal::kBusy:
       return "busy";
+    case ReportRefusal::kGone:
+      return "gone";
   }
   return "unknown";
 }

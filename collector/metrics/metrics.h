@@ -32,6 +32,7 @@ enum class ReportRefusal {
   kInvalid,          // "invalid": ValidateReport refused a field (too long, too many, malformed)
   kNotStored,        // "database": the store failed; the agent keeps it and retries
   kBusy,             // "busy": the work queue was full
+  kGone,             // "gone": the agent gave up (deadline passed, cancelled) while it was queued
 };
 
 // What a failed database call was doing: smbfleet_database_errors_total{operation}.

@@ -163,7 +163,7 @@ TEST(MetricsTest, EverySeriesStartsAtZeroWithFixedLabels) {
   for (const char* r : {"received", "stored", "unchanged", "duplicate"}) {
     EXPECT_EQ(FindSample(samples, "smbfleet_reports_total", {{"result", r}}), 0) << r;
   }
-  for (const char* r : {"unauthenticated", "not_agent", "invalid", "database", "busy"}) {
+  for (const char* r : {"unauthenticated", "not_agent", "invalid", "database", "busy", "gone"}) {
     EXPECT_EQ(FindSample(samples, "smbfleet_reports_refused_total", {{"reason", r}}), 0) << r;
   }
   for (const char* r : {"APPLIED", "FAILED", "PRECONDITION_FAILED", "ROLLED_BACK", "REFUSED"}) {

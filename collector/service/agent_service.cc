@@ -83,8 +83,17 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
       },
       [metrics = metrics_](NotRun why) {
         if (metrics == nullptr) return;
-        metrics->ReportRefused(why == NotRun::kBusy ? ReportRefusal::kBusy
-                                                    : ReportRefusal::kUnauthenticated);
+        switch (why) {
+          case NotRun::kBusy:
+            metrics->ReportRefused(ReportRefusal::kBusy);
+            return;
+          case NotRun::kUnauthenticated:
+            metrics->ReportRefused(ReportRefusal::kUnauthenticated);
+            return;
+          case NotRun::kGone:
+            metrics->ReportRefused(ReportRefusal::kGone);
+            return;
+        }
       },
       request->ByteSizeLong());
 }

@@ -1,5 +1,6 @@
 #include "collector/service/grpc_status.h"
 
+#include <chrono>
 #include <string>
 
 #include "absl/status/status.h"
@@ -44,6 +45,12 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context, grpc::
 
 grpc::Status ShuttingDown() {
   return grpc::Status(grpc::StatusCode::UNAVAILABLE, "collector shutting down; retry with backoff");
+}
+
+bool CallerGone(const grpc::CallbackServerContext& context) {
+  // The server's deadline is the caller's; a call past it is cancelled by gRPC, but the check
+  // of the time does not wait for that to have happened.
+  return context.IsCancelled() || context.deadline() <= std::chrono::system_clock::now();
 }
 
 grpc::Status TooLarge(const char* rpc, size_t bytes, uint64_t limit) {

@@ -63,13 +63,24 @@ absl::StatusOr<grpc::ByteBuffer> ToByteBuffer(const absl::StatusOr<Response>& re
 }
 
 // Why a queued call never reached its handler (for the caller's metrics).
-enum class NotRun { kBusy, kUnauthenticated };
+enum class NotRun {
+  kBusy,             // the queue was full, or the collector is stopping
+  kUnauthenticated,  // the credentials were refused
+  kGone,             // the caller gave up (deadline passed, cancelled) while the call waited
+};
+
+// Whether the caller of `context` has given up on it: cancelled, or past its deadline.
+bool CallerGone(const grpc::CallbackServerContext& context);
 
 // Takes the caller from its credentials (`auth`), runs `call(principal, finish)` on the work
 // queue (database work stays off gRPC's threads); the call answers with `finish(result)`, at
 // once or later from another thread, and the result is moved into *response. `not_run` (may be
 // empty) hears of calls refused before `call`. `bytes`, the request's size, counts against the
 // queue's byte bound while the call waits.
+//
+// A call whose caller gave up while it waited in the queue is not run: nobody would hear its
+// answer, and under a backlog longer than the callers' deadlines running it anyway would spend
+// the collector on calls that have all expired (an agent resends an unacknowledged report).
 template <typename Response, typename Call>
 grpc::ServerUnaryReactor* SubmitUnaryAsync(grpc::CallbackServerContext* context,
                                            const Authenticator& auth, WorkQueue* work,
@@ -80,6 +91,12 @@ grpc::ServerUnaryReactor* SubmitUnaryAsync(grpc::CallbackServerContext* context,
   // Authentication runs on the work queue too: a bearer token is looked up in the store.
   WorkQueue::Submitted queued = work->Submit(
       [reactor, context, &auth, response, call = std::move(call), not_run]() mutable {
+        if (CallerGone(*context)) {
+          if (not_run) not_run(NotRun::kGone);
+          reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                                       "the caller gave up while the call waited"));
+          return;
+        }
         absl::StatusOr<Principal> caller = auth.Authenticate(*context);
         if (!caller.ok()) {
           if (not_run) not_run(NotRun::kUnauthenticated);
