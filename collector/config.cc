@@ -106,12 +106,12 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
 
   YAML::Node limits = root["limits"];
   if (IsSection(limits, "limits", &problems)) {
-    CheckKeys(
-        limits,
-        {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
-         "max_queued_bytes", "max_queued_calls", "transport_memory", "max_streams_per_connection",
-         "tls_frame_bytes", "tcp_read_chunk_bytes", "digest_batch_reports"},
-        "limits", &problems);
+    CheckKeys(limits,
+              {"max_report_bytes", "nudge_interval", "nudges_per_minute", "max_message_bytes",
+               "max_queued_bytes", "max_queued_calls", "transport_memory",
+               "max_streams_per_connection", "tls_frame_bytes", "tcp_read_chunk_bytes",
+               "digest_batch_reports", "posture_batch_reports"},
+              "limits", &problems);
     uint64_t calls = c.max_queued_calls;
     if (ReadUint(limits, "max_queued_calls", "limits", 1, 1'000'000, &calls, &problems)) {
       c.max_queued_calls = static_cast<uint32_t>(calls);
@@ -119,6 +119,10 @@ absl::StatusOr<CollectorConfig> ParseCollectorConfig(const std::string& file,
     uint64_t batch = c.digest_batch_reports;
     if (ReadUint(limits, "digest_batch_reports", "limits", 1, 10'000, &batch, &problems)) {
       c.digest_batch_reports = static_cast<uint32_t>(batch);
+    }
+    uint64_t posture_batch = c.posture_batch_reports;
+    if (ReadUint(limits, "posture_batch_reports", "limits", 1, 1000, &posture_batch, &problems)) {
+      c.posture_batch_reports = static_cast<uint32_t>(posture_batch);
     }
     uint64_t streams = c.max_streams_per_connection;
     if (ReadUint(limits, "max_streams_per_connection", "limits", 1, 1000, &streams, &problems)) {

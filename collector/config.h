@@ -89,6 +89,9 @@ struct CollectorConfig {
   // Digest-only reports stored together in one transaction, at most
   // (`limits.digest_batch_reports`).
   uint32_t digest_batch_reports = 512;
+  // Reports with a posture stored together in one transaction, their evaluations written
+  // together in another, at most (`limits.posture_batch_reports`).
+  uint32_t posture_batch_reports = 32;
   // gRPC's memory for the transport (`limits.transport_memory`), and HTTP/2 streams one
   // connection may have open at once (`limits.max_streams_per_connection`).
   uint64_t transport_memory = 512ull << 20;

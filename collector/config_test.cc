@@ -124,7 +124,7 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
           "shutdown_timeout: 30s\n"
           "limits: {max_message_bytes: 16KiB, max_queued_bytes: 64MiB, max_queued_calls: 500, "
           "transport_memory: 1GiB, max_streams_per_connection: 8, tls_frame_bytes: 4KiB, "
-          "tcp_read_chunk_bytes: 2KiB}\n");
+          "tcp_read_chunk_bytes: 2KiB, digest_batch_reports: 100, posture_batch_reports: 8}\n");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(set->database.acquire_timeout, std::chrono::seconds(2));
   EXPECT_EQ(set->database.connect_timeout, std::chrono::seconds(3));
@@ -139,6 +139,8 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
   EXPECT_EQ(set->max_streams_per_connection, 8u);
   EXPECT_EQ(set->tls_frame_bytes, 4096u);
   EXPECT_EQ(set->tcp_read_chunk_bytes, 2048u);
+  EXPECT_EQ(set->digest_batch_reports, 100u);
+  EXPECT_EQ(set->posture_batch_reports, 8u);
 
   auto bad = ParseCollectorConfig(
       dir_ + "/collector.yaml",
@@ -147,7 +149,8 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
           "statement_timeout: 2h}\n"
           "shutdown_timeout: 0s\n"
           "limits: {max_report_bytes: 16MiB, max_queued_bytes: 8MiB, "
-          "max_streams_per_connection: 0, tls_frame_bytes: 32KiB, tcp_read_chunk_bytes: 100}\n");
+          "max_streams_per_connection: 0, tls_frame_bytes: 32KiB, tcp_read_chunk_bytes: 100, "
+          "posture_batch_reports: 0}\n");
   ASSERT_FALSE(bad.ok());
   std::string m(bad.status().message());
   EXPECT_THAT(m, HasSubstr("database.connect_timeout: must be between 2s and 5m"));
@@ -157,6 +160,7 @@ TEST_F(CollectorConfigTest, DatabaseBoundsShutdownAndTransportLimits) {
   EXPECT_THAT(m, HasSubstr("limits.max_streams_per_connection"));
   EXPECT_THAT(m, HasSubstr("limits.tls_frame_bytes: 32768 bytes is out of range [1KiB, 16KiB]"));
   EXPECT_THAT(m, HasSubstr("limits.tcp_read_chunk_bytes: 100 bytes is out of range"));
+  EXPECT_THAT(m, HasSubstr("limits.posture_batch_reports"));
 }
 
 TEST_F(CollectorConfigTest, ListsAllProblems) {

@@ -41,7 +41,7 @@ bool IsTransient(const absl::Status& status) {
 
 ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
                                const policy::Policy* policy, Clock clock, IngestLimits limits,
-                               size_t digest_batch_reports)
+                               ReportBatchLimits batches)
     : hosts_(hosts),
       compliance_(compliance),
       policy_(policy),
@@ -49,7 +49,10 @@ ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
       limits_(std::move(limits)),
       digest_batcher_(
           [this](const std::vector<IncomingReport>& reports) { return StoreDigestBatch(reports); },
-          digest_batch_reports) {}
+          batches.digest_reports),
+      posture_batcher_(
+          [this](const std::vector<IncomingReport>& reports) { return StorePostureBatch(reports); },
+          batches.posture_reports, batches.posture_batches_at_once) {}
 
 absl::StatusOr<IngestResult> ReportPipeline::Ingest(const std::string& host,
                                                     const smbfleet::v1::ReportRequest& request) {
@@ -84,23 +87,20 @@ void ReportPipeline::IngestAsync(const std::string& host,
   }
   incoming.size_bytes = request.ByteSizeLong();
   incoming.received_at = clock_();
-  if (!digest_only) {
-    absl::StatusOr<SavedReport> saved = hosts_->StoreReport(incoming);
-    done(Finish(host, request, incoming, std::move(saved), true));
-    return;
-  }
   IncomingReport queued = incoming;
-  digest_batcher_.Submit(std::move(queued), [this, host, &request, incoming = std::move(incoming),
-                                             done = std::move(done)](DigestAnswer answer) {
-    done(Finish(host, request, incoming, std::move(answer.saved), answer.evaluation_current));
+  ReportBatcher& batcher = digest_only ? digest_batcher_ : posture_batcher_;
+  batcher.Submit(std::move(queued), [this, host, &request, incoming = std::move(incoming),
+                                     done = std::move(done)](BatchAnswer answer) {
+    done(Finish(host, request, incoming, std::move(answer)));
   });
 }
 
-absl::StatusOr<IngestResult> ReportPipeline::Finish(
-    const std::string& host, const smbfleet::v1::ReportRequest& request,
-    const IncomingReport& incoming, absl::StatusOr<SavedReport> saved,
-    const absl::StatusOr<bool>& evaluation_current) {
+absl::StatusOr<IngestResult> ReportPipeline::Finish(const std::string& host,
+                                                    const smbfleet::v1::ReportRequest& request,
+                                                    const IncomingReport& incoming,
+                                                    BatchAnswer answer) {
   const bool digest_only = incoming.posture == nullptr;
+  absl::StatusOr<SavedReport>& saved = answer.saved;
   if (absl::IsInvalidArgument(saved.status())) {
     // The database refused a value validation let through: a resend would fail the same way.
     if (metrics_ != nullptr) metrics_->ReportRefused(ReportRefusal::kInvalid);
@@ -144,6 +144,7 @@ absl::StatusOr<IngestResult> ReportPipeline::Finish(
   }
   if (policy_ == nullptr || !saved->current) return result;
   if (digest_only) {
+    const absl::StatusOr<bool>& evaluation_current = answer.evaluation_current;
     if (!evaluation_current.ok() && IsTransient(evaluation_current.status())) {
       Log()->debug("not evaluating {}: {}", LogSafe(host), LogSafe(evaluation_current.status()));
       return absl::UnavailableError("report stored but not evaluated; send it again later");
@@ -154,11 +155,11 @@ absl::StatusOr<IngestResult> ReportPipeline::Finish(
     return result;
   }
 
-  // A duplicate that is still the host's current state is evaluated too: the first attempt may
-  // have been stored without its evaluation (the collector died in between, or evaluation
+  // A duplicate that is still the host's current state was evaluated too: the first attempt
+  // may have been stored without its evaluation (the collector died in between, or evaluation
   // failed and the agent was told to resend). The stored evaluation key makes the evaluation
   // of one state happen once, whichever attempt gets there.
-  auto transitions = Evaluate(host, request.posture(), incoming.digest, incoming.received_at);
+  const Evaluated& transitions = answer.evaluated;
   if (!transitions.ok()) {
     result.evaluation = transitions.status();
     if (absl::IsUnavailable(transitions.status())) {
@@ -177,9 +178,9 @@ absl::StatusOr<IngestResult> ReportPipeline::Finish(
   return result;
 }
 
-std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
+std::vector<BatchAnswer> ReportPipeline::StoreDigestBatch(
     const std::vector<IncomingReport>& reports) {
-  std::vector<DigestAnswer> answers(reports.size());
+  std::vector<BatchAnswer> answers(reports.size());
   absl::StatusOr<std::vector<SavedDigestReport>> stored = hosts_->StoreDigestReports(reports);
   std::vector<SavedDigestReport> saved(reports.size());
   if (stored.ok() && stored->size() == reports.size()) {
@@ -195,7 +196,7 @@ std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
     absl::Status failed = stored.ok()
                               ? absl::InternalError("the store answered another number of reports")
                               : stored.status();
-    for (DigestAnswer& a : answers) a.saved = failed;
+    for (BatchAnswer& a : answers) a.saved = failed;
     return answers;
   }
   if (policy_ == nullptr) return answers;
@@ -238,6 +239,150 @@ std::vector<DigestAnswer> ReportPipeline::StoreDigestBatch(
     }
   }
   return answers;
+}
+
+std::vector<BatchAnswer> ReportPipeline::StorePostureBatch(
+    const std::vector<IncomingReport>& reports) {
+  std::vector<BatchAnswer> answers(reports.size());
+  absl::StatusOr<std::vector<SavedReport>> stored = hosts_->StoreReports(reports);
+  if (stored.ok() && stored->size() == reports.size()) {
+    for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = (*stored)[i];
+  } else if (absl::IsInvalidArgument(stored.status()) && reports.size() > 1) {
+    // One report's value fails the batch: each alone, so that only that one is refused.
+    for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = hosts_->StoreReport(reports[i]);
+  } else {
+    absl::Status failed = stored.ok()
+                              ? absl::InternalError("the store answered another number of reports")
+                              : stored.status();
+    for (BatchAnswer& a : answers) a.saved = failed;
+    return answers;
+  }
+  if (policy_ == nullptr) return answers;
+
+  // The current ones (a current duplicate too: see Finish) are evaluated together.
+  std::vector<PageSubject> subjects;
+  std::vector<size_t> of;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    if (!answers[i].saved.ok() || !answers[i].saved->current) continue;
+    const IncomingReport& r = reports[i];
+    subjects.push_back({r.host, r.posture, r.digest, r.received_at});
+    of.push_back(i);
+  }
+  std::vector<Evaluated> evaluated = EvaluatePage(subjects, [&](size_t k) {
+    const PageSubject& s = subjects[k];
+    return Evaluate(s.host, *s.posture, s.digest, s.now);
+  });
+  for (size_t k = 0; k < of.size() && k < evaluated.size(); ++k) {
+    answers[of[k]].evaluated = std::move(evaluated[k]);
+  }
+  return answers;
+}
+
+std::vector<ReportPipeline::Evaluated> ReportPipeline::EvaluatePage(
+    const std::vector<PageSubject>& subjects, const std::function<Evaluated(size_t)>& alone,
+    const PageInputs* read) {
+  std::vector<Evaluated> out(subjects.size(), std::optional<size_t>());
+  if (policy_ == nullptr || subjects.empty()) return out;
+  // A read or write of the page failed: all fail with it when it is transient (the database
+  // away or busy: the next attempt tries again), else each is evaluated alone, so that only a
+  // subject at fault fails.
+  auto page_failed = [&](const std::vector<size_t>& which, const absl::Status& failed) {
+    if (!IsTransient(failed)) {
+      Log()->warn("evaluating {} host(s) one by one: {}", which.size(), LogSafe(failed));
+    }
+    for (size_t k : which) out[k] = IsTransient(failed) ? Evaluated(failed) : alone(k);
+  };
+  std::vector<size_t> all(subjects.size());
+  std::vector<std::string> hosts;
+  hosts.reserve(subjects.size());
+  for (size_t k = 0; k < subjects.size(); ++k) {
+    all[k] = k;
+    hosts.push_back(subjects[k].host);
+  }
+  PageInputs own;
+  if (read == nullptr) {
+    absl::StatusOr<std::vector<smbfleet::v1::Waiver>> waivers = compliance_->ActiveWaivers();
+    if (!waivers.ok()) {
+      page_failed(all, waivers.status());
+      return out;
+    }
+    own.waivers = *std::move(waivers);
+    if (trusted_labels_ != nullptr) {
+      absl::StatusOr<LabelsByHost> labels = trusted_labels_->GetHostLabelsOf(hosts);
+      if (!labels.ok()) {
+        page_failed(all, labels.status());
+        return out;
+      }
+      own.labels = *std::move(labels);
+    }
+    read = &own;
+  }
+  absl::StatusOr<std::map<std::string, StoredEvaluation>> stored =
+      compliance_->StoredEvaluations(hosts, policy_->name);
+  if (!stored.ok()) {
+    page_failed(all, stored.status());
+    return out;
+  }
+
+  std::vector<smbfleet::v1::HostEvaluation> evaluations;
+  evaluations.reserve(subjects.size());  // the writes point into it
+  std::vector<EvaluationWrite> writes;
+  writes.reserve(subjects.size());
+  std::vector<size_t> written;  // the subject of each write
+  for (size_t k = 0; k < subjects.size(); ++k) {
+    const PageSubject& s = subjects[k];
+    auto trusted = read->labels.find(s.host);
+    EvaluationInputs in =
+        InputsFrom(read->waivers, trusted == read->labels.end() ? HostLabels() : trusted->second,
+                   s.digest, s.now);
+    auto found = stored->find(s.host);
+    StoredEvaluation previous_evaluation =
+        found == stored->end() ? StoredEvaluation() : std::move(found->second);
+    if (in.key == previous_evaluation.evaluation_key) continue;  // nothing due
+    // Policies match on the host's identity, which is its certificate's, not what it says.
+    const smbfleet::v1::Posture subject = TrustedSubject(s.host, in.trusted, *s.posture);
+    const absl::Time started = absl::Now();
+    evaluations.push_back(policy::EvaluateHost(*policy_, subject, in.waivers, s.now));
+    if (metrics_ != nullptr) metrics_->PolicyEvaluated(absl::Now() - started);
+    std::vector<policy::StoredResult> previous;
+    previous.reserve(previous_evaluation.results.size());
+    for (auto& r : previous_evaluation.results) {
+      previous.push_back(
+          {std::move(r.rule_id), std::move(r.share), std::move(r.policy_version), r.status});
+    }
+    EvaluationWrite& w = writes.emplace_back();
+    w.host = s.host;
+    w.evaluation = &evaluations.back();
+    w.transitions = policy::ComputeTransitions(previous, evaluations.back());
+    w.evaluation_key = std::move(in.key);
+    w.expected_key = std::move(previous_evaluation.evaluation_key);
+    written.push_back(k);
+  }
+  if (writes.empty()) return out;
+
+  absl::StatusOr<std::vector<absl::Status>> saved = compliance_->SaveEvaluations(writes);
+  if (saved.ok() && saved->size() != writes.size()) {
+    saved = absl::InternalError("the store answered another number of evaluations");
+  }
+  if (!saved.ok()) {
+    page_failed(written, saved.status());
+    return out;
+  }
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const size_t k = written[i];
+    const absl::Status& status = (*saved)[i];
+    if (status.ok()) {
+      Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(writes[i].host),
+                   evaluations[i].compliant(), evaluations[i].non_compliant(),
+                   writes[i].transitions.size());
+      out[k] = std::optional<size_t>(writes[i].transitions.size());
+    } else if (absl::IsAborted(status)) {
+      out[k] = alone(k);  // evaluated meanwhile: its transitions are stale
+    } else {
+      out[k] = status;
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<ReportPipeline::LabelsByHost> ReportPipeline::TrustedLabelsOf(
@@ -286,15 +431,15 @@ absl::StatusOr<StoredPageOutcome> ReportPipeline::EvaluateStoredPage(
     return out;
   }
   const absl::Time now = clock_();
-  ASSIGN_OR_RETURN(std::vector<smbfleet::v1::Waiver> waivers, compliance_->ActiveWaivers());
-  ASSIGN_OR_RETURN(const LabelsByHost labels, TrustedLabelsOf(states));
-  auto trusted_of = [&](const std::string& host) {
-    auto found = labels.find(host);
-    return found == labels.end() ? HostLabels() : found->second;
-  };
+  PageInputs inputs;
+  ASSIGN_OR_RETURN(inputs.waivers, compliance_->ActiveWaivers());
+  ASSIGN_OR_RETURN(inputs.labels, TrustedLabelsOf(states));
   std::vector<std::string> due;
   for (const EvaluationState& s : states) {
-    if (InputsFrom(waivers, trusted_of(s.host), s.posture_digest, now).key == s.evaluation_key) {
+    auto trusted = inputs.labels.find(s.host);
+    if (InputsFrom(inputs.waivers, trusted == inputs.labels.end() ? HostLabels() : trusted->second,
+                   s.posture_digest, now)
+            .key == s.evaluation_key) {
       ++out.current;
     } else {
       due.push_back(s.host);
@@ -302,23 +447,14 @@ absl::StatusOr<StoredPageOutcome> ReportPipeline::EvaluateStoredPage(
   }
   if (due.empty()) return out;
 
-  // The postures as they are now (a report may have replaced one since the page was listed),
-  // and the keys and results the transitions are computed against, read together.
+  // The postures as they are now (a report may have replaced one since the page was listed).
   absl::StatusOr<std::map<std::string, StoredPosture>> postures = hosts_->CurrentPostures(due);
   if (!postures.ok()) {
     PageFailed(due, postures.status(), &out);
     return out;
   }
-  absl::StatusOr<std::map<std::string, StoredEvaluation>> stored =
-      compliance_->StoredEvaluations(due, policy_->name);
-  if (!stored.ok()) {
-    PageFailed(due, stored.status(), &out);
-    return out;
-  }
-  std::vector<smbfleet::v1::HostEvaluation> evaluations;
-  evaluations.reserve(due.size());  // the writes point into it
-  std::vector<EvaluationWrite> writes;
-  writes.reserve(due.size());
+  std::vector<PageSubject> subjects;
+  subjects.reserve(due.size());
   for (const std::string& host : due) {
     auto posture = postures->find(host);
     if (posture == postures->end()) {  // no posture any more
@@ -330,61 +466,21 @@ absl::StatusOr<StoredPageOutcome> ReportPipeline::EvaluateStoredPage(
       share.clear_classification();
       share.clear_classification_rule();
     }
-    EvaluationInputs in = InputsFrom(waivers, trusted_of(host), posture->second.digest, now);
-    auto found = stored->find(host);
-    StoredEvaluation previous_evaluation =
-        found == stored->end() ? StoredEvaluation() : std::move(found->second);
-    if (in.key == previous_evaluation.evaluation_key) {
-      ++out.current;
-      continue;
-    }
-    const smbfleet::v1::Posture subject = TrustedSubject(host, in.trusted, posture->second.posture);
-    const absl::Time started = absl::Now();
-    evaluations.push_back(policy::EvaluateHost(*policy_, subject, in.waivers, now));
-    if (metrics_ != nullptr) metrics_->PolicyEvaluated(absl::Now() - started);
-    std::vector<policy::StoredResult> previous;
-    previous.reserve(previous_evaluation.results.size());
-    for (auto& r : previous_evaluation.results) {
-      previous.push_back(
-          {std::move(r.rule_id), std::move(r.share), std::move(r.policy_version), r.status});
-    }
-    EvaluationWrite& w = writes.emplace_back();
-    w.host = host;
-    w.evaluation = &evaluations.back();
-    w.transitions = policy::ComputeTransitions(previous, evaluations.back());
-    w.evaluation_key = std::move(in.key);
-    w.expected_key = std::move(previous_evaluation.evaluation_key);
+    subjects.push_back({host, &posture->second.posture, posture->second.digest, now});
   }
-  if (writes.empty()) return out;
-
-  absl::StatusOr<std::vector<absl::Status>> saved = compliance_->SaveEvaluations(writes);
-  if (saved.ok() && saved->size() != writes.size()) {
-    saved = absl::InternalError("the store answered another number of evaluations");
-  }
-  std::vector<std::string> written;
-  written.reserve(writes.size());
-  for (const EvaluationWrite& w : writes) written.push_back(w.host);
-  if (!saved.ok()) {
-    PageFailed(written, saved.status(), &out);
-    return out;
-  }
-  std::vector<std::string> raced;  // evaluated meanwhile: their transitions are stale
-  for (size_t i = 0; i < writes.size(); ++i) {
-    const absl::Status& status = (*saved)[i];
-    if (status.ok()) {
-      ++out.evaluated;
-      Log()->debug("{}: {} compliant, {} non-compliant, {} transitions", LogSafe(writes[i].host),
-                   evaluations[i].compliant(), evaluations[i].non_compliant(),
-                   writes[i].transitions.size());
-    } else if (absl::IsAborted(status)) {
-      raced.push_back(writes[i].host);
-    } else if (absl::IsNotFound(status)) {
+  // A host evaluated meanwhile (a report), or when the page could not be written, is evaluated
+  // again alone from its posture as it is then.
+  std::vector<Evaluated> evaluated = EvaluatePage(
+      subjects, [&](size_t k) { return EvaluateStored(subjects[k].host); }, &inputs);
+  for (size_t k = 0; k < subjects.size(); ++k) {
+    if (evaluated[k].ok()) {
+      ++(evaluated[k]->has_value() ? out.evaluated : out.current);
+    } else if (absl::IsNotFound(evaluated[k].status())) {
       ++out.current;  // the host is gone, as EvaluateStored finds no posture
     } else {
-      out.failed.emplace_back(writes[i].host, status);
+      out.failed.emplace_back(subjects[k].host, evaluated[k].status());
     }
   }
-  EvaluateEachStored(raced, &out);
   return out;
 }
 

@@ -7,7 +7,9 @@
 // A digest-only report (no posture, its digest instead) is stored as an unchanged report when
 // the digest is the host's current posture's and the stored evaluation is of the same inputs;
 // otherwise the agent is told to send the posture (send_full). Digest-only reports arriving
-// together are stored in one transaction (DigestBatcher, at most limits.digest_batch_reports).
+// together are stored in one transaction (ReportBatcher, at most limits.digest_batch_reports);
+// so are reports with a posture (at most limits.posture_batch_reports), whose evaluations are
+// then read and written for the group at once.
 //
 // Nothing lost, nothing doubled:
 // - A report that can never be stored (a value the validation or the database refuses) is
@@ -29,8 +31,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "collector/ingest/change_counters_sink.h"
-#include "collector/ingest/digest_batch.h"
 #include "collector/ingest/refusals.h"
+#include "collector/ingest/report_batch.h"
 #include "collector/ingest/validate.h"
 #include "collector/metrics/metrics.h"
 #include "collector/store/compliance_store.h"
@@ -69,6 +71,16 @@ struct StoredPageOutcome {
   std::vector<std::pair<std::string, absl::Status>> failed;
 };
 
+// How the pipeline groups reports (ReportBatcher).
+struct ReportBatchLimits {
+  size_t digest_reports = 512;  // digest-only reports in one batch
+  size_t posture_reports = 32;  // reports with a posture in one batch
+  // Batches of reports with a posture stored at once. One would leave PostgreSQL a single
+  // connection for them, as many as the store threads batches of one; two keep both cores busy
+  // here (docs/scaling.md, "Reports with a posture in groups").
+  size_t posture_batches_at_once = 2;
+};
+
 class ReportPipeline {
  public:
   using Clock = std::function<absl::Time()>;
@@ -76,20 +88,18 @@ class ReportPipeline {
   // policy may be null: then nothing is evaluated.
   using Done = std::function<void(absl::StatusOr<IngestResult>)>;
 
-  // policy may be null: then nothing is evaluated. digest_batch_reports bounds a batch of
-  // digest-only reports stored together.
+  // policy may be null: then nothing is evaluated.
   ReportPipeline(HostStore* hosts, ComplianceStore* compliance, const policy::Policy* policy,
-                 Clock clock = absl::Now, IngestLimits limits = {},
-                 size_t digest_batch_reports = 512);
+                 Clock clock = absl::Now, IngestLimits limits = {}, ReportBatchLimits batches = {});
 
   // host is the certificate's name, never the posture's. Errors: INVALID_ARGUMENT naming the
   // field (do not resend), UNAVAILABLE when the report was not stored or not evaluated (keep
   // it, retry later).
   absl::StatusOr<IngestResult> Ingest(const std::string& host,
                                       const smbfleet::v1::ReportRequest& request);
-  // Ingest answering through `done`, which runs exactly once: on this thread, or for a
-  // digest-only report possibly on the thread storing its batch. `request` must stay valid
-  // until `done` runs.
+  // Ingest answering through `done`, which runs exactly once: on this thread, or possibly on
+  // the thread storing the batch the report joined. `request` must stay valid until `done`
+  // runs.
   void IngestAsync(const std::string& host, const smbfleet::v1::ReportRequest& request, Done done);
 
   // Gets the refusal events of stored reports from the hosts it watches (the change
@@ -148,16 +158,43 @@ class ReportPipeline {
   // The inputs from the waivers stored in force and the host's trusted labels.
   EvaluationInputs InputsFrom(std::vector<smbfleet::v1::Waiver> stored_waivers, HostLabels trusted,
                               const std::string& digest, absl::Time now) const;
-  // Everything after the report is stored (or not): outcome, counters, refusals, evaluation.
-  // `evaluation_current`: of a digest-only report, what its batch found (see DigestAnswer).
+  // Everything after the report is stored (or not) and evaluated: outcome, counters,
+  // refusals, the evaluation's outcome. `answer`: what its batch found (see BatchAnswer).
   absl::StatusOr<IngestResult> Finish(const std::string& host,
                                       const smbfleet::v1::ReportRequest& request,
-                                      const IncomingReport& incoming,
-                                      absl::StatusOr<SavedReport> saved,
-                                      const absl::StatusOr<bool>& evaluation_current);
-  // DigestBatcher's StoreBatch: the batch stored, then its evaluation check with one read of
+                                      const IncomingReport& incoming, BatchAnswer answer);
+  // ReportBatcher's StoreBatch: the batch stored, then its evaluation check with one read of
   // the waivers and one of the hosts' labels.
-  std::vector<DigestAnswer> StoreDigestBatch(const std::vector<IncomingReport>& reports);
+  std::vector<BatchAnswer> StoreDigestBatch(const std::vector<IncomingReport>& reports);
+  // ReportBatcher's StoreBatch for reports with a posture: the batch stored in one transaction
+  // (HostStore::StoreReports; each alone when the database refuses a value of one), then the
+  // current ones evaluated together (EvaluatePage).
+  std::vector<BatchAnswer> StorePostureBatch(const std::vector<IncomingReport>& reports);
+
+  // One host's posture to evaluate in a page (EvaluatePage).
+  struct PageSubject {
+    std::string host;
+    const smbfleet::v1::Posture* posture;  // as policy is to see it, but for the identity
+    std::string digest;
+    absl::Time now;  // which waivers are in force
+  };
+  // Transitions, or nullopt when nothing was due.
+  using Evaluated = absl::StatusOr<std::optional<size_t>>;
+  // Evaluates each subject whose stored key is not the one its inputs give, as Evaluate would
+  // (the same key, results, transitions and guard), set-based: the waivers and trusted labels
+  // read once, the stored keys and results in one read (ComplianceStore::StoredEvaluations) and
+  // all written in one transaction (ComplianceStore::SaveEvaluations). A subject whose stored
+  // key changed since it was read (another evaluation of the host was saved), and every subject
+  // when a read or the write fails for another reason than a transient one, is evaluated by
+  // `alone(index)`. `read`: the waivers and labels when the caller has read them (null: read
+  // here). Returns one answer per subject; NOT_FOUND: the host is gone.
+  struct PageInputs {
+    std::vector<smbfleet::v1::Waiver> waivers;  // stored, in force
+    std::map<std::string, HostLabels> labels;   // trusted, by host
+  };
+  std::vector<Evaluated> EvaluatePage(const std::vector<PageSubject>& subjects,
+                                      const std::function<Evaluated(size_t)>& alone,
+                                      const PageInputs* read = nullptr);
   // The due hosts of a page evaluated alone (EvaluateStored), counted into `out`.
   void EvaluateEachStored(const std::vector<std::string>& hosts, StoredPageOutcome* out);
   // After `failed` of a read or write of the page: each host alone, or all failed with it when
@@ -178,7 +215,8 @@ class ReportPipeline {
   ChangeCountersSink* counters_ = nullptr;
   EnrollmentStore* trusted_labels_ = nullptr;
   Metrics* metrics_ = nullptr;
-  DigestBatcher digest_batcher_;
+  ReportBatcher digest_batcher_;
+  ReportBatcher posture_batcher_;
 };
 
 // What policy evaluates: the report with the identity and labels the collector trusts in place

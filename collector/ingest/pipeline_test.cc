@@ -16,6 +16,7 @@
 #include "collector/store/memory/memory_store.h"
 #include "collector/testing/flaky_compliance_store.h"
 #include "collector/testing/test_policy.h"
+#include "common/status_macros.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
@@ -375,6 +376,13 @@ class RacingComplianceStore : public testing::ForwardingComplianceStore {
     if (race_) std::exchange(race_, nullptr)();
     return results;
   }
+  // A report's evaluation reads them here (a page of one).
+  absl::StatusOr<std::map<std::string, StoredEvaluation>> StoredEvaluations(
+      const std::vector<std::string>& hosts, const std::string& policy_name) override {
+    auto stored = ForwardingComplianceStore::StoredEvaluations(hosts, policy_name);
+    if (race_) std::exchange(race_, nullptr)();
+    return stored;
+  }
 
  private:
   std::function<void()> race_;
@@ -473,30 +481,37 @@ TEST(TrustedSubjectTest, IdentityAndLabelsAreTheCollectors) {
   EXPECT_EQ(TrustedSubject("fs01.corp.example", {}, reported).host().fqdn(), "fs01.corp.example");
 }
 
-// The memory store behind a gate: its first batch of digest-only reports waits until released
-// (later reports queue behind it), and a batch fails with `fail` while it is set.
+// The memory store behind a gate: once HoldNext is called, the next batch (of digest-only
+// reports or of reports with a posture) waits until released (later reports queue behind it),
+// and a batch fails with `fail` while it is set. A report of the host set by Refuse is refused as
+// PostgreSQL refuses a value, alone or in a batch (which it fails whole).
 class GatedHostStore : public HostStore {
  public:
   explicit GatedHostStore(MemoryHostStore* hosts) : hosts_(hosts) {}
   absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (report.host == refused_) return absl::InvalidArgumentError("refused (SQLSTATE 22P05)");
+    }
     return hosts_->StoreReport(report);
   }
   absl::StatusOr<std::vector<SavedDigestReport>> StoreDigestReports(
       const std::vector<IncomingReport>& reports) override {
-    bool first = false;
-    absl::Status fail;
-    {
-      absl::MutexLock lock(&mu_);
-      first = sizes_.empty();
-      sizes_.push_back(reports.size());
-      fail = fail_;
-    }
-    if (first) {
-      entered_.Notify();
-      release_.WaitForNotification();
-    }
-    if (!fail.ok()) return fail;
+    RETURN_IF_ERROR(Gate(reports, &digest_sizes_));
     return HostStore::StoreDigestReports(reports);
+  }
+  absl::StatusOr<std::vector<SavedReport>> StoreReports(
+      const std::vector<IncomingReport>& reports) override {
+    RETURN_IF_ERROR(Gate(reports, &posture_sizes_));
+    return HostStore::StoreReports(reports);
+  }
+  void HoldNext() {
+    absl::MutexLock lock(&mu_);
+    hold_ = true;
+  }
+  void Refuse(const std::string& host) {
+    absl::MutexLock lock(&mu_);
+    refused_ = host;
   }
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery& q) override {
     return hosts_->ListHosts(q);
@@ -508,30 +523,63 @@ class GatedHostStore : public HostStore {
     absl::MutexLock lock(&mu_);
     fail_ = std::move(status);
   }
+  // The sizes of the batches of digest-only reports, and of reports with a posture.
   std::vector<size_t> sizes() {
     absl::MutexLock lock(&mu_);
-    return sizes_;
+    return digest_sizes_;
+  }
+  std::vector<size_t> posture_sizes() {
+    absl::MutexLock lock(&mu_);
+    return posture_sizes_;
   }
 
   absl::Notification entered_;
   absl::Notification release_;
 
  private:
+  // Counts the batch in `sizes`, holds it until released when asked to; the batch's error, if
+  // any.
+  absl::Status Gate(const std::vector<IncomingReport>& reports, std::vector<size_t>* sizes) {
+    bool first = false;
+    absl::Status fail;
+    {
+      absl::MutexLock lock(&mu_);
+      first = std::exchange(hold_, false);
+      sizes->push_back(reports.size());
+      fail = fail_;
+      for (const IncomingReport& r : reports) {
+        if (r.host == refused_) fail = absl::InvalidArgumentError("refused (SQLSTATE 22P05)");
+      }
+    }
+    if (first) {
+      entered_.Notify();
+      release_.WaitForNotification();
+    }
+    return fail;
+  }
+
   MemoryHostStore* hosts_;
   absl::Mutex mu_;
-  std::vector<size_t> sizes_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> digest_sizes_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> posture_sizes_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_ ABSL_GUARDED_BY(mu_);
+  std::string refused_ ABSL_GUARDED_BY(mu_);
+  bool hold_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Digest-only reports queued behind a held batch, sent with IngestAsync (which returns at once
-// while another thread stores); Run releases the held batch and collects every answer.
+// Reports queued behind a held batch, sent with IngestAsync (which returns at once while another
+// thread stores); Run releases the held batch and collects every answer. The held batch is of
+// digest-only reports, or with `full` of reports with a posture.
 class HeldBatch {
  public:
-  HeldBatch(ReportPipeline& pipeline, GatedHostStore& gate) : pipeline_(pipeline), gate_(gate) {
-    held_ = std::thread([this] {
-      // Unknown host: SEND_FULL, or the error of a failing store; its answer is not the point.
-      pipeline_
-          .Ingest("gate", DigestOnly("00000000-0000-4000-8000-0000000000ff", std::string(64, '0')))
+  HeldBatch(ReportPipeline& pipeline, GatedHostStore& gate, bool full = false)
+      : pipeline_(pipeline), gate_(gate) {
+    gate_.HoldNext();
+    held_ = std::thread([this, full] {
+      // Its answer is not the point (digest-only: SEND_FULL for an unknown host, or the error of
+      // a failing store).
+      const std::string id = "00000000-0000-4000-8000-0000000000ff";
+      pipeline_.Ingest("gate", full ? Report(id) : DigestOnly(id, std::string(64, '0')))
           .IgnoreError();
     });
     gate_.entered_.WaitForNotification();
@@ -633,6 +681,88 @@ TEST_F(PipelineTest, StoreErrorFailsEveryDigestOnlyReportOfTheBatch) {
     EXPECT_FALSE(resent->send_full);
     EXPECT_EQ((**hosts_.GetHost(hosts[i])).last_report_id, id);
   }
+}
+
+// Forwards to a memory store; counts the evaluations each SaveEvaluations writes.
+class PageCountingComplianceStore : public testing::ForwardingComplianceStore {
+ public:
+  using ForwardingComplianceStore::ForwardingComplianceStore;
+  absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) override {
+    pages_.push_back(writes.size());
+    return ForwardingComplianceStore::SaveEvaluations(writes);
+  }
+  std::vector<size_t> pages_;  // written by the thread storing the batch only
+};
+
+// Reports with a posture that arrive together are stored in one batch and evaluated in one
+// page, each answered as alone: a changed posture, an unchanged one, a duplicate and a new host.
+TEST_F(PipelineTest, ReportsWithAPostureOfOneBatchAreStoredAndEvaluatedTogether) {
+  GatedHostStore gate(&hosts_);
+  PageCountingComplianceStore counting(&compliance_);
+  ReportBatchLimits one_at_once;  // so that the reports queue behind the held batch
+  one_at_once.posture_batches_at_once = 1;
+  ReportPipeline pipeline(
+      &gate, &counting, &policy_, [this] { return now_; }, {}, one_at_once);
+  const auto first = Report("00000000-0000-4000-8000-000000000001");
+  for (const char* host : {"fs01", "fs02", "fs03"}) {
+    ASSERT_TRUE(pipeline.Ingest(host, first)->evaluated) << host;
+    ASSERT_EQ(compliance_.transitions(host).size(), 2u) << host;
+  }
+
+  counting.pages_.clear();
+  HeldBatch batch(pipeline, gate, /*full=*/true);
+  batch.Send("fs01", Report("00000000-0000-4000-8000-000000000011", /*require_signing=*/true));
+  batch.Send("fs02", Report("00000000-0000-4000-8000-000000000012"));
+  batch.Send("fs03", first);
+  batch.Send("fs04", Report("00000000-0000-4000-8000-000000000014"));
+  auto answers = batch.Run();
+
+  EXPECT_EQ(gate.posture_sizes(), (std::vector<size_t>{1, 1, 1, 1, 4}));  // firsts, held, batch
+  // The held report's page (a new host), then the batch's: fs01's new state and new fs04.
+  EXPECT_EQ(counting.pages_, (std::vector<size_t>{1, 2}));
+  ASSERT_EQ(answers.size(), 4u);
+  for (const auto& a : answers) ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(answers[0]->outcome, SaveOutcome::kStored);
+  EXPECT_TRUE(answers[0]->evaluated);
+  EXPECT_EQ(answers[0]->transitions, 1u);  // signing: NON_COMPLIANT -> COMPLIANT
+  EXPECT_EQ(answers[1]->outcome, SaveOutcome::kUnchanged);
+  EXPECT_FALSE(answers[1]->evaluated);
+  EXPECT_EQ(answers[2]->outcome, SaveOutcome::kDuplicate);
+  EXPECT_FALSE(answers[2]->evaluated);
+  EXPECT_EQ(answers[3]->outcome, SaveOutcome::kStored);
+  EXPECT_TRUE(answers[3]->evaluated);
+  EXPECT_EQ(answers[3]->transitions, 2u);
+  EXPECT_EQ(compliance_.transitions("fs01").size(), 3u);
+  EXPECT_EQ(compliance_.transitions("fs02").size(), 2u);
+  EXPECT_EQ(compliance_.transitions("fs04").size(), 2u);
+  EXPECT_TRUE((**hosts_.GetHost("fs01")).posture.server().require_signing());
+  EXPECT_TRUE(compliance_.ListFindings("fs01", "", 10)->empty());
+}
+
+// A value the database refuses in one report of a batch: that report alone is refused
+// (INVALID_ARGUMENT, not to be resent), the others are stored and evaluated.
+TEST_F(PipelineTest, AReportTheDatabaseRefusesFailsAloneInItsBatch) {
+  GatedHostStore gate(&hosts_);
+  ReportBatchLimits one_at_once;
+  one_at_once.posture_batches_at_once = 1;
+  ReportPipeline pipeline(
+      &gate, &compliance_, &policy_, [this] { return now_; }, {}, one_at_once);
+  gate.Refuse("fs02");
+  HeldBatch batch(pipeline, gate, /*full=*/true);
+  batch.Send("fs01", Report("00000000-0000-4000-8000-000000000021"));
+  batch.Send("fs02", Report("00000000-0000-4000-8000-000000000022"));
+  batch.Send("fs03", Report("00000000-0000-4000-8000-000000000023"));
+  auto answers = batch.Run();
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_TRUE(absl::IsInvalidArgument(answers[1].status())) << answers[1].status();
+  for (size_t i : {0u, 2u}) {
+    ASSERT_TRUE(answers[i].ok()) << answers[i].status();
+    EXPECT_EQ(answers[i]->outcome, SaveOutcome::kStored);
+    EXPECT_TRUE(answers[i]->evaluated);
+  }
+  EXPECT_FALSE(hosts_.Exists("fs02"));
+  EXPECT_EQ(compliance_.transitions("fs03").size(), 2u);
 }
 
 class BrokenHostStore : public HostStore {

@@ -85,9 +85,12 @@ absl::StatusOr<std::unique_ptr<Collector>> Collector::Start(const CollectorConfi
       std::make_unique<ApproverSets>(c->stores_.approver_sets.get(), c->registry_.get(),
                                      absl::FromChrono(config.approver_set_poll));
   RETURN_IF_ERROR(c->approver_sets_->Start());
-  c->pipeline_ = std::make_unique<ReportPipeline>(
-      c->stores_.hosts.get(), c->stores_.compliance.get(), c->policy_.get(), absl::Now,
-      IngestLimits{}, config.digest_batch_reports);
+  ReportBatchLimits batches;
+  batches.digest_reports = config.digest_batch_reports;
+  batches.posture_reports = config.posture_batch_reports;
+  c->pipeline_ =
+      std::make_unique<ReportPipeline>(c->stores_.hosts.get(), c->stores_.compliance.get(),
+                                       c->policy_.get(), absl::Now, IngestLimits{}, batches);
   c->pipeline_->SetMetrics(c->metrics_.get());
 
   changes::ChangeOptions options;

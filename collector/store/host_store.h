@@ -119,6 +119,23 @@ class HostStore {
     }
     return out;
   }
+  // Reports with a posture, of distinct hosts, each handled as StoreReport would, in one
+  // transaction when the store can: the answers in the order of `reports`. An error fails them
+  // all and stores none of them; INVALID_ARGUMENT when the database refuses a value of one (the
+  // caller stores each alone to learn which). In a batch a duplicate moves its host's last_seen
+  // (the host was heard from), where StoreReport writes nothing. The default stores them one by
+  // one.
+  virtual absl::StatusOr<std::vector<SavedReport>> StoreReports(
+      const std::vector<IncomingReport>& reports) {
+    std::vector<SavedReport> out;
+    out.reserve(reports.size());
+    for (const IncomingReport& r : reports) {
+      absl::StatusOr<SavedReport> saved = StoreReport(r);
+      if (!saved.ok()) return saved.status();
+      out.push_back(*saved);
+    }
+    return out;
+  }
   // StoreReport's outcome only.
   absl::StatusOr<SaveOutcome> SaveReport(const IncomingReport& report) {
     absl::StatusOr<SavedReport> saved = StoreReport(report);

@@ -15,14 +15,13 @@ size_t FlakyComplianceStore::saves() const {
   return saves_;
 }
 
+std::pair<absl::Status, FlakyComplianceStore::When> FlakyComplianceStore::TakeError() {
+  absl::MutexLock lock(&mu_);
+  return {std::exchange(error_, absl::OkStatus()), when_};
+}
+
 absl::Status FlakyComplianceStore::SaveEvaluation(const EvaluationWrite& write) {
-  absl::Status error;
-  When when = When::kBeforeSave;
-  {
-    absl::MutexLock lock(&mu_);
-    error = std::exchange(error_, absl::OkStatus());
-    when = when_;
-  }
+  auto [error, when] = TakeError();
   if (!error.ok() && when == When::kBeforeSave) return error;
   absl::Status saved = inner()->SaveEvaluation(write);
   if (saved.ok()) {
@@ -30,6 +29,19 @@ absl::Status FlakyComplianceStore::SaveEvaluation(const EvaluationWrite& write) 
     ++saves_;
   }
   return error.ok() ? saved : error;
+}
+
+absl::StatusOr<std::vector<absl::Status>> FlakyComplianceStore::SaveEvaluations(
+    const std::vector<EvaluationWrite>& writes) {
+  auto [error, when] = TakeError();
+  if (!error.ok() && when == When::kBeforeSave) return error;
+  absl::StatusOr<std::vector<absl::Status>> saved = inner()->SaveEvaluations(writes);
+  if (saved.ok()) {
+    absl::MutexLock lock(&mu_);
+    for (const absl::Status& s : *saved) saves_ += s.ok() ? 1 : 0;
+  }
+  if (!error.ok()) return error;
+  return saved;
 }
 
 }  // namespace smbfleet::collector::testing

@@ -2,11 +2,13 @@
 #define SMBFLEET_COLLECTOR_TESTING_FLAKY_COMPLIANCE_STORE_H_
 
 // ComplianceStores that forward to another, for tests that interfere with a call: one that
-// fails the next SaveEvaluation once, before the save (nothing written) or after it (written,
-// but the caller hears an error, as when the connection drops during COMMIT).
+// fails the next SaveEvaluation or SaveEvaluations (a page) once, before the save (nothing
+// written) or after it (written, but the caller hears an error, as when the connection drops
+// during COMMIT).
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -71,13 +73,20 @@ class FlakyComplianceStore : public ForwardingComplianceStore {
 
   using ForwardingComplianceStore::ForwardingComplianceStore;
 
-  // The next SaveEvaluation fails with `error`, at `when`; the ones after it pass through.
+  // The next SaveEvaluation or SaveEvaluations fails with `error`, at `when`; the ones after
+  // it pass through.
   void FailNextSave(When when, absl::Status error);
-  size_t saves() const;  // SaveEvaluation calls that reached the inner store and succeeded
+  // Evaluations that reached the inner store and were saved (each of a page counts).
+  size_t saves() const;
 
   absl::Status SaveEvaluation(const EvaluationWrite& write) override;
+  absl::StatusOr<std::vector<absl::Status>> SaveEvaluations(
+      const std::vector<EvaluationWrite>& writes) override;
 
  private:
+  // The error set for the next save and when it strikes; clears it.
+  std::pair<absl::Status, When> TakeError();
+
   mutable absl::Mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   When when_ ABSL_GUARDED_BY(mu_) = When::kBeforeSave;

@@ -638,4 +638,76 @@ TEST_P(FleetStoreConformanceTest, DigestOnlyBatchAnswersEachReportAsAloneWould) 
   EXPECT_TRUE((*saved)[1].saved.unknown_digest);
 }
 
+// Reports with a posture stored together answer each as StoreReport would answer it alone,
+// and leave each host as it would.
+TEST_P(FleetStoreConformanceTest, PostureBatchAnswersEachReportAsAloneWould) {
+  HostStore& hosts = *under_test_.hosts;
+  const absl::Time t = kNow - absl::Hours(1);
+  Sent a = Report("pbatch-a", "9c000000-0000-4000-8000-000000000001", "beef30", "a", t);
+  Sent b = Report("pbatch-b", "9c000000-0000-4000-8000-000000000002", "beef31", "b", t);
+  Sent c = Report("pbatch-c", "9c000000-0000-4000-8000-000000000003", "beef32", "c", t);
+  Sent d = Report("pbatch-d", "9c000000-0000-4000-8000-000000000004", "beef33", "d", t);
+  for (Sent* s : {&a, &b, &c, &d}) ASSERT_EQ(Store(hosts, *s)->outcome, SaveOutcome::kStored);
+
+  // Quotes, backslashes, braces and commas in a new host's name, listed first so that the batch
+  // is not in name order.
+  const std::string odd_name = "pbatch-x \"q\" \\ {x},y";
+  std::vector<Sent> sent = {
+      Report(odd_name, "9c000000-0000-4000-8000-000000000015", "beef35", "x", t),  // new host
+      Report("pbatch-a", "9c000000-0000-4000-8000-000000000011", "beef40", "a2",
+             t + absl::Minutes(1)),  // changed
+      Report("pbatch-b", "9c000000-0000-4000-8000-000000000012", "beef31", "b",
+             t + absl::Minutes(1)),                              // unchanged
+      Report("pbatch-c", c.report.report_id, "beef32", "c", t),  // duplicate
+      Report("pbatch-d", "9c000000-0000-4000-8000-000000000014", "beef44", "d0",
+             t - absl::Minutes(5)),  // collected before the current state: history only
+  };
+  std::vector<IncomingReport> batch;
+  for (Sent& s : sent) {
+    s.report.posture = &s.posture;
+    batch.push_back(s.report);
+  }
+  auto saved = hosts.StoreReports(batch);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_EQ(saved->size(), batch.size());
+  const auto& answers = *saved;
+  EXPECT_EQ(answers[0].outcome, SaveOutcome::kStored);
+  EXPECT_TRUE(answers[0].current);
+  EXPECT_EQ(answers[1].outcome, SaveOutcome::kStored);
+  EXPECT_TRUE(answers[1].current);
+  EXPECT_EQ(answers[2].outcome, SaveOutcome::kUnchanged);
+  EXPECT_TRUE(answers[2].current);
+  EXPECT_EQ(answers[3].outcome, SaveOutcome::kDuplicate);
+  EXPECT_TRUE(answers[3].current);
+  EXPECT_EQ(answers[4].outcome, SaveOutcome::kStored);
+  EXPECT_FALSE(answers[4].current);
+
+  auto host = [&](const std::string& name) {
+    auto h = hosts.GetHost(name);
+    EXPECT_TRUE(h.ok() && h->has_value()) << name;
+    return h.ok() && h->has_value() ? **h : HostRecord();
+  };
+  const HostRecord x = host(odd_name);
+  EXPECT_EQ(x.last_report_id, sent[0].report.report_id);
+  ASSERT_EQ(x.posture.shares_size(), 1);
+  EXPECT_EQ(x.posture.shares(0).name(), "x");
+  const HostRecord ha = host("pbatch-a");
+  EXPECT_EQ(ha.last_report_id, sent[1].report.report_id);
+  EXPECT_EQ(ha.posture_digest, "beef40");
+  ASSERT_EQ(ha.posture.shares_size(), 1);
+  EXPECT_EQ(ha.posture.shares(0).name(), "a2");
+  EXPECT_EQ(host("pbatch-b").last_report_id, sent[2].report.report_id);
+  EXPECT_EQ(host("pbatch-c").last_report_id, c.report.report_id);
+  const HostRecord hd = host("pbatch-d");
+  EXPECT_EQ(hd.last_report_id, d.report.report_id);  // history only
+  ASSERT_EQ(hd.posture.shares_size(), 1);
+  EXPECT_EQ(hd.posture.shares(0).name(), "d");
+
+  // The same batch again: each is now a duplicate, and nothing moves.
+  saved = hosts.StoreReports(batch);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  for (const SavedReport& r : *saved) EXPECT_EQ(r.outcome, SaveOutcome::kDuplicate);
+  EXPECT_EQ(host("pbatch-a").posture.shares(0).name(), "a2");
+}
+
 }  // namespace smbfleet::collector::store_testing

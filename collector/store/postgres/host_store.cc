@@ -105,6 +105,8 @@ class PgHostStore : public HostStore {
   absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override;
   absl::StatusOr<std::vector<SavedDigestReport>> StoreDigestReports(
       const std::vector<IncomingReport>& reports) override;
+  absl::StatusOr<std::vector<SavedReport>> StoreReports(
+      const std::vector<IncomingReport>& reports) override;
   absl::StatusOr<std::vector<HostSummary>> ListHosts(const HostQuery& query) override;
   absl::StatusOr<std::optional<HostRecord>> GetHost(const std::string& name) override;
   absl::StatusOr<std::map<std::string, HostRecord>> GetHosts(
@@ -114,16 +116,20 @@ class PgHostStore : public HostStore {
       const std::vector<std::string>& hosts) override;
 
  private:
-  absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report);
+  // `current_rows`: where a changed current posture's session and share rows are left for the
+  // caller to replace (pg::ReplaceSessions, pg::ReplaceShares); null: replaced here.
+  absl::StatusOr<SavedReport> SaveReportIn(pqxx::work& tx, const IncomingReport& report,
+                                           std::vector<pg::HostPosture>* current_rows = nullptr);
   std::vector<SavedDigestReport> SaveDigestReportsIn(pqxx::transaction_base& tx,
                                                      const std::vector<IncomingReport>& reports);
   // The history row of a changed posture; returns its id.
   absl::StatusOr<int64_t> InsertPosture(pqxx::work& tx, int64_t host_id,
                                         const IncomingReport& report);
   // The changed posture as the host's current state: latest state, host columns, sessions and
-  // shares.
+  // shares (those left in `current_rows` when it is not null).
   void StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t posture_id,
-                           const IncomingReport& report);
+                           const IncomingReport& report,
+                           std::vector<pg::HostPosture>* current_rows);
   // The records of `names` that exist, by name: three statements however many names.
   absl::StatusOr<std::map<std::string, HostRecord>> ReadHosts(
       pqxx::transaction_base& tx, const std::vector<std::string>& names);
@@ -153,6 +159,44 @@ absl::StatusOr<SavedReport> PgHostStore::StoreReport(const IncomingReport& repor
               "report ", report.report_id, ": PostgreSQL refuses a value of it (SQLSTATE ",
               e.sqlstate(), "): ", FirstLine(e.what())));
         }
+      });
+}
+
+absl::StatusOr<std::vector<SavedReport>> PgHostStore::StoreReports(
+    const std::vector<IncomingReport>& reports) {
+  std::set<std::string> hosts;
+  for (const IncomingReport& r : reports) {
+    if (r.posture == nullptr || r.digest.empty() || !hosts.insert(r.host).second) {
+      return HostStore::StoreReports(reports);  // not a batch of this shape: one by one
+    }
+  }
+  if (reports.empty()) return std::vector<SavedReport>();
+  // Each report as StoreReport stores it, in one transaction. The hosts' rows are locked in name
+  // order, so that batches of two replicas cannot deadlock on each other.
+  std::vector<size_t> order(reports.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return reports[a].host < reports[b].host; });
+  return pool_->Run<pqxx::work>(
+      absl::StrCat("storing ", reports.size(), " report(s)"),
+      [&](pqxx::work& tx) -> absl::StatusOr<std::vector<SavedReport>> {
+        std::vector<SavedReport> out(reports.size());
+        try {
+          // The session and share rows of all the batch's changed hosts in one go each.
+          std::vector<pg::HostPosture> current_rows;
+          for (size_t i : order) {
+            ASSIGN_OR_RETURN(out[i], SaveReportIn(tx, reports[i], &current_rows));
+          }
+          pg::ReplaceSessions(tx, current_rows);
+          pg::ReplaceShares(tx, current_rows);
+        } catch (const pqxx::sql_error& e) {
+          if (!IsDataError(e)) throw;
+          return absl::InvalidArgumentError(
+              absl::StrCat("reports: PostgreSQL refuses a value of one (SQLSTATE ", e.sqlstate(),
+                           "): ", FirstLine(e.what())));
+        }
+        tx.commit();
+        return out;
       });
 }
 
@@ -246,8 +290,8 @@ std::vector<SavedDigestReport> PgHostStore::SaveDigestReportsIn(
   return out;
 }
 
-absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
-                                                      const IncomingReport& report) {
+absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx, const IncomingReport& report,
+                                                      std::vector<pg::HostPosture>* current_rows) {
   const std::string received = pg::Rfc3339(report.received_at);
   const std::string collected = pg::TimestampText(
       report.posture != nullptr ? report.posture->collected_at() : report.collected_at);
@@ -294,7 +338,7 @@ absl::StatusOr<SavedReport> PgHostStore::SaveReportIn(pqxx::work& tx,
   saved.current = true;
   if (changed) {
     ASSIGN_OR_RETURN(int64_t posture_id, InsertPosture(tx, host_id, report));
-    StoreCurrentPosture(tx, host_id, posture_id, report);
+    StoreCurrentPosture(tx, host_id, posture_id, report, current_rows);
   } else {
     tx.exec_params(
         "UPDATE hosts SET last_report_id = $2::uuid, last_collected_at = "
@@ -368,7 +412,8 @@ absl::StatusOr<int64_t> PgHostStore::InsertPosture(pqxx::work& tx, int64_t host_
 }
 
 void PgHostStore::StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t posture_id,
-                                      const IncomingReport& report) {
+                                      const IncomingReport& report,
+                                      std::vector<pg::HostPosture>* current_rows) {
   const Posture& posture = *report.posture;
   const std::string received = pg::Rfc3339(report.received_at);
   tx.exec_params(
@@ -389,8 +434,12 @@ void PgHostStore::StoreCurrentPosture(pqxx::work& tx, int64_t host_id, int64_t p
       host_id, smbfleet::v1::Platform_Name(posture.host().platform()), posture.host().os_name(),
       posture.host().os_version(), posture.host().agent_version(), labels.dump(), received,
       report.report_id, report.digest, pg::TimestampText(posture.collected_at()));
-  pg::ReplaceSessions(tx, host_id, posture);
-  pg::ReplaceShares(tx, host_id, posture);
+  if (current_rows != nullptr) {
+    current_rows->emplace_back(host_id, &posture);
+    return;
+  }
+  pg::ReplaceSessions(tx, {{host_id, &posture}});
+  pg::ReplaceShares(tx, {{host_id, &posture}});
 }
 
 absl::StatusOr<std::vector<HostSummary>> PgHostStore::ListHosts(const HostQuery& query) {

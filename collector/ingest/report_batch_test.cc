@@ -1,6 +1,7 @@
-// Group commit of digest-only reports: what arrives while a batch is stored forms the next one,
-// one report per host per batch, at most max_batch, and each caller gets its own answer.
-#include "collector/ingest/digest_batch.h"
+// Group commit of reports: what arrives while a batch is stored forms the next one (or, below
+// max_parallel batches, one of its own), one report per host per batch, at most max_batch, and
+// each caller gets its own answer.
+#include "collector/ingest/report_batch.h"
 
 #include <map>
 #include <string>
@@ -29,7 +30,7 @@ IncomingReport Digest(const std::string& host, int n) {
 // Each report's answer names it: UNCHANGED for an even report number, DUPLICATE for an odd one.
 class HeldStore {
  public:
-  std::vector<DigestAnswer> Store(const std::vector<IncomingReport>& reports) {
+  std::vector<BatchAnswer> Store(const std::vector<IncomingReport>& reports) {
     bool first = false;
     {
       absl::MutexLock lock(&mu_);
@@ -41,7 +42,7 @@ class HeldStore {
       entered_.Notify();
       release_.WaitForNotification();
     }
-    std::vector<DigestAnswer> answers;
+    std::vector<BatchAnswer> answers;
     for (const IncomingReport& r : reports) {
       SavedReport saved;
       saved.outcome =
@@ -72,8 +73,8 @@ struct Answers {
   absl::Mutex mu;
   std::map<std::string, SaveOutcome> by_report ABSL_GUARDED_BY(mu);
 
-  DigestBatcher::Done For(const std::string& report_id) {
-    return [this, report_id](DigestAnswer answer) {
+  ReportBatcher::Done For(const std::string& report_id) {
+    return [this, report_id](BatchAnswer answer) {
       absl::MutexLock lock(&mu);
       EXPECT_TRUE(answer.saved.ok()) << answer.saved.status();
       EXPECT_EQ(by_report.count(report_id), 0u) << report_id << " answered twice";
@@ -82,9 +83,9 @@ struct Answers {
   }
 };
 
-TEST(DigestBatcherTest, ReportsArrivingDuringABatchAreStoredTogetherInTheNext) {
+TEST(ReportBatcherTest, ReportsArrivingDuringABatchAreStoredTogetherInTheNext) {
   HeldStore store;
-  DigestBatcher batcher([&](const auto& reports) { return store.Store(reports); }, 512);
+  ReportBatcher batcher([&](const auto& reports) { return store.Store(reports); }, 512);
   Answers answers;
   IncomingReport lone = Digest("h0", 100);
   std::thread storing([&] { batcher.Submit(lone, answers.For(lone.report_id)); });
@@ -116,9 +117,9 @@ TEST(DigestBatcherTest, ReportsArrivingDuringABatchAreStoredTogetherInTheNext) {
   }
 }
 
-TEST(DigestBatcherTest, BatchesHoldAtMostMaxBatchReports) {
+TEST(ReportBatcherTest, BatchesHoldAtMostMaxBatchReports) {
   HeldStore store;
-  DigestBatcher batcher([&](const auto& reports) { return store.Store(reports); }, 4);
+  ReportBatcher batcher([&](const auto& reports) { return store.Store(reports); }, 4);
   Answers answers;
   IncomingReport lone = Digest("h0", 100);
   std::thread storing([&] { batcher.Submit(lone, answers.For(lone.report_id)); });
@@ -134,15 +135,38 @@ TEST(DigestBatcherTest, BatchesHoldAtMostMaxBatchReports) {
   EXPECT_EQ(answers.by_report.size(), 11u);
 }
 
+// With two batches allowed at once, a report arriving while one is stored is stored at once by
+// its own caller; a third waits for one of them.
+TEST(ReportBatcherTest, BelowMaxParallelACallerStoresItsOwnBatchAtOnce) {
+  HeldStore store;
+  ReportBatcher batcher([&](const auto& reports) { return store.Store(reports); }, 512, 2);
+  Answers answers;
+  IncomingReport lone = Digest("h0", 100);
+  std::thread storing([&] { batcher.Submit(lone, answers.For(lone.report_id)); });
+  store.entered_.WaitForNotification();
+
+  IncomingReport second = Digest("h1", 2);
+  batcher.Submit(second, answers.For(second.report_id));  // stored and answered on this thread
+  {
+    absl::MutexLock lock(&answers.mu);
+    EXPECT_EQ(answers.by_report.count(second.report_id), 1u);
+  }
+  EXPECT_THAT(store.sizes(), ElementsAre(1u, 1u));
+  store.release_.Notify();
+  storing.join();
+  absl::MutexLock lock(&answers.mu);
+  EXPECT_EQ(answers.by_report.size(), 2u);
+}
+
 // Many threads at once, nothing held: every report is answered once, none is left queued.
-TEST(DigestBatcherTest, ConcurrentSubmitsAreEachAnsweredOnce) {
+TEST(ReportBatcherTest, ConcurrentSubmitsAreEachAnsweredOnce) {
   absl::Mutex mu;
   size_t stored = 0;
-  DigestBatcher batcher(
+  ReportBatcher batcher(
       [&](const std::vector<IncomingReport>& reports) {
         absl::MutexLock lock(&mu);
         stored += reports.size();
-        return std::vector<DigestAnswer>(reports.size(), DigestAnswer{SavedReport{}, true});
+        return std::vector<BatchAnswer>(reports.size(), BatchAnswer{SavedReport{}, true});
       },
       8);
   Answers answers;
@@ -153,8 +177,8 @@ TEST(DigestBatcherTest, ConcurrentSubmitsAreEachAnsweredOnce) {
       for (int i = 0; i < 50; ++i) {
         IncomingReport r = Digest(absl::StrCat("h", t), t * 100 + i);
         absl::Notification done;
-        DigestBatcher::Done record = answers.For(r.report_id);
-        batcher.Submit(r, [&](DigestAnswer a) {
+        ReportBatcher::Done record = answers.For(r.report_id);
+        batcher.Submit(r, [&](BatchAnswer a) {
           record(std::move(a));
           done.Notify();
         });

@@ -1,4 +1,4 @@
-#include "collector/ingest/digest_batch.h"
+#include "collector/ingest/report_batch.h"
 
 #include <set>
 #include <string>
@@ -8,22 +8,25 @@
 
 namespace smbfleet::collector {
 
-DigestBatcher::DigestBatcher(StoreBatch store, size_t max_batch)
-    : store_(std::move(store)), max_batch_(max_batch == 0 ? 1 : max_batch) {}
+ReportBatcher::ReportBatcher(StoreBatch store, size_t max_batch, size_t max_parallel)
+    : store_(std::move(store)),
+      max_batch_(max_batch == 0 ? 1 : max_batch),
+      max_parallel_(max_parallel == 0 ? 1 : max_parallel) {}
 
-void DigestBatcher::Submit(IncomingReport report, Done done) {
+void ReportBatcher::Submit(IncomingReport report, Done done) {
   {
     absl::MutexLock lock(&mu_);
     queue_.push_back({std::move(report), std::move(done)});
-    if (storing_) return;  // the thread storing a batch takes it into the next one
-    storing_ = true;
+    // A thread storing a batch takes it into its next one.
+    if (storing_ >= max_parallel_) return;
+    ++storing_;
   }
   for (;;) {
     std::vector<Pending> batch;
     {
       absl::MutexLock lock(&mu_);
       if (queue_.empty()) {
-        storing_ = false;
+        --storing_;
         return;
       }
       batch = TakeBatch();
@@ -31,18 +34,18 @@ void DigestBatcher::Submit(IncomingReport report, Done done) {
     std::vector<IncomingReport> reports;
     reports.reserve(batch.size());
     for (Pending& p : batch) reports.push_back(std::move(p.report));
-    std::vector<DigestAnswer> answers = store_(reports);
+    std::vector<BatchAnswer> answers = store_(reports);
     for (size_t i = 0; i < batch.size(); ++i) {
       if (i < answers.size()) {
         batch[i].done(std::move(answers[i]));
       } else {  // a broken StoreBatch; the report is not acked
-        batch[i].done({absl::InternalError("digest-only report left without an answer")});
+        batch[i].done({absl::InternalError("report left without an answer by its batch")});
       }
     }
   }
 }
 
-std::vector<DigestBatcher::Pending> DigestBatcher::TakeBatch() {
+std::vector<ReportBatcher::Pending> ReportBatcher::TakeBatch() {
   std::vector<Pending> batch;
   std::set<std::string> hosts;
   for (auto it = queue_.begin(); it != queue_.end() && batch.size() < max_batch_;) {
