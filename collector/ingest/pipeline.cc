@@ -186,8 +186,9 @@ std::vector<BatchAnswer> ReportPipeline::StoreDigestBatch(
   if (stored.ok() && stored->size() == reports.size()) {
     saved = *std::move(stored);
     for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = saved[i].saved;
-  } else if (absl::IsInvalidArgument(stored.status()) && reports.size() > 1) {
-    // One report's value fails the batch: each alone, so that only that one is refused.
+  } else if (!IsTransient(stored.status()) && reports.size() > 1) {
+    // One report fails the batch (a value the database refuses, or another error a resend of the
+    // same batch would meet again): each alone, so that only that one fails.
     for (size_t i = 0; i < reports.size(); ++i) {
       answers[i].saved = hosts_->StoreReport(reports[i]);
       if (answers[i].saved.ok()) saved[i].saved = *answers[i].saved;
@@ -247,8 +248,9 @@ std::vector<BatchAnswer> ReportPipeline::StorePostureBatch(
   absl::StatusOr<std::vector<SavedReport>> stored = hosts_->StoreReports(reports);
   if (stored.ok() && stored->size() == reports.size()) {
     for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = (*stored)[i];
-  } else if (absl::IsInvalidArgument(stored.status()) && reports.size() > 1) {
-    // One report's value fails the batch: each alone, so that only that one is refused.
+  } else if (!IsTransient(stored.status()) && reports.size() > 1) {
+    // One report fails the batch (a value the database refuses, or another error a resend of the
+    // same batch would meet again): each alone, so that only that one fails.
     for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = hosts_->StoreReport(reports[i]);
   } else {
     absl::Status failed = stored.ok()

@@ -3,6 +3,7 @@
 #include "collector/ingest/pipeline.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -483,15 +484,17 @@ TEST(TrustedSubjectTest, IdentityAndLabelsAreTheCollectors) {
 
 // The memory store behind a gate: once HoldNext is called, the next batch (of digest-only
 // reports or of reports with a posture) waits until released (later reports queue behind it),
-// and a batch fails with `fail` while it is set. A report of the host set by Refuse is refused as
-// PostgreSQL refuses a value, alone or in a batch (which it fails whole).
+// and a batch fails with `fail` while it is set. A report of a host set by Refuse fails with the
+// given error (as PostgreSQL refuses a value, or meets an error of that report), alone or in a
+// batch (which it fails whole).
 class GatedHostStore : public HostStore {
  public:
   explicit GatedHostStore(MemoryHostStore* hosts) : hosts_(hosts) {}
   absl::StatusOr<SavedReport> StoreReport(const IncomingReport& report) override {
     {
       absl::MutexLock lock(&mu_);
-      if (report.host == refused_) return absl::InvalidArgumentError("refused (SQLSTATE 22P05)");
+      auto refused = refused_.find(report.host);
+      if (refused != refused_.end()) return refused->second;
     }
     return hosts_->StoreReport(report);
   }
@@ -509,9 +512,9 @@ class GatedHostStore : public HostStore {
     absl::MutexLock lock(&mu_);
     hold_ = true;
   }
-  void Refuse(const std::string& host) {
+  void Refuse(const std::string& host, absl::Status error) {
     absl::MutexLock lock(&mu_);
-    refused_ = host;
+    refused_[host] = std::move(error);
   }
   absl::StatusOr<std::vector<smbfleet::v1::HostSummary>> ListHosts(const HostQuery& q) override {
     return hosts_->ListHosts(q);
@@ -548,7 +551,8 @@ class GatedHostStore : public HostStore {
       sizes->push_back(reports.size());
       fail = fail_;
       for (const IncomingReport& r : reports) {
-        if (r.host == refused_) fail = absl::InvalidArgumentError("refused (SQLSTATE 22P05)");
+        auto refused = refused_.find(r.host);
+        if (refused != refused_.end()) fail = refused->second;
       }
     }
     if (first) {
@@ -563,7 +567,7 @@ class GatedHostStore : public HostStore {
   std::vector<size_t> digest_sizes_ ABSL_GUARDED_BY(mu_);
   std::vector<size_t> posture_sizes_ ABSL_GUARDED_BY(mu_);
   absl::Status fail_ ABSL_GUARDED_BY(mu_);
-  std::string refused_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, absl::Status> refused_ ABSL_GUARDED_BY(mu_);
   bool hold_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -741,21 +745,27 @@ TEST_F(PipelineTest, ReportsWithAPostureOfOneBatchAreStoredAndEvaluatedTogether)
 }
 
 // A value the database refuses in one report of a batch: that report alone is refused
-// (INVALID_ARGUMENT, not to be resent), the others are stored and evaluated.
+// (INVALID_ARGUMENT, not to be resent), the others are stored and evaluated. So with another
+// error of one report that a resend of the batch would meet again: that one is answered
+// UNAVAILABLE (keep it), the others are stored.
 TEST_F(PipelineTest, AReportTheDatabaseRefusesFailsAloneInItsBatch) {
   GatedHostStore gate(&hosts_);
   ReportBatchLimits one_at_once;
   one_at_once.posture_batches_at_once = 1;
   ReportPipeline pipeline(
       &gate, &compliance_, &policy_, [this] { return now_; }, {}, one_at_once);
-  gate.Refuse("fs02");
+  gate.Refuse("fs02", absl::InvalidArgumentError("refused (SQLSTATE 22P05)"));
+  gate.Refuse("fs04", absl::InternalError("database error: index row size exceeds maximum"));
   HeldBatch batch(pipeline, gate, /*full=*/true);
   batch.Send("fs01", Report("00000000-0000-4000-8000-000000000021"));
   batch.Send("fs02", Report("00000000-0000-4000-8000-000000000022"));
   batch.Send("fs03", Report("00000000-0000-4000-8000-000000000023"));
+  batch.Send("fs04", Report("00000000-0000-4000-8000-000000000024"));
   auto answers = batch.Run();
-  ASSERT_EQ(answers.size(), 3u);
+  ASSERT_EQ(answers.size(), 4u);
   EXPECT_TRUE(absl::IsInvalidArgument(answers[1].status())) << answers[1].status();
+  EXPECT_TRUE(absl::IsUnavailable(answers[3].status())) << answers[3].status();
+  EXPECT_FALSE(hosts_.Exists("fs04"));
   for (size_t i : {0u, 2u}) {
     ASSERT_TRUE(answers[i].ok()) << answers[i].status();
     EXPECT_EQ(answers[i]->outcome, SaveOutcome::kStored);

@@ -74,8 +74,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Report(grpc::CallbackServerContext* 
                                                    const v1::ReportRequest* request,
                                                    v1::ReportResponse* response) {
   if (metrics_ != nullptr) metrics_->ReportReceived();
-  // The call may finish on another thread: a digest-only report waits for its batch without
-  // holding a store thread.
+  // The call may finish on another thread: a report waits for its batch without holding a store
+  // thread.
   return SubmitUnaryAsync(
       context, *authenticator_, work_, response,
       [this, request](const Principal& p, const auto& finish) {
