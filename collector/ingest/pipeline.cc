@@ -37,6 +37,13 @@ bool IsTransient(const absl::Status& status) {
          absl::IsDeadlineExceeded(status) || absl::IsResourceExhausted(status);
 }
 
+// Why a batch's store did not answer each of its reports.
+template <typename T>
+absl::Status BatchFailure(const absl::StatusOr<std::vector<T>>& stored) {
+  return stored.ok() ? absl::InternalError("the store answered another number of reports")
+                     : stored.status();
+}
+
 }  // namespace
 
 ReportPipeline::ReportPipeline(HostStore* hosts, ComplianceStore* compliance,
@@ -178,6 +185,19 @@ absl::StatusOr<IngestResult> ReportPipeline::Finish(const std::string& host,
   return result;
 }
 
+bool ReportPipeline::StoreEachAloneAfter(const absl::Status& failed,
+                                         const std::vector<IncomingReport>& reports,
+                                         std::vector<BatchAnswer>* answers) {
+  if (IsTransient(failed) || reports.size() < 2) {
+    for (BatchAnswer& a : *answers) a.saved = failed;
+    return false;
+  }
+  // One report fails the batch (a value the database refuses, or another error a resend of the
+  // same batch would meet again): each alone, so that only that one fails.
+  for (size_t i = 0; i < reports.size(); ++i) (*answers)[i].saved = hosts_->StoreReport(reports[i]);
+  return true;
+}
+
 std::vector<BatchAnswer> ReportPipeline::StoreDigestBatch(
     const std::vector<IncomingReport>& reports) {
   std::vector<BatchAnswer> answers(reports.size());
@@ -186,18 +206,11 @@ std::vector<BatchAnswer> ReportPipeline::StoreDigestBatch(
   if (stored.ok() && stored->size() == reports.size()) {
     saved = *std::move(stored);
     for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = saved[i].saved;
-  } else if (!IsTransient(stored.status()) && reports.size() > 1) {
-    // One report fails the batch (a value the database refuses, or another error a resend of the
-    // same batch would meet again): each alone, so that only that one fails.
+  } else if (StoreEachAloneAfter(BatchFailure(stored), reports, &answers)) {
     for (size_t i = 0; i < reports.size(); ++i) {
-      answers[i].saved = hosts_->StoreReport(reports[i]);
       if (answers[i].saved.ok()) saved[i].saved = *answers[i].saved;
     }
   } else {
-    absl::Status failed = stored.ok()
-                              ? absl::InternalError("the store answered another number of reports")
-                              : stored.status();
-    for (BatchAnswer& a : answers) a.saved = failed;
     return answers;
   }
   if (policy_ == nullptr) return answers;
@@ -248,15 +261,7 @@ std::vector<BatchAnswer> ReportPipeline::StorePostureBatch(
   absl::StatusOr<std::vector<SavedReport>> stored = hosts_->StoreReports(reports);
   if (stored.ok() && stored->size() == reports.size()) {
     for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = (*stored)[i];
-  } else if (!IsTransient(stored.status()) && reports.size() > 1) {
-    // One report fails the batch (a value the database refuses, or another error a resend of the
-    // same batch would meet again): each alone, so that only that one fails.
-    for (size_t i = 0; i < reports.size(); ++i) answers[i].saved = hosts_->StoreReport(reports[i]);
-  } else {
-    absl::Status failed = stored.ok()
-                              ? absl::InternalError("the store answered another number of reports")
-                              : stored.status();
-    for (BatchAnswer& a : answers) a.saved = failed;
+  } else if (!StoreEachAloneAfter(BatchFailure(stored), reports, &answers)) {
     return answers;
   }
   if (policy_ == nullptr) return answers;

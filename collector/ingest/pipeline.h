@@ -163,6 +163,10 @@ class ReportPipeline {
   absl::StatusOr<IngestResult> Finish(const std::string& host,
                                       const smbfleet::v1::ReportRequest& request,
                                       const IncomingReport& incoming, BatchAnswer answer);
+  // After a batch's store failed with `failed`: each report stored alone into `answers` when a
+  // resend of the batch would fail again (returns true), else `failed` for every report.
+  bool StoreEachAloneAfter(const absl::Status& failed, const std::vector<IncomingReport>& reports,
+                           std::vector<BatchAnswer>* answers);
   // ReportBatcher's StoreBatch: the batch stored, then its evaluation check with one read of
   // the waivers and one of the hosts' labels.
   std::vector<BatchAnswer> StoreDigestBatch(const std::vector<IncomingReport>& reports);
