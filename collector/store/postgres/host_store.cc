@@ -98,6 +98,15 @@ std::string FirstLine(absl::string_view text) {
   return std::string(text.substr(0, text.find('\n')));
 }
 
+// INVALID_ARGUMENT for a data error (`e`) PostgreSQL met in `what`: "<what>: PostgreSQL refuses
+// a value of <which> (SQLSTATE ...): <its first line>".
+absl::Status RefusedValue(absl::string_view what, absl::string_view which,
+                          const pqxx::sql_error& e) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": PostgreSQL refuses a value of ", which,
+                                                 " (SQLSTATE ", e.sqlstate(),
+                                                 "): ", FirstLine(e.what())));
+}
+
 class PgHostStore : public HostStore {
  public:
   explicit PgHostStore(std::shared_ptr<ConnectionPool> pool) : pool_(std::move(pool)) {}
@@ -155,9 +164,7 @@ absl::StatusOr<SavedReport> PgHostStore::StoreReport(const IncomingReport& repor
           return saved;
         } catch (const pqxx::sql_error& e) {
           if (!IsDataError(e)) throw;
-          return absl::InvalidArgumentError(absl::StrCat(
-              "report ", report.report_id, ": PostgreSQL refuses a value of it (SQLSTATE ",
-              e.sqlstate(), "): ", FirstLine(e.what())));
+          return RefusedValue(absl::StrCat("report ", report.report_id), "it", e);
         }
       });
 }
@@ -177,27 +184,26 @@ absl::StatusOr<std::vector<SavedReport>> PgHostStore::StoreReports(
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return reports[a].host < reports[b].host; });
-  return pool_->Run<pqxx::work>(
-      absl::StrCat("storing ", reports.size(), " report(s)"),
-      [&](pqxx::work& tx) -> absl::StatusOr<std::vector<SavedReport>> {
-        std::vector<SavedReport> out(reports.size());
-        try {
-          // The session and share rows of all the batch's changed hosts in one go each.
-          std::vector<pg::HostPosture> current_rows;
-          for (size_t i : order) {
-            ASSIGN_OR_RETURN(out[i], SaveReportIn(tx, reports[i], &current_rows));
-          }
-          pg::ReplaceSessions(tx, current_rows);
-          pg::ReplaceShares(tx, current_rows);
-        } catch (const pqxx::sql_error& e) {
-          if (!IsDataError(e)) throw;
-          return absl::InvalidArgumentError(
-              absl::StrCat("reports: PostgreSQL refuses a value of one (SQLSTATE ", e.sqlstate(),
-                           "): ", FirstLine(e.what())));
-        }
-        tx.commit();
-        return out;
-      });
+  return pool_->Run<pqxx::work>(absl::StrCat("storing ", reports.size(), " report(s)"),
+                                [&](pqxx::work& tx) -> absl::StatusOr<std::vector<SavedReport>> {
+                                  std::vector<SavedReport> out(reports.size());
+                                  try {
+                                    // The session and share rows of all the batch's changed hosts
+                                    // in one go each.
+                                    std::vector<pg::HostPosture> current_rows;
+                                    for (size_t i : order) {
+                                      ASSIGN_OR_RETURN(out[i],
+                                                       SaveReportIn(tx, reports[i], &current_rows));
+                                    }
+                                    pg::ReplaceSessions(tx, current_rows);
+                                    pg::ReplaceShares(tx, current_rows);
+                                  } catch (const pqxx::sql_error& e) {
+                                    if (!IsDataError(e)) throw;
+                                    return RefusedValue("reports", "one", e);
+                                  }
+                                  tx.commit();
+                                  return out;
+                                });
 }
 
 absl::StatusOr<std::vector<SavedDigestReport>> PgHostStore::StoreDigestReports(
@@ -218,9 +224,7 @@ absl::StatusOr<std::vector<SavedDigestReport>> PgHostStore::StoreDigestReports(
           return SaveDigestReportsIn(tx, reports);
         } catch (const pqxx::sql_error& e) {
           if (!IsDataError(e)) throw;
-          return absl::InvalidArgumentError(
-              absl::StrCat("digest-only reports: PostgreSQL refuses a value of one (SQLSTATE ",
-                           e.sqlstate(), "): ", FirstLine(e.what())));
+          return RefusedValue("digest-only reports", "one", e);
         }
       });
 }
